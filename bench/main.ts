@@ -1,0 +1,30 @@
+/**
+ * `npm run bench -- <suite>`: each suite prints the figures its issue asks for.
+ * Suites register here; with no argument every suite runs.
+ */
+type Suite = (args: string[]) => Promise<void>;
+
+const suites: Record<string, () => Promise<Suite>> = {};
+
+export async function main(args: string[]): Promise<void> {
+  const [name, ...rest] = args;
+  if (name === '--help' || name === '-h') {
+    process.stdout.write(`usage: npm run bench -- [${Object.keys(suites).join('|')}]\n`);
+    return;
+  }
+  const names = name ? [name] : Object.keys(suites);
+  for (const n of names) {
+    const load = suites[n];
+    if (!load) {
+      process.stderr.write(
+        `bench: unknown suite "${n}"; known: ${Object.keys(suites).join(', ')}\n`,
+      );
+      process.exitCode = 2;
+      return;
+    }
+    process.stdout.write(`\n## bench ${n}\n`);
+    await (
+      await load()
+    )(rest);
+  }
+}

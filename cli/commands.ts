@@ -1,0 +1,11 @@
+/** The subcommand table. Each runnable part adds one line here. */
+import type { Command } from 'commander';
+
+export function registerCommands(program: Command): void {
+  program
+    .command('start')
+    .description('Start the service with embedded defaults')
+    .action(() => {
+      process.stdout.write('svc start: nothing to start yet\n');
+    });
+}

@@ -1,0 +1,88 @@
+/**
+ * Configuration from the environment: every variable the service reads is declared here,
+ * with its default and what it accepts, so a bad value stops the process with a message
+ * that names the variable instead of failing somewhere deep inside.
+ */
+import { z } from 'zod';
+import { BRANDS, DEFAULT_BRAND } from './brand.js';
+
+const url = (protocols: string[]) =>
+  z.string().refine((v) => {
+    try {
+      return protocols.includes(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  });
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+/** Each entry: the schema, and the human text of what it accepts (for error messages). */
+const variables = {
+  SVC_BRAND: { schema: z.enum(BRANDS).default(DEFAULT_BRAND), accepts: 'svc or adcp' },
+  SVC_PROTOCOL_VERSION: {
+    schema: z.enum(['3.1', '3.2']).default('3.2'),
+    accepts: '3.1 or 3.2',
+  },
+  DATABASE_URL: {
+    schema: url(['postgres:', 'postgresql:']).optional(),
+    accepts: 'a postgres:// URL (unset: the embedded database under .data/)',
+  },
+  REDIS_URL: {
+    schema: url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+    accepts: 'a redis:// URL',
+  },
+  LOG_LEVEL: {
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    accepts: 'fatal, error, warn, info, debug, trace or silent',
+  },
+  SVC_KEYS_DIR: { schema: z.string().min(1).optional(), accepts: 'a directory of JWK files' },
+  SVC_DATA_DIR: { schema: z.string().min(1).default('.data'), accepts: 'a directory path' },
+  SVC_HTTP_HOST: { schema: z.string().min(1).default('127.0.0.1'), accepts: 'a host name or IP' },
+  SVC_SALES_PORT: { schema: port.default(3001), accepts: 'a port number 0-65535' },
+  SVC_CREATIVE_PORT: { schema: port.default(3002), accepts: 'a port number 0-65535' },
+  SVC_SIGNALS_PORT: { schema: port.default(3003), accepts: 'a port number 0-65535' },
+} as const;
+
+type Variables = typeof variables;
+export type Config = { [K in keyof Variables]: z.output<Variables[K]['schema']> };
+
+export class ConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, value: string, accepts: string) {
+    super(`${variable}=${JSON.stringify(value)} is not valid: it accepts ${accepts}`);
+    this.name = 'ConfigError';
+    this.variable = variable;
+  }
+}
+
+/** Reads and validates every declared variable; throws ConfigError on the first bad one. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const out: Record<string, unknown> = {};
+  for (const [name, { schema, accepts }] of Object.entries(variables)) {
+    const raw = env[name];
+    const value = raw === '' ? undefined : raw;
+    const parsed = (schema as z.ZodType).safeParse(value);
+    if (!parsed.success) throw new ConfigError(name, raw ?? '', accepts);
+    out[name] = parsed.data;
+  }
+  return out as Config;
+}
+
+/** For entry points: a bad variable ends the process with exit code 2 and a clear message. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`svc: configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+/** What `svc --help` and the README list. */
+export function describeVariables(): Array<{ name: string; accepts: string }> {
+  return Object.entries(variables).map(([name, v]) => ({ name, accepts: v.accepts }));
+}

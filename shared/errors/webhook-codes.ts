@@ -1,0 +1,58 @@
+/**
+ * The 17 webhook verification error codes (supplement §1). Every one is answered with
+ * 401 and `WWW-Authenticate: Signature error="<code>"`, and every one is non-retryable
+ * for the sender.
+ */
+export const WEBHOOK_ERROR_CODES = [
+  'webhook_signature_header_malformed',
+  'webhook_signature_params_incomplete',
+  'webhook_signature_tag_invalid',
+  'webhook_signature_alg_not_allowed',
+  'webhook_signature_window_invalid',
+  'webhook_signature_components_incomplete',
+  'webhook_signature_key_unknown',
+  'webhook_signature_key_purpose_invalid',
+  'webhook_signature_key_revoked',
+  'webhook_signature_revocation_stale',
+  'webhook_signature_invalid',
+  'webhook_signature_digest_mismatch',
+  'webhook_signature_replayed',
+  'webhook_signature_rate_abuse',
+  'webhook_body_malformed',
+  'webhook_target_uri_malformed',
+  'webhook_mode_mismatch',
+] as const;
+
+export type WebhookErrorCode = (typeof WEBHOOK_ERROR_CODES)[number];
+
+export function isWebhookErrorCode(value: unknown): value is WebhookErrorCode {
+  return typeof value === 'string' && (WEBHOOK_ERROR_CODES as readonly string[]).includes(value);
+}
+
+/** A verification failure: the code is the contract, the message is for logs only. */
+export class WebhookVerificationError extends Error {
+  readonly code: WebhookErrorCode;
+  /** The checklist step that failed (1-14; "9a" for the per-keyid cap), informational. */
+  readonly step: string;
+  readonly status = 401;
+  constructor(code: WebhookErrorCode, step: number | string, message?: string) {
+    super(message ?? code);
+    this.name = 'WebhookVerificationError';
+    this.code = code;
+    this.step = String(step);
+  }
+
+  /** The exact header value: no realm, no other parameters. */
+  get wwwAuthenticate(): string {
+    return `Signature error="${this.code}"`;
+  }
+}
+
+/** Reads the code back out of a `WWW-Authenticate` header (sender-side classification). */
+export function webhookCodeFromWwwAuthenticate(
+  header: string | undefined,
+): WebhookErrorCode | null {
+  if (!header) return null;
+  const m = /(?:^|[\s,])error="?([a-z_]+)"?/.exec(header);
+  return m && isWebhookErrorCode(m[1]) ? m[1] : null;
+}

@@ -1,0 +1,44 @@
+import t from 'tap';
+import { ConfigError, loadConfig } from '../../shared/config.js';
+import { brandProfile, isBrand } from '../../shared/brand.js';
+
+t.test('defaults apply when the environment is empty', async (t) => {
+  const c = loadConfig({});
+  t.equal(c.SVC_BRAND, 'svc');
+  t.equal(c.SVC_PROTOCOL_VERSION, '3.2');
+  t.equal(c.REDIS_URL, 'redis://127.0.0.1:6379');
+  t.equal(c.DATABASE_URL, undefined);
+  t.equal(c.SVC_SALES_PORT, 3001);
+});
+
+t.test('a bad value names the variable and what it accepts', async (t) => {
+  for (const [name, value, accepts] of [
+    ['SVC_BRAND', 'acme', 'svc or adcp'],
+    ['SVC_PROTOCOL_VERSION', '4.0', '3.1 or 3.2'],
+    ['DATABASE_URL', 'mysql://x', 'postgres://'],
+    ['REDIS_URL', 'not a url', 'redis://'],
+    ['SVC_SALES_PORT', '70000', 'port number'],
+    ['LOG_LEVEL', 'loud', 'info'],
+  ] as const) {
+    const err = t.throws(() => loadConfig({ [name]: value })) as unknown;
+    t.type(err, ConfigError);
+    t.equal((err as ConfigError).variable, name);
+    t.match((err as ConfigError).message, name);
+    t.match((err as ConfigError).message, accepts);
+  }
+});
+
+t.test('brand profiles derive every branded identifier', async (t) => {
+  const svc = brandProfile('svc');
+  t.equal(svc.webhookTag, 'svc/webhook-signing/v1');
+  t.equal(svc.useMember, 'svc_use');
+  t.equal(svc.hmacSignatureHeader, 'X-SVC-Signature');
+  t.equal(svc.callAgentTool, 'call_svc_agent');
+  t.equal(svc.capabilitiesTask, 'get_svc_capabilities');
+  const adcp = brandProfile('adcp');
+  t.equal(adcp.webhookTag, 'adcp/webhook-signing/v1');
+  t.equal(adcp.hmacTimestampHeader, 'X-ADCP-Timestamp');
+  t.equal(brandProfile(), svc, 'default brand is svc and profiles are cached');
+  t.ok(isBrand('adcp'));
+  t.notOk(isBrand('ADCP'));
+});

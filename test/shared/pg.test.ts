@@ -1,0 +1,43 @@
+import t from 'tap';
+import { assertSchemaName, migrate } from '../../shared/infra/pg.js';
+import { testDatabase } from '../helpers/db.js';
+
+t.test('migrations apply once, in order, and record themselves', async (t) => {
+  const { pool, schema } = testDatabase(t);
+  const migrations = [
+    { id: '002_b', sql: (s: string) => `ALTER TABLE ${s}.a ADD COLUMN b int` },
+    { id: '001_a', sql: (s: string) => `CREATE TABLE ${s}.a (id int)` },
+  ];
+  t.same(await migrate(pool, schema, migrations), ['001_a', '002_b']);
+  t.same(await migrate(pool, schema, migrations), [], 'second run applies nothing');
+  const { rows } = await pool.query(
+    `SELECT column_name FROM information_schema.columns WHERE table_schema=$1 AND table_name='a' ORDER BY 1`,
+    [schema],
+  );
+  t.same(
+    rows.map((r) => r.column_name),
+    ['b', 'id'],
+  );
+});
+
+t.test('concurrent migrators serialise on the advisory lock', async (t) => {
+  const { pool, schema } = testDatabase(t);
+  const migrations = [{ id: '001', sql: (s: string) => `CREATE TABLE ${s}.x (id int)` }];
+  const results = await Promise.all([1, 2, 3].map(() => migrate(pool, schema, migrations)));
+  t.equal(results.flat().length, 1, 'exactly one runner applied the migration');
+});
+
+t.test('a failing migration rolls back and names itself', async (t) => {
+  const { pool, schema } = testDatabase(t);
+  await t.rejects(
+    migrate(pool, schema, [{ id: '001_bad', sql: () => 'SELECT * FROM nowhere_at_all' }]),
+    /migration .*001_bad failed/,
+  );
+  const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${schema}.schema_migrations`);
+  t.equal(rows[0].n, 0);
+});
+
+t.test('schema names are checked', async (t) => {
+  t.throws(() => assertSchemaName('x; DROP TABLE y'), /invalid schema name/);
+  t.equal(assertSchemaName('receiver'), 'receiver');
+});
