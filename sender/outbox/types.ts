@@ -1,0 +1,41 @@
+/**
+ * The outbox seam: what a channel (task, reporting, impairment...) hands over to be
+ * delivered. The payload is serialised once at enqueue and frozen with its key and
+ * timestamp, so every retry sends the same bytes.
+ */
+import type { PoolClient } from '../../shared/infra/pg.js';
+
+/** How a delivery authenticates: RFC 9421 by default, legacy only where the buyer opted in. */
+export type DeliveryAuth =
+  { mode: 'rfc9421' } | { mode: 'hmac'; secret: string } | { mode: 'bearer'; token: string };
+
+export type WebhookChannel = 'task' | 'push' | 'reporting' | 'account' | 'agent';
+
+export interface WebhookTarget {
+  url: string;
+  auth: DeliveryAuth;
+  channel: WebhookChannel;
+}
+
+export interface OutboundEvent {
+  target: WebhookTarget;
+  /** The complete envelope, including idempotency_key and timestamp. */
+  payload: Record<string, unknown>;
+  idempotencyKey: string;
+  /** e.g. a task status, 'scheduled', 'final', 'impairment'. */
+  notificationType: string;
+  notificationId?: string;
+  mediaBuyId?: string;
+  principalId?: string;
+  taskId?: string;
+  sequenceNumber?: number;
+  subscriberId?: string;
+}
+
+export interface EventSink {
+  /**
+   * Freezes each event in the outbox (inside the caller's transaction when `client` is
+   * given) and dispatches it after commit. Resolves to the outbox ids, in input order.
+   */
+  enqueue(events: OutboundEvent[], client?: PoolClient): Promise<string[]>;
+}
