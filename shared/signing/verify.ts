@@ -1,0 +1,338 @@
+/**
+ * The webhook verifier: steps 1-13 of the checklist in supplement §1, in order, stopping at
+ * the first failure with its exact code. Step 14 (duplicate keys in the body) belongs to the
+ * caller, who parses the body after this returns.
+ *
+ * Key lookup, revocation and the replay cache are pluggable (see the interfaces below): the
+ * receiver supplies durable, shared implementations; the conformance vectors install theirs.
+ */
+import { serializeInnerList, Token, type InnerList, type Item } from 'structured-headers';
+import type { BrandProfile } from '../brand.js';
+import { WebhookVerificationError, type WebhookErrorCode } from '../errors/webhook-codes.js';
+import {
+  canonicalizeAuthority,
+  canonicalizeTargetUri,
+  TargetUriError,
+} from '../http/target-uri.js';
+import { isSignatureAlg, verifyBytes, type SignatureAlg } from './algorithms.js';
+import type { BinaryProfile } from './base64.js';
+import { contentDigestMatches, parseContentDigest } from './content-digest.js';
+import { importVerifyKey, keyPurposeProblem, type JWK } from './keys.js';
+import { buildSignatureBase, WEBHOOK_COMPONENTS } from './signature-base.js';
+import { fieldValue, parseSignatureDictionary, StructuredFieldError } from './structured.js';
+
+export interface ResolvedKey {
+  /** Public JWK, including the `<brand>_use` member. */
+  jwk: JWK;
+  /** The sender (agent) whose key set held the kid: the authenticated identity. */
+  senderId: string;
+}
+
+export interface KeyResolver {
+  /** Resolves a kid, refetching once on a miss as the resolver's policy allows; null if unknown. */
+  resolve(keyid: string): Promise<ResolvedKey | null>;
+}
+
+export interface RevocationCheck {
+  status(keyid: string, nowSeconds: number): 'ok' | 'revoked' | 'stale';
+}
+
+export interface ReplayStore {
+  /** Step 9a, read-only: is this keyid's replay cache at its cap? */
+  atCap(keyid: string): Promise<boolean>;
+  /** Step 12: has this (keyid, nonce) been seen within its TTL? */
+  seen(keyid: string, nonce: string): Promise<boolean>;
+  /** Step 13: atomic insert with the cap check. */
+  insert(
+    keyid: string,
+    nonce: string,
+    ttlSeconds: number,
+  ): Promise<'inserted' | 'replayed' | 'cap'>;
+}
+
+export interface VerifiedSignature {
+  keyid: string;
+  nonce: string;
+  alg: SignatureAlg;
+  created: number;
+  expires: number;
+  senderId: string;
+  label: 'sig1';
+}
+
+export interface IncomingRequest {
+  method: string;
+  /** The full URL as received: scheme://host[:port]/path?query. */
+  url: string;
+  /** Lower-case header names. */
+  headers: Record<string, string | string[] | undefined>;
+  body: Uint8Array;
+}
+
+export interface VerifyOptions {
+  profile: BrandProfile;
+  keys: KeyResolver;
+  revocation?: RevocationCheck;
+  replay?: ReplayStore;
+  /** Unix seconds; defaults to the clock. */
+  now?: number;
+  /** Webhook v1 keeps the lenient base64url profile through 3.x. */
+  binary?: BinaryProfile;
+  /** Clock skew allowed on `created` and `expires` (seconds). */
+  skewSeconds?: number;
+  /** Largest allowed expires − created (seconds). */
+  maxWindowSeconds?: number;
+}
+
+const LABEL = 'sig1';
+const REQUIRED_PARAMS = ['created', 'expires', 'nonce', 'keyid', 'alg', 'tag'] as const;
+const NONCE = /^[A-Za-z0-9_-]{22,}$/;
+
+function fail(code: WebhookErrorCode, step: number | string, message: string): never {
+  throw new WebhookVerificationError(code, step, message);
+}
+
+function single(headers: IncomingRequest['headers'], name: string): string | undefined {
+  return fieldValue(headers[name]);
+}
+
+export async function verifyWebhookSignature(
+  req: IncomingRequest,
+  opts: VerifyOptions,
+): Promise<VerifiedSignature> {
+  const now = opts.now ?? Math.floor(Date.now() / 1000);
+  const binary = opts.binary ?? 'webhook-v1';
+  const skew = opts.skewSeconds ?? 60;
+  const maxWindow = opts.maxWindowSeconds ?? 300;
+
+  // Step 1: parse both headers; process only the label named sig1.
+  const inputHeader = single(req.headers, 'signature-input');
+  const signatureHeader = single(req.headers, 'signature');
+  if (inputHeader === undefined || signatureHeader === undefined) {
+    fail(
+      'webhook_signature_header_malformed',
+      1,
+      'Signature and Signature-Input must both be present',
+    );
+  }
+  let input, signatures, digests: Map<string, Buffer> | undefined;
+  try {
+    input = parseSignatureDictionary(inputHeader, binary);
+    signatures = parseSignatureDictionary(signatureHeader, binary);
+    const cd = single(req.headers, 'content-digest');
+    if (cd !== undefined) {
+      const { members } = parseSignatureDictionary(cd, binary);
+      if (new Set(members.map((m) => m.key)).size !== members.length) {
+        fail('webhook_signature_header_malformed', 1, 'Content-Digest lists an algorithm twice');
+      }
+      digests = parseContentDigest(cd, binary);
+    }
+  } catch (err) {
+    if (err instanceof WebhookVerificationError) throw err;
+    const why = err instanceof StructuredFieldError ? err.message : 'unparseable';
+    fail('webhook_signature_header_malformed', 1, `signature headers: ${why}`);
+  }
+  const ct = req.headers['content-type'];
+  if (Array.isArray(ct) && ct.length > 1) {
+    fail('webhook_signature_header_malformed', 1, 'Content-Type has several values');
+  }
+  const member = input.dictionary.get(LABEL);
+  const sigMember = signatures.dictionary.get(LABEL);
+  if (!member || !Array.isArray(member[0])) {
+    fail(
+      'webhook_signature_header_malformed',
+      1,
+      'Signature-Input has no inner list labelled sig1',
+    );
+  }
+  if (!sigMember || !(sigMember[0] instanceof ArrayBuffer)) {
+    fail('webhook_signature_header_malformed', 1, 'Signature has no byte sequence labelled sig1');
+  }
+  const [items, params] = member as InnerList;
+  const signature = Buffer.from(sigMember[0] as ArrayBuffer);
+
+  const components: string[] = [];
+  for (const [value, itemParams] of items as Item[]) {
+    if (typeof value !== 'string' || itemParams.size > 0) {
+      fail('webhook_signature_header_malformed', 1, 'covered components must be plain strings');
+    }
+    components.push(value);
+  }
+  if (new Set(components).size !== components.length) {
+    fail('webhook_signature_header_malformed', 1, 'a component is covered twice');
+  }
+
+  // Step 2: all six parameters present, tag exactly once, each of its type.
+  const shape = input.members.find((m) => m.key === LABEL)!;
+  for (const p of REQUIRED_PARAMS) {
+    if (!params.has(p)) fail('webhook_signature_params_incomplete', 2, `parameter ${p} is missing`);
+  }
+  if (shape.paramKeys.filter((k) => k === 'tag').length !== 1) {
+    fail('webhook_signature_params_incomplete', 2, 'tag must appear exactly once');
+  }
+  if (new Set(shape.paramKeys).size !== shape.paramKeys.length) {
+    fail('webhook_signature_header_malformed', 2, 'a signature parameter appears twice');
+  }
+  const created = params.get('created');
+  const expires = params.get('expires');
+  const nonce = params.get('nonce');
+  const keyid = params.get('keyid');
+  const alg = params.get('alg');
+  const tag = params.get('tag');
+  if (!Number.isInteger(created) || !Number.isInteger(expires)) {
+    fail('webhook_signature_header_malformed', 2, 'created and expires must be integers');
+  }
+  for (const [name, v] of [
+    ['nonce', nonce],
+    ['keyid', keyid],
+    ['alg', alg],
+    ['tag', tag],
+  ] as const) {
+    if (typeof v !== 'string') {
+      const kind = v instanceof Token ? 'an unquoted token' : 'not a string';
+      fail('webhook_signature_header_malformed', 2, `${name} is ${kind}`);
+    }
+  }
+  if (!NONCE.test(nonce as string)) {
+    fail(
+      'webhook_signature_header_malformed',
+      2,
+      'nonce must be unpadded base64url of at least 16 bytes',
+    );
+  }
+  const c = created as number;
+  const e = expires as number;
+  const kid = keyid as string;
+  const nonceValue = nonce as string;
+
+  // Step 3: the tag, byte for byte.
+  if (tag !== opts.profile.webhookTag)
+    fail('webhook_signature_tag_invalid', 3, 'tag is not the webhook tag');
+
+  // Step 4: the algorithm allow-list, enforced here, not by library defaults.
+  if (!isSignatureAlg(alg))
+    fail('webhook_signature_alg_not_allowed', 4, `alg ${String(alg)} is not allowed`);
+
+  // Step 5: the validity window.
+  if (e <= c || c > now + skew || e < now - skew || e - c > maxWindow) {
+    fail('webhook_signature_window_invalid', 5, 'outside the validity window');
+  }
+
+  // Step 6: the fixed covered set.
+  for (const required of WEBHOOK_COMPONENTS) {
+    if (!components.includes(required)) {
+      fail('webhook_signature_components_incomplete', 6, `${required} is not covered`);
+    }
+  }
+
+  // Step 7: resolve the key to a sender.
+  const resolved = await opts.keys.resolve(kid);
+  if (!resolved) fail('webhook_signature_key_unknown', 7, 'keyid is not in the sender key set');
+
+  // Step 8: the key's purpose and shape.
+  const problem = keyPurposeProblem(resolved.jwk, alg, opts.profile);
+  if (problem) fail('webhook_signature_key_purpose_invalid', 8, problem);
+
+  // Step 9: revocation; 9a: the per-keyid replay cap (read-only, before crypto).
+  const revocation = opts.revocation?.status(kid, now) ?? 'ok';
+  if (revocation === 'revoked') fail('webhook_signature_key_revoked', 9, 'key is revoked');
+  if (revocation === 'stale')
+    fail('webhook_signature_revocation_stale', 9, 'revocation list is stale');
+  if (opts.replay && (await opts.replay.atCap(kid))) {
+    fail('webhook_signature_rate_abuse', '9a', 'replay cache for this keyid is at its cap');
+  }
+
+  // Step 10: rebuild the base from the request as received and check the signature.
+  let target;
+  try {
+    target = canonicalizeTargetUri(req.url, { rejectRawNonAscii: true });
+  } catch (err) {
+    const why = err instanceof TargetUriError ? err.message : 'unparseable';
+    fail('webhook_target_uri_malformed', 10, `target URI: ${why}`);
+  }
+  const hostHeader = single(req.headers, ':authority') ?? single(req.headers, 'host');
+  if (hostHeader !== undefined) {
+    let authority: string;
+    try {
+      authority = canonicalizeAuthority(hostHeader, target.scheme);
+    } catch {
+      fail('webhook_target_uri_malformed', 10, 'Host is malformed');
+    }
+    if (authority !== target.authority) {
+      fail('webhook_target_uri_malformed', 10, 'Host does not match the target URI');
+    }
+    const h2 = single(req.headers, ':authority');
+    const h1 = single(req.headers, 'host');
+    if (
+      h2 !== undefined &&
+      h1 !== undefined &&
+      canonicalizeAuthority(h1, target.scheme) !== authority
+    ) {
+      fail('webhook_target_uri_malformed', 10, ':authority and Host disagree');
+    }
+  }
+  const lines: Array<readonly [string, string]> = [];
+  for (const name of components) {
+    let value: string | undefined;
+    if (name === '@method') value = req.method;
+    else if (name === '@target-uri') value = target.targetUri;
+    else if (name === '@authority') value = target.authority;
+    else if (name.startsWith('@')) {
+      fail('webhook_signature_header_malformed', 10, `derived component ${name} is not supported`);
+    } else value = single(req.headers, name)?.trim();
+    if (value === undefined)
+      fail('webhook_signature_invalid', 10, `covered header ${name} is absent`);
+    lines.push([name, value]);
+  }
+  const base = buildSignatureBase(lines, serializeInnerList(member as InnerList));
+  const key = await importVerifyKey(resolved.jwk, alg);
+  if (!verifyBytes(alg, key, Buffer.from(base), signature)) {
+    fail('webhook_signature_invalid', 10, 'signature does not verify');
+  }
+
+  // Step 11: the digest of the bytes received.
+  if (!digests || !contentDigestMatches(digests, req.body)) {
+    fail('webhook_signature_digest_mismatch', 11, 'Content-Digest does not match the body');
+  }
+
+  // Steps 12 and 13: replay check, then the insert (only now, so forgeries never fill the cache).
+  if (opts.replay) {
+    if (await opts.replay.seen(kid, nonceValue))
+      fail('webhook_signature_replayed', 12, 'nonce replayed');
+    const inserted = await opts.replay.insert(kid, nonceValue, Math.max(e - now, 0) + 60);
+    if (inserted === 'replayed') fail('webhook_signature_replayed', 13, 'nonce replayed');
+    if (inserted === 'cap') fail('webhook_signature_rate_abuse', 13, 'replay cache at its cap');
+  }
+
+  return {
+    keyid: kid,
+    nonce: nonceValue,
+    alg,
+    created: c,
+    expires: e,
+    senderId: resolved.senderId,
+    label: LABEL,
+  };
+}
+
+/** The signature base the verifier would rebuild (for tests and the conformance kit's reports). */
+export function signatureBaseFor(
+  req: IncomingRequest,
+  binary: BinaryProfile = 'webhook-v1',
+): string {
+  const { dictionary } = parseSignatureDictionary(
+    single(req.headers, 'signature-input') ?? '',
+    binary,
+  );
+  const member = dictionary.get(LABEL) as InnerList | undefined;
+  if (!member) throw new StructuredFieldError('no sig1');
+  const target = canonicalizeTargetUri(req.url, { rejectRawNonAscii: true });
+  const lines = member[0].map(([name]) => {
+    const n = String(name);
+    if (n === '@method') return [n, req.method] as const;
+    if (n === '@target-uri') return [n, target.targetUri] as const;
+    if (n === '@authority') return [n, target.authority] as const;
+    return [n, single(req.headers, n)?.trim() ?? ''] as const;
+  });
+  return buildSignatureBase(lines, serializeInnerList(member));
+}
