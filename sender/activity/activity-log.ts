@@ -1,0 +1,209 @@
+/**
+ * webhook_activity (supplement §4.4): one record per attempt, written in batches (one
+ * INSERT per flush, whatever the number of rows), read per media buy and principal,
+ * most recent first, purged after the retention period.
+ */
+import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
+import type { Logger } from '../../shared/infra/logger.js';
+import { silentLogger } from '../../shared/infra/logger.js';
+import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
+
+export type ActivityStatus = 'success' | 'failed' | 'timeout' | 'connection_error' | 'pending';
+
+/** One attempt as the worker reports it. */
+export interface AttemptRecord {
+  outboxId: string;
+  mediaBuyId: string | null;
+  principalId: string | null;
+  subscriberId: string | null;
+  idempotencyKey: string;
+  notificationId: string | null;
+  notificationType: string;
+  sequenceNumber: number | null;
+  attempt: number;
+  status: ActivityStatus;
+  url: string;
+  httpStatusCode: number | null;
+  responseTimeMs: number | null;
+  payloadSizeBytes: number;
+  errorMessage: string | null;
+  firedAt: Date;
+  completedAt: Date | null;
+}
+
+/** The wire record (`webhook-activity-record.json`): nullable fields explicit null. */
+export interface WebhookActivityRecord {
+  idempotency_key: string;
+  notification_id?: string;
+  subscriber_id?: string;
+  fired_at: string;
+  completed_at: string | null;
+  notification_type: string;
+  sequence_number?: number;
+  attempt: number;
+  status: ActivityStatus;
+  http_status_code: number | null;
+  response_time_ms: number | null;
+  payload_size_bytes: number;
+  url: string;
+  error_message: string | null;
+}
+
+export const DEFAULT_RETENTION_DAYS = 30;
+
+/** The URL as recorded: no query, no fragment (they may carry tokens). */
+export function recordedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.search = '';
+    u.hash = '';
+    u.username = '';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return url.split(/[?#]/, 1)[0] ?? '';
+  }
+}
+
+export interface ActivityLogOptions {
+  pool: Pool;
+  schema?: string;
+  /** Flush when this many rows are buffered; default 500. */
+  maxBatch?: number;
+  /** Flush at least this often; default 200 ms. */
+  flushEveryMs?: number;
+  logger?: Logger;
+}
+
+export class ActivityLog {
+  private readonly pool: Pool;
+  private readonly schema: string;
+  private readonly maxBatch: number;
+  private readonly flushEveryMs: number;
+  private readonly logger: Logger;
+  private buffer: AttemptRecord[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(options: ActivityLogOptions) {
+    this.pool = options.pool;
+    this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
+    this.maxBatch = options.maxBatch ?? 500;
+    this.flushEveryMs = options.flushEveryMs ?? 200;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  add(record: AttemptRecord): void {
+    this.buffer.push({
+      ...record,
+      url: recordedUrl(record.url),
+      errorMessage: record.errorMessage?.slice(0, 500) ?? null,
+    });
+    if (this.buffer.length >= this.maxBatch) void this.flush();
+    else if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), this.flushEveryMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Writes what is buffered in one INSERT; flushes run one after another. */
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const rows = this.buffer;
+    this.buffer = [];
+    if (rows.length === 0) return this.flushing;
+    this.flushing = this.flushing.then(() => this.write(rows));
+    return this.flushing;
+  }
+
+  private async write(rows: AttemptRecord[]): Promise<void> {
+    const col = <T>(f: (r: AttemptRecord) => T) => rows.map(f);
+    try {
+      await this.pool.query(
+        `INSERT INTO ${this.schema}.webhook_activity (outbox_id, media_buy_id, principal_id,
+           subscriber_id, idempotency_key, notification_id, notification_type, sequence_number,
+           attempt, status, url, http_status_code, response_time_ms, payload_size_bytes,
+           error_message, fired_at, completed_at)
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+           $6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[], $12::int[],
+           $13::int[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[])`,
+        [
+          col((r) => r.outboxId),
+          col((r) => r.mediaBuyId),
+          col((r) => r.principalId),
+          col((r) => r.subscriberId),
+          col((r) => r.idempotencyKey),
+          col((r) => r.notificationId),
+          col((r) => r.notificationType),
+          col((r) => r.sequenceNumber),
+          col((r) => r.attempt),
+          col((r) => r.status),
+          col((r) => r.url),
+          col((r) => r.httpStatusCode),
+          col((r) => r.responseTimeMs),
+          col((r) => r.payloadSizeBytes),
+          col((r) => r.errorMessage),
+          col((r) => r.firedAt),
+          col((r) => r.completedAt),
+        ],
+      );
+    } catch (err) {
+      // The activity log is for debugging: losing a batch must not stop deliveries.
+      this.logger.warn({ err, rows: rows.length }, 'webhook_activity batch not written');
+    }
+  }
+
+  /** Most recent first; `limit` 1-200, default 50. */
+  async list(query: {
+    principalId: string;
+    mediaBuyId: string;
+    limit?: number;
+  }): Promise<WebhookActivityRecord[]> {
+    const limit = query.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+      throw new RangeError('webhook_activity_limit must be an integer from 1 to 200');
+    }
+    const { rows } = await this.pool.query(
+      `SELECT * FROM ${this.schema}.webhook_activity
+        WHERE principal_id = $1 AND media_buy_id = $2
+        ORDER BY fired_at DESC, id DESC LIMIT $3`,
+      [query.principalId, query.mediaBuyId, limit],
+    );
+    return rows.map((r) => {
+      const rec: WebhookActivityRecord = {
+        idempotency_key: r.idempotency_key,
+        fired_at: (r.fired_at as Date).toISOString(),
+        completed_at: r.completed_at ? (r.completed_at as Date).toISOString() : null,
+        notification_type: r.notification_type,
+        attempt: r.attempt,
+        status: r.status,
+        http_status_code: r.http_status_code,
+        response_time_ms: r.response_time_ms,
+        payload_size_bytes: r.payload_size_bytes,
+        url: r.url,
+        error_message: r.error_message,
+      };
+      if (r.notification_id !== null) rec.notification_id = r.notification_id;
+      if (r.subscriber_id !== null) rec.subscriber_id = r.subscriber_id;
+      if (r.sequence_number !== null) rec.sequence_number = r.sequence_number;
+      return rec;
+    });
+  }
+
+  /** Deletes records older than the retention (from completed_at, or fired_at while pending). */
+  async purge(retentionDays = DEFAULT_RETENTION_DAYS): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM ${this.schema}.webhook_activity
+        WHERE coalesce(completed_at, fired_at) < now() - $1::int * interval '1 day'`,
+      [retentionDays],
+    );
+    return rowCount ?? 0;
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The two kinds of fire on a media buy's persistent channels, as outbound events:
+ * delivery reports (supplement §6.3) on `reporting_webhook`, impairments (§6.4) on
+ * `push_notification_config`. Each gets a fresh idempotency key; the body is complete here
+ * and frozen by the outbox.
+ */
+import type { OutboundEvent } from '../outbox/types.js';
+import { newIdempotencyKey } from '../outbox/keys.js';
+import { deliveryAuthFor } from './config-validation.js';
+import { channelEnvelope } from './envelope.js';
+import type {
+  DeliveryData,
+  Impairment,
+  LateDelivery,
+  PushNotificationConfig,
+  ReportingPeriod,
+  ReportingWebhook,
+  TerminalBuyStatus,
+} from './types.js';
+import { isLate } from './types.js';
+
+export type ReportNotificationType =
+  'scheduled' | 'final' | 'delayed' | 'adjusted' | 'window_update';
+
+/** What a fire needs to know about the buy (a row of `channel_media_buys`). */
+export interface BuyChannels {
+  media_buy_id: string;
+  principal_id: string | null;
+  task_id: string;
+  task_type: string;
+  context: Record<string, unknown> | null;
+  push_config: PushNotificationConfig | null;
+  reporting_config: ReportingWebhook | null;
+  currency: string | null;
+}
+
+const OPERATION_ID = /^[A-Za-z0-9_.:-]{1,255}$/;
+
+/**
+ * `reporting_webhook` carries no `operation_id`, yet the envelope requires one: an explicit
+ * `operation_id` member on the reporting config wins, then the buy's push config's, then a
+ * stable id derived from the buy.
+ */
+export function reportingOperationId(buy: BuyChannels): string {
+  const own = buy.reporting_config?.operation_id;
+  if (typeof own === 'string' && OPERATION_ID.test(own)) return own;
+  if (buy.push_config) return buy.push_config.operation_id;
+  return `reporting.${buy.media_buy_id.replace(/[^A-Za-z0-9_.:-]/g, '_')}`.slice(0, 255);
+}
+
+export interface ReportFire {
+  type: ReportNotificationType;
+  period: ReportingPeriod;
+  data: DeliveryData | LateDelivery;
+  sequenceNumber: number;
+  /** Fire time (ms). */
+  now: number;
+  /** Omitted on `final`. */
+  nextExpectedAt?: string;
+  /** For `final`: the buy's terminal state, carried in the row. */
+  terminalStatus?: TerminalBuyStatus;
+}
+
+export function reportEvent(buy: BuyChannels, fire: ReportFire): OutboundEvent {
+  const config = buy.reporting_config;
+  if (!config) throw new Error(`media buy ${buy.media_buy_id} has no reporting_webhook`);
+  const fireTime = new Date(fire.now).toISOString();
+  const late = isLate(fire.data);
+  const row: Record<string, unknown> = { media_buy_id: buy.media_buy_id };
+  if (isLate(fire.data)) {
+    row.status = 'reporting_delayed';
+    if (fire.data.expectedAvailability) row.expected_availability = fire.data.expectedAvailability;
+    row.totals = { spend: 0 };
+    row.by_package = [];
+  } else {
+    row.status = fire.data.status;
+    if (fire.data.pricing_model !== undefined) row.pricing_model = fire.data.pricing_model;
+    if (fire.data.pacing_index !== undefined) row.pacing_index = fire.data.pacing_index;
+    row.totals = fire.data.totals;
+    row.by_package = fire.data.by_package;
+  }
+  if (fire.type === 'adjusted' || fire.type === 'window_update') row.is_adjusted = true;
+  if (fire.type === 'final') {
+    if (fire.terminalStatus && !late) row.status = fire.terminalStatus;
+    row.is_final = !late;
+    if (!late) row.finalized_at = fireTime;
+  }
+  const currency = fire.data.currency ?? buy.currency ?? 'USD';
+  const result: Record<string, unknown> = {
+    notification_type: fire.type,
+    sequence_number: fire.sequenceNumber,
+    reporting_period: fire.period,
+    currency,
+    media_buy_deliveries: [row],
+  };
+  if (late) {
+    result.partial_data = true;
+    result.unavailable_count = 1;
+  }
+  if (fire.type !== 'final' && fire.nextExpectedAt) result.next_expected_at = fire.nextExpectedAt;
+
+  const idempotencyKey = newIdempotencyKey();
+  const payload = channelEnvelope({
+    idempotencyKey,
+    operationId: reportingOperationId(buy),
+    taskId: buy.task_id,
+    taskType: 'media_buy_delivery',
+    status: 'completed',
+    timestamp: fireTime,
+    ...(config.token !== undefined && { token: config.token }),
+    ...(buy.context && { context: buy.context }),
+    result,
+  });
+  return {
+    target: { url: config.url, auth: deliveryAuthFor(config), channel: 'reporting' },
+    payload,
+    idempotencyKey,
+    notificationType: fire.type,
+    mediaBuyId: buy.media_buy_id,
+    ...(buy.principal_id && { principalId: buy.principal_id }),
+    taskId: buy.task_id,
+    sequenceNumber: fire.sequenceNumber,
+  };
+}
+
+/**
+ * An impairment fire. The spec has no dedicated schema (gap): the result is the
+ * impairment object plus the buy's updated `health` and its id, inside the MCP envelope
+ * the push config's channel yields; `notification_id` is the `impairment_id`, stable
+ * across re-emissions while every fire gets a fresh key.
+ */
+export function impairmentEvent(
+  buy: BuyChannels,
+  impairment: Impairment,
+  health: 'ok' | 'impaired',
+  now: number,
+): OutboundEvent {
+  const config = buy.push_config;
+  if (!config) throw new Error(`media buy ${buy.media_buy_id} has no push_notification_config`);
+  const idempotencyKey = newIdempotencyKey();
+  const payload = channelEnvelope({
+    idempotencyKey,
+    operationId: config.operation_id,
+    taskId: buy.task_id,
+    taskType: buy.task_type,
+    status: 'completed',
+    timestamp: new Date(now).toISOString(),
+    notificationId: impairment.impairment_id,
+    ...(config.token !== undefined && { token: config.token }),
+    ...(buy.context && { context: buy.context }),
+    result: {
+      notification_type: 'impairment',
+      ...impairment,
+      media_buy_id: buy.media_buy_id,
+      health,
+    },
+  });
+  return {
+    target: { url: config.url, auth: deliveryAuthFor(config), channel: 'push' },
+    payload,
+    idempotencyKey,
+    notificationType: 'impairment',
+    notificationId: impairment.impairment_id,
+    mediaBuyId: buy.media_buy_id,
+    ...(buy.principal_id && { principalId: buy.principal_id }),
+    taskId: buy.task_id,
+  };
+}

@@ -1,0 +1,278 @@
+/**
+ * The delivery worker: a BullMQ consumer that turns an outbox row into one signed HTTP
+ * attempt, classifies the answer, and either finishes the row or schedules the next
+ * attempt. The schedule lives in PostgreSQL (next_attempt_at); the job, pushed back to
+ * BullMQ's delayed set under its fixed id, is only the dispatch. A job that stalls (its
+ * worker died) runs again on the same row: same key, same bytes, next attempt number.
+ */
+import { DelayedError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Logger } from '../../shared/infra/logger.js';
+import { silentLogger } from '../../shared/infra/logger.js';
+import type { ActivityLog, ActivityStatus } from '../activity/activity-log.js';
+import type { SenderMetrics } from '../metrics.js';
+import { keyPrefix } from '../outbox/keys.js';
+import type { ClaimedEvent, Outbox } from '../outbox/outbox.js';
+import { attemptHeaders, type Signer } from './authenticate.js';
+import { nextDelay, type BackoffOptions } from './backoff.js';
+import { classify, type AttemptResult, type Verdict } from './classify.js';
+import { OriginLimiter } from './origin-limiter.js';
+import { DEFAULT_QUEUE_PREFIX, DELIVERY_QUEUE_NAME, type DeliveryJobData } from './queue.js';
+import { Transport, type TransportOptions } from './transport.js';
+
+/** What the worker reports after each attempt (the `svc send` printout, tests). */
+export interface AttemptReport {
+  outboxId: string;
+  idempotencyKey: string;
+  attempt: number;
+  result: AttemptResult;
+  verdict: Verdict;
+  /** The state the row is left in. */
+  state: 'pending' | 'delivered' | 'stopped' | 'expired';
+  responseTimeMs: number;
+  /** Unix ms of the next attempt when state is pending. */
+  nextAttemptAt: number | null;
+}
+
+export interface DeliveryWorkerOptions extends TransportOptions {
+  outbox: Outbox;
+  signer: Signer;
+  connection: ConnectionOptions;
+  prefix?: string;
+  queueName?: string;
+  /** Jobs in flight per process; default 64. */
+  concurrency?: number;
+  /** Attempts in flight per origin per process; default 8. */
+  perOriginConcurrency?: number;
+  backoff?: BackoffOptions;
+  activity?: ActivityLog;
+  metrics?: SenderMetrics;
+  logger?: Logger;
+  /** BullMQ lock and stall settings (tests shorten them). */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  /** How long a job waits for its row to become visible (caller's open transaction). */
+  visibilityWaitMs?: number;
+  /** Reconciler period and grace; 0 disables the in-process reconciler. */
+  reconcileEveryMs?: number;
+  reconcileGraceMs?: number;
+  /** Activity purge period; 0 disables it. Default 1 h. */
+  purgeEveryMs?: number;
+  onAttempt?: (report: AttemptReport) => void;
+  /** Start consuming at once (default true). */
+  autorun?: boolean;
+}
+
+function activityStatus(result: AttemptResult): ActivityStatus {
+  if (result.kind === 'response') {
+    return result.status >= 200 && result.status < 300 ? 'success' : 'failed';
+  }
+  return result.failure === 'timeout' ? 'timeout' : 'connection_error';
+}
+
+function errorMessage(result: AttemptResult, verdict: Verdict): string | null {
+  if (result.kind === 'error') return `${result.failure}: ${result.detail}`;
+  if (verdict.action === 'delivered') return null;
+  return verdict.reason;
+}
+
+export class DeliveryWorker {
+  readonly worker: Worker<DeliveryJobData>;
+  private readonly outbox: Outbox;
+  private readonly signer: Signer;
+  private readonly transport: Transport;
+  private readonly limiter: OriginLimiter;
+  private readonly options: DeliveryWorkerOptions;
+  private readonly logger: Logger;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private closed = false;
+
+  constructor(options: DeliveryWorkerOptions) {
+    this.options = options;
+    this.outbox = options.outbox;
+    this.signer = options.signer;
+    this.logger = options.logger ?? silentLogger;
+    this.transport = new Transport(options);
+    this.limiter = new OriginLimiter(options.perOriginConcurrency ?? 8);
+    this.worker = new Worker<DeliveryJobData>(
+      options.queueName ?? DELIVERY_QUEUE_NAME,
+      (job, token) => this.process(job, token),
+      {
+        connection: options.connection,
+        prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
+        concurrency: options.concurrency ?? 64,
+        lockDuration: options.lockDurationMs ?? 30_000,
+        stalledInterval: options.stalledIntervalMs ?? 30_000,
+        // Running a stalled job again is safe (same row, same key, same bytes).
+        maxStalledCount: 1000,
+        autorun: options.autorun ?? true,
+      },
+    );
+    this.worker.on('error', (err) => this.logger.error({ err }, 'delivery worker error'));
+    const reconcileEvery = options.reconcileEveryMs ?? 30_000;
+    if (reconcileEvery > 0) this.every(reconcileEvery, () => this.reconcile().then(() => {}));
+    const purgeEvery = options.purgeEveryMs ?? 3_600_000;
+    if (purgeEvery > 0 && options.activity) {
+      this.every(purgeEvery, () => options.activity!.purge().then(() => {}));
+    }
+  }
+
+  private every(ms: number, fn: () => Promise<void>): void {
+    const t = setInterval(() => {
+      fn().catch((err) => this.logger.warn({ err }, 'sender maintenance task failed'));
+    }, ms);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  /** One reconciler pass: re-dispatch pending rows whose job Redis lost. */
+  async reconcile(): Promise<number> {
+    const n = await this.outbox.reconcile({ graceMs: this.options.reconcileGraceMs ?? 60_000 });
+    if (n > 0) this.logger.info({ rows: n }, 'reconciler re-dispatched overdue outbox rows');
+    return n;
+  }
+
+  private async later(job: Job<DeliveryJobData>, token: string | undefined, at: number) {
+    await job.moveToDelayed(Math.max(at, Date.now() + 1), token);
+    throw new DelayedError();
+  }
+
+  private async process(job: Job<DeliveryJobData>, token?: string): Promise<void> {
+    const { id, origin } = job.data;
+    const admission = this.limiter.tryAcquire(origin);
+    if (!admission.ok) return this.later(job, token, Date.now() + admission.waitMs);
+    try {
+      const claimed = await this.outbox.claim(id);
+      if ('kind' in claimed) {
+        switch (claimed.kind) {
+          case 'missing': {
+            // Dispatched inside a caller's transaction not yet committed; rolled back
+            // when it never shows up.
+            const waited = Date.now() - job.timestamp;
+            if (waited < (this.options.visibilityWaitMs ?? 60_000)) {
+              return await this.later(job, token, Date.now() + 200);
+            }
+            return;
+          }
+          case 'not_due':
+            return await this.later(job, token, claimed.notBefore);
+          case 'expired':
+            this.options.metrics?.deliveries.inc({ outcome: 'expired' });
+            return;
+          default:
+            return;
+        }
+      }
+      const next = await this.attempt(claimed, origin);
+      if (next !== null) return await this.later(job, token, next);
+    } finally {
+      admission.release();
+    }
+  }
+
+  /** Sends one attempt and records it; resolves to the next attempt's time, or null. */
+  private async attempt(c: ClaimedEvent, origin: string): Promise<number | null> {
+    const headers = attemptHeaders(c.url, c.body, c.auth, this.signer);
+    const firedAt = new Date();
+    const started = performance.now();
+    const result = await this.transport.post(c.url, c.body, headers);
+    const elapsed = performance.now() - started;
+    const completedAt = new Date();
+    const verdict = classify(result);
+    const metrics = this.options.metrics;
+    metrics?.attemptSeconds.observe(elapsed / 1000);
+    const status = activityStatus(result);
+    metrics?.attempts.inc({ result: status });
+
+    let state: AttemptReport['state'];
+    let nextAt: number | null = null;
+    if (verdict.action === 'delivered') {
+      state = 'delivered';
+      await this.outbox.settle(c.id, { state, status: httpStatus(result), error: null });
+    } else if (verdict.action === 'stop') {
+      state = 'stopped';
+      await this.outbox.settle(c.id, { state, status: httpStatus(result), error: verdict.reason });
+    } else {
+      const delay = nextDelay(c.attempt, verdict.retryAfterMs, this.options.backoff);
+      const horizonEnd = c.firstAttemptAt + c.horizonSeconds * 1000;
+      const nowDb = c.dbNow + (completedAt.getTime() - firedAt.getTime());
+      if (nowDb + delay >= horizonEnd) {
+        state = 'expired';
+        await this.outbox.settle(c.id, {
+          state,
+          status: httpStatus(result),
+          error: verdict.reason,
+        });
+      } else {
+        state = 'pending';
+        await this.outbox.settle(c.id, {
+          state,
+          status: httpStatus(result),
+          error: verdict.reason,
+          delayMs: delay,
+        });
+        nextAt = Date.now() + delay;
+        metrics?.retries.inc();
+        if (result.kind === 'response' && result.status === 429) {
+          // Throttle this origin alone: its other jobs wait instead of hammering it.
+          this.limiter.pause(origin, verdict.retryAfterMs ?? delay);
+        }
+      }
+    }
+    if (state !== 'pending') metrics?.deliveries.inc({ outcome: state });
+
+    this.options.activity?.add({
+      outboxId: c.id,
+      mediaBuyId: c.mediaBuyId,
+      principalId: c.principalId,
+      subscriberId: c.subscriberId,
+      idempotencyKey: c.idempotencyKey,
+      notificationId: c.notificationId,
+      notificationType: c.notificationType,
+      sequenceNumber: c.sequenceNumber,
+      attempt: c.attempt,
+      status,
+      url: c.url,
+      httpStatusCode: httpStatus(result),
+      responseTimeMs: result.kind === 'response' ? Math.round(elapsed) : null,
+      payloadSizeBytes: c.body.length,
+      errorMessage: errorMessage(result, verdict),
+      firedAt,
+      completedAt,
+    });
+    this.logger.debug(
+      {
+        outboxId: c.id,
+        key: keyPrefix(c.idempotencyKey),
+        attempt: c.attempt,
+        status: httpStatus(result),
+        state,
+      },
+      'webhook attempt',
+    );
+    this.options.onAttempt?.({
+      outboxId: c.id,
+      idempotencyKey: c.idempotencyKey,
+      attempt: c.attempt,
+      result,
+      verdict,
+      state,
+      responseTimeMs: Math.round(elapsed),
+      nextAttemptAt: nextAt,
+    });
+    return nextAt;
+  }
+
+  /** Graceful: stop taking jobs, let the running ones finish, flush the activity log. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.worker.close();
+    await this.options.activity?.flush();
+    await this.transport.close();
+  }
+}
+
+function httpStatus(result: AttemptResult): number | null {
+  return result.kind === 'response' ? result.status : null;
+}

@@ -1,0 +1,285 @@
+/**
+ * The PostgreSQL outbox: the record of every event and of its delivery state. An event
+ * is serialised once, and its body bytes, key and timestamp are frozen in its row, so
+ * every attempt (and every worker that picks the row up after a crash) sends the same
+ * bytes under the same key. Redis only carries the dispatch.
+ */
+import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
+import type { DeliveryQueue } from '../delivery/queue.js';
+import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
+import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
+import type { DeliveryAuth, EventSink, OutboundEvent, WebhookChannel } from './types.js';
+
+/** 24 h: the floor of the spec's retry horizon, used when the seller advertises none. */
+export const DEFAULT_RETRY_HORIZON_SECONDS = 86_400;
+
+export type OutboxState = 'pending' | 'delivered' | 'stopped' | 'expired';
+
+/** A row claimed for one attempt. */
+export interface ClaimedEvent {
+  id: string;
+  idempotencyKey: string;
+  body: Buffer;
+  url: string;
+  auth: DeliveryAuth;
+  channel: WebhookChannel;
+  notificationType: string;
+  notificationId: string | null;
+  mediaBuyId: string | null;
+  principalId: string | null;
+  subscriberId: string | null;
+  sequenceNumber: number | null;
+  /** 1-based number of this attempt. */
+  attempt: number;
+  /** Unix ms (database clock) of the first attempt: the horizon counts from it. */
+  firstAttemptAt: number;
+  horizonSeconds: number;
+  /** Unix ms, database clock, at claim time. */
+  dbNow: number;
+}
+
+/** Why a row could not be claimed now. */
+export type ClaimMiss =
+  | { kind: 'missing' } // not (yet) committed, or rolled back
+  | { kind: 'finished'; state: OutboxState }
+  | { kind: 'not_due'; notBefore: number }
+  | { kind: 'expired' };
+
+export class OutboxError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutboxError';
+  }
+}
+
+export interface OutboxOptions {
+  pool: Pool;
+  queue: DeliveryQueue;
+  schema?: string;
+  /** Advertised `delivery_retry_horizon_seconds`; default 24 h. */
+  horizonSeconds?: number;
+}
+
+function originOf(url: string): string {
+  return new URL(url).origin;
+}
+
+function authOf(mode: string, secret: string | null): DeliveryAuth {
+  if (mode === 'hmac') return { mode: 'hmac', secret: secret ?? '' };
+  if (mode === 'bearer') return { mode: 'bearer', token: secret ?? '' };
+  return { mode: 'rfc9421' };
+}
+
+export class Outbox implements EventSink {
+  readonly pool: Pool;
+  readonly queue: DeliveryQueue;
+  readonly schema: string;
+  readonly horizonSeconds: number;
+
+  constructor(options: OutboxOptions) {
+    this.pool = options.pool;
+    this.queue = options.queue;
+    this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
+    this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
+  }
+
+  /**
+   * Writes every event in one INSERT. Without `client` the rows are committed here and
+   * dispatched at once. With `client` they join the caller's transaction and are
+   * dispatched right away too: a worker that finds its row not yet visible waits for the
+   * commit, drops the job if the transaction rolled back, and the reconciler covers a
+   * dispatch lost in between.
+   */
+  async enqueue(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
+    if (events.length === 0) return [];
+    const cols = {
+      key: [] as string[],
+      body: [] as Buffer[],
+      url: [] as string[],
+      mode: [] as string[],
+      secret: [] as (string | null)[],
+      channel: [] as string[],
+      type: [] as string[],
+      nid: [] as (string | null)[],
+      buy: [] as (string | null)[],
+      principal: [] as (string | null)[],
+      task: [] as (string | null)[],
+      seq: [] as (number | null)[],
+      sub: [] as (string | null)[],
+    };
+    const origins: string[] = [];
+    for (const e of events) {
+      if (!IDEMPOTENCY_KEY_PATTERN.test(e.idempotencyKey)) {
+        throw new OutboxError(`idempotency key does not match ${IDEMPOTENCY_KEY_PATTERN}`);
+      }
+      let origin: string;
+      try {
+        origin = originOf(e.target.url);
+      } catch {
+        throw new OutboxError('target url is not a valid URL');
+      }
+      origins.push(origin);
+      cols.key.push(e.idempotencyKey);
+      // Serialised once, here: these bytes are what every attempt sends and signs.
+      cols.body.push(Buffer.from(JSON.stringify(e.payload), 'utf8'));
+      cols.url.push(e.target.url);
+      cols.mode.push(e.target.auth.mode);
+      cols.secret.push(
+        e.target.auth.mode === 'hmac'
+          ? e.target.auth.secret
+          : e.target.auth.mode === 'bearer'
+            ? e.target.auth.token
+            : null,
+      );
+      cols.channel.push(e.target.channel);
+      cols.type.push(e.notificationType);
+      cols.nid.push(e.notificationId ?? null);
+      cols.buy.push(e.mediaBuyId ?? null);
+      cols.principal.push(e.principalId ?? null);
+      cols.task.push(e.taskId ?? null);
+      cols.seq.push(e.sequenceNumber ?? null);
+      cols.sub.push(e.subscriberId ?? null);
+    }
+    const sql = `
+      INSERT INTO ${this.schema}.outbox (idempotency_key, body, target_url, auth_mode, auth_secret,
+        channel, notification_type, notification_id, media_buy_id, principal_id, task_id,
+        sequence_number, subscriber_id, horizon_seconds)
+      SELECT k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, $14
+        FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
+                    $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
+                    $13::text[])
+          WITH ORDINALITY AS x(k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, ord)
+        ORDER BY ord
+      RETURNING id::text`;
+    const params = [
+      cols.key,
+      cols.body,
+      cols.url,
+      cols.mode,
+      cols.secret,
+      cols.channel,
+      cols.type,
+      cols.nid,
+      cols.buy,
+      cols.principal,
+      cols.task,
+      cols.seq,
+      cols.sub,
+      this.horizonSeconds,
+    ];
+    const { rows } = await (client ?? this.pool).query<{ id: string }>(sql, params);
+    // bigserial values follow the ORDER BY, so sorting restores input order.
+    const ids = rows.map((r) => r.id).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    await this.queue.dispatch(ids.map((id, i) => ({ id, origin: origins[i]! })));
+    return ids;
+  }
+
+  /** Takes the row for one attempt: counts it and starts the horizon clock. */
+  async claim(id: string): Promise<ClaimedEvent | ClaimMiss> {
+    const { rows } = await this.pool.query(
+      `UPDATE ${this.schema}.outbox
+          SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now())
+        WHERE id = $1 AND state = 'pending'
+          AND next_attempt_at <= now() + interval '50 milliseconds'
+          AND (first_attempt_at IS NULL
+               OR first_attempt_at + horizon_seconds * interval '1 second' > now())
+        RETURNING id::text, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
+          notification_type, notification_id, media_buy_id, principal_id, subscriber_id,
+          sequence_number, attempts, horizon_seconds,
+          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
+          (extract(epoch from now()) * 1000)::float8 AS now_ms`,
+      [id],
+    );
+    const r = rows[0];
+    if (r) {
+      return {
+        id: r.id,
+        idempotencyKey: r.idempotency_key,
+        body: r.body,
+        url: r.target_url,
+        auth: authOf(r.auth_mode, r.auth_secret),
+        channel: r.channel,
+        notificationType: r.notification_type,
+        notificationId: r.notification_id,
+        mediaBuyId: r.media_buy_id,
+        principalId: r.principal_id,
+        subscriberId: r.subscriber_id,
+        sequenceNumber: r.sequence_number,
+        attempt: r.attempts,
+        firstAttemptAt: r.first_ms,
+        horizonSeconds: r.horizon_seconds,
+        dbNow: r.now_ms,
+      };
+    }
+    const probe = await this.pool.query(
+      `SELECT state, (extract(epoch from next_attempt_at) * 1000)::float8 AS next_ms,
+              (first_attempt_at IS NOT NULL
+               AND first_attempt_at + horizon_seconds * interval '1 second' <= now()) AS past
+         FROM ${this.schema}.outbox WHERE id = $1`,
+      [id],
+    );
+    const p = probe.rows[0];
+    if (!p) return { kind: 'missing' };
+    if (p.state !== 'pending') return { kind: 'finished', state: p.state };
+    if (p.past) {
+      await this.settle(id, { state: 'expired', status: null, error: 'retry_horizon_passed' });
+      return { kind: 'expired' };
+    }
+    return { kind: 'not_due', notBefore: p.next_ms };
+  }
+
+  /**
+   * Records an attempt's outcome. For `pending` the next attempt is `delayMs` from now
+   * (database clock); resolves to that time in Unix ms.
+   */
+  async settle(
+    id: string,
+    outcome: { state: OutboxState; status: number | null; error: string | null; delayMs?: number },
+  ): Promise<number | null> {
+    const { rows } = await this.pool.query(
+      `UPDATE ${this.schema}.outbox
+          SET state = $2, last_status = $3, last_error = $4,
+              completed_at = CASE WHEN $2 = 'pending' THEN NULL ELSE now() END,
+              next_attempt_at = CASE WHEN $2 = 'pending'
+                THEN now() + $5::int * interval '1 millisecond' ELSE next_attempt_at END
+        WHERE id = $1 AND state = 'pending'
+        RETURNING (extract(epoch from next_attempt_at) * 1000)::float8 AS next_ms`,
+      [id, outcome.state, outcome.status, outcome.error, Math.round(outcome.delayMs ?? 0)],
+    );
+    return rows[0]?.next_ms ?? null;
+  }
+
+  /**
+   * Re-dispatches pending rows overdue by more than `graceMs`: the ones whose job Redis
+   * lost. Job ids are deterministic, so a row whose job still exists is left as it is.
+   */
+  async reconcile(options: { graceMs?: number; limit?: number } = {}): Promise<number> {
+    const { rows } = await this.pool.query<{ id: string; target_url: string }>(
+      `SELECT id::text, target_url FROM ${this.schema}.outbox
+        WHERE state = 'pending' AND next_attempt_at < now() - $1::int * interval '1 millisecond'
+        ORDER BY next_attempt_at LIMIT $2`,
+      [options.graceMs ?? 60_000, options.limit ?? 1000],
+    );
+    await this.queue.dispatch(rows.map((r) => ({ id: r.id, origin: originOf(r.target_url) })));
+    return rows.length;
+  }
+
+  /** A row's delivery state, for tools and tests. */
+  async state(
+    id: string,
+  ): Promise<{
+    state: OutboxState;
+    attempts: number;
+    lastStatus: number | null;
+    lastError: string | null;
+  } | null> {
+    const { rows } = await this.pool.query(
+      `SELECT state, attempts, last_status, last_error FROM ${this.schema}.outbox WHERE id = $1`,
+      [id],
+    );
+    const r = rows[0];
+    return r
+      ? { state: r.state, attempts: r.attempts, lastStatus: r.last_status, lastError: r.last_error }
+      : null;
+  }
+}

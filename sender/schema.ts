@@ -1,0 +1,76 @@
+/**
+ * The sender's tables, in one PostgreSQL schema (default `sender`): the outbox (the record
+ * of every event and its delivery state) and webhook_activity (one row per attempt).
+ */
+import { migrate, type Migration, type Pool } from '../shared/infra/pg.js';
+
+export const DEFAULT_SENDER_SCHEMA = 'sender';
+
+export const senderMigrations: Migration[] = [
+  {
+    id: '001_outbox',
+    sql: (s) => `
+      CREATE TABLE ${s}.outbox (
+        id bigserial PRIMARY KEY,
+        idempotency_key text NOT NULL UNIQUE,
+        body bytea NOT NULL,
+        target_url text NOT NULL,
+        auth_mode text NOT NULL CHECK (auth_mode IN ('rfc9421', 'hmac', 'bearer')),
+        auth_secret text,
+        channel text NOT NULL,
+        notification_type text NOT NULL,
+        notification_id text,
+        media_buy_id text,
+        principal_id text,
+        task_id text,
+        sequence_number integer,
+        subscriber_id text,
+        state text NOT NULL DEFAULT 'pending'
+          CHECK (state IN ('pending', 'delivered', 'stopped', 'expired')),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        first_attempt_at timestamptz,
+        attempts integer NOT NULL DEFAULT 0,
+        next_attempt_at timestamptz NOT NULL DEFAULT now(),
+        horizon_seconds integer NOT NULL,
+        last_status integer,
+        last_error text,
+        completed_at timestamptz
+      );
+      -- The reconciler's scan: only pending rows, by due time.
+      CREATE INDEX outbox_pending_due ON ${s}.outbox (next_attempt_at) WHERE state = 'pending';
+    `,
+  },
+  {
+    id: '002_webhook_activity',
+    sql: (s) => `
+      CREATE TABLE ${s}.webhook_activity (
+        id bigserial PRIMARY KEY,
+        outbox_id bigint NOT NULL,
+        media_buy_id text,
+        principal_id text,
+        subscriber_id text,
+        idempotency_key text NOT NULL,
+        notification_id text,
+        notification_type text NOT NULL,
+        sequence_number integer,
+        attempt integer NOT NULL,
+        status text NOT NULL
+          CHECK (status IN ('success', 'failed', 'timeout', 'connection_error', 'pending')),
+        url text NOT NULL,
+        http_status_code integer,
+        response_time_ms integer,
+        payload_size_bytes integer NOT NULL,
+        error_message text,
+        fired_at timestamptz NOT NULL,
+        completed_at timestamptz
+      );
+      CREATE INDEX webhook_activity_buy ON ${s}.webhook_activity (principal_id, media_buy_id, fired_at DESC);
+      CREATE INDEX webhook_activity_age ON ${s}.webhook_activity ((coalesce(completed_at, fired_at)));
+    `,
+  },
+];
+
+/** Creates or upgrades the sender's tables in `schema`. */
+export function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA): Promise<string[]> {
+  return migrate(pool, schema, senderMigrations);
+}

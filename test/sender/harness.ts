@@ -1,0 +1,202 @@
+/**
+ * Test plumbing for the sender: a schema, a unique BullMQ prefix, an outbox, a worker
+ * with short timings, and a loopback receiver whose answers the test scripts.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { brandProfile } from '../../shared/brand.js';
+import { createRedis } from '../../shared/infra/redis.js';
+import { generateSigningKey, type SigningKey } from '../../shared/signing/keys.js';
+import { ActivityLog } from '../../sender/activity/activity-log.js';
+import { DeliveryQueue } from '../../sender/delivery/queue.js';
+import {
+  DeliveryWorker,
+  type AttemptReport,
+  type DeliveryWorkerOptions,
+} from '../../sender/delivery/worker.js';
+import { Outbox } from '../../sender/outbox/outbox.js';
+import { migrateSender } from '../../sender/schema.js';
+import { REDIS_URL, testDatabase, uniqueName } from '../helpers/db.js';
+
+export interface Received {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+export type Reply = (
+  req: Received,
+  index: number,
+) =>
+  | {
+      status: number;
+      headers?: Record<string, string>;
+    }
+  | Promise<{ status: number; headers?: Record<string, string> }>;
+
+export interface Receiver {
+  url: string;
+  port: number;
+  received: Received[];
+  reply: Reply;
+  /** Resolves once `n` requests have arrived. */
+  waitFor(n: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(reply: Reply = () => ({ status: 200 })): Promise<Receiver> {
+  const received: Received[] = [];
+  const waiters: Array<{ n: number; resolve: () => void }> = [];
+  const receiver = { received, reply } as Receiver;
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r: Received = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      };
+      const index = received.length;
+      received.push(r);
+      for (const w of [...waiters]) if (received.length >= w.n) w.resolve();
+      Promise.resolve(receiver.reply(r, index)).then(
+        (out) => {
+          res.writeHead(out.status, out.headers ?? {});
+          res.end();
+        },
+        () => res.destroy(),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  receiver.port = port;
+  receiver.url = `http://127.0.0.1:${port}/hook`;
+  receiver.waitFor = (n, timeoutMs = 20_000) =>
+    received.length >= n
+      ? Promise.resolve()
+      : new Promise<void>((resolve, reject) => {
+          const t = setTimeout(
+            () => reject(new Error(`receiver got ${received.length} of ${n} requests`)),
+            timeoutMs,
+          );
+          waiters.push({
+            n,
+            resolve: () => {
+              clearTimeout(t);
+              resolve();
+            },
+          });
+        });
+  receiver.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return receiver;
+}
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export interface SenderHarness {
+  pool: ReturnType<typeof testDatabase>['pool'];
+  schema: string;
+  prefix: string;
+  queue: DeliveryQueue;
+  outbox: Outbox;
+  activity: ActivityLog;
+  key: SigningKey;
+  attempts: AttemptReport[];
+  startWorker(extra?: Partial<DeliveryWorkerOptions>): DeliveryWorker;
+  /** Resolves when the row reaches a finished state. */
+  waitForState(id: string, states?: string[], timeoutMs?: number): Promise<string>;
+  /** Deletes every Redis key under the prefix (a "flush" of this deployment). */
+  flushRedis(): Promise<void>;
+}
+
+export const FAST_BACKOFF = { baseMs: 50, capMs: 200, jitter: 0.1, retryAfterMinMs: 10 };
+
+export async function senderHarness(
+  t: Teardown,
+  opts: { horizonSeconds?: number } = {},
+): Promise<SenderHarness> {
+  const { pool, schema } = testDatabase(t, 'snd');
+  await migrateSender(pool, schema);
+  const prefix = `{${uniqueName('sndq')}}`;
+  const redis = createRedis(REDIS_URL);
+  const queue = new DeliveryQueue({ connection: redis, prefix });
+  const outbox = new Outbox({
+    pool,
+    queue,
+    schema,
+    ...(opts.horizonSeconds ? { horizonSeconds: opts.horizonSeconds } : {}),
+  });
+  const activity = new ActivityLog({ pool, schema, flushEveryMs: 20 });
+  const { key } = await generateSigningKey('ed25519');
+  const attempts: AttemptReport[] = [];
+  const workers: DeliveryWorker[] = [];
+  const connections: ReturnType<typeof createRedis>[] = [];
+  const flushRedis = async () => {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  };
+  t.teardown(async () => {
+    for (const w of workers) await w.close();
+    for (const c of connections) c.disconnect();
+    await queue.close();
+    await flushRedis();
+    redis.disconnect();
+  });
+  return {
+    pool,
+    schema,
+    prefix,
+    queue,
+    outbox,
+    activity,
+    key,
+    attempts,
+    flushRedis,
+    startWorker(extra = {}) {
+      const connection = createRedis(REDIS_URL);
+      connections.push(connection);
+      const w = new DeliveryWorker({
+        outbox,
+        signer: { key, profile: brandProfile('svc') },
+        connection,
+        prefix,
+        allowHosts: ['127.0.0.1'],
+        backoff: FAST_BACKOFF,
+        activity,
+        concurrency: 8,
+        lockDurationMs: 2000,
+        stalledIntervalMs: 1000,
+        reconcileEveryMs: 0,
+        purgeEveryMs: 0,
+        onAttempt: (r) => attempts.push(r),
+        ...extra,
+      });
+      workers.push(w);
+      return w;
+    },
+    async waitForState(id, states = ['delivered', 'stopped', 'expired'], timeoutMs = 20_000) {
+      const until = Date.now() + timeoutMs;
+      while (Date.now() < until) {
+        const s = await outbox.state(id);
+        if (s && states.includes(s.state)) return s.state;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const s = await outbox.state(id);
+      throw new Error(`outbox row ${id} still ${s?.state ?? 'missing'}`);
+    },
+  };
+}
