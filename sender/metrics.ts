@@ -38,15 +38,16 @@ export class SenderMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     });
-    const self = this;
+    const watched = (): DeliveryQueue | null => this.queue;
     new Gauge({
       name: 'webhook_queue_depth',
       help: 'Delivery jobs in the queue, by state',
       labelNames: ['state'],
       registers: [registry],
       async collect() {
-        if (!self.queue) return;
-        const d = await self.queue.depth();
+        const queue = watched();
+        if (!queue) return;
+        const d = await queue.depth();
         this.set({ state: 'waiting' }, d.waiting);
         this.set({ state: 'delayed' }, d.delayed);
         this.set({ state: 'active' }, d.active);
