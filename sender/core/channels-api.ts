@@ -44,8 +44,10 @@ export interface MediaBuyTerminal {
 export interface MediaBuyChannelsApi {
   /** Created or replaced configs; honoured from the next fire after this call. */
   mediaBuyChannelsConfigured(input: MediaBuyChannelsConfig): Promise<void>;
-  deliveryReportDue(input: DeliveryReportDue): Promise<void>;
-  impairmentObserved(input: ImpairmentObserved): Promise<void>;
+  /** Resolves to the outbox ids enqueued. */
+  deliveryReportDue(input: DeliveryReportDue): Promise<string[]>;
+  /** Resolves to the outbox ids enqueued (none while coalescing). */
+  impairmentObserved(input: ImpairmentObserved): Promise<string[]>;
   /** Flushes queued impairments, sends the final report, then closes the channels. */
-  mediaBuyTerminal(input: MediaBuyTerminal): Promise<void>;
+  mediaBuyTerminal(input: MediaBuyTerminal): Promise<string[]>;
 }

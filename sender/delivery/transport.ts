@@ -9,7 +9,7 @@ import { lookup } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import type { AttemptResult } from './classify.js';
-import { isReservedAddress } from './reserved-address.js';
+import { isReservedAddress } from '../../shared/net/ssrf.js';
 
 export interface TransportOptions {
   /** Host names or IPs exempt from the https-only and reserved-address rules. */

@@ -265,9 +265,7 @@ export class Outbox implements EventSink {
   }
 
   /** A row's delivery state, for tools and tests. */
-  async state(
-    id: string,
-  ): Promise<{
+  async state(id: string): Promise<{
     state: OutboxState;
     attempts: number;
     lastStatus: number | null;

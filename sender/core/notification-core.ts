@@ -1,0 +1,402 @@
+/**
+ * NotificationCore: what task agents call when something happened. It decides what the
+ * spec decides (whether a webhook fires, in which shape, to which targets), gives every
+ * event a fresh CSPRNG key, and hands the envelopes to the outbox, which freezes their
+ * bytes and dispatches them.
+ */
+import type { BrandProfile } from '../../shared/brand.js';
+import { buildA2aStatusUpdate, buildA2aTask, type A2aVersion } from '../../shared/envelope/a2a.js';
+import { buildMcpEnvelope } from '../../shared/envelope/mcp.js';
+import {
+  isTerminalStatus,
+  type PROTOCOL_DOMAINS,
+  type TaskStatus,
+  type WebhookTaskType,
+} from '../../shared/envelope/task-status.js';
+import type { Logger } from '../../shared/infra/logger.js';
+import { silentLogger } from '../../shared/infra/logger.js';
+import type { Pool, PoolClient } from '../../shared/infra/pg.js';
+import { JsonParseError, parseStrictJson } from '../../shared/json/strict-parse.js';
+import type { DeliveryQueue } from '../delivery/queue.js';
+import { keyPrefix, newIdempotencyKey } from '../outbox/keys.js';
+import { Outbox } from '../outbox/outbox.js';
+import type { EventSink, OutboundEvent } from '../outbox/types.js';
+import type {
+  DeliveryReportDue,
+  ImpairmentObserved,
+  MediaBuyChannelsApi,
+  MediaBuyChannelsConfig,
+  MediaBuyTerminal,
+} from './channels-api.js';
+import {
+  parseA2aPushConfig,
+  parsePushNotificationConfig,
+  parseSubscriberConfig,
+  RegistrationError,
+  type TargetRules,
+} from './registration.js';
+
+/** Raw JSON text from a caller that did not parse it; refused when it repeats a key. */
+export type JsonObjectInput = Record<string, unknown> | string;
+
+export class NotificationInputError extends Error {
+  readonly id: 'duplicate_key_input' | 'invalid_json_input';
+  readonly field: string;
+  readonly duplicateKeys: string[];
+  constructor(id: NotificationInputError['id'], field: string, duplicateKeys: string[] = []) {
+    super(
+      id === 'duplicate_key_input'
+        ? `${field} repeats object keys (${duplicateKeys.length})`
+        : `${field} is not a JSON object`,
+    );
+    this.name = 'NotificationInputError';
+    this.id = id;
+    this.field = field;
+    this.duplicateKeys = duplicateKeys;
+  }
+}
+
+export class ChannelsNotConfiguredError extends Error {
+  constructor(method: string) {
+    super(`NotificationCore.${method}: no media-buy channels were given (options.channels)`);
+    this.name = 'ChannelsNotConfiguredError';
+  }
+}
+
+/** Account-surface notification types (supplement §6.7); anything else is refused there. */
+export const ACCOUNT_NOTIFICATION_TYPES = [
+  'creative.status_changed',
+  'creative.assignment_changed',
+  'indicators.changed',
+  'creative.purged',
+  'account.status_changed',
+  'product.created',
+  'product.updated',
+  'product.priced',
+  'product.removed',
+  'signal.created',
+  'signal.updated',
+  'signal.priced',
+  'signal.removed',
+  'wholesale_feed.bulk_change',
+] as const;
+export type AccountNotificationType = (typeof ACCOUNT_NOTIFICATION_TYPES)[number];
+
+export interface NotificationCoreOptions extends TargetRules {
+  pool: Pool;
+  queue: DeliveryQueue;
+  profile: BrandProfile;
+  protocolVersion: '3.1' | '3.2';
+  schema?: string;
+  logger?: Logger;
+  channels?: MediaBuyChannelsApi;
+  /** Advertised `delivery_retry_horizon_seconds`; default 24 h. */
+  horizonSeconds?: number;
+  /** The sink events go to; default an Outbox over `pool`, `schema` and `queue`. */
+  sink?: EventSink;
+  /** Clock for `timestamp`/`fired_at` (tests). */
+  now?: () => Date;
+}
+
+export interface A2aRegistration {
+  version: A2aVersion;
+  /** The transport-level push config as received. */
+  config: unknown;
+  /** The A2A contextId of the task; defaults to the task id. */
+  contextId?: string;
+}
+
+export interface TaskStatusChange {
+  taskId: string;
+  taskType: WebhookTaskType;
+  status: TaskStatus;
+  /** The status the task's first response carried. */
+  initialStatus: TaskStatus;
+  /** The request's `push_notification_config`, as received. */
+  pushNotificationConfig?: unknown;
+  a2aConfig?: A2aRegistration;
+  /** The request's top-level `context`, echoed verbatim. */
+  context?: JsonObjectInput;
+  result?: JsonObjectInput | null;
+  message?: string;
+  /** Overrides `push_notification_config.operation_id` (never derived from the URL). */
+  operationId?: string;
+  notificationId?: string;
+  protocol?: (typeof PROTOCOL_DOMAINS)[number];
+  mediaBuyId?: string;
+  principalId?: string;
+  client?: PoolClient;
+}
+
+export interface AgentEvent {
+  /** Agent-level subscriber configs (`url`, `subscriber_id`, optional `authentication`). */
+  configs: unknown[];
+  agentUrl: string;
+  capabilitiesVersion: string;
+  reason: string;
+  changedPaths?: string[];
+  changedAt?: string;
+  client?: PoolClient;
+}
+
+export interface AccountNotification {
+  configs: unknown[];
+  notificationType: AccountNotificationType;
+  /** Stable across re-emissions of the same state (e.g. per transition). */
+  notificationId: string;
+  /** The event's own members (account_id, transition...), without the common ones. */
+  fields: JsonObjectInput;
+  mediaBuyId?: string;
+  principalId?: string;
+  client?: PoolClient;
+}
+
+const NOTIFICATION_ID = /^[A-Za-z0-9_.:-]{1,255}$/;
+
+function objectInput(value: JsonObjectInput, field: string): Record<string, unknown> {
+  if (typeof value !== 'string') return value;
+  let parsed: unknown;
+  try {
+    parsed = parseStrictJson(value);
+  } catch (err) {
+    if (err instanceof JsonParseError && err.kind === 'duplicate_key') {
+      throw new NotificationInputError('duplicate_key_input', field, err.duplicateKeys);
+    }
+    throw new NotificationInputError('invalid_json_input', field);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new NotificationInputError('invalid_json_input', field);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+export class NotificationCore {
+  readonly sink: EventSink;
+  readonly profile: BrandProfile;
+  readonly protocolVersion: '3.1' | '3.2';
+  private readonly options: NotificationCoreOptions;
+  private readonly logger: Logger;
+  private readonly now: () => Date;
+
+  constructor(options: NotificationCoreOptions) {
+    this.options = options;
+    this.profile = options.profile;
+    this.protocolVersion = options.protocolVersion;
+    this.logger = options.logger ?? silentLogger;
+    this.now = options.now ?? (() => new Date());
+    this.sink =
+      options.sink ??
+      new Outbox({
+        pool: options.pool,
+        queue: options.queue,
+        ...(options.schema ? { schema: options.schema } : {}),
+        ...(options.horizonSeconds ? { horizonSeconds: options.horizonSeconds } : {}),
+      });
+  }
+
+  /**
+   * Request-time check of a task's webhook registration: throws RegistrationError
+   * (`INVALID_REQUEST`) for a missing operation_id, a bad URL or a weak legacy credential.
+   */
+  validateRegistration(input: { pushNotificationConfig?: unknown; a2aConfig?: A2aRegistration }) {
+    if (input.pushNotificationConfig !== undefined) {
+      parsePushNotificationConfig(input.pushNotificationConfig, this.options);
+    }
+    if (input.a2aConfig !== undefined) {
+      if (input.a2aConfig.version !== '0.3' && input.a2aConfig.version !== '1.0') {
+        throw new RegistrationError('configuration', 'A2A version must be 0.3 or 1.0');
+      }
+      parseA2aPushConfig(input.a2aConfig.config, this.options);
+    }
+  }
+
+  /**
+   * A task's status changed. Nothing fires when the initial response was terminal (the
+   * result went inline); otherwise one event per registration: the MCP envelope for
+   * `push_notification_config`, the A2A shape of the registered version for an A2A
+   * transport config, both when both were given. Resolves to the outbox ids.
+   */
+  async taskStatusChanged(change: TaskStatusChange): Promise<string[]> {
+    if (isTerminalStatus(change.initialStatus)) return [];
+    if (change.pushNotificationConfig === undefined && change.a2aConfig === undefined) return [];
+    const context =
+      change.context === undefined ? undefined : objectInput(change.context, 'context');
+    const result =
+      change.result === undefined || change.result === null
+        ? change.result
+        : objectInput(change.result, 'result');
+    const timestamp = this.now().toISOString();
+    const events: OutboundEvent[] = [];
+    const common = {
+      notificationType: change.status,
+      taskId: change.taskId,
+      ...(change.notificationId ? { notificationId: change.notificationId } : {}),
+      ...(change.mediaBuyId ? { mediaBuyId: change.mediaBuyId } : {}),
+      ...(change.principalId ? { principalId: change.principalId } : {}),
+    };
+
+    if (change.pushNotificationConfig !== undefined) {
+      const reg = parsePushNotificationConfig(change.pushNotificationConfig, this.options);
+      const key = newIdempotencyKey();
+      const payload = buildMcpEnvelope({
+        idempotencyKey: key,
+        operationId: change.operationId ?? reg.operationId,
+        taskId: change.taskId,
+        taskType: change.taskType,
+        status: change.status,
+        timestamp,
+        ...(result !== undefined ? { result } : {}),
+        ...(change.message !== undefined ? { message: change.message } : {}),
+        ...(change.notificationId ? { notificationId: change.notificationId } : {}),
+        ...(change.protocol ? { protocol: change.protocol } : {}),
+        ...(reg.token ? { token: reg.token } : {}),
+        ...(context !== undefined ? { context } : {}),
+      });
+      events.push({ target: reg.target, payload, idempotencyKey: key, ...common });
+    }
+
+    if (change.a2aConfig !== undefined) {
+      const target = parseA2aPushConfig(change.a2aConfig.config, this.options);
+      const key = newIdempotencyKey();
+      const build = isTerminalStatus(change.status) ? buildA2aTask : buildA2aStatusUpdate;
+      const payload = build({
+        version: change.a2aConfig.version,
+        taskId: change.taskId,
+        contextId: change.a2aConfig.contextId ?? change.taskId,
+        status: change.status,
+        timestamp,
+        ...(result ? { data: result } : {}),
+        ...(change.message !== undefined ? { text: change.message } : {}),
+      });
+      events.push({ target, payload: withA2aKey(payload, key), idempotencyKey: key, ...common });
+    }
+
+    const ids = await this.sink.enqueue(events, change.client);
+    this.logger.debug(
+      {
+        taskId: change.taskId,
+        status: change.status,
+        keys: events.map((e) => keyPrefix(e.idempotencyKey)),
+      },
+      'task status events enqueued',
+    );
+    return ids;
+  }
+
+  /** `capabilities.changed` to every agent-level subscriber (publish the snapshot first). */
+  async agentEvent(event: AgentEvent): Promise<string[]> {
+    const firedAt = this.now().toISOString();
+    const notificationId =
+      `capabilities.${event.capabilitiesVersion.replace(/[^A-Za-z0-9_.:-]/g, '_')}`.slice(0, 255);
+    const events = event.configs.map((raw, i): OutboundEvent => {
+      const { target, subscriberId } = parseSubscriberConfig(
+        raw,
+        'agent',
+        this.options,
+        `configs[${i}]`,
+      );
+      const key = newIdempotencyKey();
+      const payload: Record<string, unknown> = {
+        idempotency_key: key,
+        notification_id: notificationId,
+        notification_type: 'capabilities.changed',
+        fired_at: firedAt,
+        subscriber_id: subscriberId,
+        agent_url: event.agentUrl,
+        changed_at: event.changedAt ?? firedAt,
+        reason: event.reason,
+        capabilities_version: event.capabilitiesVersion,
+        ...(event.changedPaths ? { changed_paths: event.changedPaths } : {}),
+      };
+      return {
+        target,
+        payload,
+        idempotencyKey: key,
+        notificationType: 'capabilities.changed',
+        notificationId,
+        subscriberId,
+      };
+    });
+    return this.sink.enqueue(events, event.client);
+  }
+
+  /** An account-level event to every subscriber registered for the account. */
+  async accountNotification(n: AccountNotification): Promise<string[]> {
+    if (!(ACCOUNT_NOTIFICATION_TYPES as readonly string[]).includes(n.notificationType)) {
+      throw new RegistrationError(
+        'notification_type',
+        `${String(n.notificationType)} is not an account-level notification type`,
+      );
+    }
+    if (!NOTIFICATION_ID.test(n.notificationId)) {
+      throw new RegistrationError(
+        'notification_id',
+        `notification_id must match ${NOTIFICATION_ID}`,
+      );
+    }
+    const fields = objectInput(n.fields, 'fields');
+    const firedAt = this.now().toISOString();
+    const events = n.configs.map((raw, i): OutboundEvent => {
+      const { target, subscriberId } = parseSubscriberConfig(
+        raw,
+        'account',
+        this.options,
+        `configs[${i}]`,
+      );
+      const key = newIdempotencyKey();
+      return {
+        target,
+        payload: {
+          ...fields,
+          idempotency_key: key,
+          notification_id: n.notificationId,
+          notification_type: n.notificationType,
+          fired_at: firedAt,
+          subscriber_id: subscriberId,
+        },
+        idempotencyKey: key,
+        notificationType: n.notificationType,
+        notificationId: n.notificationId,
+        subscriberId,
+        ...(n.mediaBuyId ? { mediaBuyId: n.mediaBuyId } : {}),
+        ...(n.principalId ? { principalId: n.principalId } : {}),
+      };
+    });
+    return this.sink.enqueue(events, n.client);
+  }
+
+  private channels(method: string): MediaBuyChannelsApi {
+    if (!this.options.channels) throw new ChannelsNotConfiguredError(method);
+    return this.options.channels;
+  }
+
+  mediaBuyChannelsConfigured(input: MediaBuyChannelsConfig): Promise<void> {
+    return this.channels('mediaBuyChannelsConfigured').mediaBuyChannelsConfigured(input);
+  }
+
+  deliveryReportDue(input: DeliveryReportDue): Promise<string[]> {
+    return this.channels('deliveryReportDue').deliveryReportDue(input);
+  }
+
+  impairmentObserved(input: ImpairmentObserved): Promise<string[]> {
+    return this.channels('impairmentObserved').impairmentObserved(input);
+  }
+
+  mediaBuyTerminal(input: MediaBuyTerminal): Promise<string[]> {
+    return this.channels('mediaBuyTerminal').mediaBuyTerminal(input);
+  }
+}
+
+/**
+ * A2A objects have no envelope member for the delivery key; it rides in the inner
+ * object's `metadata` (A2A's extension slot), so receivers can deduplicate.
+ */
+function withA2aKey(payload: Record<string, unknown>, key: string): Record<string, unknown> {
+  const wrapper = payload.task ?? payload.statusUpdate;
+  const inner = (wrapper ?? payload) as Record<string, unknown>;
+  const metadata = { ...((inner.metadata as Record<string, unknown>) ?? {}), idempotency_key: key };
+  const updated = { ...inner, metadata };
+  if (payload.task) return { task: updated };
+  if (payload.statusUpdate) return { statusUpdate: updated };
+  return updated;
+}
