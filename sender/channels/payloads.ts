@@ -18,6 +18,7 @@ import type {
   TerminalBuyStatus,
 } from './types.js';
 import { isLate } from './types.js';
+import type { SuppliedReport } from './supplied-report.js';
 
 export type ReportNotificationType =
   'scheduled' | 'final' | 'delayed' | 'adjusted' | 'window_update';
@@ -51,7 +52,8 @@ export function reportingOperationId(buy: BuyChannels): string {
 export interface ReportFire {
   type: ReportNotificationType;
   period: ReportingPeriod;
-  data: DeliveryData | LateDelivery;
+  /** From the data source, or a ready report supplied by the agent. */
+  data: DeliveryData | LateDelivery | SuppliedReport;
   sequenceNumber: number;
   /** Fire time (ms). */
   now: number;
@@ -65,6 +67,7 @@ export function reportEvent(buy: BuyChannels, fire: ReportFire): OutboundEvent {
   const config = buy.reporting_config;
   if (!config) throw new Error(`media buy ${buy.media_buy_id} has no reporting_webhook`);
   const fireTime = new Date(fire.now).toISOString();
+  if ('rows' in fire.data) return suppliedReportEvent(buy, config, fire, fire.data, fireTime);
   const late = isLate(fire.data);
   const row: Record<string, unknown> = { media_buy_id: buy.media_buy_id };
   if (isLate(fire.data)) {
@@ -98,7 +101,35 @@ export function reportEvent(buy: BuyChannels, fire: ReportFire): OutboundEvent {
     result.unavailable_count = 1;
   }
   if (fire.type !== 'final' && fire.nextExpectedAt) result.next_expected_at = fire.nextExpectedAt;
+  return reportEnvelopeEvent(buy, config, fire, result, fireTime);
+}
 
+function suppliedReportEvent(
+  buy: BuyChannels,
+  config: ReportingWebhook,
+  fire: ReportFire,
+  report: SuppliedReport,
+  fireTime: string,
+): OutboundEvent {
+  const result: Record<string, unknown> = {
+    ...report.extra,
+    notification_type: report.notificationType,
+    sequence_number: fire.sequenceNumber,
+    reporting_period: report.period,
+    currency: report.currency,
+    media_buy_deliveries: report.rows,
+  };
+  if (fire.nextExpectedAt) result.next_expected_at = fire.nextExpectedAt;
+  return reportEnvelopeEvent(buy, config, fire, result, fireTime);
+}
+
+function reportEnvelopeEvent(
+  buy: BuyChannels,
+  config: ReportingWebhook,
+  fire: ReportFire,
+  result: Record<string, unknown>,
+  fireTime: string,
+): OutboundEvent {
   const idempotencyKey = newIdempotencyKey();
   const payload = channelEnvelope({
     idempotencyKey,

@@ -108,6 +108,6 @@ export interface DeliveryDataSource {
   getDelivery(mediaBuyId: string, period: ReportingPeriod): Promise<DeliveryData | LateDelivery>;
 }
 
-export function isLate(d: DeliveryData | LateDelivery): d is LateDelivery {
-  return (d as LateDelivery).late === true;
+export function isLate(d: object): d is LateDelivery {
+  return (d as Partial<LateDelivery>).late === true;
 }

@@ -1,0 +1,721 @@
+/**
+ * A media buy's persistent channels (spec "Persistent channels", supplement §4.6-§4.8):
+ * the reporting schedule on `reporting_webhook`, coalesced impairments on
+ * `push_notification_config`, rotation and termination. Every piece of state lives in
+ * PostgreSQL; each call runs in one transaction that locks the buy's row, and hands its
+ * events to the outbox in one `enqueue` so their order is the order written here.
+ */
+import type { BrandProfile } from '../../shared/brand.js';
+import { migrate, assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
+import { silentLogger, type Logger } from '../../shared/infra/logger.js';
+import type { MediaBuyChannelsApi } from '../core/channels-api.js';
+import type { EventSink, OutboundEvent } from '../outbox/types.js';
+import type { ReportingClock } from './clock.js';
+import {
+  validatePushNotificationConfig,
+  validateReportingWebhook,
+  type UrlPolicy,
+} from './config-validation.js';
+import { channelError } from './errors.js';
+import {
+  coalescenceWindows,
+  impairmentKind,
+  validateImpairment,
+  windowSeconds,
+  type CoalescenceOptions,
+  type CoalescenceWindows,
+} from './impairment-kinds.js';
+import { CHANNEL_MIGRATIONS } from './migrations.js';
+import { validateSuppliedReport } from './supplied-report.js';
+import {
+  impairmentEvent,
+  reportEvent,
+  type BuyChannels,
+  type ReportFire,
+  type ReportNotificationType,
+} from './payloads.js';
+import { isoSeconds, nextPeriodStart, periodStartContaining, reportingPeriod } from './periods.js';
+import {
+  TERMINAL_BUY_STATUSES,
+  isLate,
+  type DeliveryDataSource,
+  type Impairment,
+  type ReportingFrequency,
+  type ReportingPeriod,
+  type TerminalBuyStatus,
+} from './types.js';
+
+export interface MediaBuyChannelsOptions {
+  pool: Pool;
+  /** Schema shared with the outbox (default `sender`); tables are prefixed `channel_`. */
+  schema?: string;
+  sink: EventSink;
+  profile: BrandProfile;
+  protocolVersion: '3.1' | '3.2';
+  /** Where delivery numbers come from (the sales agent). */
+  dataSource: DeliveryDataSource;
+  /** Time source in ms (default `Date.now`); `reportingClock.now` replaces it when given. */
+  clock?: () => number;
+  logger?: Logger;
+  /** Shorter windows than the defaults; longer ones are refused (§4.6). */
+  coalescence?: CoalescenceOptions;
+  /** A faster clock and tick interval for the runner (tests, demos). */
+  reportingClock?: ReportingClock;
+  /** Accept plain `http:` target URLs (loopback testing). */
+  allowInsecureUrls?: boolean;
+  /** After a `delayed` report, how long until the data source is asked again (default 300 s). */
+  delayedRetrySeconds?: number;
+  /** Periods one tick may catch up per buy (default 48). */
+  maxCatchUpPeriods?: number;
+  /** Buys one tick handles (default 200). */
+  tickBatchSize?: number;
+}
+
+/** `mediaBuyChannelsConfigured`: `undefined` leaves a config as is, `null` removes it. */
+export interface ChannelsConfiguredInput extends CallOptions {
+  mediaBuyId: string;
+  principalId?: string;
+  pushNotificationConfig?: unknown;
+  reportingWebhook?: unknown;
+  /** The seller's handle carried as `task_id` (default: the media buy id). */
+  taskId?: string;
+  /** `task_type` of impairment envelopes (default `create_media_buy`). */
+  taskType?: string;
+  /** The request's top-level `context`, echoed verbatim. */
+  context?: Record<string, unknown>;
+  /** ISO 4217 currency used when a report has no data yet (e.g. `delayed`). */
+  currency?: string;
+  /** The product's `expected_delay_minutes`: each period fires this long after it ends. */
+  expectedDelayMinutes?: number;
+}
+
+export interface CallOptions {
+  /** Run inside the caller's transaction (the agent's state change). */
+  client?: PoolClient;
+}
+
+export interface DeliveryReportDueInput extends CallOptions {
+  mediaBuyId: string;
+  principalId?: string;
+  /**
+   * `scheduled` (default): fire what the schedule has due now, e.g. when late data arrived.
+   * `adjusted`: corrected data for `period`. `window_update` (3.2 only): a wider window.
+   * Taken from `report.notification_type` when a report is given.
+   */
+  notificationType?: 'scheduled' | 'adjusted' | 'window_update';
+  /** For `adjusted` / `window_update` without `report`: the data source is asked for it. */
+  period?: ReportingPeriod;
+  /**
+   * A ready report (the envelope's `result` without `sequence_number`/`next_expected_at`,
+   * which the channel assigns) for `adjusted` / `window_update`.
+   */
+  report?: Record<string, unknown>;
+}
+
+export interface ImpairmentObservedInput extends CallOptions {
+  mediaBuyId: string;
+  principalId?: string;
+  /** `core/impairment.json`; the extra member `resolved_at` closes it. */
+  impairment: unknown;
+}
+
+export interface MediaBuyTerminalInput extends CallOptions {
+  mediaBuyId: string;
+  principalId?: string;
+  status: TerminalBuyStatus;
+}
+
+interface BuyRow extends BuyChannels {
+  terminal_status: string | null;
+  expected_delay_minutes: number;
+}
+
+interface ScheduleRow {
+  frequency: ReportingFrequency;
+  period_start: Date;
+  next_fire_at: Date;
+  delayed_sent: boolean;
+}
+
+const CURRENCY = /^[A-Z]{3}$/;
+
+export class MediaBuyChannels implements MediaBuyChannelsApi {
+  readonly schema: string;
+  readonly profile: BrandProfile;
+  readonly protocolVersion: '3.1' | '3.2';
+  private readonly pool: Pool;
+  private readonly sink: EventSink;
+  private readonly dataSource: DeliveryDataSource;
+  private readonly now: () => number;
+  private readonly logger: Logger;
+  private readonly windows: CoalescenceWindows;
+  private readonly urlPolicy: UrlPolicy;
+  private readonly tickIntervalMs: number;
+  private readonly delayedRetryMs: number;
+  private readonly maxCatchUp: number;
+  private readonly tickBatch: number;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> | null = null;
+
+  constructor(options: MediaBuyChannelsOptions) {
+    this.pool = options.pool;
+    this.schema = assertSchemaName(options.schema ?? 'sender');
+    this.sink = options.sink;
+    this.profile = options.profile;
+    this.protocolVersion = options.protocolVersion;
+    this.dataSource = options.dataSource;
+    const clock = options.reportingClock;
+    this.now = clock ? () => clock.now() : (options.clock ?? Date.now);
+    this.tickIntervalMs = clock?.tickIntervalMs ?? 1000;
+    this.logger = options.logger ?? silentLogger;
+    this.windows = coalescenceWindows(options.coalescence);
+    this.urlPolicy = { allowInsecureUrls: options.allowInsecureUrls ?? false };
+    this.delayedRetryMs = (options.delayedRetrySeconds ?? 300) * 1000;
+    this.maxCatchUp = options.maxCatchUpPeriods ?? 48;
+    this.tickBatch = options.tickBatchSize ?? 200;
+  }
+
+  /** Creates or upgrades the channel tables. */
+  async migrate(): Promise<string[]> {
+    return migrate(this.pool, this.schema, CHANNEL_MIGRATIONS);
+  }
+
+  // ---------------------------------------------------------------- configuration
+
+  /**
+   * Records (or replaces: `update_media_buy`) a buy's channel configs. A replaced config
+   * is honoured from the next fire after this call commits (§4.8); the previous URL is
+   * kept for information only. A new or changed `reporting_frequency` starts the
+   * schedule at the UTC period containing now. Refused configs throw `TaskError`.
+   */
+  async mediaBuyChannelsConfigured(input: ChannelsConfiguredInput): Promise<void> {
+    const id = checkMediaBuyId(input.mediaBuyId);
+    const push =
+      input.pushNotificationConfig == null
+        ? (input.pushNotificationConfig as null | undefined)
+        : validatePushNotificationConfig(input.pushNotificationConfig, this.urlPolicy);
+    const reporting =
+      input.reportingWebhook == null
+        ? (input.reportingWebhook as null | undefined)
+        : validateReportingWebhook(input.reportingWebhook, this.urlPolicy);
+    if (input.currency !== undefined && !CURRENCY.test(input.currency)) {
+      throw channelError('VALIDATION_ERROR', 'currency must be ISO 4217', 'currency');
+    }
+    const delay = input.expectedDelayMinutes;
+    if (delay !== undefined && !(Number.isInteger(delay) && delay >= 0 && delay <= 100_000)) {
+      throw channelError(
+        'VALIDATION_ERROR',
+        'expected_delay_minutes must be a non-negative integer',
+        'expected_delay_minutes',
+      );
+    }
+    const now = this.now();
+    const s = this.schema;
+    await this.transaction(input.client, async (c) => {
+      await this.ensureBuy(c, id, input);
+      const buy = await this.lockBuy(c, id, false);
+      if (!buy) throw new Error(`media buy row ${id} vanished`);
+      if (buy.terminal_status) {
+        this.logger.info(
+          { mediaBuyId: id },
+          'channels closed: configuration after terminal ignored',
+        );
+        return;
+      }
+      await c.query(
+        `UPDATE ${s}.channel_media_buys SET
+           principal_id = coalesce($2, principal_id),
+           task_id = coalesce($3, task_id),
+           task_type = coalesce($4, task_type),
+           context = coalesce($5::jsonb, context),
+           currency = coalesce($6, currency),
+           expected_delay_minutes = coalesce($7, expected_delay_minutes)
+         WHERE media_buy_id = $1`,
+        [
+          id,
+          input.principalId ?? null,
+          input.taskId ?? null,
+          input.taskType ?? null,
+          input.context === undefined ? null : JSON.stringify(input.context),
+          input.currency ?? null,
+          delay ?? null,
+        ],
+      );
+      if (push !== undefined) {
+        await c.query(
+          `UPDATE ${s}.channel_media_buys SET push_config = $2::jsonb,
+             push_previous_url = CASE WHEN push_config IS NOT NULL
+               AND push_config->>'url' IS DISTINCT FROM $3 THEN push_config->>'url'
+               ELSE push_previous_url END,
+             push_updated_at = $4
+           WHERE media_buy_id = $1`,
+          [id, push === null ? null : JSON.stringify(push), push?.url ?? null, new Date(now)],
+        );
+      }
+      if (reporting !== undefined) {
+        await c.query(
+          `UPDATE ${s}.channel_media_buys SET reporting_config = $2::jsonb,
+             reporting_previous_url = CASE WHEN reporting_config IS NOT NULL
+               AND reporting_config->>'url' IS DISTINCT FROM $3 THEN reporting_config->>'url'
+               ELSE reporting_previous_url END,
+             reporting_updated_at = $4
+           WHERE media_buy_id = $1`,
+          [
+            id,
+            reporting === null ? null : JSON.stringify(reporting),
+            reporting?.url ?? null,
+            new Date(now),
+          ],
+        );
+        if (reporting === null) {
+          await c.query(`DELETE FROM ${s}.channel_report_schedules WHERE media_buy_id = $1`, [id]);
+        } else {
+          const current = await this.schedule(c, id);
+          if (!current || current.frequency !== reporting.reporting_frequency) {
+            const freq = reporting.reporting_frequency;
+            const start = periodStartContaining(freq, now);
+            const delayMs = (delay ?? buy.expected_delay_minutes) * 60_000;
+            await c.query(
+              `INSERT INTO ${s}.channel_report_schedules
+                 (media_buy_id, frequency, period_start, next_fire_at, delayed_sent)
+               VALUES ($1, $2, $3, $4, false)
+               ON CONFLICT (media_buy_id) DO UPDATE SET frequency = excluded.frequency,
+                 period_start = excluded.period_start, next_fire_at = excluded.next_fire_at,
+                 delayed_sent = false`,
+              [id, freq, new Date(start), new Date(nextPeriodStart(freq, start) + delayMs)],
+            );
+          }
+        }
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------- impairments
+
+  /**
+   * An impairment observed on the buy (or an update of one; `resolved_at` closes it).
+   * Latency-sensitive kinds fire now (or within their sub-minute window); general ones
+   * join the buy's open window, which fires once at most 5 minutes after it opened.
+   * Resolves to the outbox ids enqueued by this call (none while coalescing).
+   */
+  async impairmentObserved(input: ImpairmentObservedInput): Promise<string[]> {
+    const id = checkMediaBuyId(input.mediaBuyId);
+    const imp = validateImpairment(input.impairment);
+    const kind = impairmentKind(imp, this.windows);
+    const window = windowSeconds(kind, this.windows);
+    const now = this.now();
+    const s = this.schema;
+    return this.transaction(input.client, async (c) => {
+      const buy = await this.lockBuy(c, id, false);
+      if (!buy) {
+        this.logger.warn({ mediaBuyId: id }, 'impairment on a buy with no channels: not sent');
+        return [];
+      }
+      if (buy.terminal_status) {
+        this.logger.info({ mediaBuyId: id }, 'channels closed: impairment after terminal ignored');
+        return [];
+      }
+      await c.query(
+        `INSERT INTO ${s}.channel_impairments (media_buy_id, impairment_id, state, open, updated_at)
+         VALUES ($1, $2, $3::jsonb, $4, $5)
+         ON CONFLICT (media_buy_id, impairment_id) DO UPDATE SET state = excluded.state,
+           open = excluded.open, updated_at = excluded.updated_at`,
+        [id, imp.impairment_id, JSON.stringify(imp), imp.resolved_at === undefined, new Date(now)],
+      );
+      if (!buy.push_config) {
+        this.logger.info({ mediaBuyId: id }, 'impairment recorded; buy has no push channel');
+        return [];
+      }
+      if (window === 0) {
+        // Fires now; an earlier observation of it still waiting in a window is superseded.
+        await c.query(
+          `DELETE FROM ${s}.channel_impairment_pending WHERE media_buy_id = $1 AND impairment_id = $2`,
+          [id, imp.impairment_id],
+        );
+        const health = await this.health(c, id);
+        return this.sink.enqueue([impairmentEvent(buy, imp, health, now)], c);
+      }
+      // The window of (buy, kind) opened with its first observation; later ones join it
+      // and never push it back, so no impairment waits longer than the window.
+      const { rows } = await c.query<{ fire_at: Date | null }>(
+        `SELECT min(fire_at) AS fire_at FROM ${s}.channel_impairment_pending
+         WHERE media_buy_id = $1 AND kind = $2`,
+        [id, kind],
+      );
+      const fireAt = rows[0]?.fire_at ?? new Date(now + window * 1000);
+      await c.query(
+        `INSERT INTO ${s}.channel_impairment_pending
+           (media_buy_id, impairment_id, kind, impairment, fire_at)
+         VALUES ($1, $2, $3, $4::jsonb, $5)
+         ON CONFLICT (media_buy_id, impairment_id) DO UPDATE SET impairment = excluded.impairment,
+           fire_at = least(${s}.channel_impairment_pending.fire_at, excluded.fire_at)`,
+        [id, imp.impairment_id, kind, JSON.stringify(imp), fireAt],
+      );
+      return [];
+    });
+  }
+
+  // ---------------------------------------------------------------- reports
+
+  /**
+   * An out-of-cadence delivery report. `scheduled` (default) fires what the schedule has
+   * due now (it otherwise runs from `tick`); `adjusted` and `window_update` (3.2) send a
+   * corrected report for a past period: the agent's `report`, or the data source's numbers
+   * for `period`. Resolves to the outbox ids enqueued.
+   */
+  async deliveryReportDue(input: DeliveryReportDueInput): Promise<string[]> {
+    const id = checkMediaBuyId(input.mediaBuyId);
+    const supplied =
+      input.report === undefined ? undefined : validateSuppliedReport(input.report, id);
+    const type = supplied?.notificationType ?? input.notificationType ?? 'scheduled';
+    if (!['scheduled', 'adjusted', 'window_update'].includes(type)) {
+      throw channelError(
+        'VALIDATION_ERROR',
+        'notification_type must be scheduled, adjusted or window_update',
+        'notification_type',
+      );
+    }
+    if (type === 'window_update' && this.protocolVersion !== '3.2') {
+      throw channelError(
+        'VALIDATION_ERROR',
+        'window_update reports exist from protocol 3.2 on',
+        supplied ? 'report.notification_type' : 'notification_type',
+      );
+    }
+    const period = type === 'scheduled' || supplied ? supplied?.period : checkPeriod(input.period);
+    const now = this.now();
+    return this.transaction(input.client, async (c) => {
+      const buy = await this.lockBuy(c, id, false);
+      if (!buy || buy.terminal_status || !buy.reporting_config) {
+        this.logger.info({ mediaBuyId: id }, 'no open reporting channel: report not sent');
+        return [];
+      }
+      let events: OutboundEvent[];
+      if (!period) {
+        events = await this.runSchedule(c, buy, now);
+      } else {
+        const data = supplied ?? (await this.dataSource.getDelivery(id, period));
+        if (isLate(data)) {
+          this.logger.info({ mediaBuyId: id }, `${type} report: data not available, not sent`);
+          return [];
+        }
+        const schedule = await this.schedule(c, id);
+        events = [
+          await this.report(c, buy, {
+            type: type as ReportNotificationType,
+            period,
+            data,
+            now,
+            ...(schedule && { nextExpectedAt: isoSeconds(schedule.next_fire_at.getTime()) }),
+          }),
+        ];
+      }
+      return events.length > 0 ? this.sink.enqueue(events, c) : [];
+    });
+  }
+
+  // ---------------------------------------------------------------- termination
+
+  /**
+   * The buy reached `completed`, `canceled` or `rejected` (§4.7): in one transaction its
+   * queued impairments fire first, then reports already due, then the `final` report;
+   * then its channels close and every later call for it is a logged no-op.
+   * Resolves to the outbox ids, in that order.
+   */
+  async mediaBuyTerminal(input: MediaBuyTerminalInput): Promise<string[]> {
+    const id = checkMediaBuyId(input.mediaBuyId);
+    const status = input.status;
+    if (!(TERMINAL_BUY_STATUSES as readonly string[]).includes(status)) {
+      throw channelError(
+        'VALIDATION_ERROR',
+        'status must be completed, canceled or rejected',
+        'status',
+      );
+    }
+    const now = this.now();
+    const s = this.schema;
+    return this.transaction(input.client, async (c) => {
+      await this.ensureBuy(c, id, input);
+      const buy = await this.lockBuy(c, id, false);
+      if (!buy) throw new Error(`media buy row ${id} vanished`);
+      if (buy.terminal_status) {
+        this.logger.info({ mediaBuyId: id }, 'channels already closed: terminal call ignored');
+        return [];
+      }
+      const events = await this.flushImpairments(c, buy, now, false);
+      const schedule = await this.schedule(c, id);
+      if (schedule && buy.reporting_config) {
+        events.push(...(await this.runSchedule(c, buy, now)));
+        const open = (await this.schedule(c, id)) ?? schedule;
+        const start = open.period_start.getTime();
+        const period = { start: isoSeconds(start), end: isoSeconds(Math.max(start, now)) };
+        const data = await this.dataSource.getDelivery(id, period);
+        events.push(
+          await this.report(c, buy, { type: 'final', period, data, now, terminalStatus: status }),
+        );
+      }
+      await c.query(
+        `UPDATE ${s}.channel_media_buys SET terminal_status = $2, terminal_at = $3
+         WHERE media_buy_id = $1`,
+        [id, status, new Date(now)],
+      );
+      await c.query(`DELETE FROM ${s}.channel_report_schedules WHERE media_buy_id = $1`, [id]);
+      await c.query(`DELETE FROM ${s}.channel_impairment_pending WHERE media_buy_id = $1`, [id]);
+      await c.query(`UPDATE ${s}.channel_impairments SET open = false WHERE media_buy_id = $1`, [
+        id,
+      ]);
+      return events.length > 0 ? this.sink.enqueue(events, c) : [];
+    });
+  }
+
+  // ---------------------------------------------------------------- the runner
+
+  /**
+   * Fires what is due at `now`: closed coalescence windows and reporting periods. Each buy
+   * is handled in its own transaction with its row locked SKIP LOCKED, so several
+   * processes may tick the same schema. Resolves to the number of events enqueued.
+   */
+  async tick(now: number = this.now()): Promise<number> {
+    const s = this.schema;
+    const { rows } = await this.pool.query<{ media_buy_id: string }>(
+      `SELECT media_buy_id FROM (
+         SELECT media_buy_id, min(fire_at) AS due FROM ${s}.channel_impairment_pending
+           WHERE fire_at <= $1 GROUP BY media_buy_id
+         UNION ALL
+         SELECT media_buy_id, next_fire_at FROM ${s}.channel_report_schedules
+           WHERE next_fire_at <= $1) d
+       GROUP BY media_buy_id ORDER BY min(due) LIMIT $2`,
+      [new Date(now), this.tickBatch],
+    );
+    let enqueued = 0;
+    for (const { media_buy_id: id } of rows) {
+      try {
+        enqueued += await this.transaction(undefined, async (c) => {
+          const buy = await this.lockBuy(c, id, true);
+          if (!buy || buy.terminal_status) return 0;
+          const events = [
+            ...(await this.flushImpairments(c, buy, now, true)),
+            ...(await this.runSchedule(c, buy, now)),
+          ];
+          if (events.length === 0) return 0;
+          return (await this.sink.enqueue(events, c)).length;
+        });
+      } catch (err) {
+        // One buy's failing data source must not hold back the others; it is retried next tick.
+        this.logger.error({ err, mediaBuyId: id }, 'channel tick failed for buy');
+      }
+    }
+    return enqueued;
+  }
+
+  /** Runs `tick` every `reportingClock.tickIntervalMs` (default 1 s); the timer is unref'd. */
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      this.running = this.tick()
+        .catch((err) => this.logger.error({ err }, 'channel tick failed'))
+        .finally(() => {
+          this.running = null;
+        });
+    }, this.tickIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the runner and waits for a tick in progress. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private async transaction<T>(
+    client: PoolClient | undefined,
+    fn: (c: PoolClient) => Promise<T>,
+  ): Promise<T> {
+    if (client) return fn(client);
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const result = await fn(c);
+      await c.query('COMMIT');
+      return result;
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
+  private async ensureBuy(
+    c: PoolClient,
+    id: string,
+    input: Pick<ChannelsConfiguredInput, 'principalId' | 'taskId' | 'taskType'>,
+  ): Promise<void> {
+    await c.query(
+      `INSERT INTO ${this.schema}.channel_media_buys (media_buy_id, principal_id, task_id, task_type)
+       VALUES ($1, $2, $3, $4) ON CONFLICT (media_buy_id) DO NOTHING`,
+      [id, input.principalId ?? null, input.taskId ?? id, input.taskType ?? 'create_media_buy'],
+    );
+  }
+
+  private async lockBuy(c: PoolClient, id: string, skipLocked: boolean): Promise<BuyRow | null> {
+    const { rows } = await c.query<BuyRow>(
+      `SELECT media_buy_id, principal_id, task_id, task_type, context, push_config,
+              reporting_config, currency, expected_delay_minutes, terminal_status
+       FROM ${this.schema}.channel_media_buys WHERE media_buy_id = $1
+       FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  private async schedule(c: PoolClient, id: string): Promise<ScheduleRow | null> {
+    const { rows } = await c.query<ScheduleRow>(
+      `SELECT frequency, period_start, next_fire_at, delayed_sent
+       FROM ${this.schema}.channel_report_schedules WHERE media_buy_id = $1`,
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** `impaired` iff the buy has open impairments (it is not terminal while this runs). */
+  private async health(c: PoolClient, id: string): Promise<'ok' | 'impaired'> {
+    const { rows } = await c.query<{ impaired: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${this.schema}.channel_impairments
+                      WHERE media_buy_id = $1 AND open) AS impaired`,
+      [id],
+    );
+    return rows[0]?.impaired ? 'impaired' : 'ok';
+  }
+
+  /** Removes pending impairments (only closed windows when `dueOnly`) and builds their fires. */
+  private async flushImpairments(
+    c: PoolClient,
+    buy: BuyRow,
+    now: number,
+    dueOnly: boolean,
+  ): Promise<OutboundEvent[]> {
+    const { rows } = await c.query<{ impairment: Impairment; first_seen: string }>(
+      `DELETE FROM ${this.schema}.channel_impairment_pending
+       WHERE media_buy_id = $1 ${dueOnly ? 'AND fire_at <= $2' : 'AND $2::timestamptz IS NOT NULL'}
+       RETURNING impairment, first_seen`,
+      [buy.media_buy_id, new Date(now)],
+    );
+    if (rows.length === 0) return [];
+    if (!buy.push_config) {
+      this.logger.info(
+        { mediaBuyId: buy.media_buy_id },
+        'push channel removed: impairments dropped',
+      );
+      return [];
+    }
+    rows.sort((a, b) => Number(a.first_seen) - Number(b.first_seen));
+    const health = await this.health(c, buy.media_buy_id);
+    return rows.map((r) => impairmentEvent(buy, r.impairment, health, now));
+  }
+
+  /**
+   * Reports every period whose fire time has passed, oldest first. Late data sends one
+   * `delayed` for the period and asks again after `delayedRetrySeconds`.
+   */
+  private async runSchedule(c: PoolClient, buy: BuyRow, now: number): Promise<OutboundEvent[]> {
+    const schedule = await this.schedule(c, buy.media_buy_id);
+    if (!schedule || !buy.reporting_config) return [];
+    const freq = schedule.frequency;
+    const delayMs = buy.expected_delay_minutes * 60_000;
+    let start = schedule.period_start.getTime();
+    let fireAt = schedule.next_fire_at.getTime();
+    let delayedSent = schedule.delayed_sent;
+    const events: OutboundEvent[] = [];
+    for (let i = 0; i < this.maxCatchUp && fireAt <= now; i++) {
+      const end = nextPeriodStart(freq, start);
+      const period = reportingPeriod(start, end);
+      const data = await this.dataSource.getDelivery(buy.media_buy_id, period);
+      if (isLate(data)) {
+        const retryAt = now + this.delayedRetryMs;
+        if (!delayedSent) {
+          const nextExpectedAt = data.expectedAvailability ?? isoSeconds(retryAt);
+          events.push(
+            await this.report(c, buy, { type: 'delayed', period, data, now, nextExpectedAt }),
+          );
+          delayedSent = true;
+        }
+        fireAt = retryAt;
+        break;
+      }
+      const nextFire = nextPeriodStart(freq, end) + delayMs;
+      events.push(
+        await this.report(c, buy, {
+          type: 'scheduled',
+          period,
+          data,
+          now,
+          nextExpectedAt: isoSeconds(nextFire),
+        }),
+      );
+      start = end;
+      fireAt = nextFire;
+      delayedSent = false;
+    }
+    await c.query(
+      `UPDATE ${this.schema}.channel_report_schedules
+       SET period_start = $2, next_fire_at = $3, delayed_sent = $4 WHERE media_buy_id = $1`,
+      [buy.media_buy_id, new Date(start), new Date(fireAt), delayedSent],
+    );
+    return events;
+  }
+
+  /** Takes the next sequence number of the buy's current reporting URL and builds the fire. */
+  private async report(
+    c: PoolClient,
+    buy: BuyRow,
+    fire: Omit<ReportFire, 'sequenceNumber'>,
+  ): Promise<OutboundEvent> {
+    const url = buy.reporting_config!.url;
+    const { rows } = await c.query<{ last_sequence: number }>(
+      `INSERT INTO ${this.schema}.channel_report_sequences (media_buy_id, url, last_sequence)
+       VALUES ($1, $2, 1)
+       ON CONFLICT (media_buy_id, url) DO UPDATE
+         SET last_sequence = ${this.schema}.channel_report_sequences.last_sequence + 1
+       RETURNING last_sequence`,
+      [buy.media_buy_id, url],
+    );
+    if (!isLate(fire.data) && !('rows' in fire.data) && fire.data.currency !== buy.currency) {
+      // Remember the currency so a later `delayed` report (no data) can state it.
+      await c.query(
+        `UPDATE ${this.schema}.channel_media_buys SET currency = $2 WHERE media_buy_id = $1`,
+        [buy.media_buy_id, fire.data.currency],
+      );
+      buy.currency = fire.data.currency;
+    }
+    return reportEvent(buy, { ...fire, sequenceNumber: rows[0]!.last_sequence });
+  }
+}
+
+function checkMediaBuyId(id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 255) {
+    throw channelError(
+      'VALIDATION_ERROR',
+      'media_buy_id must be a non-empty string',
+      'media_buy_id',
+    );
+  }
+  return id;
+}
+
+function checkPeriod(period: ReportingPeriod | undefined): ReportingPeriod {
+  const start = Date.parse(period?.start ?? '');
+  const end = Date.parse(period?.end ?? '');
+  if (!period || Number.isNaN(start) || Number.isNaN(end) || end < start) {
+    throw channelError(
+      'VALIDATION_ERROR',
+      'period must have ISO 8601 start <= end',
+      'reporting_period',
+    );
+  }
+  return { start: period.start, end: period.end };
+}
