@@ -370,19 +370,19 @@ export class NotificationCore {
     return this.options.channels;
   }
 
-  mediaBuyChannelsConfigured(input: MediaBuyChannelsConfig): Promise<void> {
+  async mediaBuyChannelsConfigured(input: MediaBuyChannelsConfig): Promise<void> {
     return this.channels('mediaBuyChannelsConfigured').mediaBuyChannelsConfigured(input);
   }
 
-  deliveryReportDue(input: DeliveryReportDue): Promise<string[]> {
+  async deliveryReportDue(input: DeliveryReportDue): Promise<string[]> {
     return this.channels('deliveryReportDue').deliveryReportDue(input);
   }
 
-  impairmentObserved(input: ImpairmentObserved): Promise<string[]> {
+  async impairmentObserved(input: ImpairmentObserved): Promise<string[]> {
     return this.channels('impairmentObserved').impairmentObserved(input);
   }
 
-  mediaBuyTerminal(input: MediaBuyTerminal): Promise<string[]> {
+  async mediaBuyTerminal(input: MediaBuyTerminal): Promise<string[]> {
     return this.channels('mediaBuyTerminal').mediaBuyTerminal(input);
   }
 }
