@@ -1,0 +1,66 @@
+/**
+ * The node:http adapter: turns an IncomingMessage into the pipeline's request (raw stream,
+ * repeated headers kept apart, the URL as the sender addressed it) and writes the answer.
+ */
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import type { ReceiverRequest, ReceiverResponse, WebhookReceiver } from './pipeline/receiver.js';
+
+export interface AdapterOptions {
+  /**
+   * Scheme of the URL the sender signed. Behind a TLS-terminating proxy the receiver sees
+   * plain http while the sender signed https: set it here (never read from a request header).
+   */
+  scheme?: 'http' | 'https';
+}
+
+/** Lower-case headers; a header sent more than once stays an array (so it can be refused). */
+export function incomingHeaders(req: IncomingMessage): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, values] of Object.entries(req.headersDistinct)) {
+    if (!values) continue;
+    out[name] = values.length === 1 ? (values[0] as string) : values;
+  }
+  return out;
+}
+
+export function receiverRequest(
+  req: IncomingMessage,
+  options: AdapterOptions = {},
+): ReceiverRequest {
+  const scheme = options.scheme ?? ((req.socket as TLSSocket).encrypted ? 'https' : 'http');
+  const headers = incomingHeaders(req);
+  const authority = headers[':authority'] ?? headers.host;
+  const host = typeof authority === 'string' ? authority : '';
+  return {
+    method: req.method ?? 'GET',
+    url: `${scheme}://${host}${req.url ?? '/'}`,
+    headers,
+    body: req,
+  };
+}
+
+export function writeReceiverResponse(res: ServerResponse, r: ReceiverResponse): void {
+  res.statusCode = r.status;
+  for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
+  res.setHeader('content-length', Buffer.byteLength(r.body));
+  res.end(r.body);
+}
+
+/** A request listener running every request through the receiver. */
+export function nodeListener(
+  receiver: WebhookReceiver,
+  options: AdapterOptions = {},
+): RequestListener {
+  return (req, res) => {
+    receiver.handle(receiverRequest(req, options)).then(
+      (r) => writeReceiverResponse(res, r),
+      () => {
+        // handle() never rejects; this is a last guard so a bug cannot leave a socket open.
+        res.statusCode = 503;
+        res.setHeader('retry-after', '5');
+        res.end();
+      },
+    );
+  };
+}

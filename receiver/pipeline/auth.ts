@@ -1,0 +1,106 @@
+/**
+ * Authentication of one delivery, in the mode its registration names (never the mode the
+ * request looks like): RFC 9421 by default, legacy HMAC-SHA256 or Bearer only where the
+ * operator registered them for the path. A request carrying the other mode's credentials
+ * is `webhook_mode_mismatch`; there is no "try one, then the other".
+ */
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { BrandProfile } from '../../shared/brand.js';
+import { WebhookVerificationError } from '../../shared/errors/webhook-codes.js';
+import {
+  verifyWebhookSignature,
+  type KeyResolver,
+  type ReplayStore,
+  type RevocationCheck,
+} from '../../shared/signing/verify.js';
+import type { RouteDecision } from '../trust/trust-file.js';
+import { headerValue, type Headers } from './gates.js';
+
+export interface Authenticated {
+  sender: string;
+  mode: 'rfc9421' | 'hmac' | 'bearer';
+  keyid: string | null;
+  nonce: string | null;
+}
+
+export interface AuthContext {
+  profile: BrandProfile;
+  keys: KeyResolver;
+  revocation?: RevocationCheck;
+  replay: ReplayStore;
+  nowSeconds: number;
+}
+
+function mismatch(message: string): never {
+  throw new WebhookVerificationError('webhook_mode_mismatch', 0, message);
+}
+
+function has(headers: Headers, name: string): boolean {
+  return headers[name] !== undefined;
+}
+
+function sameSecret(a: string, b: string): boolean {
+  // Hash first so the comparison is constant-time whatever the lengths.
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+export async function authenticate(
+  route: RouteDecision,
+  req: { method: string; url: string; headers: Headers; body: Buffer },
+  ctx: AuthContext,
+): Promise<Authenticated> {
+  const h = req.headers;
+  const hmacSig = ctx.profile.hmacSignatureHeader.toLowerCase();
+  const hmacTs = ctx.profile.hmacTimestampHeader.toLowerCase();
+  const has9421 = has(h, 'signature') || has(h, 'signature-input');
+  const hasHmac = has(h, hmacSig) || has(h, hmacTs);
+  const hasBearer = /^\s*bearer\s/i.test(headerValue(h, 'authorization') ?? '');
+
+  if (route.mode === 'rfc9421') {
+    if (hasHmac) mismatch('legacy HMAC headers on an RFC 9421 route');
+    if (!has9421 && hasBearer) mismatch('Bearer credential on an RFC 9421 route');
+    const v = await verifyWebhookSignature(req, {
+      profile: ctx.profile,
+      keys: ctx.keys,
+      revocation: ctx.revocation,
+      replay: ctx.replay,
+      now: ctx.nowSeconds,
+    });
+    return { sender: v.senderId, mode: 'rfc9421', keyid: v.keyid, nonce: v.nonce };
+  }
+
+  const reg = route.registration;
+  if (has9421) mismatch('RFC 9421 signature on a legacy route');
+  if (route.mode === 'hmac' && reg.scheme === 'HMAC-SHA256') {
+    if (!hasHmac && hasBearer) mismatch('Bearer credential on an HMAC route');
+    // Loaded on first use: legacy HMAC is deprecated and most deployments never reach it.
+    const { verifyHmac } = await import('../../shared/legacy/hmac.js');
+    verifyHmac({
+      secrets: reg.secrets,
+      signature: headerValue(h, hmacSig) ?? undefined,
+      timestamp: headerValue(h, hmacTs) ?? undefined,
+      body: req.body,
+      now: ctx.nowSeconds,
+    });
+    return { sender: reg.sender, mode: 'hmac', keyid: null, nonce: null };
+  }
+  if (route.mode === 'bearer' && reg.scheme === 'Bearer') {
+    if (hasHmac) mismatch('HMAC headers on a Bearer route');
+    const auth = headerValue(h, 'authorization');
+    const m = auth === null ? null : /^\s*Bearer +([\x21-\x7e]+)\s*$/i.exec(auth);
+    if (!m) {
+      throw new WebhookVerificationError(
+        'webhook_signature_header_malformed',
+        1,
+        'missing or malformed Authorization: Bearer',
+      );
+    }
+    if (!sameSecret(m[1] as string, reg.token)) {
+      throw new WebhookVerificationError('webhook_signature_invalid', 10, 'bearer token mismatch');
+    }
+    return { sender: reg.sender, mode: 'bearer', keyid: null, nonce: null };
+  }
+  throw new WebhookVerificationError('webhook_mode_mismatch', 0, 'registration and mode disagree');
+}

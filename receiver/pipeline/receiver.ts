@@ -1,0 +1,469 @@
+/**
+ * The receiver pipeline, transport-agnostic: `handle()` takes a method, the full URL as
+ * received, headers and the body (bytes or a stream) and returns status, headers and body.
+ * The Koa middleware, the node:http adapter and the sidecar all call it.
+ *
+ * Stages, in the order of supplement §5.1:
+ *  1. method (405), Content-Type (415), body cap while streaming (413), raw bytes kept;
+ *  2. authentication in the registration's mode (401 + WWW-Authenticate, exact code);
+ *  3. strict parse, duplicate keys -> `webhook_body_malformed` (401, logged per step 14b);
+ *  4. envelope validation (422, JSON error naming the envelope error id and fields);
+ *  5. durable claim of (sender, idempotency_key) and the task's ordering/convergence check,
+ *     in one round trip (200 duplicate / 503 in flight / 409 conflict / 429 at the bound);
+ *  6. publication, then the durable done-mark, then 200.
+ * An internal failure (database or publisher down) is a 503 with Retry-After, never a 500.
+ *
+ * Why 422 for an invalid envelope (the supplement leaves 400 or 422 open): the spec's status
+ * table gives 422 to schema validation failures, and `EnvelopeError.status` says 422 for
+ * every shared consumer; it is a 4xx, so senders do not retry a body that cannot change.
+ */
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { BrandProfile } from '../../shared/brand.js';
+import { WebhookVerificationError } from '../../shared/errors/webhook-codes.js';
+import { silentLogger, type Logger } from '../../shared/infra/logger.js';
+import { assertSchemaName, migrate, type Pool } from '../../shared/infra/pg.js';
+import { canonicalJson } from '../../shared/json/canonical.js';
+import { JsonParseError, parseStrictJson, sanitizeForLog } from '../../shared/json/strict-parse.js';
+import { EnvelopeError } from '../../shared/envelope/errors.js';
+import { parseWebhookPayload, type WebhookEvent } from '../../shared/envelope/parse.js';
+import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
+import { IdempotencyStore, type Claim, type ProtocolVersion } from '../idempotency/store.js';
+import { TaskConvergence, type OrderingDecision } from '../ordering/convergence.js';
+import type { Publisher, ReceivedEvent } from '../publish/types.js';
+import type { RouteDecision } from '../trust/trust-file.js';
+import { authenticate, type Authenticated } from './auth.js';
+import {
+  BodyReadError,
+  BodyTooLargeError,
+  DEFAULT_MAX_BODY_BYTES,
+  headerValue,
+  isJsonContentType,
+  readBodyCapped,
+  type Headers,
+} from './gates.js';
+import { ReceiverMetrics } from './metrics.js';
+import {
+  errorResponse,
+  ok,
+  retryLater,
+  verificationFailure,
+  type ReceiverResponse,
+} from './responses.js';
+import { RECEIVER_MIGRATIONS } from './schema.js';
+
+export type { ReceiverResponse };
+
+export interface ReceiverRequest {
+  method: string;
+  /** The full URL as received: scheme://host[:port]/path?query (the signed @target-uri). */
+  url: string;
+  /** Lower-case names; repeated headers as arrays. */
+  headers: Headers;
+  body: Buffer | Readable;
+}
+
+export interface WebhookReceiverOptions {
+  pool: Pool;
+  /** PostgreSQL schema of the receiver's tables (default `receiver`). */
+  schema?: string;
+  profile: BrandProfile;
+  protocolVersion: ProtocolVersion;
+  keys: KeyResolver;
+  revocation?: RevocationCheck;
+  replay: ReplayStore;
+  /** The auth mode of a path (the trust file's `routeRegistration`); default RFC 9421 everywhere. */
+  route?: (path: string) => RouteDecision;
+  publisher: Publisher;
+  logger?: Logger;
+  maxBodyBytes?: number;
+  /** Milliseconds since the epoch; defaults to Date.now. */
+  clock?: () => number;
+  /** Claim lease before another process may take an unfinished key over (default 30 s). */
+  leaseMs?: number;
+  maxKeysPerSender?: number;
+  /** The sender's advertised `delivery_retry_horizon_seconds` (retention is at least 24 h). */
+  retryHorizonSeconds?: (sender: string) => number | undefined;
+  /** Envelope shape to prefer when a body could be read as both. */
+  preferFormat?: 'mcp' | 'a2a';
+  /** Seconds in the Retry-After of a 503 (default 5). */
+  retryAfterSeconds?: number;
+  metrics?: ReceiverMetrics;
+}
+
+const RFC9421: RouteDecision = { mode: 'rfc9421' };
+
+interface AcceptRow {
+  result: string;
+  generation: number;
+  outcome: string | null;
+  decision: OrderingDecision | null;
+  re_emission: boolean | null;
+}
+
+/** A short, non-reversible handle of an idempotency key for logs (keys never logged whole). */
+function keyHint(key: string): string {
+  return `${key.slice(0, 8)}…`;
+}
+
+function pathOf(url: string): string {
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*([^?#]*)/.exec(url);
+  return m?.[1] || '/';
+}
+
+export class WebhookReceiver {
+  readonly idempotency: IdempotencyStore;
+  readonly convergence: TaskConvergence;
+  readonly metrics: ReceiverMetrics;
+  readonly protocolVersion: ProtocolVersion;
+  private readonly o: WebhookReceiverOptions;
+  private readonly schema: string;
+  private readonly log: Logger;
+  private readonly maxBody: number;
+  private readonly clock: () => number;
+  private readonly retryAfter: number;
+  private readonly acceptSql: string;
+
+  constructor(options: WebhookReceiverOptions) {
+    this.o = options;
+    this.schema = assertSchemaName(options.schema ?? 'receiver');
+    this.protocolVersion = options.protocolVersion;
+    this.log = options.logger ?? silentLogger;
+    this.maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.clock = options.clock ?? Date.now;
+    this.retryAfter = options.retryAfterSeconds ?? 5;
+    this.metrics = options.metrics ?? new ReceiverMetrics();
+    this.idempotency = new IdempotencyStore({
+      pool: options.pool,
+      schema: this.schema,
+      protocolVersion: options.protocolVersion,
+      leaseMs: options.leaseMs,
+      maxKeysPerSender: options.maxKeysPerSender,
+      retryHorizonSeconds: options.retryHorizonSeconds,
+    });
+    this.convergence = new TaskConvergence({
+      pool: options.pool,
+      schema: this.schema,
+      retryHorizonSeconds: options.retryHorizonSeconds,
+    });
+    const params = Array.from({ length: 15 }, (_, i) => `$${i + 1}`).join(', ');
+    this.acceptSql = `SELECT * FROM ${this.schema}.accept_delivery(${params})`;
+  }
+
+  /** Creates or upgrades the receiver's tables and functions. */
+  async migrate(): Promise<void> {
+    await migrate(this.o.pool, this.schema, RECEIVER_MIGRATIONS);
+  }
+
+  /** Runs one delivery through every stage; never throws, never answers 500. */
+  async handle(req: ReceiverRequest): Promise<ReceiverResponse> {
+    let res: ReceiverResponse;
+    try {
+      res = await this.run(req);
+    } catch (err) {
+      this.log.error({ event: 'webhook_internal_error', err }, 'receiver internal failure');
+      res = retryLater('receiver_unavailable', 'temporarily unavailable', this.retryAfter);
+    }
+    this.metrics.responses.inc({ status: String(res.status) });
+    return res;
+  }
+
+  private reject(res: ReceiverResponse, code: string, fields: Record<string, unknown> = {}) {
+    this.metrics.rejected.inc({ code });
+    this.log.info({ event: 'webhook_rejected', code, status: res.status, ...fields });
+    return res;
+  }
+
+  private async run(req: ReceiverRequest): Promise<ReceiverResponse> {
+    // 1. Gates, before any crypto.
+    if (req.method.toUpperCase() !== 'POST') {
+      return this.reject(
+        errorResponse(405, 'method_not_allowed', 'webhooks are delivered with POST', {
+          allow: 'POST',
+        }),
+        'method_not_allowed',
+      );
+    }
+    if (!isJsonContentType(req.headers['content-type'])) {
+      return this.reject(
+        errorResponse(415, 'unsupported_media_type', 'Content-Type must be application/json'),
+        'unsupported_media_type',
+      );
+    }
+    let body: Buffer;
+    try {
+      body = await readBodyCapped(
+        req.body,
+        this.maxBody,
+        headerValue(req.headers, 'content-length'),
+      );
+    } catch (err) {
+      if (err instanceof BodyTooLargeError) {
+        return this.reject(
+          errorResponse(413, 'payload_too_large', `body over ${this.maxBody} bytes`, {
+            connection: 'close',
+          }),
+          'payload_too_large',
+        );
+      }
+      if (err instanceof BodyReadError) {
+        return this.reject(
+          errorResponse(400, 'body_incomplete', 'the body did not arrive whole', {
+            connection: 'close',
+          }),
+          'body_incomplete',
+        );
+      }
+      throw err;
+    }
+
+    // 2. Authentication in the registration's mode.
+    const nowMs = this.clock();
+    let auth: Authenticated;
+    try {
+      const route = this.o.route ? this.o.route(pathOf(req.url)) : RFC9421;
+      auth = await authenticate(
+        route,
+        { method: req.method.toUpperCase(), url: req.url, headers: req.headers, body },
+        {
+          profile: this.o.profile,
+          keys: this.o.keys,
+          revocation: this.o.revocation,
+          replay: this.o.replay,
+          nowSeconds: Math.floor(nowMs / 1000),
+        },
+      );
+    } catch (err) {
+      if (err instanceof WebhookVerificationError) {
+        return this.reject(verificationFailure(err), err.code, { step: err.step });
+      }
+      throw err;
+    }
+    this.metrics.verified.inc();
+
+    // 3. Step 14: strict parse; the signature was valid, the body is ambiguous or broken.
+    let value: unknown;
+    try {
+      value = parseStrictJson(body);
+    } catch (err) {
+      if (!(err instanceof JsonParseError)) throw err;
+      const e = new WebhookVerificationError('webhook_body_malformed', 14, err.kind);
+      return this.reject(verificationFailure(e), e.code, {
+        sender: auth.sender,
+        keyid: auth.keyid,
+        nonce: auth.nonce,
+        bytes: body.length,
+        kind: err.kind,
+        duplicate_keys: sanitizeForLog(err.duplicateKeys),
+      });
+    }
+
+    // 4. Envelope.
+    let event: WebhookEvent;
+    try {
+      event = parseWebhookPayload(
+        value,
+        this.o.preferFormat ? { prefer: this.o.preferFormat } : {},
+      );
+    } catch (err) {
+      if (!(err instanceof EnvelopeError)) throw err;
+      return this.reject(
+        errorResponse(err.status, err.id, 'invalid webhook envelope', {}, err.fields),
+        err.id,
+        { sender: auth.sender, fields: err.fields },
+      );
+    }
+    if (event.format === 'a2a' && event.a2aKind === 'message') {
+      // A bare A2A {message}: acknowledged, no task state change, nothing to publish.
+      return ok('message');
+    }
+
+    // 5. Claim and convergence, one round trip.
+    const fp = createHash('sha256').update(canonicalJson(value), 'utf8').digest('hex');
+    const key = event.idempotencyKey ?? `payload:${fp}`;
+    const sender = auth.sender;
+    if (await this.idempotency.atBound(sender, key)) {
+      return this.reject(
+        errorResponse(429, 'dedup_storage_bound', 'too many stored deliveries for this sender', {
+          'retry-after': '60',
+        }),
+        'dedup_storage_bound',
+        { sender },
+      );
+    }
+    const { args, owner } = this.idempotency.claimArgs({ sender, key, fingerprint: fp });
+    const obs = this.convergence.callArgs({
+      sender,
+      taskId: event.taskId,
+      key,
+      at: event.timestamp,
+      status: event.status,
+      taskType: event.taskType,
+      value: event.result,
+      source: event.format === 'a2a' ? 'a2a' : 'webhook',
+      notificationId: event.notificationId,
+    });
+    const { rows } = await this.o.pool.query<AcceptRow>(this.acceptSql, [
+      ...args,
+      obs[1],
+      obs[3],
+      obs[4],
+      obs[5],
+      obs[6],
+      obs[7],
+      obs[8],
+      obs[9],
+    ]);
+    const row = rows[0];
+    const claimed = this.idempotency.toResult(row, { sender, key, owner });
+    const logCtx = { sender, key: keyHint(key), keyid: auth.keyid };
+    switch (claimed.kind) {
+      case 'in_flight':
+        return this.reject(
+          retryLater('delivery_in_progress', 'this delivery is still being processed', 1),
+          'delivery_in_progress',
+          logCtx,
+        );
+      case 'conflict':
+        return this.reject(
+          errorResponse(
+            409,
+            'idempotency_conflict',
+            'idempotency_key reused with a different payload',
+          ),
+          'idempotency_conflict',
+          logCtx,
+        );
+      case 'done':
+        if (claimed.outcome === 'conflict' && this.protocolVersion === '3.2') {
+          return this.reject(
+            errorResponse(
+              409,
+              'terminal_conflict',
+              'a different terminal result was settled first',
+            ),
+            'terminal_conflict',
+            logCtx,
+          );
+        }
+        this.metrics.duplicates.inc();
+        this.log.debug({ event: 'webhook_duplicate', ...logCtx });
+        return ok('duplicate');
+      case 'over_limit':
+        return errorResponse(429, 'dedup_storage_bound', 'too many stored deliveries');
+      case 'claimed':
+        break;
+    }
+    const claim = claimed.claim;
+    const decision = row?.decision ?? 'current';
+    const reEmission = row?.re_emission ?? false;
+
+    // 6. Convergence outcome, publication, durable ack.
+    if (decision === 'terminal_conflict') {
+      await this.idempotency.complete(claim, 'conflict');
+      if (this.protocolVersion === '3.2') {
+        return this.reject(
+          errorResponse(409, 'terminal_conflict', 'a different terminal result was settled first'),
+          'terminal_conflict',
+          logCtx,
+        );
+      }
+      return ok('ignored');
+    }
+    if (decision === 'terminal_duplicate') {
+      await this.idempotency.complete(claim, 'duplicate');
+      this.metrics.duplicates.inc();
+      return ok('duplicate');
+    }
+    const stale = decision === 'stale';
+    const received: ReceivedEvent = {
+      sender,
+      idempotencyKey: key,
+      notificationId: event.notificationId,
+      taskId: event.taskId,
+      operationId: event.operationId,
+      taskType: event.taskType,
+      status: event.status,
+      timestamp: event.timestamp,
+      format: event.format,
+      payload: event.payload,
+      body,
+      stale,
+      reEmission,
+      terminal: decision === 'terminal_won',
+      redelivery: claim.takeover,
+      auth: { mode: auth.mode, keyid: auth.keyid },
+    };
+    const published = await this.publish(received, claim);
+    if (!published) {
+      return retryLater(
+        'publication_failed',
+        'the event could not be handed over yet',
+        this.retryAfter,
+      );
+    }
+    const outcome = stale ? 'stale' : 'published';
+    if (!(await this.idempotency.complete(claim, outcome))) {
+      // Published, but another process took the key over meanwhile (our lease ran out); it
+      // may publish again, which targets deduplicate on the key. The event is out: say so.
+      this.log.warn({ event: 'webhook_claim_lost', ...logCtx });
+    }
+    this.log.info({
+      event: 'webhook_verified',
+      outcome,
+      stale,
+      re_emission: reEmission,
+      ...logCtx,
+    });
+    return ok(outcome);
+  }
+
+  private async publish(event: ReceivedEvent, claim: Claim): Promise<boolean> {
+    const beat = this.idempotency.heartbeat(claim);
+    const end = this.metrics.publication.startTimer();
+    try {
+      await this.o.publisher.publish(event);
+      this.metrics.published.inc({ kind: event.stale ? 'stale' : 'current' });
+      return true;
+    } catch (err) {
+      this.log.warn(
+        {
+          event: 'webhook_publication_failed',
+          sender: event.sender,
+          key: keyHint(event.idempotencyKey),
+          err: (err as Error).message,
+        },
+        'publication failed',
+      );
+      await this.idempotency.release(claim).catch(() => {});
+      return false;
+    } finally {
+      end();
+      beat.stop();
+    }
+  }
+
+  /** Starts the retention purge job for every receiver table. */
+  startPurging(intervalMs = 60_000): void {
+    this.idempotency.startPurging(intervalMs, (err) =>
+      this.log.warn({ event: 'purge_failed', err: (err as Error).message }),
+    );
+    this.purgeTimer = setInterval(() => {
+      this.convergence.purgeExpired().catch(() => {});
+    }, intervalMs);
+    this.purgeTimer.unref();
+  }
+
+  private purgeTimer: NodeJS.Timeout | null = null;
+
+  /** Runs one purge of every table now; returns rows deleted. */
+  async purgeExpired(): Promise<number> {
+    return (await this.idempotency.purgeExpired()) + (await this.convergence.purgeExpired());
+  }
+
+  async close(): Promise<void> {
+    this.idempotency.stopPurging();
+    if (this.purgeTimer) clearInterval(this.purgeTimer);
+    await this.o.publisher.close?.();
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * The sidecar: the receiver as a process beside an app in any language. Every path is a
+ * webhook path (the trust file routes it to a registration) except the sidecar's own
+ * `/healthz` and `/metrics`, and, in queue mode with a token configured, the pull API under
+ * `/_queue/` (see queue-api.ts). Each verified event is forwarded to the app once, or
+ * enqueued durably for it.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BrandProfile } from '../../shared/brand.js';
+import { silentLogger, type Logger } from '../../shared/infra/logger.js';
+import type { Pool } from '../../shared/infra/pg.js';
+import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
+import { receiverRequest, writeReceiverResponse } from '../http.js';
+import type { ProtocolVersion } from '../idempotency/store.js';
+import { ReceiverMetrics } from '../pipeline/metrics.js';
+import { WebhookReceiver } from '../pipeline/receiver.js';
+import { ForwardPublisher } from '../publish/forward.js';
+import { DurableQueue } from '../publish/queue.js';
+import type { Publisher } from '../publish/types.js';
+import { routeRegistration, type TrustConfig } from '../trust/trust-file.js';
+import { handleQueueApi, QUEUE_API_PREFIX } from './queue-api.js';
+
+export type SidecarTarget = { forward: string } | { queue: string };
+
+export interface SidecarOptions {
+  host?: string;
+  port?: number;
+  trust: TrustConfig;
+  profile: BrandProfile;
+  protocolVersion: ProtocolVersion;
+  target: SidecarTarget;
+  pool: Pool;
+  schema?: string;
+  keys: KeyResolver;
+  revocation?: RevocationCheck;
+  replay: ReplayStore;
+  /** Bearer token of the queue pull API; without it the API is off. */
+  queueToken?: string;
+  /** Scheme the senders sign (a TLS-terminating proxy in front: `https`). */
+  scheme?: 'http' | 'https';
+  logger?: Logger;
+  leaseMs?: number;
+  maxBodyBytes?: number;
+  maxKeysPerSender?: number;
+  /** Retention purge interval (default 60 s; 0 disables). */
+  purgeIntervalMs?: number;
+  /** Forward timeout for the app's answer (default 10 s). */
+  forwardTimeoutMs?: number;
+  clock?: () => number;
+}
+
+export class Sidecar {
+  readonly receiver: WebhookReceiver;
+  readonly queue: DurableQueue | null;
+  readonly server: Server;
+  readonly metrics: ReceiverMetrics;
+  private readonly log: Logger;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    receiver: WebhookReceiver,
+    queue: DurableQueue | null,
+    server: Server,
+    metrics: ReceiverMetrics,
+    log: Logger,
+  ) {
+    this.receiver = receiver;
+    this.queue = queue;
+    this.server = server;
+    this.metrics = metrics;
+    this.log = log;
+  }
+
+  /** Migrates the schema, starts the purge job and listens. */
+  static async start(o: SidecarOptions): Promise<Sidecar> {
+    const log = o.logger ?? silentLogger;
+    const schema = o.schema ?? 'receiver';
+    let publisher: Publisher;
+    let queue: DurableQueue | null = null;
+    if ('forward' in o.target) {
+      publisher = new ForwardPublisher({
+        url: o.target.forward,
+        brand: o.profile.brand,
+        timeoutMs: o.forwardTimeoutMs,
+      });
+    } else {
+      queue = new DurableQueue({ pool: o.pool, schema, queue: o.target.queue });
+      publisher = queue;
+    }
+    const horizons = new Map(
+      o.trust.senders.map((s) => [
+        s.id,
+        s.delivery_retry_horizon_seconds ?? o.trust.delivery_retry_horizon_seconds,
+      ]),
+    );
+    const metrics = new ReceiverMetrics();
+    const receiver = new WebhookReceiver({
+      pool: o.pool,
+      schema,
+      profile: o.profile,
+      protocolVersion: o.protocolVersion,
+      keys: o.keys,
+      revocation: o.revocation,
+      replay: o.replay,
+      route: (path) => routeRegistration(o.trust, path),
+      publisher,
+      logger: log,
+      maxBodyBytes: o.maxBodyBytes,
+      clock: o.clock,
+      leaseMs: o.leaseMs,
+      maxKeysPerSender: o.maxKeysPerSender,
+      retryHorizonSeconds: (sender) =>
+        horizons.has(sender) ? horizons.get(sender) : o.trust.delivery_retry_horizon_seconds,
+      metrics,
+    });
+    await receiver.migrate();
+    const purge = o.purgeIntervalMs ?? 60_000;
+    if (purge > 0) receiver.startPurging(purge);
+
+    const server = createServer();
+    // Bounds on slow or truncated requests: nothing can hold a socket forever.
+    server.headersTimeout = 10_000;
+    server.requestTimeout = 30_000;
+    server.keepAliveTimeout = 5_000;
+    const sidecar = new Sidecar(receiver, queue, server, metrics, log);
+    server.on('request', (req, res) => {
+      sidecar.route(req, res, o).catch((err) => {
+        log.error({ event: 'sidecar_error', err: (err as Error).message });
+        if (!res.headersSent) {
+          res.statusCode = 503;
+          res.setHeader('retry-after', '5');
+        }
+        res.end();
+      });
+    });
+    server.on('clientError', (err, socket) => {
+      // Malformed or oversized request heads: a specific status, never a hang.
+      const code = (err as NodeJS.ErrnoException).code;
+      const status =
+        code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      if (socket.writable) {
+        socket.end(
+          `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+        );
+      } else socket.destroy();
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(o.port ?? 8787, o.host ?? '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    log.info({ event: 'sidecar_listening', url: sidecar.url }, 'receiver sidecar listening');
+    return sidecar;
+  }
+
+  get url(): string {
+    const a = this.server.address() as AddressInfo;
+    const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+    return `http://${host}:${a.port}`;
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse, o: SidecarOptions): Promise<void> {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path === '/healthz' || path === '/metrics') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405, { allow: 'GET' }).end();
+        return;
+      }
+      if (path === '/metrics') {
+        const text = await this.metrics.registry.metrics();
+        res.writeHead(200, { 'content-type': this.metrics.registry.contentType }).end(text);
+        return;
+      }
+      const healthy = this.closing === null && (await this.databaseUp(o.pool));
+      res
+        .writeHead(healthy ? 200 : 503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ status: healthy ? 'ok' : 'unavailable' }));
+      return;
+    }
+    if (this.queue && o.queueToken && path?.startsWith(QUEUE_API_PREFIX)) {
+      await handleQueueApi(req, res, this.queue, o.queueToken);
+      return;
+    }
+    const r = await this.receiver.handle(receiverRequest(req, { scheme: o.scheme }));
+    writeReceiverResponse(res, r);
+  }
+
+  private async databaseUp(pool: Pool): Promise<boolean> {
+    try {
+      await pool.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Stops accepting, lets in-flight requests finish, then closes the publisher. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await new Promise<void>((resolve) => {
+        this.server.close(() => resolve());
+        this.server.closeIdleConnections();
+      });
+      await this.receiver.close();
+      this.log.info({ event: 'sidecar_stopped' }, 'receiver sidecar stopped');
+    })();
+    return this.closing;
+  }
+}

@@ -1,0 +1,382 @@
+import t from 'tap';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../shared/infra/logger.js';
+import { createPool } from '../../shared/infra/pg.js';
+import { WebhookReceiver, type WebhookReceiverOptions } from '../../receiver/pipeline/receiver.js';
+import { HandlerPublisher } from '../../receiver/publish/handler.js';
+import type { ReceivedEvent } from '../../receiver/publish/types.js';
+import { testDatabase } from '../helpers/db.js';
+import {
+  envelope,
+  inlineResolver,
+  makeSender,
+  MemoryReplayStore,
+  newKey,
+  profile,
+  signed,
+} from './support/fixtures.js';
+import { listen, post } from './support/server.js';
+
+const { pool, schema } = testDatabase(t, 'rpipe');
+
+async function setup(
+  t: Tap.Test,
+  over: Partial<WebhookReceiverOptions> & { handler?: (e: ReceivedEvent) => unknown } = {},
+) {
+  const seller = await makeSender('seller-a');
+  const events: ReceivedEvent[] = [];
+  const receiver = new WebhookReceiver({
+    pool,
+    schema,
+    profile,
+    protocolVersion: '3.2',
+    keys: inlineResolver([seller]),
+    replay: new MemoryReplayStore(),
+    publisher: new HandlerPublisher(async (e) => {
+      events.push(e);
+      await over.handler?.(e);
+    }),
+    ...over,
+  });
+  await receiver.migrate();
+  const { url, server } = await listen(receiver);
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const deliver = async (body: unknown, path = '/hooks/a', extra: Record<string, string> = {}) => {
+    const text = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+    const s = signed(url + path, text, seller);
+    return post(url + path, s.body, { ...s.headers, ...extra });
+  };
+  return { seller, events, receiver, url, deliver };
+}
+
+t.test('accepted: published once, sender from the key, raw bytes kept', async (t) => {
+  const { deliver, events } = await setup(t);
+  const body = `{ "idempotency_key": "${newKey()}", "operation_id": "op", "task_id": "t-acc", "task_type": "create_media_buy", "status": "working", "timestamp": "2026-05-26T10:00:00Z", "task_id_hint": 1 }`;
+  const res = await deliver(body);
+  t.equal(res.status, 200);
+  t.equal(events.length, 1);
+  t.equal(events[0]?.sender, 'seller-a');
+  t.equal(events[0]?.body.toString(), body, 'bytes as received, not re-serialised');
+  t.equal(events[0]?.stale, false);
+  t.equal(events[0]?.auth.mode, 'rfc9421');
+});
+
+t.test('gates run before any crypto', async (t) => {
+  const { url, deliver } = await setup(t);
+  const get = await post(url + '/x', '', {}, 'GET');
+  t.equal(get.status, 405);
+  t.equal(get.headers.allow, 'POST');
+  const text = await post(url + '/x', '{}', { 'content-type': 'text/plain' });
+  t.equal(text.status, 415);
+  const none = await post(url + '/x', '{}', {});
+  t.equal(none.status, 415);
+  const two = await post(url + '/x', '{}', { 'content-type': 'application/json, text/plain' });
+  t.equal(two.status, 415, 'multi-valued content-type');
+  const twice = await post(url + '/x', '{}', {
+    'content-type': ['application/json', 'application/json'],
+  });
+  t.equal(twice.status, 415, 'content-type sent twice');
+  // Parameters are accepted: this one reaches the verifier (and fails there, unsigned).
+  const cs = await post(url + '/x', '{}', { 'content-type': 'application/json; charset=utf-8' });
+  t.equal(cs.status, 401);
+  t.equal(cs.headers['www-authenticate'], 'Signature error="webhook_signature_header_malformed"');
+  const ok = await deliver(envelope({ task_id: 't-gates' }), '/x', {
+    'content-type': 'application/json',
+  });
+  t.equal(ok.status, 200);
+});
+
+t.test('1 MB + 1 byte: 413, with and without Content-Length', async (t) => {
+  const { url, deliver } = await setup(t);
+  const big = Buffer.alloc(1024 * 1024 + 1, 0x20);
+  const a = await post(url + '/x', big, { 'content-type': 'application/json' });
+  t.equal(a.status, 413);
+  t.equal(a.json.error.code, 'payload_too_large');
+  // Chunked (no Content-Length): refused while streaming.
+  const { request } = await import('undici');
+  async function* chunks() {
+    for (let i = 0; i < 17; i++) yield Buffer.alloc(64 * 1024, 0x20);
+  }
+  const res = await request(url + '/x', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: chunks(),
+  }).catch((err: Error) => err);
+  if (res instanceof Error) t.match(res.message, /./, 'server cut the upload short');
+  else t.equal(res.statusCode, 413);
+  // Exactly 1 MB is not refused by the gate (padding after the JSON value is whitespace).
+  const body = JSON.stringify(envelope({ task_id: 't-1mb' }));
+  const padded = body + ' '.repeat(1024 * 1024 - body.length);
+  t.equal((await deliver(padded)).status, 200);
+});
+
+t.test('verification failures: 401 and only Signature error="<code>"', async (t) => {
+  const { url, seller, events } = await setup(t);
+  const body = JSON.stringify(envelope());
+  const s = signed(url + '/h', body, seller);
+  const tampered = await post(url + '/h', body.replace('op_1', 'op_2'), s.headers);
+  t.equal(tampered.status, 401);
+  t.equal(
+    tampered.headers['www-authenticate'],
+    'Signature error="webhook_signature_digest_mismatch"',
+  );
+  const wrongPath = await post(url + '/other', body, s.headers);
+  t.equal(wrongPath.headers['www-authenticate'], 'Signature error="webhook_signature_invalid"');
+  const hmac = await post(url + '/h', body, {
+    'content-type': 'application/json',
+    'x-svc-signature': 'sha256=00',
+    'x-svc-timestamp': '1',
+  });
+  t.equal(hmac.headers['www-authenticate'], 'Signature error="webhook_mode_mismatch"');
+  const bearer = await post(url + '/h', body, {
+    'content-type': 'application/json',
+    authorization: 'Bearer abcdefabcdefabcdefabcdefabcdefabcdef',
+  });
+  t.equal(bearer.headers['www-authenticate'], 'Signature error="webhook_mode_mismatch"');
+  const replay = await post(url + '/h', body, s.headers);
+  t.equal(replay.status, 200);
+  const again = await post(url + '/h', body, s.headers);
+  t.equal(again.headers['www-authenticate'], 'Signature error="webhook_signature_replayed"');
+  t.equal(events.length, 1);
+});
+
+t.test('step 14: duplicate keys are webhook_body_malformed, logged without the body', async (t) => {
+  const lines: string[] = [];
+  const logger = createLogger({
+    level: 'info',
+    destination: new Writable({
+      write(chunk, _e, cb) {
+        lines.push(String(chunk));
+        cb();
+      },
+    }),
+  });
+  const { deliver, events } = await setup(t, { logger });
+  const secret = 'SECRET-PAYLOAD-VALUE';
+  const body = `{"idempotency_key":"${newKey()}","status":"working","status":"completed","evil\\u0007name":1,"evil\\u0007name":2,"x":"${secret}"}`;
+  const res = await deliver(body);
+  t.equal(res.status, 401);
+  t.equal(res.headers['www-authenticate'], 'Signature error="webhook_body_malformed"');
+  t.equal(events.length, 0);
+  const line = lines.find((l) => l.includes('webhook_body_malformed'));
+  t.ok(line, 'rejection logged');
+  const rec = JSON.parse(line as string);
+  t.same(rec.duplicate_keys, ['status', 'evil<sanitized:4>']);
+  t.equal(rec.bytes, Buffer.byteLength(body));
+  t.ok(rec.keyid && rec.nonce);
+  t.notOk(lines.join('').includes(secret), 'no body in any log line');
+});
+
+t.test('hostile bodies: invalid UTF-8, deep JSON, not JSON: the specific code', async (t) => {
+  const { deliver } = await setup(t);
+  const bad = Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+  const utf = await deliver(bad);
+  t.equal(utf.status, 401);
+  t.equal(utf.headers['www-authenticate'], 'Signature error="webhook_body_malformed"');
+  const deep = await deliver('['.repeat(5000) + ']'.repeat(5000));
+  t.equal(deep.headers['www-authenticate'], 'Signature error="webhook_body_malformed"');
+  const notJson = await deliver('{"a":');
+  t.equal(notJson.headers['www-authenticate'], 'Signature error="webhook_body_malformed"');
+});
+
+t.test('envelope errors: 422 with the envelope error id', async (t) => {
+  const { deliver, events } = await setup(t);
+  const bare = await deliver({ notification_type: 'scheduled', reporting_period: {} });
+  t.equal(bare.status, 422);
+  t.equal(bare.json.error.code, 'missing_envelope_fields');
+  t.same([...bare.json.error.fields].sort(), [
+    'idempotency_key',
+    'operation_id',
+    'status',
+    'task_id',
+    'task_type',
+    'timestamp',
+  ]);
+  const { idempotency_key: _, ...noKey } = envelope();
+  t.equal((await deliver(noKey)).json.error.code, 'missing_idempotency_key');
+  t.equal(
+    (await deliver(envelope({ status: 'active' }))).json.error.code,
+    'invalid_envelope_status',
+  );
+  t.equal((await deliver([1, 2])).json.error.code, 'invalid_envelope');
+  t.equal(events.length, 0);
+});
+
+t.test('3.2 duplicates: done 200 no republish, changed payload 409, in flight 503', async (t) => {
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => (release = r));
+  const { deliver, events } = await setup(t, {
+    handler: (e) => (e.taskId === 't-slow' ? gate : undefined),
+  });
+  const e1 = envelope({ task_id: 't-dup' });
+  t.equal((await deliver(e1)).status, 200);
+  const dup = await deliver({ ...e1 });
+  t.equal(dup.status, 200);
+  t.equal(dup.json.status, 'duplicate');
+  const changed = await deliver({ ...e1, message: 'changed' });
+  t.equal(changed.status, 409);
+  t.equal(changed.json.error.code, 'idempotency_conflict');
+  t.equal(events.filter((e) => e.taskId === 't-dup').length, 1);
+
+  const slow = envelope({ task_id: 't-slow' });
+  const first = deliver(slow);
+  await new Promise((r) => setTimeout(r, 200));
+  const inFlight = await deliver(slow);
+  t.equal(inFlight.status, 503);
+  t.ok(inFlight.headers['retry-after']);
+  release();
+  t.equal((await first).status, 200);
+  t.equal((await deliver(slow)).status, 200);
+  t.equal(events.filter((e) => e.taskId === 't-slow').length, 1);
+});
+
+t.test('3.1 duplicates: every completed duplicate is 200, first copy wins', async (t) => {
+  const { deliver, events } = await setup(t, { protocolVersion: '3.1', schema: `${schema}_31` });
+  t.teardown(() => pool.query(`DROP SCHEMA IF EXISTS ${schema}_31 CASCADE`));
+  const e1 = envelope({ task_id: 't-31' });
+  t.equal((await deliver(e1)).status, 200);
+  const changed = await deliver({ ...e1, timestamp: '2026-05-26T10:00:05Z' });
+  t.equal(changed.status, 200);
+  t.equal(events.length, 1);
+  t.equal(events[0]?.timestamp, e1.timestamp);
+});
+
+t.test('publisher failure: 503, the retry publishes exactly once', async (t) => {
+  let fail = true;
+  const { deliver, events } = await setup(t, {
+    handler: () => {
+      if (fail) throw new Error('app down');
+    },
+  });
+  const e = envelope({ task_id: 't-fail' });
+  const res = await deliver(e);
+  t.equal(res.status, 503);
+  t.equal(res.json.error.code, 'publication_failed');
+  fail = false;
+  t.equal((await deliver(e)).status, 200);
+  t.equal((await deliver(e)).json.status, 'duplicate');
+  // the failed attempt reached the handler once, the successful one once
+  t.equal(events.filter((x) => x.taskId === 't-fail').length, 2);
+});
+
+t.test('ordering: a stale status is 200 and published flagged stale', async (t) => {
+  const { deliver, events } = await setup(t);
+  t.equal(
+    (await deliver(envelope({ task_id: 't-ord', timestamp: '2026-05-26T10:00:02Z' }))).status,
+    200,
+  );
+  const old = await deliver(envelope({ task_id: 't-ord', timestamp: '2026-05-26T10:00:01Z' }));
+  t.equal(old.status, 200);
+  t.equal(old.json.status, 'stale');
+  const got = events.filter((e) => e.taskId === 't-ord');
+  t.same(
+    got.map((e) => e.stale),
+    [false, true],
+  );
+});
+
+t.test('terminal convergence over HTTP: duplicate, conflict 409, poll first', async (t) => {
+  const { deliver, events, receiver } = await setup(t);
+  const done = envelope({
+    task_id: 't-term',
+    status: 'completed',
+    result: { media_buy_id: 'mb1' },
+  });
+  t.equal((await deliver(done)).status, 200);
+  const sameOtherKey = await deliver({ ...done, idempotency_key: newKey(), message: 'again' });
+  t.equal(sameOtherKey.status, 200);
+  t.equal(sameOtherKey.json.status, 'duplicate');
+  const conflict = await deliver({ ...done, idempotency_key: newKey(), status: 'failed' });
+  t.equal(conflict.status, 409);
+  t.equal(conflict.json.error.code, 'terminal_conflict');
+  const late = await deliver(envelope({ task_id: 't-term', timestamp: '2099-01-01T00:00:00Z' }));
+  t.equal(late.json.status, 'stale');
+  t.same(
+    events.filter((e) => e.taskId === 't-term').map((e) => [e.status, e.terminal, e.stale]),
+    [
+      ['completed', true, false],
+      ['working', false, true],
+    ],
+  );
+
+  // The buyer's poller saw the terminal first; the webhook then converges on it.
+  t.equal(
+    await receiver.convergence.observeTerminal({
+      sender: 'seller-a',
+      taskId: 't-poll',
+      taskType: 'create_media_buy',
+      status: 'completed',
+      value: { media_buy_id: 'mb2' },
+      source: 'poll',
+    }),
+    'won',
+  );
+  const hook = envelope({
+    task_id: 't-poll',
+    status: 'completed',
+    result: { media_buy_id: 'mb2' },
+  });
+  const r = await deliver(hook);
+  t.equal(r.status, 200);
+  t.equal(r.json.status, 'duplicate');
+  t.equal(events.filter((e) => e.taskId === 't-poll').length, 0, 'not republished');
+  const other = await deliver({
+    ...hook,
+    idempotency_key: newKey(),
+    result: { media_buy_id: 'x' },
+  });
+  t.equal(other.status, 409);
+  // a retry of the conflicting key stays 409
+  t.equal(
+    (await deliver({ ...hook, idempotency_key: newKey(), result: { media_buy_id: 'x' } })).status,
+    409,
+  );
+});
+
+t.test('notification_id re-emission is surfaced as a flag', async (t) => {
+  const { deliver, events } = await setup(t);
+  const a = envelope({ task_id: 't-re1', notification_id: 'mb_1.impairment.7' });
+  const b = envelope({ task_id: 't-re2', notification_id: 'mb_1.impairment.7' });
+  await deliver(a);
+  await deliver(b);
+  t.same(
+    events.filter((e) => e.notificationId === 'mb_1.impairment.7').map((e) => e.reEmission),
+    [false, true],
+  );
+});
+
+t.test('200 concurrent identical deliveries: exactly one publication', async (t) => {
+  const { deliver, events } = await setup(t, {
+    handler: () => new Promise((r) => setTimeout(r, 50)),
+  });
+  const e = envelope({ task_id: 't-conc' });
+  const results = await Promise.all(Array.from({ length: 200 }, () => deliver(e)));
+  t.equal(events.filter((x) => x.taskId === 't-conc').length, 1);
+  t.ok(
+    results.every((r) => r.status === 200 || r.status === 503),
+    'only 200 or 503',
+  );
+  t.ok(results.some((r) => r.status === 200));
+});
+
+t.test('database down: 503 with Retry-After, never 500', async (t) => {
+  const seller = await makeSender('seller-down');
+  const dead = createPool({ connectionString: 'postgres://postgres@127.0.0.1:1/none' });
+  t.teardown(() => dead.end());
+  const receiver = new WebhookReceiver({
+    pool: dead,
+    schema,
+    profile,
+    protocolVersion: '3.2',
+    keys: inlineResolver([seller]),
+    replay: new MemoryReplayStore(),
+    publisher: new HandlerPublisher(() => {}),
+  });
+  const { url, server } = await listen(receiver);
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const body = JSON.stringify(envelope());
+  const s = signed(url + '/h', body, seller);
+  const res = await post(url + '/h', body, s.headers);
+  t.equal(res.status, 503);
+  t.equal(res.headers['retry-after'], '5');
+});
