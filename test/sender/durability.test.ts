@@ -1,0 +1,134 @@
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { generateSigningKey } from '../../shared/signing/keys.js';
+import { newIdempotencyKey } from '../../sender/outbox/keys.js';
+import type { OutboundEvent } from '../../sender/outbox/types.js';
+import { DATABASE_URL, REDIS_URL } from '../helpers/db.js';
+import { senderHarness, startReceiver } from './harness.js';
+
+function event(url: string, tag = 'x'): OutboundEvent {
+  const key = newIdempotencyKey();
+  return {
+    target: { url, auth: { mode: 'rfc9421' }, channel: 'task' },
+    payload: {
+      idempotency_key: key,
+      task_id: tag,
+      status: 'completed',
+      timestamp: new Date().toISOString(),
+    },
+    idempotencyKey: key,
+    notificationType: 'completed',
+  };
+}
+
+t.test('a worker killed with SIGKILL mid-delivery loses nothing', async (t) => {
+  const h = await senderHarness(t);
+  let hold = true;
+  const rx = await startReceiver(() => (hold ? new Promise<never>(() => {}) : { status: 200 }));
+  t.teardown(() => rx.close());
+  const { privateJwk } = await generateSigningKey('ed25519');
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./fixtures/worker-child.ts', import.meta.url))],
+    {
+      env: {
+        ...process.env,
+        SND_SCHEMA: h.schema,
+        SND_PREFIX: h.prefix,
+        SND_KEY: JSON.stringify(privateJwk),
+        DATABASE_URL,
+        REDIS_URL,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  t.teardown(() => void child.kill('SIGKILL'));
+  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  const e = event(rx.url);
+  const [id] = await h.outbox.enqueue([e]);
+  await rx.waitFor(1);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+  hold = false;
+  // A fresh worker picks the stalled job up once its lock expires.
+  h.startWorker();
+  t.equal(await h.waitForState(id!, undefined, 30_000), 'delivered');
+  t.equal(rx.received.length, 2);
+  t.ok(rx.received[1]!.body.equals(rx.received[0]!.body), 'the same bytes after the crash');
+  t.equal(JSON.parse(rx.received[1]!.body.toString()).idempotency_key, e.idempotencyKey);
+  t.equal(
+    (await h.outbox.state(id!))?.attempts,
+    2,
+    'the restart is the second attempt, not a new delivery',
+  );
+});
+
+t.test('after a Redis flush the reconciler re-enqueues and delivery completes', async (t) => {
+  const h = await senderHarness(t);
+  const rx = await startReceiver();
+  t.teardown(() => rx.close());
+  const ids = await h.outbox.enqueue([event(rx.url, 'a'), event(rx.url, 'b'), event(rx.url, 'c')]);
+  t.equal((await h.queue.depth()).waiting, 3);
+  await h.flushRedis();
+  t.equal((await h.queue.depth()).waiting, 0, 'Redis lost every job');
+  h.startWorker({ reconcileEveryMs: 100, reconcileGraceMs: 50 });
+  for (const id of ids) t.equal(await h.waitForState(id), 'delivered');
+  t.equal(rx.received.length, 3, 'each event once');
+});
+
+t.test('re-dispatching a row that still has its job makes no second job', async (t) => {
+  const h = await senderHarness(t);
+  const rx = await startReceiver();
+  t.teardown(() => rx.close());
+  const [id] = await h.outbox.enqueue([event(rx.url)]);
+  await h.queue.dispatch([{ id: id!, origin: new URL(rx.url).origin }]);
+  t.equal(await h.outbox.reconcile({ graceMs: -60_000 }), 1, 'the reconciler saw the row');
+  t.equal((await h.queue.depth()).waiting, 1, 'still one job');
+  h.startWorker();
+  await h.waitForState(id!);
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(rx.received.length, 1);
+});
+
+t.test('the SSRF guard refuses private and non-https targets', async (t) => {
+  const h = await senderHarness(t);
+  const rx = await startReceiver();
+  t.teardown(() => rx.close());
+  h.startWorker({ allowHosts: [] });
+  const targets = [
+    `https://127.0.0.1:${rx.port}/hook`, // reserved literal
+    `https://localhost:${rx.port}/hook`, // a name resolving to loopback
+    `http://example.com/hook`, // plain http
+    `https://[::1]:${rx.port}/hook`,
+    `https://169.254.169.254/latest`,
+  ];
+  const ids = await h.outbox.enqueue(targets.map((u) => event(u)));
+  for (const id of ids) {
+    t.equal(await h.waitForState(id), 'stopped');
+    t.equal((await h.outbox.state(id))?.lastError, 'target_refused');
+  }
+  t.equal(rx.received.length, 0, 'no request reached the loopback receiver');
+});
+
+t.test('a slow origin does not starve the others', async (t) => {
+  const h = await senderHarness(t);
+  const release: Array<() => void> = [];
+  const slow = await startReceiver(
+    () => new Promise((resolve) => release.push(() => resolve({ status: 200 }))),
+  );
+  const fast = await startReceiver();
+  t.teardown(() => Promise.all([slow.close(), fast.close()]));
+  h.startWorker({ concurrency: 4, perOriginConcurrency: 2 });
+  const slowIds = await h.outbox.enqueue(Array.from({ length: 6 }, () => event(slow.url)));
+  await slow.waitFor(2);
+  const fastIds = await h.outbox.enqueue(Array.from({ length: 10 }, () => event(fast.url)));
+  for (const id of fastIds) t.equal(await h.waitForState(id), 'delivered');
+  t.equal(slow.received.length, 2, 'the slow origin never had more than its 2 slots');
+  // Let the slow origin answer everything now.
+  const drain = setInterval(() => release.splice(0).forEach((f) => f()), 20);
+  t.teardown(() => clearInterval(drain));
+  for (const id of slowIds) t.equal(await h.waitForState(id), 'delivered');
+  t.equal(slow.received.length, 6);
+});
