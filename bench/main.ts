@@ -4,7 +4,9 @@
  */
 type Suite = (args: string[]) => Promise<void>;
 
-const suites: Record<string, () => Promise<Suite>> = {};
+const suites: Record<string, () => Promise<Suite>> = {
+  crypto: async () => (await import('./crypto.js')).run,
+};
 
 export async function main(args: string[]): Promise<void> {
   const [name, ...rest] = args;

@@ -17,7 +17,10 @@ export function contentDigestHeader(
   return `sha-256=:${encodeBinary(digest, profile)}:`;
 }
 
-/** Parsed digests by algorithm name; throws StructuredFieldError when malformed. */
+/**
+ * Parsed digests by algorithm name; throws StructuredFieldError when malformed, including
+ * an algorithm listed twice.
+ */
 export function parseContentDigest(header: string, profile: BinaryProfile): Map<string, Buffer> {
   const { dictionary } = parseSignatureDictionary(header, profile);
   const out = new Map<string, Buffer>();

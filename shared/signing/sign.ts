@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { BrandProfile } from '../brand.js';
-import { canonicalizeTargetUri } from '../http/target-uri.js';
+import { canonicalTarget } from './target-cache.js';
 import { signBytes } from './algorithms.js';
 import { encodeWebhookBinary } from './base64.js';
 import { contentDigestHeader } from './content-digest.js';
@@ -60,7 +60,7 @@ export function signWebhook(req: WebhookRequest, opts: SignOptions): Record<stri
   if (!SAFE_PARAM.test(opts.key.kid)) throw new SignError('kid must be printable ASCII');
   const created = opts.now ?? Math.floor(Date.now() / 1000);
   const body = typeof req.body === 'string' ? Buffer.from(req.body) : req.body;
-  const target = canonicalizeTargetUri(req.url);
+  const target = canonicalTarget(req.url, false);
   const contentType = opts.contentType ?? 'application/json';
   const contentDigest = contentDigestHeader(body);
   const params = serializeSignatureParams(WEBHOOK_COMPONENTS, {

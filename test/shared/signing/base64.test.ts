@@ -1,4 +1,5 @@
 import t from 'tap';
+import { serializeInnerList, type InnerList } from 'structured-headers';
 import fc from 'fast-check';
 import {
   BinaryEncodingError,
@@ -56,4 +57,55 @@ t.test('verification errors carry the exact WWW-Authenticate value', async (t) =
   t.equal(webhookCodeFromWwwAuthenticate('Bearer realm="x"'), null);
   t.equal(webhookCodeFromWwwAuthenticate('Signature error="not_ours"'), null);
   t.equal(webhookCodeFromWwwAuthenticate(undefined), null);
+});
+
+t.test('the fast header paths agree with structured-headers', async (t) => {
+  const { parseSignatureDictionary, parseSignatureDictionarySlow } =
+    await import('../../../shared/signing/structured.js');
+  const sfString = fc.stringMatching(/^[\x20\x21\x23-\x5b\x5d-\x7e]{0,12}$/);
+  const key = fc.stringMatching(/^[a-z][a-z0-9_-]{0,6}$/);
+  const input = fc
+    .tuple(
+      key,
+      fc.array(sfString, { maxLength: 6 }),
+      fc.array(fc.tuple(key, fc.oneof(fc.integer({ min: -1e9, max: 1e9 }), sfString)), {
+        maxLength: 7,
+      }),
+    )
+    .map(([k, items, params]) => {
+      const list = items.map((i) => JSON.stringify(i)).join(' ');
+      const ps = params
+        .map(([pk, v]) => `;${pk}=${typeof v === 'number' ? v : JSON.stringify(v)}`)
+        .join('');
+      return `${k}=(${list})${ps}`;
+    });
+  fc.assert(
+    fc.property(input, (s) => {
+      const fast = parseSignatureDictionary(s, 'webhook-v1');
+      const slow = parseSignatureDictionarySlow(s, 'webhook-v1');
+      t.same(fast.dictionary, slow.dictionary);
+      t.same(
+        fast.members.map((m) => m.paramKeys),
+        slow.members.map((m) => m.paramKeys),
+      );
+      const text = fast.members[0]!.canonicalText;
+      if (text !== undefined)
+        t.equal(text, serializeInnerList(slow.dictionary.get(fast.members[0]!.key) as InnerList));
+      return true;
+    }),
+    { numRuns: 300 },
+  );
+  const bytes = fc
+    .uint8Array({ maxLength: 70 })
+    .map((b) => `sig1=:${Buffer.from(b).toString('base64url')}:`);
+  fc.assert(
+    fc.property(bytes, (s) => {
+      t.same(
+        parseSignatureDictionary(s, 'webhook-v1'),
+        parseSignatureDictionarySlow(s, 'webhook-v1'),
+      );
+      return true;
+    }),
+    { numRuns: 100 },
+  );
 });
