@@ -1,4 +1,6 @@
 import t from 'tap';
+import { brandProfile } from '../../../shared/brand.js';
+import { MediaBuyChannels } from '../../../sender/channels/media-buy-channels.js';
 import { harness, impairment, PUSH, REPORTING } from './helpers.js';
 
 const T0 = Date.parse('2026-03-10T10:20:00Z');
@@ -23,8 +25,16 @@ t.test('general impairments coalesce: one fire per impairment at window close', 
   await observe(T0 + 2 * MIN, impairment('imp_b', 'ttl_expired'));
   await observe(T0 + 4 * MIN, impairment('imp_a', 'consent_expired', { reason: 'latest' }));
   t.equal(await h.channels.tick(T0 + 4 * MIN + 59_000), 0, 'window still open');
-  // A row in the database, not memory: a second instance over the same schema fires it.
-  t.equal(await h.channels.tick(T0 + 5 * MIN), 2, 'window closes 5 min after it opened');
+  // Pending windows are rows, not memory: a fresh instance over the same schema fires them.
+  const restarted = new MediaBuyChannels({
+    pool: h.pool,
+    schema: h.schema,
+    sink: h.sink,
+    profile: brandProfile('svc'),
+    protocolVersion: '3.2',
+    dataSource: h.data,
+  });
+  t.equal(await restarted.tick(T0 + 5 * MIN), 2, 'window closes 5 min after it opened');
   t.equal(await h.channels.tick(T0 + 10 * MIN), 0, 'fired once');
   const events = await h.sink.events();
   t.same(
