@@ -42,6 +42,25 @@ const variables = {
   SVC_SALES_PORT: { schema: port.default(3001), accepts: 'a port number 0-65535' },
   SVC_CREATIVE_PORT: { schema: port.default(3002), accepts: 'a port number 0-65535' },
   SVC_SIGNALS_PORT: { schema: port.default(3003), accepts: 'a port number 0-65535' },
+  SVC_SENDER_ALLOW_HOSTS: {
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9.:\-[\]]*(,[A-Za-z0-9.:\-[\]]+)*$/)
+      .default(''),
+    accepts: 'comma-separated hosts a sender may reach over http or at reserved addresses (testing)',
+  },
+  SVC_SIGNING_KID: {
+    schema: z.string().min(1).optional(),
+    accepts: 'the kid in SVC_KEYS_DIR that signs webhooks (default: the newest Ed25519 key)',
+  },
+  SVC_RETRY_HORIZON_SECONDS: {
+    schema: z.coerce.number().int().min(86400).max(604800).default(86400),
+    accepts: 'delivery_retry_horizon_seconds, 86400-604800',
+  },
+  SVC_WORKER_CONCURRENCY: {
+    schema: z.coerce.number().int().min(1).max(2000).default(64),
+    accepts: 'deliveries in flight per worker process, 1-2000',
+  },
 } as const;
 
 type Variables = typeof variables;

@@ -7,7 +7,7 @@
  * rules, IP pinning), so the same code runs against real peers and loopback test servers.
  */
 import { JsonParseError, parseStrictJson } from '../../shared/json/strict-parse.js';
-import { budgetFetch } from './budget-fetch.js';
+import { safeFetch } from '../../shared/net/safe-fetch.js';
 
 export const KIB = 1024;
 /** Supplement §2.6 budgets. */
@@ -34,7 +34,8 @@ export interface RawResponse {
   body: Buffer;
 }
 
-/** The transport: `safeFetch`'s shape. Throws on network failure, timeout or size. */
+/** The transport: `safeFetch` by default (a seam for tests). Throws on network failure,
+ * timeout, size or an SSRF refusal. */
 export type RawFetch = (url: string, opts: RawFetchOptions) => Promise<RawResponse>;
 
 export type FetchFailure =
@@ -116,7 +117,7 @@ export async function fetchJson(url: string, opts: FetchJsonOptions): Promise<Js
   if (opts.lastModified) headers['if-modified-since'] = opts.lastModified;
   let res: RawResponse;
   try {
-    res = await (opts.fetch ?? budgetFetch)(url, {
+    res = await (opts.fetch ?? safeFetch)(url, {
       maxBytes: opts.maxBytes,
       connectTimeoutMs: opts.connectTimeoutMs ?? FETCH_BUDGETS.connectTimeoutMs,
       totalTimeoutMs: opts.totalTimeoutMs ?? FETCH_BUDGETS.totalTimeoutMs,

@@ -23,7 +23,7 @@ import {
 } from './remote-key-set.js';
 
 export interface TrustedKeyResolverOptions extends Partial<CachePolicy> {
-  /** Transport (default: the budgeted fetch; tests and the sidecar may pass safeFetch). */
+  /** Transport (default: safeFetch from shared/net, with its SSRF guard and IP pinning). */
   fetch?: RawFetch;
   /** Plain http to loopback hosts, for local tests only. */
   allowLoopback?: boolean;
