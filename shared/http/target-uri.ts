@@ -20,8 +20,13 @@
  *   remove_dot_segments (RFC 3986 §6.2.2 order), so `%2E%2E` is a dot segment and the result is
  *   a fixed point: canonical(canonical(x)) === canonical(x).
  * - Rejected beyond the table: schemes other than http/https, a scheme without `//`, ASCII
- *   controls and spaces anywhere, malformed `%` escapes in the path, percent-encoded or
- *   non-STD3 host names, two `@` in the authority, port 0 or above 65535, IPvFuture literals.
+ *   controls and spaces anywhere, the characters of PATH_EXCLUDED in the path and of
+ *   QUERY_EXCLUDED in the query, malformed `%` escapes in the path, percent-encoded or non-STD3 host names,
+ *   two `@` in the authority or userinfo characters RFC 3986 does not allow, port 0 or above
+ *   65535, IPvFuture literals.
+ * - Senders must put the canonical path and query on the wire as they are (undici's
+ *   `dispatcher.request({ origin, path })`), not through WHATWG `new URL()`, which for example
+ *   percent-encodes `'` in a query.
  * - An empty port (`host:`) is dropped, like a default port (RFC 3986 §6.2.3); leading zeros
  *   in a port are dropped.
  */
@@ -82,6 +87,15 @@ export interface CanonicalizeOptions {
   rejectRawNonAscii?: boolean;
 }
 
+// Printable ASCII that RFC 3986 excludes and a WHATWG client would re-encode or reinterpret
+// on the wire (a backslash becomes `/` there): accepting them raw would let the signed bytes differ
+// from the sent ones. `|`, `^`, `[`, `]` pass through WHATWG untouched, so they stay accepted.
+const PATH_EXCLUDED = '"<>`{}\\';
+const QUERY_EXCLUDED = '"<>';
+// RFC 3986 userinfo: unreserved, pct-encoded, sub-delims, ':' (checked although stripped, so
+// that a backslash or other delimiters cannot make two parsers disagree about the host).
+const USERINFO = /^[A-Za-z0-9\-._~%!$&'()*+,;=:]*$/;
+
 const DEFAULT_PORTS: Record<TargetUriScheme, number> = { http: 80, https: 443 };
 
 // UTS-46 as supplement §3 step 2 pins it.
@@ -126,6 +140,8 @@ export function canonicalizeTargetUri(
   const rawPath = q < 0 ? pathAndQuery : pathAndQuery.slice(0, q);
   const rawQuery = q < 0 ? null : pathAndQuery.slice(q + 1);
 
+  rejectAny(rawPath, PATH_EXCLUDED);
+  rejectAny(rawQuery ?? '', QUERY_EXCLUDED);
   const { host, port } = parseAuthority(rawAuthority, scheme, rejectRaw, true);
   const authority = port === null ? host : `${host}:${port}`;
   const path = canonicalPath(rawPath, rejectRaw);
@@ -163,6 +179,7 @@ function parseAuthority(
   if (at >= 0) {
     if (!allowUserinfo) throw new TargetUriError('invalid_host');
     if (raw.indexOf('@') !== at) throw new TargetUriError('ambiguous_userinfo');
+    if (!USERINFO.test(raw.slice(0, at))) throw new TargetUriError('invalid_character');
   }
   const hostPort = raw.slice(at + 1);
   if (hostPort === '') throw new TargetUriError('empty_host');
@@ -310,6 +327,10 @@ function rejectControlsAndSpaces(s: string): void {
     const c = s.charCodeAt(i);
     if (c <= 0x20 || c === 0x7f) throw new TargetUriError('invalid_character');
   }
+}
+
+function rejectAny(s: string, excluded: string): void {
+  if (firstIndexOf(s, excluded) >= 0) throw new TargetUriError('invalid_character');
 }
 
 function hasNonAscii(s: string): boolean {

@@ -260,6 +260,15 @@ t.test('further rejects beyond the table', async (t) => {
     ['https://example.com/a\nb', 'invalid_character'],
     ['https://example.com/p?\x7f', 'invalid_character'],
     ['https://a@b@example.com/', 'ambiguous_userinfo'],
+    ['https://example.com\\@evil.example/', 'invalid_character'],
+    ['https://u\\x@example.com/', 'invalid_character'],
+    ['https://example.com/a\\b', 'invalid_character'],
+    ['https://example.com/a"b', 'invalid_character'],
+    ['https://example.com/a<b>', 'invalid_character'],
+    ['https://example.com/a{b}', 'invalid_character'],
+    ['https://example.com/a`b', 'invalid_character'],
+    ['https://example.com/p?a<b', 'invalid_character'],
+    ['https://example.com/p?a"b', 'invalid_character'],
     ['https://example.com:0/', 'invalid_port'],
     ['https://example.com:65536/', 'invalid_port'],
     ['https://example.com:99999999999999999999999/', 'invalid_port'],
@@ -300,7 +309,8 @@ t.test('path and query details', async (t) => {
   t.equal(c(''), '/');
   t.equal(c('/%2d%5f%2E%7e'), '/-_.~', 'request vector 009 style');
   t.equal(c('/%25%2f%3F'), '/%25%2F%3F', 'reserved stay encoded');
-  t.equal(c('/a|b^c{d}'), '/a|b^c{d}', 'other printable ASCII kept byte for byte');
+  t.equal(c('/a|b^c[d]'), '/a|b^c[d]', 'other printable ASCII kept byte for byte');
+  t.equal(c("/p?a[]=1&b={x}|'^`\\"), "/p?a[]=1&b={x}|'^`\\", 'query too');
   t.equal(c('/p?%zz&a=%2f&./..'), '/p?%zz&a=%2f&./..', 'query untouched');
   t.equal(c('/p??#x'), '/p??', 'second ? belongs to the query');
   t.equal(c('?'), '/?');
