@@ -61,6 +61,33 @@ const variables = {
     schema: z.coerce.number().int().min(1).max(2000).default(64),
     accepts: 'deliveries in flight per worker process, 1-2000',
   },
+  SVC_RECEIVER_LISTEN: {
+    schema: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/)
+      .default('127.0.0.1:8787'),
+    accepts: 'host:port the receiver sidecar listens on',
+  },
+  SVC_RECEIVER_TRUST: { schema: z.string().min(1).optional(), accepts: 'a trust file path' },
+  SVC_RECEIVER_FORWARD: {
+    schema: url(['http:', 'https:']).optional(),
+    accepts: "the app's URL events are forwarded to (http only on loopback)",
+  },
+  SVC_RECEIVER_QUEUE: {
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
+      .optional(),
+    accepts: 'a durable queue name, 1-64 of [A-Za-z0-9_.:-]',
+  },
+  SVC_RECEIVER_QUEUE_TOKEN: {
+    schema: z.string().min(32).optional(),
+    accepts: 'bearer token (32+ chars) of the sidecar queue pull API',
+  },
+  SVC_RECEIVER_SCHEME: {
+    schema: z.enum(['http', 'https']).optional(),
+    accepts: 'http or https: the scheme senders sign (https behind a TLS proxy)',
+  },
 } as const;
 
 type Variables = typeof variables;

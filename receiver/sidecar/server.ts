@@ -156,10 +156,16 @@ export class Sidecar {
     return sidecar;
   }
 
+  private listenUrl = '';
+
+  /** The address it listens on (kept after close, for logs). */
   get url(): string {
-    const a = this.server.address() as AddressInfo;
-    const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-    return `http://${host}:${a.port}`;
+    const a = this.server.address() as AddressInfo | null;
+    if (a) {
+      const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+      this.listenUrl = `http://${host}:${a.port}`;
+    }
+    return this.listenUrl;
   }
 
   private async route(req: IncomingMessage, res: ServerResponse, o: SidecarOptions): Promise<void> {
