@@ -1,8 +1,10 @@
 import t from 'tap';
 import fc from 'fast-check';
+import tr46 from 'tr46';
 import { readdirSync, readFileSync } from 'node:fs';
 import {
   TargetUriError,
+  asciiHostFastPath,
   canonicalizeAuthority,
   canonicalizeTargetUri,
   removeDotSegments,
@@ -478,4 +480,32 @@ t.test('property: random strings never throw anything but TargetUriError', async
     { numRuns: 3000 },
   );
   t.pass('no other error escaped');
+});
+
+t.test('property: the ASCII fast path agrees with tr46 wherever it answers', async (t) => {
+  const uts46 = {
+    transitionalProcessing: false,
+    checkHyphens: true,
+    checkBidi: true,
+    checkJoiners: true,
+    useSTD3ASCIIRules: true,
+  };
+  let answered = 0;
+  fc.assert(
+    fc.property(
+      fc.string({ unit: fc.constantFrom(...'aZ09-._xn\u212a'), maxLength: 20 }),
+      (name) => {
+        const fast = asciiHostFastPath(name);
+        if (fast === undefined) return true;
+        answered++;
+        return fast === tr46.toASCII(name, uts46);
+      },
+    ),
+    { numRuns: 5000 },
+  );
+  t.ok(answered > 1000, `fast path answered ${answered} of 5000`);
+  t.equal(asciiHostFastPath('\u212aelvin.example'), undefined, 'Kelvin sign goes to tr46');
+  t.equal(canonicalizeTargetUri('https://\u212aelvin.example/').host, 'kelvin.example');
+  t.equal(asciiHostFastPath('xn--bcher-kva.example'), undefined, 'A-labels go to tr46');
+  t.equal(asciiHostFastPath('Seller.Example.COM'), 'seller.example.com');
 });
