@@ -22,36 +22,48 @@ function refusal(fn: () => unknown): TaskError {
 
 t.test('push_notification_config: each malformed member has its own error', async (t) => {
   const cases: Array<[string, unknown, string, string]> = [
-    ['not an object', 'https://x', 'VALIDATION_ERROR', 'push_notification_config'],
-    ['missing url', { operation_id: 'op1' }, 'VALIDATION_ERROR', 'push_notification_config.url'],
+    ['not an object', 'https://x', 'INVALID_REQUEST', 'push_notification_config'],
+    ['missing url', { operation_id: 'op1' }, 'INVALID_REQUEST', 'push_notification_config.url'],
+    [
+      'reserved address',
+      { url: 'https://10.1.2.3/h', operation_id: 'op1' },
+      'INVALID_REQUEST',
+      'push_notification_config.url',
+    ],
+    [
+      'loopback not allow-listed',
+      { url: 'https://127.0.0.1:8443/h', operation_id: 'op1' },
+      'INVALID_REQUEST',
+      'push_notification_config.url',
+    ],
     [
       'empty url',
       { url: '', operation_id: 'op1' },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.url',
     ],
     [
       'relative url',
       { url: '/hook', operation_id: 'op1' },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.url',
     ],
     [
       'ftp url',
       { url: 'ftp://b.example/h', operation_id: 'op1' },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.url',
     ],
     [
       'http url',
       { url: 'http://b.example/h', operation_id: 'op1' },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.url',
     ],
     [
       'userinfo',
       { url: 'https://u:p@b.example/h', operation_id: 'op1' },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.url',
     ],
     [
@@ -69,13 +81,13 @@ t.test('push_notification_config: each malformed member has its own error', asyn
     [
       'bad operation_id',
       { url: 'https://b.example/h', operation_id: 'a b' },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.operation_id',
     ],
     [
       'short token',
       { url: 'https://b.example/h', operation_id: 'op1', token: 'short' },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.token',
     ],
     [
@@ -85,7 +97,7 @@ t.test('push_notification_config: each malformed member has its own error', asyn
         operation_id: 'op1',
         authentication: { schemes: ['Bearer'], credentials: 'x'.repeat(31) },
       },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.authentication.credentials',
     ],
     [
@@ -95,7 +107,7 @@ t.test('push_notification_config: each malformed member has its own error', asyn
         operation_id: 'op1',
         authentication: { schemes: ['Bearer'], credentials: '0'.repeat(40) },
       },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.authentication.credentials',
     ],
     [
@@ -105,7 +117,7 @@ t.test('push_notification_config: each malformed member has its own error', asyn
         operation_id: 'op1',
         authentication: { schemes: ['Bearer', 'HMAC-SHA256'], credentials: CRED },
       },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.authentication.schemes',
     ],
     [
@@ -115,16 +127,24 @@ t.test('push_notification_config: each malformed member has its own error', asyn
         operation_id: 'op1',
         authentication: { schemes: ['Basic'], credentials: CRED },
       },
-      'VALIDATION_ERROR',
+      'INVALID_REQUEST',
       'push_notification_config.authentication.schemes',
     ],
   ];
+  const messages = new Map<string, string>();
   for (const [name, input, code, field] of cases) {
     const err = refusal(() => validatePushNotificationConfig(input));
     t.equal(err.code, code, `${name}: code`);
     t.equal(err.field, field, `${name}: field`);
     t.equal(err.status, 400, `${name}: status`);
+    t.same(err.toErrorBody(), { error: { code, message: err.message, field } }, `${name}: body`);
+    messages.set(err.message, name);
   }
+  t.match(
+    refusal(() => validatePushNotificationConfig({ url: 'https://b.example/h' })).message,
+    /operation_id is required/,
+  );
+  t.ok(messages.size >= 10, 'the messages say what is wrong, case by case');
 });
 
 t.test('reporting_webhook: each malformed member has its own error', async (t) => {
@@ -162,7 +182,7 @@ t.test('reporting_webhook: each malformed member has its own error', async (t) =
   ];
   for (const [name, input, field] of cases) {
     const err = refusal(() => validateReportingWebhook(input));
-    t.equal(err.code, 'VALIDATION_ERROR', `${name}: code`);
+    t.equal(err.code, 'INVALID_REQUEST', `${name}: code`);
     t.equal(err.field, field, `${name}: field`);
   }
 });
@@ -191,7 +211,7 @@ t.test('valid configs keep extra members and select the delivery auth', async (t
   t.equal(
     validatePushNotificationConfig(
       { url: 'http://127.0.0.1:9/h', operation_id: 'op1' },
-      { allowInsecureUrls: true },
+      { allowHosts: ['127.0.0.1'] },
     ).url,
     'http://127.0.0.1:9/h',
     'plain http only when allowed',

@@ -1,0 +1,107 @@
+/**
+ * `svc worker`: a delivery worker process. Run as many as wanted, on as many machines,
+ * against one Redis and one PostgreSQL. SIGTERM/SIGINT: stop taking jobs, finish the
+ * running ones, flush the activity log, exit.
+ */
+import { createServer } from 'node:http';
+import { brandProfile } from '../../shared/brand.js';
+import type { Config } from '../../shared/config.js';
+import { createLogger } from '../../shared/infra/logger.js';
+import { createPool, LOCAL_DATABASE_URL } from '../../shared/infra/pg.js';
+import { createRedis } from '../../shared/infra/redis.js';
+import { ActivityLog } from '../activity/activity-log.js';
+import { DeliveryQueue } from '../delivery/queue.js';
+import { DeliveryWorker } from '../delivery/worker.js';
+import { KeySet } from '../keys/key-set.js';
+import { SenderMetrics } from '../metrics.js';
+import { Outbox } from '../outbox/outbox.js';
+import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../schema.js';
+
+export interface WorkerCommandOptions {
+  keysDir: string;
+  concurrency: number;
+  perOrigin: number;
+  schema?: string;
+  prefix?: string;
+  metricsPort?: number;
+}
+
+export function allowHostsOf(value: string): string[] {
+  return value
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+}
+
+export async function runWorker(config: Config, o: WorkerCommandOptions): Promise<void> {
+  const logger = createLogger({ name: 'svc-worker', level: config.LOG_LEVEL });
+  const profile = brandProfile(config.SVC_BRAND);
+  const keys = await KeySet.fromDirectory(
+    o.keysDir,
+    config.SVC_SIGNING_KID ? { activeKid: config.SVC_SIGNING_KID } : {},
+  );
+  const schema = o.schema ?? DEFAULT_SENDER_SCHEMA;
+  const pool = createPool({
+    connectionString: config.DATABASE_URL ?? LOCAL_DATABASE_URL,
+    max: 20,
+    applicationName: 'svc-worker',
+  });
+  await migrateSender(pool, schema);
+  const redis = createRedis(config.REDIS_URL);
+  const workerRedis = createRedis(config.REDIS_URL);
+  const queue = new DeliveryQueue({ connection: redis, ...(o.prefix ? { prefix: o.prefix } : {}) });
+  const outbox = new Outbox({
+    pool,
+    queue,
+    schema,
+    horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
+  });
+  const activity = new ActivityLog({ pool, schema, logger });
+  const metrics = new SenderMetrics();
+  metrics.watchQueue(queue);
+  const worker = new DeliveryWorker({
+    outbox,
+    signer: { key: keys.signingKey(), profile },
+    connection: workerRedis,
+    ...(o.prefix ? { prefix: o.prefix } : {}),
+    concurrency: o.concurrency,
+    perOriginConcurrency: o.perOrigin,
+    allowHosts: allowHostsOf(config.SVC_SENDER_ALLOW_HOSTS),
+    activity,
+    metrics,
+    logger,
+  });
+  let server: ReturnType<typeof createServer> | null = null;
+  if (o.metricsPort !== undefined) {
+    server = createServer((req, res) => {
+      if (req.url !== '/metrics') {
+        res.writeHead(404).end();
+        return;
+      }
+      metrics.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+        () => res.writeHead(500).end(),
+      );
+    });
+    server.listen(o.metricsPort, config.SVC_HTTP_HOST);
+  }
+  logger.info(
+    { kid: keys.signingKey().kid, concurrency: o.concurrency, schema, prefix: queue.prefix },
+    'delivery worker started',
+  );
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'delivery worker stopping');
+      resolve();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  server?.close();
+  await worker.close();
+  await queue.close();
+  redis.disconnect();
+  workerRedis.disconnect();
+  await pool.end();
+  logger.info('delivery worker stopped');
+}
