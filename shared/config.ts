@@ -47,7 +47,8 @@ const variables = {
       .string()
       .regex(/^[A-Za-z0-9.:\-[\]]*(,[A-Za-z0-9.:\-[\]]+)*$/)
       .default(''),
-    accepts: 'comma-separated hosts a sender may reach over http or at reserved addresses (testing)',
+    accepts:
+      'comma-separated hosts a sender may reach over http or at reserved addresses (testing)',
   },
   SVC_SIGNING_KID: {
     schema: z.string().min(1).optional(),
@@ -67,6 +68,13 @@ const variables = {
       .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/)
       .default('127.0.0.1:8787'),
     accepts: 'host:port the receiver sidecar listens on',
+  },
+  SVC_RECEIVER_SCHEMA: {
+    schema: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/)
+      .default('receiver'),
+    accepts: 'PostgreSQL schema of the receiver tables ([a-z0-9_])',
   },
   SVC_RECEIVER_TRUST: { schema: z.string().min(1).optional(), accepts: 'a trust file path' },
   SVC_RECEIVER_FORWARD: {

@@ -1,0 +1,162 @@
+/**
+ * `svc receiver`: the sidecar from the command line. Every flag has an environment twin
+ * declared in shared/config.ts; a flag wins over its variable.
+ */
+import { Option, type Command } from 'commander';
+import { brandProfile, isBrand } from '../../shared/brand.js';
+import { loadConfigOrExit } from '../../shared/config.js';
+import { createLogger } from '../../shared/infra/logger.js';
+import { createPool, LOCAL_DATABASE_URL } from '../../shared/infra/pg.js';
+import { checkForwardUrl } from '../publish/forward.js';
+import { QUEUE_NAME } from '../publish/queue.js';
+import { loadTrustFile } from '../trust/trust-file.js';
+import { verifierDependencies } from './dependencies.js';
+import { Sidecar, type SidecarTarget } from './server.js';
+
+interface Flags {
+  listen?: string;
+  trust?: string;
+  brand?: string;
+  protocolVersion?: string;
+  forward?: string;
+  queue?: string;
+  scheme?: string;
+}
+
+export class UsageError extends Error {}
+
+export function parseListen(value: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`--listen "${value}" is not host:port`);
+  return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port };
+}
+
+export function registerReceiverCommand(program: Command): void {
+  program
+    .command('receiver')
+    .description(
+      'Run the webhook receiver sidecar: verify, deduplicate, order, then forward each event to the app or enqueue it',
+    )
+    .option('--listen <host:port>', 'address to listen on (env SVC_RECEIVER_LISTEN)')
+    .option('--trust <file>', 'trust file naming the senders (env SVC_RECEIVER_TRUST)')
+    .addOption(
+      new Option('--brand <brand>', 'protocol brand word (env SVC_BRAND)').choices(['svc', 'adcp']),
+    )
+    .addOption(
+      new Option(
+        '--protocol-version <version>',
+        'duplicate semantics (env SVC_PROTOCOL_VERSION)',
+      ).choices(['3.1', '3.2']),
+    )
+    .option('--forward <app-url>', "POST each event to the app's URL (env SVC_RECEIVER_FORWARD)")
+    .option('--queue <name>', 'enqueue each event in a durable queue (env SVC_RECEIVER_QUEUE)')
+    .addOption(
+      new Option(
+        '--scheme <scheme>',
+        'scheme senders sign, https behind a TLS proxy (env SVC_RECEIVER_SCHEME)',
+      ).choices(['http', 'https']),
+    )
+    .addHelpText(
+      'after',
+      '\nExactly one of --forward or --queue. DATABASE_URL holds the idempotency store, replay\n' +
+        'cache and queue; SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
+        '/_queue/ack). /healthz and /metrics are served on the same address.',
+    )
+    .action(async (flags: Flags) => {
+      try {
+        await runReceiver(flags);
+      } catch (err) {
+        if (err instanceof UsageError || (err as Error).name === 'TrustFileError') {
+          process.stderr.write(`svc receiver: ${(err as Error).message}\n`);
+          process.exitCode = 2;
+          return;
+        }
+        throw err;
+      }
+    });
+}
+
+export async function runReceiver(flags: Flags): Promise<Sidecar> {
+  const config = loadConfigOrExit();
+  const listen = parseListen(flags.listen ?? config.SVC_RECEIVER_LISTEN);
+  const trustPath = flags.trust ?? config.SVC_RECEIVER_TRUST;
+  if (!trustPath) throw new UsageError('--trust <file> (or SVC_RECEIVER_TRUST) is required');
+  const brand = flags.brand ?? config.SVC_BRAND;
+  if (!isBrand(brand)) throw new UsageError(`--brand must be svc or adcp`);
+  const version = flags.protocolVersion ?? config.SVC_PROTOCOL_VERSION;
+  if (version !== '3.1' && version !== '3.2')
+    throw new UsageError('--protocol-version: 3.1 or 3.2');
+  const forward = flags.forward ?? config.SVC_RECEIVER_FORWARD;
+  const queue = flags.queue ?? config.SVC_RECEIVER_QUEUE;
+  if ((forward === undefined) === (queue === undefined)) {
+    throw new UsageError('exactly one of --forward <app-url> or --queue <name> is required');
+  }
+  let target: SidecarTarget;
+  if (forward !== undefined) {
+    try {
+      checkForwardUrl(forward);
+    } catch (err) {
+      throw new UsageError(`--forward: ${(err as Error).message}`);
+    }
+    target = { forward };
+  } else {
+    if (!QUEUE_NAME.test(queue as string))
+      throw new UsageError(`--queue: must match ${QUEUE_NAME.source}`);
+    target = { queue: queue as string };
+  }
+  const scheme = flags.scheme ?? config.SVC_RECEIVER_SCHEME;
+  const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
+  const trust = await loadTrustFile(trustPath);
+  if (!config.DATABASE_URL) {
+    logger.warn({ event: 'database_default', url: LOCAL_DATABASE_URL }, 'DATABASE_URL unset');
+  }
+  const pool = createPool({
+    connectionString: config.DATABASE_URL ?? LOCAL_DATABASE_URL,
+    max: 20,
+    applicationName: 'receiver',
+  });
+  const profile = brandProfile(brand);
+  const schema = config.SVC_RECEIVER_SCHEMA;
+  const deps = await verifierDependencies({
+    trust,
+    pool,
+    logger,
+    schema,
+    redisUrl: config.REDIS_URL,
+  });
+  const sidecar = await Sidecar.start({
+    host: listen.host,
+    port: listen.port,
+    trust,
+    profile,
+    protocolVersion: version,
+    target,
+    pool,
+    schema,
+    keys: deps.keys,
+    revocation: deps.revocation,
+    replay: deps.replay,
+    queueToken: config.SVC_RECEIVER_QUEUE_TOKEN,
+    scheme: scheme as 'http' | 'https' | undefined,
+    logger,
+  });
+  process.stdout.write(`receiver listening on ${sidecar.url}\n`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ event: 'shutdown', signal }, 'finishing in-flight requests');
+    sidecar
+      .close()
+      .then(() => deps.close())
+      .then(() => pool.end())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  return sidecar;
+}

@@ -1,0 +1,90 @@
+/** `svc receiver` as a process: flags, a real delivery through it, durable replay, SIGTERM. */
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { publishedJwk } from '../../shared/signing/keys.js';
+import { DATABASE_URL, testDatabase } from '../helpers/db.js';
+import { startApp } from './support/app.js';
+import { envelope, makeSender, profile, signed } from './support/fixtures.js';
+import { post } from './support/server.js';
+
+const { schema } = testDatabase(t, 'rcli');
+const dir = mkdtempSync(join(tmpdir(), 'rcli-'));
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, ['bin/svc.js', 'receiver', ...args], {
+    env: { ...process.env, DATABASE_URL, SVC_RECEIVER_SCHEMA: schema, LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return { child, exited, out: () => out, err: () => err };
+}
+
+t.test('usage errors exit 2 with a message', async (t) => {
+  const trust = join(dir, 'empty.json');
+  writeFileSync(trust, JSON.stringify({ senders: [] }));
+  const both = run(['--trust', trust, '--forward', 'http://127.0.0.1:1/x', '--queue', 'q']);
+  t.equal(await both.exited, 2);
+  t.match(both.err(), /exactly one of --forward/);
+  const remote = run(['--trust', trust, '--forward', 'http://example.com/x']);
+  t.equal(await remote.exited, 2);
+  t.match(remote.err(), /loopback/);
+  const noTrust = run(['--queue', 'q'], { SVC_RECEIVER_TRUST: '' });
+  t.equal(await noTrust.exited, 2);
+  const badTrust = join(dir, 'bad.json');
+  writeFileSync(badTrust, '{"senders":[],"senders":[]}');
+  const dup = run(['--trust', badTrust, '--queue', 'q']);
+  t.equal(await dup.exited, 2);
+  t.match(dup.err(), /duplicate key/);
+});
+
+t.test('a real delivery through the process, durable replay, graceful SIGTERM', async (t) => {
+  const seller = await makeSender('seller-cli');
+  const trust = join(dir, 'trust.json');
+  writeFileSync(
+    trust,
+    JSON.stringify({
+      senders: [{ id: 'seller-cli', jwks: { keys: [publishedJwk(seller.key, profile)] } }],
+    }),
+  );
+  const app = await startApp();
+  t.teardown(() => app.close());
+  const p = run([
+    '--listen',
+    '127.0.0.1:0',
+    '--trust',
+    trust,
+    '--forward',
+    app.url,
+    '--brand',
+    'svc',
+  ]);
+  t.teardown(() => p.child.kill('SIGKILL'));
+  const deadline = Date.now() + 20_000;
+  while (!/listening on (\S+)/.test(p.out()) && Date.now() < deadline) {
+    if (p.child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const m = /listening on (\S+)/.exec(p.out());
+  t.ok(m, `started (${p.err().slice(0, 300)})`);
+  if (!m) return;
+  const base = m[1] as string;
+  const url = `${base}/hooks/seller-cli`;
+  const body = JSON.stringify(envelope({ task_id: 'cli-1' }));
+  const s = signed(url, body, seller);
+  const res = await post(url, s.body, s.headers);
+  t.equal(res.status, 200);
+  t.equal(app.hits.length, 1);
+  t.equal(app.hits[0]?.headers['x-svc-sender'], 'seller-cli');
+  const replay = await post(url, s.body, s.headers);
+  t.equal(replay.status, 401);
+  t.equal(replay.headers['www-authenticate'], 'Signature error="webhook_signature_replayed"');
+  p.child.kill('SIGTERM');
+  t.equal(await p.exited, 0);
+});
