@@ -5,7 +5,9 @@
 type Suite = (args: string[]) => Promise<void>;
 
 const suites: Record<string, () => Promise<Suite>> = {
+  sender: async () => (await import('./sender.js')).run,
   crypto: async () => (await import('./crypto.js')).run,
+  replay: async () => (await import('./replay.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

@@ -1,0 +1,331 @@
+/**
+ * The (keyid, nonce) replay cache in PostgreSQL (supplement §2.9), shared by every receiver
+ * instance and durable across restarts (a per-pod cache is non-conformant; Redis here keeps
+ * nothing on disk).
+ *
+ * Layout. `replay_nonces(keyid, nonce)` is the set itself: its primary key makes
+ * "exactly one of N concurrent inserts of a nonce wins" a property of the index.
+ * `replay_counts(keyid, shard, n)` counts rows per keyid for the caps. One counter row per
+ * keyid would serialise a sender's inserts on a row lock held until commit (one WAL flush
+ * each); spreading increments over 16 shard rows lets concurrent commits share a flush.
+ *
+ * Insert is one statement, one round trip: read the counters, insert the nonce if under
+ * both caps (a live duplicate is a conflict; an expired one is replaced in place), bump a
+ * shard counter only for a new row. The cap check reads a snapshot, so N inserts racing at
+ * the cap may overshoot it by at most N-1 entries: the cap bounds memory, it is not a quota.
+ * Expired rows are ignored by every read and removed by `purgeExpired()`, which also lowers
+ * the counters in the same transaction; until then they count toward the cap (and `atCap`
+ * purges a capped keyid's expired rows before answering).
+ *
+ * TTL. The verifier asks for `(expires − now) + 60` s. Stored TTLs are raised to
+ * `minTtlSeconds` (default 360, the reference SDK's floor): in normal traffic that is what
+ * the formula gives anyway (expires = created + 300), and the floor absorbs clock skew
+ * between the instance that computed the TTL and the database clock that enforces it.
+ * Expiry uses the database clock (`now()`), the one clock every instance shares.
+ */
+import { randomInt } from 'node:crypto';
+import { assertSchemaName, migrate, type Migration, type Pool } from '../../shared/infra/pg.js';
+
+export const DEFAULT_PER_KEYID_CAP = 100_000;
+export const DEFAULT_AGGREGATE_CAP = 10_000_000;
+export const DEFAULT_MIN_TTL_SECONDS = 360;
+/** Longest TTL accepted: far above the 420 s the window rules allow. */
+export const MAX_TTL_SECONDS = 3600;
+const SHARDS = 16;
+/** Counter row the harness uses to pre-fill a cap; never touched by purge. */
+const HARNESS_SHARD = -1;
+
+export const replayMigrations: Migration[] = [
+  {
+    id: 'replay_001_nonces',
+    sql: (s) => `
+      CREATE TABLE ${s}.replay_nonces (
+        keyid text NOT NULL,
+        nonce text NOT NULL,
+        expires_at timestamptz NOT NULL,
+        shard smallint NOT NULL,
+        PRIMARY KEY (keyid, nonce)
+      );
+      CREATE INDEX replay_nonces_expires_at ON ${s}.replay_nonces (expires_at);
+      CREATE TABLE ${s}.replay_counts (
+        keyid text NOT NULL,
+        shard smallint NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (keyid, shard)
+      ) WITH (fillfactor = 50);`,
+  },
+];
+
+export interface PgReplayStoreOptions {
+  /** Schema holding the tables (default `receiver`). */
+  schema?: string;
+  /** Entries per keyid before `rate_abuse` (default 100,000). */
+  perKeyidCap?: number;
+  /** Entries over all keyids before `rate_abuse` (default 10,000,000). */
+  aggregateCap?: number;
+  /** Floor applied to requested TTLs (default 360 s). */
+  minTtlSeconds?: number;
+  /**
+   * How long `atCap` may reuse a count that was under 90 % of the caps (ms, default 1000;
+   * 0 disables). Safe because `insert` re-checks the cap atomically anyway.
+   */
+  atCapCacheMs?: number;
+  /** Test seam: the time (ms since epoch) used instead of the database's `now()`. */
+  clock?: () => number;
+}
+
+export type InsertOutcome = 'inserted' | 'replayed' | 'cap';
+
+export class PgReplayStore {
+  readonly schema: string;
+  readonly perKeyidCap: number;
+  readonly aggregateCap: number;
+  readonly minTtlSeconds: number;
+  private readonly atCapCacheMs: number;
+  private readonly clock: (() => number) | undefined;
+  private readonly countCache = new Map<string, number>();
+  private readonly lastCapPurge = new Map<string, number>();
+  private purgeTimer: NodeJS.Timeout | null = null;
+  private purging: Promise<number> | null = null;
+  private readonly sql: { insert: string; counts: string; seen: string; live: string };
+
+  constructor(
+    private readonly pool: Pool,
+    opts: PgReplayStoreOptions = {},
+  ) {
+    this.schema = assertSchemaName(opts.schema ?? 'receiver');
+    this.perKeyidCap = opts.perKeyidCap ?? DEFAULT_PER_KEYID_CAP;
+    this.aggregateCap = opts.aggregateCap ?? DEFAULT_AGGREGATE_CAP;
+    this.minTtlSeconds = opts.minTtlSeconds ?? DEFAULT_MIN_TTL_SECONDS;
+    this.atCapCacheMs = opts.atCapCacheMs ?? 1000;
+    this.clock = opts.clock;
+    const s = this.schema;
+    const now = 'coalesce($3::timestamptz, now())';
+    this.sql = {
+      // $1 keyid, $2 nonce, $3 now|null, $4 ttl s, $5 shard, $6 per-keyid cap, $7 aggregate cap
+      insert: `
+        WITH lim AS (
+          SELECT (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts WHERE keyid = $1) < $6
+             AND (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts) < $7 AS under_cap
+        ), ins AS (
+          INSERT INTO ${s}.replay_nonces AS r (keyid, nonce, expires_at, shard)
+          SELECT $1, $2, ${now} + make_interval(secs => $4), $5 FROM lim WHERE lim.under_cap
+          ON CONFLICT (keyid, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at
+            WHERE r.expires_at <= ${now}
+          RETURNING (xmax = 0) AS fresh
+        ), bump AS (
+          INSERT INTO ${s}.replay_counts AS c (keyid, shard, n)
+          SELECT $1, $5, 1 FROM ins WHERE fresh
+          ON CONFLICT (keyid, shard) DO UPDATE SET n = c.n + 1
+          RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM ins)::int AS inserted,
+               (SELECT count(*) FROM bump)::int AS bumped,
+               (SELECT under_cap FROM lim) AS under_cap`,
+      counts: `SELECT (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts WHERE keyid = $1)::bigint AS key_n,
+                      (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts)::bigint AS all_n`,
+      seen: `SELECT 1 FROM ${s}.replay_nonces WHERE keyid = $1 AND nonce = $2 AND expires_at > coalesce($3::timestamptz, now())`,
+      live: `SELECT 1 FROM ${s}.replay_nonces WHERE keyid = $1 AND nonce = $2 AND expires_at > coalesce($3::timestamptz, now())`,
+    };
+  }
+
+  /** Creates the tables (idempotent; serialised by `migrate`'s advisory lock). */
+  async migrate(): Promise<void> {
+    await migrate(this.pool, this.schema, replayMigrations);
+  }
+
+  private nowParam(): Date | null {
+    return this.clock ? new Date(this.clock()) : null;
+  }
+
+  private async counts(keyid: string): Promise<{ keyN: number; allN: number }> {
+    const { rows } = await this.pool.query<{ key_n: string; all_n: string }>(this.sql.counts, [
+      keyid,
+    ]);
+    return { keyN: Number(rows[0]!.key_n), allN: Number(rows[0]!.all_n) };
+  }
+
+  /** Step 9a, read-only as far as the cache's contents go. */
+  async atCap(keyid: string): Promise<boolean> {
+    const cachedAt = this.countCache.get(keyid);
+    const t = this.clock ? this.clock() : Date.now();
+    if (cachedAt !== undefined && t - cachedAt < this.atCapCacheMs) return false;
+    let { keyN, allN } = await this.counts(keyid);
+    if (keyN >= this.perKeyidCap || allN >= this.aggregateCap) {
+      // Expired rows still count until purged; purge before calling it abuse (rate-limited).
+      const last = this.lastCapPurge.get(keyid) ?? Number.NEGATIVE_INFINITY;
+      if (t - last >= 10_000) {
+        this.lastCapPurge.set(keyid, t);
+        await this.purgeExpired();
+        ({ keyN, allN } = await this.counts(keyid));
+      }
+    }
+    const at = keyN >= this.perKeyidCap || allN >= this.aggregateCap;
+    if (!at && keyN < 0.9 * this.perKeyidCap && allN < 0.9 * this.aggregateCap) {
+      this.countCache.set(keyid, t);
+    } else {
+      this.countCache.delete(keyid);
+    }
+    return at;
+  }
+
+  /** Step 12: a live entry for (keyid, nonce)? Expired entries do not count. */
+  async seen(keyid: string, nonce: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(this.sql.seen, [keyid, nonce, this.nowParam()]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** Step 13: atomic with the cap check; a live duplicate is 'replayed' even at the cap. */
+  async insert(keyid: string, nonce: string, ttlSeconds: number): Promise<InsertOutcome> {
+    const ttl = Math.min(
+      Math.max(Math.ceil(Number.isFinite(ttlSeconds) ? ttlSeconds : 0), this.minTtlSeconds),
+      MAX_TTL_SECONDS,
+    );
+    const now = this.nowParam();
+    const { rows } = await this.pool.query<{ inserted: number; under_cap: boolean }>(
+      this.sql.insert,
+      [keyid, nonce, now, ttl, randomInt(SHARDS), this.perKeyidCap, this.aggregateCap],
+    );
+    const row = rows[0]!;
+    if (row.inserted === 1) return 'inserted';
+    if (row.under_cap) return 'replayed';
+    // Over the cap: a nonce already present still reads as a replay (the SDK's precedence).
+    const live = await this.pool.query(this.sql.live, [keyid, nonce, now]);
+    this.countCache.delete(keyid);
+    return (live.rowCount ?? 0) > 0 ? 'replayed' : 'cap';
+  }
+
+  /**
+   * Deletes expired entries in batches and lowers the counters in the same transactions.
+   * One purger at a time across instances (a transaction-scoped advisory lock); a caller
+   * that finds another purging returns 0 at once.
+   */
+  purgeExpired(batchSize = 10_000): Promise<number> {
+    this.purging ??= this.purgeLoop(batchSize).finally(() => {
+      this.purging = null;
+    });
+    return this.purging;
+  }
+
+  private async purgeLoop(batchSize: number): Promise<number> {
+    const s = this.schema;
+    let total = 0;
+    for (;;) {
+      const client = await this.pool.connect();
+      let deleted = 0;
+      try {
+        await client.query('BEGIN');
+        const lock = await client.query<{ ok: boolean }>(
+          'SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok',
+          [`svc-replay-purge:${s}`],
+        );
+        if (!lock.rows[0]!.ok) {
+          await client.query('ROLLBACK');
+          return total;
+        }
+        const { rows } = await client.query<{ deleted: number }>(
+          `WITH gone AS (
+             DELETE FROM ${s}.replay_nonces WHERE ctid = ANY (ARRAY(
+               SELECT ctid FROM ${s}.replay_nonces
+               WHERE expires_at <= coalesce($1::timestamptz, now())
+               LIMIT $2 FOR UPDATE SKIP LOCKED))
+             RETURNING keyid, shard
+           ), agg AS (
+             SELECT keyid, shard, count(*) AS c FROM gone GROUP BY keyid, shard
+           ), upd AS (
+             UPDATE ${s}.replay_counts c SET n = greatest(c.n - agg.c, 0)
+             FROM agg WHERE c.keyid = agg.keyid AND c.shard = agg.shard
+             RETURNING 1
+           )
+           SELECT coalesce(sum(c), 0)::int AS deleted FROM agg`,
+          [this.nowParam(), batchSize],
+        );
+        await client.query('COMMIT');
+        deleted = rows[0]!.deleted;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+      total += deleted;
+      if (deleted < batchSize) return total;
+    }
+  }
+
+  /** Purges every `intervalMs` on an unref'd timer until `stop()`; errors go to `onError`. */
+  startPurging(intervalMs = 60_000, onError: (err: unknown) => void = () => {}): void {
+    if (this.purgeTimer) return;
+    this.purgeTimer = setInterval(() => {
+      this.purgeExpired().catch(onError);
+    }, intervalMs);
+    this.purgeTimer.unref();
+  }
+
+  /** Stops periodic purging and waits for a purge in progress. */
+  async stop(): Promise<void> {
+    if (this.purgeTimer) clearInterval(this.purgeTimer);
+    this.purgeTimer = null;
+    await this.purging?.catch(() => {});
+  }
+
+  /** Live entries for a keyid, counted exactly (slow on big sets: tests and tooling). */
+  async liveCount(keyid: string): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${this.schema}.replay_nonces
+       WHERE keyid = $1 AND expires_at > coalesce($2::timestamptz, now())`,
+      [keyid, this.nowParam()],
+    );
+    return rows[0]!.n;
+  }
+
+  /** Rebuilds the counters from the rows (repair after manual edits). */
+  async recount(): Promise<void> {
+    const s = this.schema;
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`LOCK TABLE ${s}.replay_counts IN EXCLUSIVE MODE`);
+      await client.query(`DELETE FROM ${s}.replay_counts WHERE shard <> $1`, [HARNESS_SHARD]);
+      await client.query(
+        `INSERT INTO ${s}.replay_counts (keyid, shard, n)
+         SELECT keyid, shard, count(*) FROM ${s}.replay_nonces GROUP BY keyid, shard`,
+      );
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+    this.countCache.clear();
+  }
+
+  // ---- conformance harness hooks (vectors 016 and 018) -------------------------------
+
+  /** Pre-fills a keyid's cap (vector 018) with one counter row, not 100,000 inserts. */
+  async harnessFillCap(keyid: string): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.schema}.replay_counts (keyid, shard, n) VALUES ($1, $2, $3)
+       ON CONFLICT (keyid, shard) DO UPDATE SET n = EXCLUDED.n`,
+      [keyid, HARNESS_SHARD, this.perKeyidCap],
+    );
+    this.countCache.delete(keyid);
+  }
+
+  /** Removes what `harnessFillCap` added. */
+  async harnessClearCap(keyid: string): Promise<void> {
+    await this.pool.query(
+      `DELETE FROM ${this.schema}.replay_counts WHERE keyid = $1 AND shard = $2`,
+      [keyid, HARNESS_SHARD],
+    );
+    this.countCache.delete(keyid);
+  }
+
+  /** Installs `replay_cache_entries` (vector 016) with the default TTL. */
+  async harnessInstallEntries(
+    entries: ReadonlyArray<{ keyid: string; nonce: string }>,
+  ): Promise<void> {
+    for (const e of entries) await this.insert(e.keyid, e.nonce, this.minTtlSeconds);
+  }
+}
