@@ -90,8 +90,8 @@ export interface CanonicalizeOptions {
 // Printable ASCII that RFC 3986 excludes and a WHATWG client would re-encode or reinterpret
 // on the wire (a backslash becomes `/` there): accepting them raw would let the signed bytes differ
 // from the sent ones. `|`, `^`, `[`, `]` pass through WHATWG untouched, so they stay accepted.
-const PATH_EXCLUDED = '"<>`{}\\';
-const QUERY_EXCLUDED = '"<>';
+const PATH_EXCLUDED = /["<>`{}\\]/;
+const QUERY_EXCLUDED = /["<>]/;
 // RFC 3986 userinfo: unreserved, pct-encoded, sub-delims, ':' (checked although stripped, so
 // that a backslash or other delimiters cannot make two parsers disagree about the host).
 const USERINFO = /^[A-Za-z0-9\-._~%!$&'()*+,;=:]*$/;
@@ -133,7 +133,7 @@ export function canonicalizeTargetUri(
   const hash = rest.indexOf('#');
   if (hash >= 0) rest = rest.slice(0, hash);
 
-  const authorityEnd = firstIndexOf(rest, '/?');
+  const authorityEnd = rest.search(/[/?]/);
   const rawAuthority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd);
   const pathAndQuery = authorityEnd < 0 ? '' : rest.slice(authorityEnd);
   const q = pathAndQuery.indexOf('?');
@@ -163,7 +163,7 @@ export function canonicalizeAuthority(
   const s = scheme.toLowerCase();
   if (s !== 'http' && s !== 'https') throw new TargetUriError('unsupported_scheme');
   rejectControlsAndSpaces(hostHeaderValue);
-  if (firstIndexOf(hostHeaderValue, '/?#') >= 0) throw new TargetUriError('invalid_host');
+  if (/[/?#]/.test(hostHeaderValue)) throw new TargetUriError('invalid_host');
   const { host, port } = parseAuthority(hostHeaderValue, s, opts.rejectRawNonAscii ?? true, false);
   return port === null ? host : `${host}:${port}`;
 }
@@ -348,13 +348,12 @@ function rejectControlsAndSpaces(s: string): void {
   }
 }
 
-function rejectAny(s: string, excluded: string): void {
-  if (firstIndexOf(s, excluded) >= 0) throw new TargetUriError('invalid_character');
+function rejectAny(s: string, excluded: RegExp): void {
+  if (excluded.test(s)) throw new TargetUriError('invalid_character');
 }
 
 function hasNonAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return true;
-  return false;
+  return /[\u0080-\uffff]/.test(s);
 }
 
 function isWellFormedUnicode(s: string): boolean {
@@ -363,9 +362,4 @@ function isWellFormedUnicode(s: string): boolean {
     if (cp >= 0xd800 && cp <= 0xdfff) return false;
   }
   return true;
-}
-
-function firstIndexOf(s: string, chars: string): number {
-  for (let i = 0; i < s.length; i++) if (chars.includes(s[i]!)) return i;
-  return -1;
 }
