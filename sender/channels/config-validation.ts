@@ -1,8 +1,10 @@
 /**
  * Validation of the two per-buy channel configs a buyer registers (supplement §6.5, §6.6).
- * Each refusal names its field: a missing `operation_id` is `INVALID_REQUEST` (the spec's
- * code for exactly that), every other malformed member is `VALIDATION_ERROR`.
+ * Every refusal is `INVALID_REQUEST` (HTTP 400), as for task registrations in
+ * `sender/core/registration.ts` whose URL and credential rules are reused here, and names
+ * the member at fault in `field`.
  */
+import { checkLegacyCredential, checkTargetUrl, RegistrationError } from '../core/registration.js';
 import type { DeliveryAuth } from '../outbox/types.js';
 import { channelError } from './errors.js';
 import {
@@ -14,39 +16,38 @@ import {
 } from './types.js';
 
 export interface UrlPolicy {
-  /** Plain `http:` targets (loopback testing only); the delivery worker's SSRF guard still applies. */
-  allowInsecureUrls?: boolean;
+  /**
+   * Hosts exempt from the https-only and reserved-address rules (local testing), as in
+   * the delivery worker's allow-list.
+   */
+  allowHosts?: string[];
 }
 
 const OPERATION_ID = /^[A-Za-z0-9_.:-]{1,255}$/;
-const MAX_URL_LENGTH = 2048;
-const MIN_CREDENTIALS = 32;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function invalid(field: string, message: string) {
-  return channelError('VALIDATION_ERROR', message, field);
+  return channelError('INVALID_REQUEST', message, field);
+}
+
+/** The shared registration rules, refusing with this part's error type. */
+function registrationRule<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof RegistrationError) throw invalid(err.field, err.message);
+    throw err;
+  }
 }
 
 function checkUrl(value: unknown, field: string, policy: UrlPolicy): string {
   if (value === undefined || value === null) throw invalid(field, `${field} is required`);
-  if (typeof value !== 'string' || value.length === 0) {
-    throw invalid(field, `${field} must be a non-empty string`);
-  }
-  if (value.length > MAX_URL_LENGTH) throw invalid(field, `${field} is longer than 2048`);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw invalid(field, `${field} is not an absolute URL`);
-  }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && policy.allowInsecureUrls)) {
-    throw invalid(field, `${field} must use https`);
-  }
-  if (url.username || url.password) throw invalid(field, `${field} must not carry credentials`);
-  return value;
+  return registrationRule(() =>
+    checkTargetUrl(value, field, { allowHosts: policy.allowHosts ?? [] }),
+  );
 }
 
 function checkToken(value: unknown, field: string, max: number): string | undefined {
@@ -57,14 +58,10 @@ function checkToken(value: unknown, field: string, max: number): string | undefi
   return value;
 }
 
-/** A legacy credential: at least 32 characters and not one character repeated. */
+/** A legacy credential: at least 32 characters and not trivially weak. */
 function checkCredentials(value: unknown, field: string): string {
   if (typeof value !== 'string') throw invalid(field, `${field} is required`);
-  if (value.length < MIN_CREDENTIALS) {
-    throw invalid(field, `${field} must be at least ${MIN_CREDENTIALS} characters`);
-  }
-  if (new Set(value).size === 1) throw invalid(field, `${field} is a weak credential`);
-  return value;
+  return registrationRule(() => checkLegacyCredential(value, field));
 }
 
 function checkAuthentication(value: unknown, prefix: string): LegacyAuthentication | undefined {
@@ -97,10 +94,9 @@ export function validatePushNotificationConfig(
   if (!isObject(input)) throw invalid(prefix, `${prefix} must be an object`);
   const url = checkUrl(input.url, `${prefix}.url`, policy);
   if (input.operation_id === undefined || input.operation_id === null) {
-    throw channelError(
-      'INVALID_REQUEST',
-      `${prefix}.operation_id is required for a webhook registration`,
+    throw invalid(
       `${prefix}.operation_id`,
+      `${prefix}.operation_id is required for a webhook registration`,
     );
   }
   if (typeof input.operation_id !== 'string' || !OPERATION_ID.test(input.operation_id)) {

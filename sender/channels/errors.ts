@@ -1,26 +1,12 @@
 /**
- * The task error this part throws for bad registrations. Engineer A's
- * `shared/errors/task-errors.ts` is the home of `TaskError`; until it lands this file
- * carries a compatible stand-in so the rest of `sender/channels/` imports from one place.
+ * The task error this part throws for refused registrations and inputs: `TaskError` from
+ * `shared/errors/task-errors.ts` (code, HTTP status and `field` are the contract).
  */
-export type ChannelErrorCode = 'INVALID_REQUEST' | 'VALIDATION_ERROR';
+import { TaskError, type TaskErrorCode } from '../../shared/errors/task-errors.js';
 
-const STATUS: Record<ChannelErrorCode, number> = { INVALID_REQUEST: 400, VALIDATION_ERROR: 400 };
+export { TaskError };
 
-export class TaskError extends Error {
-  readonly code: ChannelErrorCode;
-  readonly status: number;
-  readonly field: string | undefined;
-  constructor(code: ChannelErrorCode, message: string, options: { field?: string } = {}) {
-    super(message);
-    this.name = 'TaskError';
-    this.code = code;
-    this.status = STATUS[code];
-    this.field = options.field;
-  }
-}
-
-/** A registration or call refused: the code and the field path are the contract. */
-export function channelError(code: ChannelErrorCode, message: string, field: string): TaskError {
+/** A registration or call refused, naming the field at fault. */
+export function channelError(code: TaskErrorCode, message: string, field: string): TaskError {
   return new TaskError(code, message, { field });
 }

@@ -8,6 +8,7 @@
 import type { BrandProfile } from '../../shared/brand.js';
 import { migrate, assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
+import { WEBHOOK_TASK_TYPES } from '../../shared/envelope/index.js';
 import type { MediaBuyChannelsApi } from '../core/channels-api.js';
 import type { EventSink, OutboundEvent } from '../outbox/types.js';
 import type { ReportingClock } from './clock.js';
@@ -61,8 +62,8 @@ export interface MediaBuyChannelsOptions {
   coalescence?: CoalescenceOptions;
   /** A faster clock and tick interval for the runner (tests, demos). */
   reportingClock?: ReportingClock;
-  /** Accept plain `http:` target URLs (loopback testing). */
-  allowInsecureUrls?: boolean;
+  /** Hosts exempt from https-only and reserved-address refusal (loopback testing). */
+  allowHosts?: string[];
   /** After a `delayed` report, how long until the data source is asked again (default 300 s). */
   delayedRetrySeconds?: number;
   /** Periods one tick may catch up per buy (default 48). */
@@ -169,7 +170,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
     this.tickIntervalMs = clock?.tickIntervalMs ?? 1000;
     this.logger = options.logger ?? silentLogger;
     this.windows = coalescenceWindows(options.coalescence);
-    this.urlPolicy = { allowInsecureUrls: options.allowInsecureUrls ?? false };
+    this.urlPolicy = { allowHosts: options.allowHosts ?? [] };
     this.delayedRetryMs = (options.delayedRetrySeconds ?? 300) * 1000;
     this.maxCatchUp = options.maxCatchUpPeriods ?? 48;
     this.tickBatch = options.tickBatchSize ?? 200;
@@ -200,6 +201,12 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
         : validateReportingWebhook(input.reportingWebhook, this.urlPolicy);
     if (input.currency !== undefined && !CURRENCY.test(input.currency)) {
       throw channelError('VALIDATION_ERROR', 'currency must be ISO 4217', 'currency');
+    }
+    if (
+      input.taskType !== undefined &&
+      !(WEBHOOK_TASK_TYPES as readonly string[]).includes(input.taskType)
+    ) {
+      throw channelError('VALIDATION_ERROR', 'task_type is not a webhook task type', 'task_type');
     }
     const delay = input.expectedDelayMinutes;
     if (delay !== undefined && !(Number.isInteger(delay) && delay >= 0 && delay <= 100_000)) {

@@ -4,6 +4,7 @@
  * `push_notification_config`. Each gets a fresh idempotency key; the body is complete here
  * and frozen by the outbox.
  */
+import type { WebhookTaskType } from '../../shared/envelope/index.js';
 import type { OutboundEvent } from '../outbox/types.js';
 import { newIdempotencyKey } from '../outbox/keys.js';
 import { deliveryAuthFor } from './config-validation.js';
@@ -28,7 +29,7 @@ export interface BuyChannels {
   media_buy_id: string;
   principal_id: string | null;
   task_id: string;
-  task_type: string;
+  task_type: WebhookTaskType;
   context: Record<string, unknown> | null;
   push_config: PushNotificationConfig | null;
   reporting_config: ReportingWebhook | null;

@@ -16,6 +16,12 @@ import type {
   LateDelivery,
   ReportingPeriod,
 } from '../../../sender/channels/types.js';
+import {
+  DeliveryReportSchema,
+  ImpairmentWebhookResultSchema,
+  McpWebhookPayloadSchema,
+  parseWebhookPayload,
+} from '../../../shared/envelope/index.js';
 import { testDatabase } from '../../helpers/db.js';
 
 export class RecordingSink implements EventSink {
@@ -150,4 +156,24 @@ export type Result = Record<string, unknown> & {
 
 export function resultOf(event: OutboundEvent): Result {
   return event.payload.result as Result;
+}
+
+/**
+ * Checks every event against the shared schemas (engineer A's): the MCP envelope, the
+ * delivery report or impairment result, and that our receiver's parser reads it back.
+ * Returns the list of failures (empty when all conform).
+ */
+export function shapeFailures(events: OutboundEvent[]): string[] {
+  const failures: string[] = [];
+  for (const [i, e] of events.entries()) {
+    const envelope = McpWebhookPayloadSchema.safeParse(e.payload);
+    if (!envelope.success) failures.push(`${i}: envelope ${envelope.error.message}`);
+    const schema =
+      e.notificationType === 'impairment' ? ImpairmentWebhookResultSchema : DeliveryReportSchema;
+    const result = schema.safeParse(e.payload.result);
+    if (!result.success) failures.push(`${i}: result ${result.error.message}`);
+    const parsed = parseWebhookPayload(JSON.parse(JSON.stringify(e.payload)));
+    if (parsed.idempotencyKey !== e.idempotencyKey) failures.push(`${i}: key not read back`);
+  }
+  return failures;
 }

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { brandProfile } from '../../../shared/brand.js';
 import { MediaBuyChannels } from '../../../sender/channels/media-buy-channels.js';
-import { harness, impairment, PUSH, REPORTING } from './helpers.js';
+import { harness, impairment, PUSH, REPORTING, shapeFailures } from './helpers.js';
 
 const T0 = Date.parse('2026-03-10T10:20:00Z');
 const MIN = 60_000;
@@ -55,6 +55,7 @@ t.test('general impairments coalesce: one fire per impairment at window close', 
   t.equal(a.notificationType, 'impairment');
   t.equal(a.principalId, 'p_1');
   t.not(events[0]!.idempotencyKey, events[1]!.idempotencyKey);
+  t.same(shapeFailures(await h.sink.events()), [], 'every payload passes the shared schemas');
 });
 
 t.test(

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { acceleratedClock } from '../../../sender/channels/clock.js';
 import { TaskError } from '../../../sender/channels/errors.js';
-import { harness, PUSH, REPORTING, resultOf } from './helpers.js';
+import { harness, PUSH, REPORTING, resultOf, shapeFailures } from './helpers.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.parse('2026-03-10T10:20:00Z');
@@ -58,6 +58,7 @@ t.test('hourly schedule: UTC periods, sequence from 1, next_expected_at', async 
   t.equal(r.media_buy_deliveries[0]!.status, 'active', 'row status is the buy state');
   t.same(r.media_buy_deliveries[0]!.totals, { spend: 10, impressions: 1000, clicks: 5 });
   t.equal(new Set(events.map((e) => e.idempotencyKey)).size, 3, 'a fresh key per fire');
+  t.same(shapeFailures(await h.sink.events()), [], 'every payload passes the shared schemas');
 });
 
 t.test('daily and monthly periods are UTC calendar periods', async (t) => {
@@ -244,6 +245,7 @@ t.test('adjusted and window_update reports', async (t) => {
     'adjusted needs a period',
   );
   t.equal((await h.sink.events()).length, 3, 'refusals enqueue nothing');
+  t.same(shapeFailures(await h.sink.events()), []);
 });
 
 t.test('window_update is refused under protocol 3.1', async (t) => {
@@ -310,7 +312,7 @@ t.test('a refused registration writes nothing', async (t) => {
       pushNotificationConfig: PUSH,
       reportingWebhook: { ...REPORTING, reporting_frequency: 'weekly' },
     }),
-    { code: 'VALIDATION_ERROR', field: 'reporting_webhook.reporting_frequency' },
+    { code: 'INVALID_REQUEST', field: 'reporting_webhook.reporting_frequency' },
   );
   await t.rejects(
     h.channels.mediaBuyChannelsConfigured({

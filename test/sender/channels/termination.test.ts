@@ -1,5 +1,5 @@
 import t from 'tap';
-import { impairment, harness, PUSH, REPORTING, resultOf } from './helpers.js';
+import { impairment, harness, PUSH, REPORTING, resultOf, shapeFailures } from './helpers.js';
 
 const T0 = Date.parse('2026-03-10T10:20:00Z');
 const MIN = 60_000;
@@ -53,6 +53,7 @@ t.test('terminal: queued impairments, then due reports, then final; nothing afte
   await h.channels.mediaBuyChannelsConfigured({ mediaBuyId: 'mb_t', reportingWebhook: REPORTING });
   t.equal(await h.channels.tick(Date.parse('2026-03-12T00:00:00Z')), 0);
   t.equal((await h.sink.events()).length, 5, 'nothing after the final report');
+  t.same(shapeFailures(await h.sink.events()), [], 'every payload passes the shared schemas');
 });
 
 t.test('canceled and rejected buys: final status, and late data still ends in final', async (t) => {
@@ -72,6 +73,7 @@ t.test('canceled and rejected buys: final status, and late data still ends in fi
   t.equal(r!.partial_data, true, 'final without data is flagged partial');
   t.equal(r!.media_buy_deliveries[0]!.status, 'reporting_delayed');
   t.equal(r!.media_buy_deliveries[0]!.is_final, false);
+  t.same(shapeFailures(await h.sink.events()), []);
 });
 
 t.test('terminal with only impairments pending flushes them, coalesced', async (t) => {
