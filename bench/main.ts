@@ -8,6 +8,8 @@ const suites: Record<string, () => Promise<Suite>> = {
   sender: async () => (await import('./sender.js')).run,
   crypto: async () => (await import('./crypto.js')).run,
   replay: async () => (await import('./replay.js')).run,
+  json: async () => (await import('./json.js')).run,
+  receiver: async () => (await import('./receiver.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

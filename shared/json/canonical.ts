@@ -1,29 +1,26 @@
 /**
  * RFC 8785 (JCS) canonical JSON and the payload fingerprint built on it (supplement §5.2).
  *
- * The `canonicalize` package gets the two hard parts right (checked against RFC 8785's own
- * examples in test/shared/json/canonical.test.ts): numbers through the ECMAScript
- * Number-to-String algorithm (`1e+21`, `1e-7`, `-0` -> `0`) and member order by UTF-16 code
- * units. It is lax about input that is not JSON data, so values are vetted here first:
- * - a function member is written as `"k":undefined` (invalid JSON) and a top-level
- *   `undefined` returns `undefined` instead of a string;
- * - lone surrogates are escaped (`"\ud800"`), where RFC 8785 §3.2.2.2 requires I-JSON
- *   (RFC 7493) input, which forbids them: we refuse them;
- * - BigInt throws a bare TypeError, NaN/Infinity a bare Error, cycles and deep nesting
+ * We checked the `canonicalize` package against RFC 8785's own examples
+ * (test/shared/json/canonical.test.ts). It gets the two hard parts right: numbers go through
+ * the ECMAScript Number-to-String algorithm (`1e+21`, `1e-7`, `-0` -> `0`), and members are
+ * ordered by UTF-16 code units. It is lax about input that is not JSON data:
+ * - it writes a function member as `"k":undefined` (invalid JSON), and a top-level
+ *   `undefined` comes back as `undefined`, not a string;
+ * - it escapes lone surrogates (`"\ud800"`), but RFC 8785 §3.2.2.2 requires I-JSON
+ *   (RFC 7493) input, which forbids them;
+ * - BigInt throws a bare TypeError, NaN/Infinity a bare Error, and cycles or deep nesting
  *   overflow the stack;
- * - class instances go through `toJSON` or `Object.keys` (a Map becomes `{}`).
- * All of these raise CanonicalJsonError with the path of the offending value.
+ * - class instances go through `toJSON` or `Object.keys`, so a Map becomes `{}`.
+ * It is also about 2x slower than this module on a 1 KB envelope (`npm run bench -- json`),
+ * and the fingerprint sits on the receiver's hot path. So this module does the serialising
+ * itself, using the same primitives: `JSON.stringify` for strings and numbers, and the
+ * default (code unit) sort for keys. The package stays in the tests as an oracle: a
+ * property test checks that both give the same bytes for any JSON value.
+ * Anything that is not JSON data raises CanonicalJsonError with the path of the
+ * offending value.
  */
 import { createHash } from 'node:crypto';
-import canonicalizeModule from 'canonicalize';
-
-// The package is CommonJS (`module.exports = fn`); its typings describe an ES default export.
-const canonicalize = canonicalizeModule as unknown as (value: unknown) => string | undefined;
-
-/** `String.prototype.isWellFormed` (ES2024, native in Node 20) is not in our ES2023 lib. */
-function isWellFormed(s: string): boolean {
-  return (s as unknown as { isWellFormed(): boolean }).isWellFormed();
-}
 
 export class CanonicalJsonError extends Error {
   /** JSON-pointer-like path of the offending value, e.g. `/result/items/0`. */
@@ -35,53 +32,127 @@ export class CanonicalJsonError extends Error {
   }
 }
 
-/** Deeper values are refused rather than risking the serializer's recursion. */
+/** Deeper values are refused (this also stops cycles) instead of overflowing the stack. */
 export const CANONICAL_MAX_DEPTH = 512;
 
-function vet(value: unknown, path: string, depth: number, open: Set<object>): void {
-  switch (typeof value) {
+/** `String.prototype.isWellFormed` is native in Node 20 (ES2024) but not in our ES2023 lib. */
+function isWellFormed(s: string): boolean {
+  return (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
+type Path = (string | number)[];
+
+function fail(message: string, path: Path): never {
+  throw new CanonicalJsonError(message, path.length ? `/${path.join('/')}` : '');
+}
+
+/** Keys JS objects enumerate in numeric order, ahead of insertion order (over-approximated). */
+const ARRAY_INDEX_KEY = /^(?:0|[1-9][0-9]*)$/;
+
+/** Thrown inside the fast path when an object has index-like keys. */
+const NEEDS_SLOW_PATH = Symbol('needs slow path');
+
+function vetScalar(v: unknown, path: Path): void {
+  switch (typeof v) {
     case 'string':
-      if (!isWellFormed(value)) throw new CanonicalJsonError('lone surrogate in string', path);
+      if (!isWellFormed(v)) fail('lone surrogate in string', path);
       return;
     case 'number':
-      if (!Number.isFinite(value)) throw new CanonicalJsonError(`${value} is not JSON`, path);
+      if (!Number.isFinite(v)) fail(`${v} is not JSON`, path);
       return;
     case 'boolean':
       return;
-    case 'object':
-      break;
     default:
-      throw new CanonicalJsonError(`${typeof value} is not JSON`, path);
+      fail(`${typeof v} is not JSON`, path);
   }
-  if (value === null) return;
-  if (depth >= CANONICAL_MAX_DEPTH) throw new CanonicalJsonError('nesting too deep', path);
-  if (open.has(value)) throw new CanonicalJsonError('cycle', path);
-  open.add(value);
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const item: unknown = value[i];
+}
+
+function vetObject(v: object, depth: number, path: Path): void {
+  if (depth >= CANONICAL_MAX_DEPTH) fail('nesting too deep (or a cycle)', path);
+  if (!Array.isArray(v)) {
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) fail('not a plain object', path);
+  }
+}
+
+/**
+ * Fast path: copies the value with every object's members in canonical order, so the
+ * native `JSON.stringify` writes the canonical form. Copies have a null prototype, so a
+ * `__proto__` member stays data. Objects with index-like keys can't keep a chosen member
+ * order; they abort to the slow path.
+ */
+function sortedCopy(v: unknown, depth: number, path: Path): unknown {
+  if (v === null) return null;
+  if (typeof v !== 'object') {
+    vetScalar(v, path);
+    return v;
+  }
+  vetObject(v, depth, path);
+  if (Array.isArray(v)) {
+    const out: unknown[] = new Array<unknown>(v.length);
+    for (let i = 0; i < v.length; i++) {
+      const item: unknown = v[i];
+      path.push(i);
       // JSON.stringify semantics: an undefined array slot is written as null.
-      if (item !== undefined) vet(item, `${path}/${i}`, depth + 1, open);
+      out[i] = item === undefined ? null : sortedCopy(item, depth + 1, path);
+      path.pop();
     }
-  } else {
-    const proto: unknown = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) {
-      throw new CanonicalJsonError('not a plain object', path);
-    }
-    for (const key of Object.keys(value)) {
-      if (!isWellFormed(key)) throw new CanonicalJsonError('lone surrogate in key', path);
-      const member: unknown = (value as Record<string, unknown>)[key];
-      // JSON.stringify semantics: an undefined member is omitted.
-      if (member !== undefined) vet(member, `${path}/${key}`, depth + 1, open);
-    }
+    return out;
   }
-  open.delete(value);
+  const out = Object.create(null) as Record<string, unknown>;
+  for (const key of Object.keys(v).sort()) {
+    if (ARRAY_INDEX_KEY.test(key)) throw NEEDS_SLOW_PATH;
+    const member: unknown = (v as Record<string, unknown>)[key];
+    // JSON.stringify semantics: an undefined member is omitted.
+    if (member === undefined) continue;
+    path.push(key);
+    if (!isWellFormed(key)) fail('lone surrogate in key', path);
+    out[key] = sortedCopy(member, depth + 1, path);
+    path.pop();
+  }
+  return out;
+}
+
+/** Slow path: writes the canonical text directly (any keys). */
+function write(v: unknown, depth: number, path: Path): string {
+  if (v === null) return 'null';
+  if (typeof v !== 'object') {
+    vetScalar(v, path);
+    return JSON.stringify(v);
+  }
+  vetObject(v, depth, path);
+  if (Array.isArray(v)) {
+    let out = '[';
+    for (let i = 0; i < v.length; i++) {
+      const item: unknown = v[i];
+      if (i > 0) out += ',';
+      path.push(i);
+      out += item === undefined ? 'null' : write(item, depth + 1, path);
+      path.pop();
+    }
+    return `${out}]`;
+  }
+  let out = '{';
+  for (const key of Object.keys(v).sort()) {
+    const member: unknown = (v as Record<string, unknown>)[key];
+    if (member === undefined) continue;
+    path.push(key);
+    if (!isWellFormed(key)) fail('lone surrogate in key', path);
+    if (out.length > 1) out += ',';
+    out += `${JSON.stringify(key)}:${write(member, depth + 1, path)}`;
+    path.pop();
+  }
+  return `${out}}`;
 }
 
 /** RFC 8785 canonical form of a JSON value; throws CanonicalJsonError on non-JSON input. */
 export function canonicalJson(value: unknown): string {
-  vet(value, '', 0, new Set());
-  return canonicalize(value) as string;
+  try {
+    return JSON.stringify(sortedCopy(value, 0, []));
+  } catch (err) {
+    if (err !== NEEDS_SLOW_PATH) throw err;
+    return write(value, 0, []);
+  }
 }
 
 /** Lower-case hex SHA-256 of the UTF-8 bytes of the canonical form. */

@@ -98,7 +98,7 @@ t.test('input that is not JSON data is refused with a path', async (t) => {
     [{ a: { b: () => 1 } }, '/a/b'],
     [{ a: [1, NaN] }, '/a/1'],
     ['\ud800', ''],
-    [{ '\udc00': 1 }, ''],
+    [{ '\udc00': 1 }, '/\udc00'],
     [{ s: 'x\ud800' }, '/s'],
     [new Date(0), ''],
     [{ m: new Map() }, '/m'],
@@ -123,6 +123,17 @@ t.test('input that is not JSON data is refused with a path', async (t) => {
   // shared (non-cyclic) references are fine
   const shared = { x: 1 };
   t.equal(canonicalJson({ a: shared, b: shared }), '{"a":{"x":1},"b":{"x":1}}');
+});
+
+t.test('index-like keys still sort by code units', async (t) => {
+  t.equal(
+    canonicalJson({ b: 1, 10: 'x', 9: 'y', 1: 'z', a: [{ 2: 0, 10: 1 }] }),
+    '{"1":"z","10":"x","9":"y","a":[{"10":1,"2":0}],"b":1}',
+  );
+  t.equal(canonicalJson({ '4294967295': 1, '01': 2, '-1': 3 }), '{"-1":3,"01":2,"4294967295":1}');
+  t.equal(canonicalJson({ x: { 0: undefined, 1: 1 } }), '{"x":{"1":1}}');
+  const err = t.throws(() => canonicalJson({ 1: { 2: NaN } })) as CanonicalJsonError;
+  t.equal(err.path, '/1/2');
 });
 
 t.test('JSON.stringify semantics for undefined members and slots', async (t) => {
@@ -177,9 +188,23 @@ t.test('properties of canonical JSON', async (t) => {
     ),
     { numRuns: 500 },
   );
-  // agrees with the canonicalize package on JSON data
+  // agrees with the canonicalize package on JSON data, including index-like keys
   fc.assert(
     fc.property(json, (v) => canonicalJson(v) === canonicalize(v)),
+    { numRuns: 500 },
+  );
+  const indexy = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      fc.jsonValue({ maxDepth: 1 }),
+      fc.array(tie('value'), { maxLength: 3 }),
+      fc.dictionary(fc.oneof(fc.nat(20).map(String), fc.string({ maxLength: 3 })), tie('value'), {
+        maxKeys: 6,
+      }),
+    ),
+  })).value;
+  fc.assert(
+    fc.property(indexy, (v) => canonicalJson(v) === canonicalize(v)),
     { numRuns: 500 },
   );
   // whitespace and member order of the text do not change the fingerprint
