@@ -1,0 +1,34 @@
+/**
+ * `svc conformance receiver`: the kit acts as a sender and grades the receiver at a URL,
+ * group by group, into one report.
+ */
+import {
+  buildReport,
+  type CheckResult,
+  type ConformanceReport,
+} from '../../shared/conformance-report/report.js';
+import { ReceiverRun, type ReceiverGradeOptions } from './context.js';
+import { dedupChecks, envelopeChecks, gateChecks, legacyHmacChecks } from './receiver-checks.js';
+import { signingVectorChecks } from './signing-checks.js';
+
+export type { ReceiverGradeOptions };
+
+export async function gradeReceiver(options: ReceiverGradeOptions): Promise<ConformanceReport> {
+  const startedAt = new Date().toISOString();
+  const run = new ReceiverRun(options);
+  const checks: CheckResult[] = [
+    ...(await signingVectorChecks(run)),
+    ...(await gateChecks(run)),
+    ...(await envelopeChecks(run)),
+    ...(await dedupChecks(run)),
+    ...(await legacyHmacChecks(run)),
+  ];
+  return buildReport({
+    graded: 'receiver',
+    target: options.target,
+    brand: options.profile.brand,
+    protocolVersion: options.protocolVersion,
+    startedAt,
+    checks,
+  });
+}
