@@ -113,10 +113,11 @@ t.test('reports and impairments are delivered, signed, in the shared sender sche
     );
     t.equal(v.keyid, h.key.kid, `${r.url} verifies`);
   }
+  type Body = Record<string, unknown> & { result: Record<string, unknown> };
   const byPath = (path: string) =>
     rx.received
       .filter((r) => r.url === `/hook${path}`)
-      .map((r) => JSON.parse(r.body.toString()) as Record<string, any>);
+      .map((r) => JSON.parse(r.body.toString()) as Body);
   const reports = byPath('/reports');
   t.same(reports.map((b) => [b.result.notification_type, b.result.sequence_number]).sort(), [
     ['final', 2],
