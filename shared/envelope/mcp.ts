@@ -48,7 +48,8 @@ export interface McpEnvelopeInput {
   idempotencyKey: string;
   operationId: string;
   taskId: string;
-  taskType: WebhookTaskType;
+  /** One of WEBHOOK_TASK_TYPES; checked at run time, so a plain string is accepted. */
+  taskType: WebhookTaskType | (string & {});
   status: TaskStatus;
   /** ISO 8601 time of first generation; frozen across retries. */
   timestamp: string;

@@ -181,6 +181,29 @@ t.test('MCP envelope: every required member missing, null or malformed', async (
   );
 });
 
+t.test('__proto__ members stay data', async (t) => {
+  const text =
+    '{"__proto__":{"notification_id":"bad id","result":{"evil":1},"idempotency_key":"x"},' +
+    '"operation_id":"o","task_id":"t","task_type":"create_media_buy","status":"completed",' +
+    '"timestamp":"2026-03-02T09:15:00Z"}';
+  // the key is not inherited: it is missing
+  t.equal(envelopeError(parseStrictJson(text)).id, 'missing_idempotency_key');
+  const withKey = text.replace(
+    '"operation_id"',
+    '"idempotency_key":"whk_0123456789abcdef","operation_id"',
+  );
+  const e = parseWebhookPayload(parseStrictJson(withKey));
+  t.equal(e.notificationId, null);
+  t.equal(e.result, null);
+  t.equal(({} as Obj).evil, undefined);
+  const a2a = parseWebhookPayload(
+    parseStrictJson(
+      '{"__proto__":{"artifacts":[{"parts":[{"kind":"data","data":{"x":1}}]}]},"id":"t","status":{"state":"completed"}}',
+    ),
+  );
+  t.equal(a2a.result, null, 'artifacts are not read through __proto__');
+});
+
 t.test('bodies that are not objects', async (t) => {
   for (const v of [null, [], [mcp()], 'x', 1, true]) {
     const err = envelopeError(v);
