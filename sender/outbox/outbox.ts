@@ -7,6 +7,7 @@
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
+import { Batcher } from './batcher.js';
 import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
 import type { DeliveryAuth, EventSink, OutboundEvent, WebhookChannel } from './types.js';
 
@@ -45,6 +46,14 @@ export type ClaimMiss =
   | { kind: 'not_due'; notBefore: number }
   | { kind: 'expired' };
 
+export interface SettleInput {
+  id: string;
+  state: OutboxState;
+  status: number | null;
+  error: string | null;
+  delayMs?: number;
+}
+
 export class OutboxError extends Error {
   constructor(message: string) {
     super(message);
@@ -58,6 +67,17 @@ export interface OutboxOptions {
   schema?: string;
   /** Advertised `delivery_retry_horizon_seconds`; default 24 h. */
   horizonSeconds?: number;
+}
+
+function checkEvent(e: OutboundEvent): void {
+  if (!IDEMPOTENCY_KEY_PATTERN.test(e.idempotencyKey)) {
+    throw new OutboxError(`idempotency key does not match ${IDEMPOTENCY_KEY_PATTERN}`);
+  }
+  try {
+    new URL(e.target.url);
+  } catch {
+    throw new OutboxError('target url is not a valid URL');
+  }
 }
 
 function originOf(url: string): string {
@@ -75,12 +95,18 @@ export class Outbox implements EventSink {
   readonly queue: DeliveryQueue;
   readonly schema: string;
   readonly horizonSeconds: number;
+  private readonly inserts: Batcher<OutboundEvent[], string[]>;
+  private readonly claims: Batcher<string, ClaimedEvent | null>;
+  private readonly settles: Batcher<SettleInput, number | null>;
 
   constructor(options: OutboxOptions) {
     this.pool = options.pool;
     this.queue = options.queue;
     this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
+    this.inserts = new Batcher((groups) => this.insertGroups(groups), 200);
+    this.claims = new Batcher((ids) => this.claimMany(ids), 500);
+    this.settles = new Batcher((items) => this.settleMany(items), 500);
   }
 
   /**
@@ -92,6 +118,31 @@ export class Outbox implements EventSink {
    */
   async enqueue(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
     if (events.length === 0) return [];
+    for (const e of events) checkEvent(e);
+    if (!client) return this.inserts.submit(events);
+    return this.insertAndDispatch(events, client);
+  }
+
+  /** Concurrent enqueue calls share one INSERT (one commit) and one addBulk. */
+  private async insertGroups(groups: OutboundEvent[][]): Promise<string[][]> {
+    let ids: string[];
+    try {
+      ids = await this.insertAndDispatch(groups.flat());
+    } catch (err) {
+      if (groups.length === 1) throw err;
+      // One caller's bad row (a reused key) must not fail the others: go one by one.
+      return Promise.all(groups.map((g) => this.insertAndDispatch(g)));
+    }
+    const out: string[][] = [];
+    let at = 0;
+    for (const g of groups) {
+      out.push(ids.slice(at, at + g.length));
+      at += g.length;
+    }
+    return out;
+  }
+
+  private async insertAndDispatch(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
     const cols = {
       key: [] as string[],
       body: [] as Buffer[],
@@ -109,16 +160,7 @@ export class Outbox implements EventSink {
     };
     const origins: string[] = [];
     for (const e of events) {
-      if (!IDEMPOTENCY_KEY_PATTERN.test(e.idempotencyKey)) {
-        throw new OutboxError(`idempotency key does not match ${IDEMPOTENCY_KEY_PATTERN}`);
-      }
-      let origin: string;
-      try {
-        origin = originOf(e.target.url);
-      } catch {
-        throw new OutboxError('target url is not a valid URL');
-      }
-      origins.push(origin);
+      origins.push(originOf(e.target.url));
       cols.key.push(e.idempotencyKey);
       // Serialised once, here: these bytes are what every attempt sends and signs.
       cols.body.push(Buffer.from(JSON.stringify(e.payload), 'utf8'));
@@ -176,41 +218,8 @@ export class Outbox implements EventSink {
 
   /** Takes the row for one attempt: counts it and starts the horizon clock. */
   async claim(id: string): Promise<ClaimedEvent | ClaimMiss> {
-    const { rows } = await this.pool.query(
-      `UPDATE ${this.schema}.outbox
-          SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now())
-        WHERE id = $1 AND state = 'pending'
-          AND next_attempt_at <= now() + interval '50 milliseconds'
-          AND (first_attempt_at IS NULL
-               OR first_attempt_at + horizon_seconds * interval '1 second' > now())
-        RETURNING id::text, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
-          notification_type, notification_id, media_buy_id, principal_id, subscriber_id,
-          sequence_number, attempts, horizon_seconds,
-          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
-          (extract(epoch from now()) * 1000)::float8 AS now_ms`,
-      [id],
-    );
-    const r = rows[0];
-    if (r) {
-      return {
-        id: r.id,
-        idempotencyKey: r.idempotency_key,
-        body: r.body,
-        url: r.target_url,
-        auth: authOf(r.auth_mode, r.auth_secret),
-        channel: r.channel,
-        notificationType: r.notification_type,
-        notificationId: r.notification_id,
-        mediaBuyId: r.media_buy_id,
-        principalId: r.principal_id,
-        subscriberId: r.subscriber_id,
-        sequenceNumber: r.sequence_number,
-        attempt: r.attempts,
-        firstAttemptAt: r.first_ms,
-        horizonSeconds: r.horizon_seconds,
-        dbNow: r.now_ms,
-      };
-    }
+    const claimed = await this.claims.submit(id);
+    if (claimed) return claimed;
     const probe = await this.pool.query(
       `SELECT state, (extract(epoch from next_attempt_at) * 1000)::float8 AS next_ms,
               (first_attempt_at IS NOT NULL
@@ -228,25 +237,76 @@ export class Outbox implements EventSink {
     return { kind: 'not_due', notBefore: p.next_ms };
   }
 
+  /** Claims of concurrent jobs in one UPDATE; a row not claimable comes back null. */
+  private async claimMany(ids: string[]): Promise<Array<ClaimedEvent | null>> {
+    const { rows } = await this.pool.query(
+      `UPDATE ${this.schema}.outbox
+          SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now())
+        WHERE id = ANY($1::bigint[]) AND state = 'pending'
+          AND next_attempt_at <= now() + interval '50 milliseconds'
+          AND (first_attempt_at IS NULL
+               OR first_attempt_at + horizon_seconds * interval '1 second' > now())
+        RETURNING id::text, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
+          notification_type, notification_id, media_buy_id, principal_id, subscriber_id,
+          sequence_number, attempts, horizon_seconds,
+          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
+          (extract(epoch from now()) * 1000)::float8 AS now_ms`,
+      [ids],
+    );
+    const byId = new Map<string, ClaimedEvent>();
+    for (const r of rows) {
+      byId.set(r.id, {
+        id: r.id,
+        idempotencyKey: r.idempotency_key,
+        body: r.body,
+        url: r.target_url,
+        auth: authOf(r.auth_mode, r.auth_secret),
+        channel: r.channel,
+        notificationType: r.notification_type,
+        notificationId: r.notification_id,
+        mediaBuyId: r.media_buy_id,
+        principalId: r.principal_id,
+        subscriberId: r.subscriber_id,
+        sequenceNumber: r.sequence_number,
+        attempt: r.attempts,
+        firstAttemptAt: r.first_ms,
+        horizonSeconds: r.horizon_seconds,
+        dbNow: r.now_ms,
+      });
+    }
+    return ids.map((id) => byId.get(id) ?? null);
+  }
+
   /**
    * Records an attempt's outcome. For `pending` the next attempt is `delayMs` from now
    * (database clock); resolves to that time in Unix ms.
    */
-  async settle(
-    id: string,
-    outcome: { state: OutboxState; status: number | null; error: string | null; delayMs?: number },
-  ): Promise<number | null> {
+  settle(id: string, outcome: Omit<SettleInput, 'id'>): Promise<number | null> {
+    return this.settles.submit({ id, ...outcome });
+  }
+
+  private async settleMany(items: SettleInput[]): Promise<Array<number | null>> {
     const { rows } = await this.pool.query(
-      `UPDATE ${this.schema}.outbox
-          SET state = $2, last_status = $3, last_error = $4,
-              completed_at = CASE WHEN $2 = 'pending' THEN NULL ELSE now() END,
-              next_attempt_at = CASE WHEN $2 = 'pending'
-                THEN now() + $5::int * interval '1 millisecond' ELSE next_attempt_at END
-        WHERE id = $1 AND state = 'pending'
-        RETURNING (extract(epoch from next_attempt_at) * 1000)::float8 AS next_ms`,
-      [id, outcome.state, outcome.status, outcome.error, Math.round(outcome.delayMs ?? 0)],
+      `UPDATE ${this.schema}.outbox o
+          SET state = v.state, last_status = v.status, last_error = v.error,
+              completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
+              next_attempt_at = CASE WHEN v.state = 'pending'
+                THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
+         FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[])
+              AS v(id, state, status, error, delay)
+        WHERE o.id = v.id AND o.state = 'pending'
+        RETURNING o.id::text AS id,
+          (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms`,
+      [
+        items.map((i) => i.id),
+        items.map((i) => i.state),
+        items.map((i) => i.status),
+        items.map((i) => i.error),
+        items.map((i) => Math.round(i.delayMs ?? 0)),
+      ],
     );
-    return rows[0]?.next_ms ?? null;
+    const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));
+    return items.map((i) => byId.get(i.id) ?? null);
   }
 
   /**

@@ -1,0 +1,43 @@
+/**
+ * The bench's receiver, in its own process: answers 200 to every POST and records the
+ * enqueue-to-receipt latency from the `context.bench_t0` the sender echoes.
+ * GET /stats returns { count, latencies } (ms); GET /reset clears them.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+let count = 0;
+let latencies: number[] = [];
+const now = () => performance.timeOrigin + performance.now();
+
+const server = createServer((req, res) => {
+  if (req.method === 'GET') {
+    if (req.url === '/reset') {
+      count = 0;
+      latencies = [];
+      res.end('{}');
+      return;
+    }
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ count, latencies }));
+    return;
+  }
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    count++;
+    try {
+      const t0 = JSON.parse(Buffer.concat(chunks).toString()).context?.bench_t0;
+      if (typeof t0 === 'number') latencies.push(now() - t0);
+    } catch {
+      // not a bench payload
+    }
+    res.writeHead(200, { 'content-length': '0' });
+    res.end();
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));

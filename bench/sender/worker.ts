@@ -1,0 +1,32 @@
+/** A bench delivery worker process; configuration from env (BENCH_*). */
+import { brandProfile } from '../../shared/brand.js';
+import { createPool } from '../../shared/infra/pg.js';
+import { createRedis } from '../../shared/infra/redis.js';
+import { importSigningKey } from '../../shared/signing/keys.js';
+import { ActivityLog } from '../../sender/activity/activity-log.js';
+import { DeliveryQueue } from '../../sender/delivery/queue.js';
+import { DeliveryWorker } from '../../sender/delivery/worker.js';
+import { Outbox } from '../../sender/outbox/outbox.js';
+
+const env = process.env;
+const pool = createPool({ connectionString: env.BENCH_DATABASE_URL!, max: 16 });
+const queue = new DeliveryQueue({ connection: createRedis(env.BENCH_REDIS_URL!), prefix: env.BENCH_PREFIX! });
+const schema = env.BENCH_SCHEMA!;
+const outbox = new Outbox({ pool, queue, schema });
+const key = await importSigningKey(JSON.parse(env.BENCH_KEY!));
+const worker = new DeliveryWorker({
+  outbox,
+  signer: { key, profile: brandProfile('svc') },
+  connection: createRedis(env.BENCH_REDIS_URL!),
+  prefix: env.BENCH_PREFIX!,
+  allowHosts: ['127.0.0.1'],
+  concurrency: Number(env.BENCH_CONCURRENCY ?? 128),
+  perOriginConcurrency: Number(env.BENCH_CONCURRENCY ?? 128),
+  activity: new ActivityLog({ pool, schema }),
+  reconcileEveryMs: 0,
+  purgeEveryMs: 0,
+});
+process.stdout.write('ready\n');
+process.on('SIGTERM', () => {
+  void worker.close().then(() => process.exit(0));
+});
