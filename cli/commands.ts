@@ -2,10 +2,15 @@
 import type { Command } from 'commander';
 import { registerReceiverCommand } from '../receiver/sidecar/command.js';
 import { registerSenderCommands } from '../sender/cli/commands.js';
+import { registerReceiverConformanceCommand } from '../sender/conformance/command.js';
 
 export function registerCommands(program: Command): void {
   registerReceiverCommand(program);
   registerSenderCommands(program);
+  const conformance = program
+    .command('conformance')
+    .description("Grade someone else's webhook receiver or sender, check by check");
+  registerReceiverConformanceCommand(conformance);
   program
     .command('start')
     .description('Start the service with embedded defaults')

@@ -1,0 +1,201 @@
+/**
+ * `svc conformance receiver <url>`: act as a sender and grade the receiver at <url>.
+ * Exit 0 when every applicable check passed, 1 otherwise, 2 on a usage error.
+ */
+import { createInterface } from 'node:readline/promises';
+import { Option, type Command } from 'commander';
+import { brandProfile, DEFAULT_BRAND, isBrand } from '../../shared/brand.js';
+import { emitReport } from '../../shared/conformance-report/output.js';
+import type { SigningKey } from '../../shared/signing/keys.js';
+import { gradeReceiver } from './grade-receiver.js';
+import { VectorLoadError } from './vectors.js';
+import {
+  generateTesterKeys,
+  readKeyFile,
+  saveKeyFile,
+  TesterKeyError,
+  testerJwks,
+} from './tester-keys.js';
+
+export interface ReceiverCommandFlags {
+  brand?: string;
+  key?: string[];
+  saveKey?: string;
+  printJwks?: boolean;
+  protocolVersion?: string;
+  hmacSecret?: string;
+  hmacPath?: string;
+  countUrl?: string;
+  harnessUrl?: string;
+  wrongPurposeKey?: string;
+  signOnlyKey?: string;
+  trustVectorKeys?: boolean;
+  vectors?: string;
+  json?: boolean;
+  junit?: string;
+  timeout?: string;
+  /** Skip the "press Enter once installed" pause after generating keys. */
+  yes?: boolean;
+}
+
+export class UsageError extends Error {}
+
+function checkUrl(value: string, flag: string): string {
+  try {
+    const u = new URL(value);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return value;
+  } catch {
+    // fall through
+  }
+  throw new UsageError(`${flag} "${value}" is not an http(s) URL`);
+}
+
+async function single(path: string | undefined, flag: string): Promise<SigningKey | undefined> {
+  if (!path) return undefined;
+  const keys = await readKeyFile(path);
+  if (keys.length !== 1) throw new UsageError(`${flag} takes a file with exactly one key`);
+  return keys[0];
+}
+
+export interface CommandIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** Waits for the tester to install the keys (interactive runs only). */
+  confirm?: (prompt: string) => Promise<void>;
+}
+
+const defaultIo: CommandIo = {
+  out: (s) => process.stdout.write(s),
+  err: (s) => process.stderr.write(s),
+  confirm: process.stdin.isTTY
+    ? async (prompt) => {
+        const rl = createInterface({ input: process.stdin, output: process.stderr });
+        await rl.question(prompt);
+        rl.close();
+      }
+    : undefined,
+};
+
+/** Runs the command; returns the exit code. */
+export async function runReceiverConformance(
+  url: string,
+  flags: ReceiverCommandFlags,
+  io: CommandIo = defaultIo,
+): Promise<number> {
+  const brand = flags.brand ?? process.env.SVC_BRAND ?? DEFAULT_BRAND;
+  if (!isBrand(brand)) throw new UsageError(`--brand must be svc or adcp, not "${brand}"`);
+  const profile = brandProfile(brand);
+  const version = flags.protocolVersion ?? '3.2';
+  if (version !== '3.1' && version !== '3.2')
+    throw new UsageError('--protocol-version is 3.1 or 3.2');
+  if ((flags.hmacSecret === undefined) !== (flags.hmacPath === undefined)) {
+    throw new UsageError('--hmac-secret and --hmac-path go together');
+  }
+  if (flags.hmacPath !== undefined && !flags.hmacPath.startsWith('/')) {
+    throw new UsageError('--hmac-path is a path on the target origin, starting with "/"');
+  }
+  const timeoutMs = flags.timeout === undefined ? 10_000 : Number(flags.timeout);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 300_000) {
+    throw new UsageError('--timeout is milliseconds, 100-300000');
+  }
+
+  let keys: SigningKey[] = [];
+  for (const file of flags.key ?? []) keys.push(...(await readKeyFile(file)));
+  const generated = keys.length === 0;
+  if (generated) {
+    const g = await generateTesterKeys();
+    keys = g.keys;
+    if (flags.saveKey) await saveKeyFile(flags.saveKey, g.privateJwks);
+  }
+  const jwks = `${JSON.stringify(testerJwks(keys, profile), null, 2)}\n`;
+  if (flags.printJwks) {
+    io.out(jwks);
+    if (generated && !flags.saveKey) {
+      io.err('note: the private keys were not saved; pass --save-key FILE to keep them\n');
+    }
+    return 0;
+  }
+  if (!url) throw new UsageError('the receiver URL is required');
+  checkUrl(url, 'the receiver URL');
+  if (generated) {
+    io.err(
+      `Generated tester keys. The receiver must trust this JWKS (request-signing purpose):\n${jwks}` +
+        (flags.saveKey ? `Private keys saved to ${flags.saveKey} (reuse with --key).\n` : ''),
+    );
+    if (io.confirm && !flags.yes) await io.confirm('Press Enter once the receiver trusts it... ');
+  }
+
+  const report = await gradeReceiver({
+    target: url,
+    profile,
+    protocolVersion: version,
+    keys,
+    wrongPurposeKey: await single(flags.wrongPurposeKey, '--wrong-purpose-key'),
+    signOnlyKey: await single(flags.signOnlyKey, '--sign-only-key'),
+    trustVectorKeys: flags.trustVectorKeys ?? false,
+    vectorsDir: flags.vectors,
+    hmac: flags.hmacSecret ? { secret: flags.hmacSecret, path: flags.hmacPath! } : undefined,
+    countUrl: flags.countUrl ? checkUrl(flags.countUrl, '--count-url') : undefined,
+    harnessUrl: flags.harnessUrl ? checkUrl(flags.harnessUrl, '--harness-url') : undefined,
+    timeoutMs,
+  });
+  return emitReport(report, { json: flags.json, junit: flags.junit, write: io.out });
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+export function registerReceiverConformanceCommand(conformance: Command): void {
+  conformance
+    .command('receiver')
+    .description('Act as a sender and grade the webhook receiver at <url>')
+    .argument('[url]', "the receiver's webhook URL (as a sender would be given it)")
+    .addOption(
+      new Option('--brand <brand>', 'protocol brand word (env SVC_BRAND)').choices(['svc', 'adcp']),
+    )
+    .option(
+      '--key <file>',
+      'private JWK (or {"keys": [...]}) the receiver trusts; repeatable',
+      collect,
+    )
+    .option('--save-key <file>', 'where to keep generated private keys')
+    .option('--print-jwks', 'print the public JWKS of the tester keys and exit')
+    .addOption(
+      new Option('--protocol-version <version>', 'duplicate semantics to grade')
+        .choices(['3.1', '3.2'])
+        .default('3.2'),
+    )
+    .option('--hmac-secret <secret>', 'secret of a legacy HMAC-SHA256 registration on the receiver')
+    .option('--hmac-path <path>', 'path (on the target origin) registered for legacy HMAC')
+    .option('--count-url <url>', 'GET URL of the receiver\'s dispatch count ({"count": n})')
+    .option('--harness-url <url>', 'POST URL installing vector state (017-019); see the README')
+    .option(
+      '--wrong-purpose-key <file>',
+      'private JWK the receiver publishes with a non-webhook purpose (008)',
+    )
+    .option(
+      '--sign-only-key <file>',
+      'private JWK the receiver publishes with key_ops ["sign"] (020)',
+    )
+    .option('--trust-vector-keys', "the receiver trusts the vectors' public test keys (keys.json)")
+    .option('--vectors <dir>', 'folder of the signing vectors (default ../shared/conformance)')
+    .option('--json', 'print the report as JSON')
+    .option('--junit <file>', 'also write a JUnit XML report')
+    .option('--timeout <ms>', 'per request', '10000')
+    .option('-y, --yes', 'do not pause after generating keys')
+    .action(async (url: string | undefined, flags: ReceiverCommandFlags) => {
+      try {
+        process.exitCode = await runReceiverConformance(url ?? '', flags);
+      } catch (err) {
+        if (
+          err instanceof UsageError ||
+          err instanceof TesterKeyError ||
+          err instanceof VectorLoadError
+        ) {
+          process.stderr.write(`svc conformance receiver: ${err.message}\n`);
+          process.exitCode = 2;
+          return;
+        }
+        throw err;
+      }
+    });
+}

@@ -1,0 +1,61 @@
+/**
+ * The tester's signing keys: read from a JWK file (one private JWK, or `{"keys": [...]}`),
+ * or generated for the run (one Ed25519 and one ES256, so both algorithms get graded),
+ * and the public JWKS the receiver under test must trust.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import type { BrandProfile } from '../../shared/brand.js';
+import {
+  generateSigningKey,
+  importSigningKey,
+  publishedJwk,
+  type JWK,
+  type SigningKey,
+} from '../../shared/signing/keys.js';
+
+export class TesterKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TesterKeyError';
+  }
+}
+
+export async function readKeyFile(path: string): Promise<SigningKey[]> {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(await readFile(path, 'utf8'));
+  } catch (err) {
+    throw new TesterKeyError(`${path}: ${(err as Error).message}`);
+  }
+  const list =
+    typeof doc === 'object' && doc !== null && Array.isArray((doc as { keys?: unknown }).keys)
+      ? ((doc as { keys: unknown[] }).keys as JWK[])
+      : [doc as JWK];
+  if (list.length === 0) throw new TesterKeyError(`${path}: no keys`);
+  try {
+    return await Promise.all(list.map((jwk) => importSigningKey(jwk)));
+  } catch (err) {
+    throw new TesterKeyError(`${path}: ${(err as Error).message}`);
+  }
+}
+
+export interface GeneratedKeys {
+  keys: SigningKey[];
+  privateJwks: JWK[];
+}
+
+export async function generateTesterKeys(): Promise<GeneratedKeys> {
+  const stamp = Date.now().toString(36);
+  const ed = await generateSigningKey('ed25519', `conformance-ed25519-${stamp}`);
+  const es = await generateSigningKey('ecdsa-p256-sha256', `conformance-es256-${stamp}`);
+  return { keys: [ed.key, es.key], privateJwks: [ed.privateJwk, es.privateJwk] };
+}
+
+export async function saveKeyFile(path: string, privateJwks: JWK[]): Promise<void> {
+  await writeFile(path, `${JSON.stringify({ keys: privateJwks }, null, 2)}\n`, { mode: 0o600 });
+}
+
+/** The JWKS a receiver installs to trust the tester (request-signing purpose). */
+export function testerJwks(keys: SigningKey[], profile: BrandProfile): { keys: JWK[] } {
+  return { keys: keys.map((k) => publishedJwk(k, profile)) };
+}
