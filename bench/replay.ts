@@ -33,10 +33,14 @@ export async function run(): Promise<void> {
   const schema = `bench_replay_${randomBytes(4).toString('hex')}`;
   const pool = createPool({ connectionString: url, max: 32, applicationName: 'bench-replay' });
   try {
-    const store = new PgReplayStore(pool, { schema, perKeyidCap: 10_000_000 });
-    await store.migrate();
+    await new PgReplayStore(pool, { schema }).migrate();
     const out: string[] = [];
-    for (const keyids of [1, 8]) {
+    for (const [keyids, asyncCommit] of [
+      [1, false],
+      [8, false],
+      [8, true],
+    ] as const) {
+      const store = new PgReplayStore(pool, { schema, perKeyidCap: 10_000_000, asyncCommit });
       for (const concurrency of [8, 16, 32]) {
         const tag = randomBytes(3).toString('hex');
         const ins = await drive(concurrency, (i) =>
@@ -50,7 +54,8 @@ export async function run(): Promise<void> {
           if ((await store.insert(kid, nonce, 360)) !== 'inserted') throw new Error('not inserted');
         });
         out.push(
-          `keyids=${keyids} concurrency=${String(concurrency).padStart(2)}  ` +
+          `keyids=${keyids}${asyncCommit ? ' asyncCommit' : ''} ` +
+            `concurrency=${String(concurrency).padStart(2)}  ` +
             `insert ${ins.perSecond.toFixed(0).padStart(6)}/s (${ins.ops})  ` +
             `atCap+seen+insert ${seq.perSecond.toFixed(0).padStart(6)}/s (${seq.ops})`,
         );

@@ -11,8 +11,12 @@
  *
  * Insert is one statement, one round trip: read the counters, insert the nonce if under
  * both caps (a live duplicate is a conflict; an expired one is replaced in place), bump a
- * shard counter only for a new row. The cap check reads a snapshot, so N inserts racing at
- * the cap may overshoot it by at most N-1 entries: the cap bounds memory, it is not a quota.
+ * shard counter only for a new row. Concurrent calls are coalesced (MicroBatcher) into one
+ * such statement over arrays, so one commit serves many verified events; the caps are
+ * applied per row in arrival order inside a batch (exact), and across batches against a
+ * snapshot, so K batches racing at the cap may overshoot it by at most K-1 batches: the cap
+ * bounds storage, it is not a quota. Same-nonce inserts racing in one batch or across
+ * batches: exactly one 'inserted' (the primary key decides).
  * Expired rows are ignored by every read and removed by `purgeExpired()`, which also lowers
  * the counters in the same transaction; until then they count toward the cap (and `atCap`
  * purges a capped keyid's expired rows before answering).
@@ -25,6 +29,13 @@
  */
 import { randomInt } from 'node:crypto';
 import { assertSchemaName, migrate, type Migration, type Pool } from '../../shared/infra/pg.js';
+import { MicroBatcher } from './micro-batcher.js';
+
+interface Pending {
+  keyid: string;
+  nonce: string;
+  ttl: number;
+}
 
 export const DEFAULT_PER_KEYID_CAP = 100_000;
 export const DEFAULT_AGGREGATE_CAP = 10_000_000;
@@ -72,6 +83,12 @@ export interface PgReplayStoreOptions {
   atCapCacheMs?: number;
   /** Test seam: the time (ms since epoch) used instead of the database's `now()`. */
   clock?: () => number;
+  /**
+   * Commit nonce inserts with `synchronous_commit = off` (default false). Faster (no WAL
+   * flush wait), but a PostgreSQL crash (not a receiver crash) may forget the nonces of
+   * the last ~0.6 s; the idempotency store still deduplicates those events.
+   */
+  asyncCommit?: boolean;
 }
 
 export type InsertOutcome = 'inserted' | 'replayed' | 'cap';
@@ -83,11 +100,14 @@ export class PgReplayStore {
   readonly minTtlSeconds: number;
   private readonly atCapCacheMs: number;
   private readonly clock: (() => number) | undefined;
+  private readonly asyncCommit: boolean;
   private readonly countCache = new Map<string, number>();
   private readonly lastCapPurge = new Map<string, number>();
   private purgeTimer: NodeJS.Timeout | null = null;
   private purging: Promise<number> | null = null;
-  private readonly sql: { insert: string; counts: string; seen: string; live: string };
+  private readonly sql: { insert: string; counts: string; seen: string };
+  private readonly insertBatcher: MicroBatcher<Pending, InsertOutcome>;
+  private readonly seenBatcher: MicroBatcher<{ keyid: string; nonce: string }, boolean>;
 
   constructor(
     private readonly pool: Pool,
@@ -99,34 +119,66 @@ export class PgReplayStore {
     this.minTtlSeconds = opts.minTtlSeconds ?? DEFAULT_MIN_TTL_SECONDS;
     this.atCapCacheMs = opts.atCapCacheMs ?? 1000;
     this.clock = opts.clock;
+    this.asyncCommit = opts.asyncCommit ?? false;
     const s = this.schema;
-    const now = 'coalesce($3::timestamptz, now())';
+    const now = 'coalesce($4::timestamptz, now())';
     this.sql = {
-      // $1 keyid, $2 nonce, $3 now|null, $4 ttl s, $5 shard, $6 per-keyid cap, $7 aggregate cap
+      // $1 keyids, $2 nonces, $3 ttls (s), $4 now|null, $5 shard, $6 per-keyid cap, $7 aggregate cap
       insert: `
-        WITH lim AS (
-          SELECT (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts WHERE keyid = $1) < $6
-             AND (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts) < $7 AS under_cap
+        WITH input AS (
+          SELECT keyid, nonce, ttl, ord
+          FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS t(keyid, nonce, ttl, ord)
+        ), first AS (
+          SELECT DISTINCT ON (keyid, nonce) keyid, nonce, ttl, ord,
+                 EXISTS (SELECT 1 FROM ${s}.replay_nonces r
+                         WHERE r.keyid = input.keyid AND r.nonce = input.nonce
+                           AND r.expires_at > ${now}) AS live
+          FROM input ORDER BY keyid, nonce, ord
+        ), cur AS (
+          SELECT keyid, sum(n) AS n FROM ${s}.replay_counts WHERE keyid = ANY ($1::text[]) GROUP BY keyid
+        ), total AS (
+          SELECT coalesce(sum(n), 0) AS n FROM ${s}.replay_counts
+        ), admitted AS (
+          SELECT keyid, nonce, ttl, ord FROM (
+            SELECT f.keyid, f.nonce, f.ttl, f.ord,
+                   coalesce(cur.n, 0) + row_number() OVER (PARTITION BY f.keyid ORDER BY f.ord) AS key_after,
+                   (SELECT n FROM total) + row_number() OVER (ORDER BY f.ord) AS all_after
+            FROM first f LEFT JOIN cur ON cur.keyid = f.keyid
+            WHERE NOT f.live -- replays take no room, so they do not count toward the cap
+          ) ranked
+          WHERE key_after <= $6 AND all_after <= $7
         ), ins AS (
           INSERT INTO ${s}.replay_nonces AS r (keyid, nonce, expires_at, shard)
-          SELECT $1, $2, ${now} + make_interval(secs => $4), $5 FROM lim WHERE lim.under_cap
+          SELECT keyid, nonce, ${now} + make_interval(secs => ttl), $5 FROM admitted
+          ORDER BY keyid, nonce
           ON CONFLICT (keyid, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at
             WHERE r.expires_at <= ${now}
-          RETURNING (xmax = 0) AS fresh
+          RETURNING r.keyid, r.nonce, (r.xmax = 0) AS fresh
         ), bump AS (
           INSERT INTO ${s}.replay_counts AS c (keyid, shard, n)
-          SELECT $1, $5, 1 FROM ins WHERE fresh
-          ON CONFLICT (keyid, shard) DO UPDATE SET n = c.n + 1
+          SELECT keyid, $5, count(*) FROM ins WHERE fresh GROUP BY keyid ORDER BY keyid
+          ON CONFLICT (keyid, shard) DO UPDATE SET n = c.n + EXCLUDED.n
           RETURNING 1
         )
-        SELECT (SELECT count(*) FROM ins)::int AS inserted,
-               (SELECT count(*) FROM bump)::int AS bumped,
-               (SELECT under_cap FROM lim) AS under_cap`,
+        SELECT (ins.nonce IS NOT NULL AND f.ord = i.ord) AS inserted,
+               (a.ord IS NOT NULL OR f.live) AS admitted,
+               (SELECT count(*) FROM bump) AS bumped
+        FROM input i
+        JOIN first f ON f.keyid = i.keyid AND f.nonce = i.nonce
+        LEFT JOIN ins ON ins.keyid = i.keyid AND ins.nonce = i.nonce
+        LEFT JOIN admitted a ON a.keyid = i.keyid AND a.nonce = i.nonce
+        ORDER BY i.ord`,
       counts: `SELECT (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts WHERE keyid = $1)::bigint AS key_n,
                       (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts)::bigint AS all_n`,
-      seen: `SELECT 1 FROM ${s}.replay_nonces WHERE keyid = $1 AND nonce = $2 AND expires_at > coalesce($3::timestamptz, now())`,
-      live: `SELECT 1 FROM ${s}.replay_nonces WHERE keyid = $1 AND nonce = $2 AND expires_at > coalesce($3::timestamptz, now())`,
+      // $1 keyids, $2 nonces, $3 now|null: the ordinals of the live ones
+      seen: `
+        SELECT t.ord::int AS ord
+        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(keyid, nonce, ord)
+        JOIN ${s}.replay_nonces r ON r.keyid = t.keyid AND r.nonce = t.nonce
+        WHERE r.expires_at > coalesce($3::timestamptz, now())`,
     };
+    this.insertBatcher = new MicroBatcher((items) => this.insertBatch(items));
+    this.seenBatcher = new MicroBatcher((items) => this.seenBatch(items));
   }
 
   /** Creates the tables (idempotent; serialised by `migrate`'s advisory lock). */
@@ -170,29 +222,86 @@ export class PgReplayStore {
   }
 
   /** Step 12: a live entry for (keyid, nonce)? Expired entries do not count. */
-  async seen(keyid: string, nonce: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query(this.sql.seen, [keyid, nonce, this.nowParam()]);
-    return (rowCount ?? 0) > 0;
+  seen(keyid: string, nonce: string): Promise<boolean> {
+    return this.seenBatcher.push({ keyid, nonce });
   }
 
   /** Step 13: atomic with the cap check; a live duplicate is 'replayed' even at the cap. */
-  async insert(keyid: string, nonce: string, ttlSeconds: number): Promise<InsertOutcome> {
+  insert(keyid: string, nonce: string, ttlSeconds: number): Promise<InsertOutcome> {
     const ttl = Math.min(
       Math.max(Math.ceil(Number.isFinite(ttlSeconds) ? ttlSeconds : 0), this.minTtlSeconds),
       MAX_TTL_SECONDS,
     );
+    return this.insertBatcher.push({ keyid, nonce, ttl });
+  }
+
+  private async seenBatch(items: Array<{ keyid: string; nonce: string }>): Promise<boolean[]> {
+    const { rows } = await this.pool.query<{ ord: number }>(this.sql.seen, [
+      items.map((i) => i.keyid),
+      items.map((i) => i.nonce),
+      this.nowParam(),
+    ]);
+    const live = new Set(rows.map((r) => r.ord));
+    return items.map((_, i) => live.has(i + 1));
+  }
+
+  private async runInsert(
+    params: unknown[],
+  ): Promise<{ rows: Array<{ inserted: boolean; admitted: boolean }> }> {
+    if (!this.asyncCommit) return this.pool.query(this.sql.insert, params);
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN; SET LOCAL synchronous_commit = off');
+      const res = await client.query<{ inserted: boolean; admitted: boolean }>(
+        this.sql.insert,
+        params,
+      );
+      await client.query('COMMIT');
+      return res;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async insertBatch(items: Pending[]): Promise<InsertOutcome[]> {
     const now = this.nowParam();
-    const { rows } = await this.pool.query<{ inserted: number; under_cap: boolean }>(
-      this.sql.insert,
-      [keyid, nonce, now, ttl, randomInt(SHARDS), this.perKeyidCap, this.aggregateCap],
+    const params = [
+      items.map((i) => i.keyid),
+      items.map((i) => i.nonce),
+      items.map((i) => i.ttl),
+      now,
+      randomInt(SHARDS),
+      this.perKeyidCap,
+      this.aggregateCap,
+    ];
+    let rows: Array<{ inserted: boolean; admitted: boolean }>;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        ({ rows } = await this.runInsert(params));
+        break;
+      } catch (err) {
+        // Two batches (or a batch and a purge) can lock the same rows in different orders;
+        // PostgreSQL aborts one of them, which is then simply run again.
+        if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
+      }
+    }
+    const out: InsertOutcome[] = rows.map((r) =>
+      r.inserted ? 'inserted' : r.admitted ? 'replayed' : 'cap',
     );
-    const row = rows[0]!;
-    if (row.inserted === 1) return 'inserted';
-    if (row.under_cap) return 'replayed';
-    // Over the cap: a nonce already present still reads as a replay (the SDK's precedence).
-    const live = await this.pool.query(this.sql.live, [keyid, nonce, now]);
-    this.countCache.delete(keyid);
-    return (live.rowCount ?? 0) > 0 ? 'replayed' : 'cap';
+    const capped = items.filter((_, i) => out[i] === 'cap');
+    if (capped.length > 0) {
+      // Over the cap: a nonce already present still reads as a replay (the SDK's precedence).
+      for (const c of capped) this.countCache.delete(c.keyid);
+      const live = await this.seenBatch(capped);
+      let j = 0;
+      out.forEach((o, i) => {
+        if (o === 'cap' && live[j++]) out[i] = 'replayed';
+      });
+    }
+    return out;
   }
 
   /**

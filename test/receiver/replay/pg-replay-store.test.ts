@@ -198,3 +198,29 @@ t.test('concurrent purgers do not double-count', async (t) => {
   );
   t.equal(rows[0].n, 1, 'only the live entry is counted');
 });
+
+t.test('asyncCommit mode keeps the same outcomes', async (t) => {
+  const { s } = await store(t, { asyncCommit: true, perKeyidCap: 3, atCapCacheMs: 0 });
+  const results = await Promise.all(Array.from({ length: 10 }, () => s.insert('ka', 'same', 300)));
+  t.equal(results.filter((r) => r === 'inserted').length, 1);
+  t.equal(await s.seen('ka', 'same'), true);
+  t.equal(await s.insert('ka', 'b', 300), 'inserted');
+  t.equal(await s.insert('ka', 'c', 300), 'inserted');
+  t.equal(await s.insert('ka', 'd', 300), 'cap');
+});
+
+t.test('one batch mixing new, duplicate, replayed and capped nonces', async (t) => {
+  const { s } = await store(t, { perKeyidCap: 3, atCapCacheMs: 0 });
+  await s.insert('km', 'old', 300);
+  const results = await Promise.all([
+    s.insert('km', 'a', 300),
+    s.insert('km', 'a', 300),
+    s.insert('km', 'old', 300),
+    s.insert('km', 'b', 300),
+    s.insert('km', 'c', 300),
+    s.insert('other', 'a', 300),
+  ]);
+  t.same(results, ['inserted', 'replayed', 'replayed', 'inserted', 'cap', 'inserted']);
+  const seen = await Promise.all([s.seen('km', 'a'), s.seen('km', 'c'), s.seen('other', 'a')]);
+  t.same(seen, [true, false, true]);
+});
