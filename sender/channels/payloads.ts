@@ -38,6 +38,32 @@ export interface BuyChannels {
 
 const OPERATION_ID = /^[A-Za-z0-9_.:-]{1,255}$/;
 
+/** Always reported, whatever `requested_metrics` says (supplement §6.5). */
+const ALWAYS_REPORTED = ['impressions', 'spend'];
+/** Numeric members of a row or package that describe it rather than measure it. */
+const NOT_METRICS = ['pacing_index', 'rate', 'effective_rate'];
+
+/**
+ * Drops numeric metrics the buyer did not ask for (`requested_metrics`; omitted = all).
+ * Non-numeric members (ids, states, windows) and the always-reported ones stay.
+ */
+function onlyRequested<T extends Record<string, unknown>>(
+  metrics: T,
+  requested: string[] | undefined,
+): T {
+  if (!requested) return metrics;
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(metrics)) {
+    const keep =
+      typeof value !== 'number' ||
+      ALWAYS_REPORTED.includes(name) ||
+      NOT_METRICS.includes(name) ||
+      requested.includes(name);
+    if (keep) out[name] = value;
+  }
+  return out as T;
+}
+
 /**
  * `reporting_webhook` carries no `operation_id`, yet the envelope requires one: an explicit
  * `operation_id` member on the reporting config wins, then the buy's push config's, then a
@@ -80,8 +106,9 @@ export function reportEvent(buy: BuyChannels, fire: ReportFire): OutboundEvent {
     row.status = fire.data.status;
     if (fire.data.pricing_model !== undefined) row.pricing_model = fire.data.pricing_model;
     if (fire.data.pacing_index !== undefined) row.pacing_index = fire.data.pacing_index;
-    row.totals = fire.data.totals;
-    row.by_package = fire.data.by_package;
+    const requested = config.requested_metrics;
+    row.totals = onlyRequested(fire.data.totals, requested);
+    row.by_package = fire.data.by_package.map((p) => onlyRequested(p, requested));
   }
   if (fire.type === 'adjusted' || fire.type === 'window_update') row.is_adjusted = true;
   if (fire.type === 'final') {

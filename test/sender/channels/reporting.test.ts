@@ -331,3 +331,16 @@ t.test('a refused registration writes nothing', async (t) => {
   t.equal(rows[0].n, 0);
   t.equal(await h.channels.tick(T0 + 10 * HOUR), 0);
 });
+
+t.test('requested_metrics: only those plus impressions and spend are reported', async (t) => {
+  const h = await harness(t, { start: T0 });
+  await h.channels.mediaBuyChannelsConfigured({
+    mediaBuyId: 'mb_metrics',
+    reportingWebhook: { ...REPORTING, requested_metrics: ['conversions'] },
+  });
+  await h.channels.tick(Date.parse('2026-03-10T11:00:01Z'));
+  const [report] = (await h.sink.events()).map(resultOf);
+  const row = report!.media_buy_deliveries[0]!;
+  t.same(row.totals, { spend: 10, impressions: 1000 }, 'clicks not requested');
+  t.same(row.by_package, [{ package_id: 'pkg_1', spend: 10, impressions: 1000 }]);
+});

@@ -1,0 +1,27 @@
+/** A media buy's persistent channels: what agents and NotificationCore use. */
+export {
+  MediaBuyChannels,
+  type MediaBuyChannelsOptions,
+  type ChannelsConfiguredInput,
+  type DeliveryReportDueInput,
+  type ImpairmentObservedInput,
+  type MediaBuyTerminalInput,
+  type CallOptions,
+} from './media-buy-channels.js';
+export { acceleratedClock, type ReportingClock } from './clock.js';
+export {
+  validatePushNotificationConfig,
+  validateReportingWebhook,
+  deliveryAuthFor,
+  type UrlPolicy,
+} from './config-validation.js';
+export {
+  DEFAULT_LATENCY_SENSITIVE_REASON_CODES,
+  GENERAL_WINDOW_MAX_SECONDS,
+  LATENCY_SENSITIVE_WINDOW_MAX_SECONDS,
+  validateImpairment,
+  type CoalescenceOptions,
+  type ImpairmentKind,
+} from './impairment-kinds.js';
+export { CHANNEL_MIGRATIONS } from './migrations.js';
+export * from './types.js';
