@@ -58,6 +58,19 @@ const variables = {
     schema: z.coerce.number().int().min(86400).max(604800).default(86400),
     accepts: 'delivery_retry_horizon_seconds, 86400-604800',
   },
+  SVC_IMPAIRMENT_WINDOW_SECONDS: {
+    schema: z.coerce.number().int().min(0).max(300).default(300),
+    accepts:
+      'coalescence window of general impairments in seconds, 0-300 (the default is the ceiling)',
+  },
+  SVC_IMPAIRMENT_FAST_WINDOW_SECONDS: {
+    schema: z.coerce.number().int().min(0).max(59).default(0),
+    accepts: 'coalescence window of fraud and brand-safety impairments in seconds, 0-59 (0: none)',
+  },
+  SVC_CHANNEL_TICK_MS: {
+    schema: z.coerce.number().int().min(50).max(60000).default(1000),
+    accepts: 'how often reporting schedules and impairment windows are checked, 50-60000 ms',
+  },
   SVC_WORKER_CONCURRENCY: {
     schema: z.coerce.number().int().min(1).max(2000).default(64),
     accepts: 'deliveries in flight per worker process, 1-2000',

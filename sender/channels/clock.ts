@@ -23,3 +23,8 @@ export function acceleratedClock(options: {
     tickIntervalMs: options.tickIntervalMs ?? 1000,
   };
 }
+
+/** The runner's wall clock with the tick interval from `SVC_CHANNEL_TICK_MS`. */
+export function wallClock(tickIntervalMs = 1000): ReportingClock {
+  return { now: () => Date.now(), tickIntervalMs };
+}

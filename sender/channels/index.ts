@@ -8,7 +8,7 @@ export {
   type MediaBuyTerminalInput,
   type CallOptions,
 } from './media-buy-channels.js';
-export { acceleratedClock, type ReportingClock } from './clock.js';
+export { acceleratedClock, wallClock, type ReportingClock } from './clock.js';
 export {
   validatePushNotificationConfig,
   validateReportingWebhook,
@@ -25,3 +25,4 @@ export {
 } from './impairment-kinds.js';
 export { CHANNEL_MIGRATIONS } from './migrations.js';
 export * from './types.js';
+export { channelOptionsFromConfig } from './from-config.js';
