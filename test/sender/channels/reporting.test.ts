@@ -344,3 +344,37 @@ t.test('requested_metrics: only those plus impressions and spend are reported', 
   t.same(row.totals, { spend: 10, impressions: 1000 }, 'clicks not requested');
   t.same(row.by_package, [{ package_id: 'pkg_1', spend: 10, impressions: 1000 }]);
 });
+
+t.test('a failing data source holds back only its buy, and nothing is half-done', async (t) => {
+  const h = await harness(t, { start: T0 });
+  for (const id of ['mb_ok', 'mb_broken']) {
+    await h.channels.mediaBuyChannelsConfigured({ mediaBuyId: id, reportingWebhook: REPORTING });
+  }
+  const original = h.data.getDelivery.bind(h.data);
+  let broken = true;
+  h.data.getDelivery = async (id, period) => {
+    if (id === 'mb_broken' && broken) throw new Error('warehouse down');
+    return original(id, period);
+  };
+  t.equal(await h.channels.tick(Date.parse('2026-03-10T11:00:01Z')), 1, 'the healthy buy fires');
+  await t.rejects(
+    h.channels.mediaBuyTerminal({ mediaBuyId: 'mb_broken', status: 'completed' }),
+    /warehouse down/,
+  );
+  broken = false;
+  t.equal(await h.channels.tick(Date.parse('2026-03-10T11:00:02Z')), 1, 'retried on the next tick');
+  h.clock.now = Date.parse('2026-03-10T11:00:03Z');
+  t.equal(
+    (await h.channels.mediaBuyTerminal({ mediaBuyId: 'mb_broken', status: 'completed' })).length,
+    1,
+    'the terminal call can be repeated after a failure',
+  );
+  const broke = (await h.sink.events()).filter((e) => e.mediaBuyId === 'mb_broken');
+  t.same(
+    broke.map((e) => [e.notificationType, resultOf(e).sequence_number]),
+    [
+      ['scheduled', 1],
+      ['final', 2],
+    ],
+  );
+});
