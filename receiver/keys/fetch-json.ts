@@ -108,8 +108,19 @@ function maxAge(cacheControl: string | undefined): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** Fetches one JSON document within budget; throws DocumentFetchError with a reason. */
-export async function fetchJson(url: string, opts: FetchJsonOptions): Promise<JsonDocument> {
+export type RawDocument =
+  | {
+      notModified: false;
+      raw: Buffer;
+      etag?: string;
+      lastModified?: string;
+      /** `Cache-Control: max-age` in seconds, when given. */
+      maxAgeSeconds?: number;
+    }
+  | { notModified: true };
+
+/** Fetches one document's bytes within budget; throws DocumentFetchError with a reason. */
+export async function fetchDocument(url: string, opts: FetchJsonOptions): Promise<RawDocument> {
   const allowLoopback = opts.allowLoopback ?? false;
   checkFetchableUrl(url, allowLoopback);
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -129,21 +140,27 @@ export async function fetchJson(url: string, opts: FetchJsonOptions): Promise<Js
   }
   if (res.status === 304 && (opts.etag || opts.lastModified)) return { notModified: true };
   if (res.status !== 200) throw new DocumentFetchError('status', url, `HTTP ${res.status}`);
+  return {
+    notModified: false,
+    raw: res.body,
+    etag: header(res.headers, 'etag'),
+    lastModified: header(res.headers, 'last-modified'),
+    maxAgeSeconds: maxAge(header(res.headers, 'cache-control')),
+  };
+}
+
+/** Fetches one JSON document within budget, parsed strictly (duplicate keys rejected). */
+export async function fetchJson(url: string, opts: FetchJsonOptions): Promise<JsonDocument> {
+  const doc = await fetchDocument(url, opts);
+  if (doc.notModified) return doc;
   let value: unknown;
   try {
-    value = parseStrictJson(res.body);
+    value = parseStrictJson(doc.raw);
   } catch (err) {
     if (err instanceof JsonParseError) {
       throw new DocumentFetchError('malformed', url, `invalid JSON (${err.kind})`, { cause: err });
     }
     throw err;
   }
-  return {
-    notModified: false,
-    value,
-    raw: res.body,
-    etag: header(res.headers, 'etag'),
-    lastModified: header(res.headers, 'last-modified'),
-    maxAgeSeconds: maxAge(header(res.headers, 'cache-control')),
-  };
+  return { ...doc, value };
 }
