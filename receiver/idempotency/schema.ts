@@ -22,7 +22,7 @@ export const IDEMPOTENCY_MIGRATIONS: Migration[] = [
         done_at timestamptz,
         outcome text,
         PRIMARY KEY (sender, idempotency_key)
-      );
+      ) WITH (fillfactor = 80); -- room for HOT updates (claim -> done changes no indexed column)
       CREATE INDEX idempotency_keys_expires ON ${s}.idempotency_keys (expires_at);
 
       -- result: claimed | taken_over | in_flight | done | conflict
@@ -67,6 +67,24 @@ export const IDEMPOTENCY_MIGRATIONS: Migration[] = [
               lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond'
           WHERE k.sender = p_sender AND k.idempotency_key = p_key;
         RETURN QUERY SELECT 'taken_over'::text, r.generation + 1, NULL::text;
+      END
+      $fn$;
+
+      -- The fenced done-mark. p_async: commit without waiting for the WAL flush (see store.ts).
+      CREATE FUNCTION ${s}.idem_complete(
+        p_sender text, p_key text, p_owner text, p_generation integer, p_outcome text,
+        p_async boolean)
+      RETURNS boolean
+      LANGUAGE plpgsql AS $fn$
+      BEGIN
+        IF p_async THEN
+          PERFORM set_config('synchronous_commit', 'off', true);
+        END IF;
+        UPDATE ${s}.idempotency_keys k
+          SET state = 'done', done_at = now(), outcome = p_outcome, owner = NULL
+        WHERE k.sender = p_sender AND k.idempotency_key = p_key AND k.owner = p_owner
+          AND k.generation = p_generation AND k.state = 'processing';
+        RETURN FOUND;
       END
       $fn$;
     `,

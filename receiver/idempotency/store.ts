@@ -32,6 +32,13 @@ export interface IdempotencyStoreOptions {
   maxKeysPerSender?: number;
   /** How often the per-sender key count is re-read from the table (it is approximate). */
   countRefreshMs?: number;
+  /**
+   * Commit the done-mark without waiting for its WAL flush (default true). Losing it takes a
+   * database crash, and then costs at most one republication of that key after its lease
+   * (the publication already happened; nothing is lost). The claim itself and the queue
+   * insert always commit synchronously.
+   */
+  asyncDoneMark?: boolean;
 }
 
 /** A held claim: the fence a publication carries until it marks the key done. */
@@ -65,6 +72,7 @@ export class IdempotencyStore {
   private readonly horizon: (sender: string) => number | undefined;
   private readonly maxKeys: number;
   private readonly countRefreshMs: number;
+  private readonly asyncDoneMark: boolean;
   private readonly counts = new Map<string, SenderCount>();
   private purgeTimer: NodeJS.Timeout | null = null;
 
@@ -76,6 +84,7 @@ export class IdempotencyStore {
     this.horizon = options.retryHorizonSeconds ?? (() => undefined);
     this.maxKeys = options.maxKeysPerSender ?? DEFAULT_MAX_KEYS_PER_SENDER;
     this.countRefreshMs = options.countRefreshMs ?? 5_000;
+    this.asyncDoneMark = options.asyncDoneMark ?? true;
   }
 
   /** Creates or upgrades the tables (idempotent, safe from concurrent processes). */
@@ -165,14 +174,11 @@ export class IdempotencyStore {
    * answer 2xx for it.
    */
   async complete(claim: Claim, outcome: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `UPDATE ${this.schema}.idempotency_keys
-         SET state = 'done', done_at = now(), outcome = $5, owner = NULL
-       WHERE sender = $1 AND idempotency_key = $2 AND owner = $3 AND generation = $4
-         AND state = 'processing'`,
-      [claim.sender, claim.key, claim.owner, claim.generation, outcome],
+    const { rows } = await this.pool.query<{ ok: boolean }>(
+      `SELECT ${this.schema}.idem_complete($1, $2, $3, $4, $5, $6) AS ok`,
+      [claim.sender, claim.key, claim.owner, claim.generation, outcome, this.asyncDoneMark],
     );
-    return rowCount === 1;
+    return rows[0]?.ok === true;
   }
 
   /** Gives the claim up after a failed publication, so the sender's retry can take it. */

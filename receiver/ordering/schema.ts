@@ -22,7 +22,7 @@ export const ORDERING_MIGRATIONS: Migration[] = [
         terminal_at timestamptz,
         expires_at timestamptz NOT NULL,
         PRIMARY KEY (sender, task_id)
-      );
+      ) WITH (fillfactor = 80);
       CREATE INDEX task_state_expires ON ${s}.task_state (expires_at);
 
       CREATE TABLE ${s}.notification_ids (
@@ -64,9 +64,27 @@ export const ORDERING_MIGRATIONS: Migration[] = [
           RETURN;
         END IF;
 
-        INSERT INTO ${s}.task_state (sender, task_id, expires_at)
-        VALUES (p_sender, p_task_id, now() + p_retention_s * interval '1 second')
-        ON CONFLICT (sender, task_id) DO NOTHING;
+        -- Fast path, one statement: a non-terminal status newer than the newest applied one
+        -- on a task without a terminal result (also creates the row on first sight).
+        IF NOT p_terminal AND p_at IS NOT NULL THEN
+          INSERT INTO ${s}.task_state AS t
+            (sender, task_id, newest_at, newest_key, newest_status, expires_at)
+          VALUES (p_sender, p_task_id, p_at, p_key, p_status,
+                  now() + p_retention_s * interval '1 second')
+          ON CONFLICT (sender, task_id) DO UPDATE
+            SET newest_at = EXCLUDED.newest_at, newest_key = EXCLUDED.newest_key,
+                newest_status = EXCLUDED.newest_status,
+                expires_at = GREATEST(t.expires_at, EXCLUDED.expires_at)
+            WHERE t.terminal_fp IS NULL AND (t.newest_at IS NULL OR EXCLUDED.newest_at > t.newest_at);
+          IF FOUND THEN
+            RETURN QUERY SELECT 'current'::text, v_re;
+            RETURN;
+          END IF;
+        ELSE
+          INSERT INTO ${s}.task_state (sender, task_id, expires_at)
+          VALUES (p_sender, p_task_id, now() + p_retention_s * interval '1 second')
+          ON CONFLICT (sender, task_id) DO NOTHING;
+        END IF;
         SELECT * INTO r FROM ${s}.task_state t
           WHERE t.sender = p_sender AND t.task_id = p_task_id FOR UPDATE;
 
@@ -92,11 +110,8 @@ export const ORDERING_MIGRATIONS: Migration[] = [
           v_decision := 'stale';
         ELSIF p_at IS NULL THEN
           v_decision := 'current';
-        ELSIF r.newest_at IS NULL OR p_at > r.newest_at THEN
-          UPDATE ${s}.task_state t SET newest_at = p_at, newest_key = p_key, newest_status = p_status,
-              expires_at = GREATEST(t.expires_at, now() + p_retention_s * interval '1 second')
-            WHERE t.sender = p_sender AND t.task_id = p_task_id;
         ELSIF p_key IS NOT NULL AND r.newest_key = p_key THEN
+          -- the delivery that set the newest timestamp, retried
           v_decision := 'current';
         ELSE
           v_decision := 'stale';

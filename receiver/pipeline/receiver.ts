@@ -33,6 +33,7 @@ import { TaskConvergence, type OrderingDecision } from '../ordering/convergence.
 import type { Publisher, ReceivedEvent } from '../publish/types.js';
 import type { RouteDecision } from '../trust/trust-file.js';
 import { authenticate, type Authenticated } from './auth.js';
+import { DeferredReplay } from './deferred-replay.js';
 import {
   BodyReadError,
   BodyTooLargeError,
@@ -220,6 +221,7 @@ export class WebhookReceiver {
     // 2. Authentication in the registration's mode.
     const nowMs = this.clock();
     let auth: Authenticated;
+    const replay = new DeferredReplay(this.o.replay);
     try {
       const route = this.o.route ? this.o.route(pathOf(req.url)) : RFC9421;
       auth = await authenticate(
@@ -229,7 +231,7 @@ export class WebhookReceiver {
           profile: this.o.profile,
           keys: this.o.keys,
           revocation: this.o.revocation,
-          replay: this.o.replay,
+          replay,
           nowSeconds: Math.floor(nowMs / 1000),
         },
       );
@@ -240,6 +242,18 @@ export class WebhookReceiver {
       throw err;
     }
     this.metrics.verified.inc();
+    // Every exit from here on first settles step 13 (the nonce insert), except the claim
+    // path, which runs it concurrently with the claim.
+    const burn = async (
+      res: ReceiverResponse,
+      code: string,
+      fields: Record<string, unknown> = {},
+    ) => {
+      const replayed = await replay.commit();
+      if (replayed)
+        return this.reject(verificationFailure(replayed), replayed.code, { step: replayed.step });
+      return code ? this.reject(res, code, fields) : res;
+    };
 
     // 3. Step 14: strict parse; the signature was valid, the body is ambiguous or broken.
     let value: unknown;
@@ -248,7 +262,7 @@ export class WebhookReceiver {
     } catch (err) {
       if (!(err instanceof JsonParseError)) throw err;
       const e = new WebhookVerificationError('webhook_body_malformed', 14, err.kind);
-      return this.reject(verificationFailure(e), e.code, {
+      return burn(verificationFailure(e), e.code, {
         sender: auth.sender,
         keyid: auth.keyid,
         nonce: auth.nonce,
@@ -267,7 +281,7 @@ export class WebhookReceiver {
       );
     } catch (err) {
       if (!(err instanceof EnvelopeError)) throw err;
-      return this.reject(
+      return burn(
         errorResponse(err.status, err.id, 'invalid webhook envelope', {}, err.fields),
         err.id,
         { sender: auth.sender, fields: err.fields },
@@ -275,7 +289,7 @@ export class WebhookReceiver {
     }
     if (event.format === 'a2a' && event.a2aKind === 'message') {
       // A bare A2A {message}: acknowledged, no task state change, nothing to publish.
-      return ok('message');
+      return burn(ok('message'), '');
     }
 
     // 5. Claim and convergence, one round trip.
@@ -283,7 +297,7 @@ export class WebhookReceiver {
     const key = event.idempotencyKey ?? `payload:${fp}`;
     const sender = auth.sender;
     if (await this.idempotency.atBound(sender, key)) {
-      return this.reject(
+      return burn(
         errorResponse(429, 'dedup_storage_bound', 'too many stored deliveries for this sender', {
           'retry-after': '60',
         }),
@@ -303,19 +317,36 @@ export class WebhookReceiver {
       source: event.format === 'a2a' ? 'a2a' : 'webhook',
       notificationId: event.notificationId,
     });
-    const { rows } = await this.o.pool.query<AcceptRow>(this.acceptSql, [
-      ...args,
-      obs[1],
-      obs[3],
-      obs[4],
-      obs[5],
-      obs[6],
-      obs[7],
-      obs[8],
-      obs[9],
+    const [nonce, accepted] = await Promise.allSettled([
+      replay.commit(),
+      this.o.pool.query<AcceptRow>(this.acceptSql, [
+        ...args,
+        obs[1],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+        obs[9],
+      ]),
     ]);
-    const row = rows[0];
+    const row = accepted.status === 'fulfilled' ? accepted.value.rows[0] : undefined;
     const claimed = this.idempotency.toResult(row, { sender, key, owner });
+    if (nonce.status === 'rejected' || nonce.value !== null || accepted.status === 'rejected') {
+      // The claim ran alongside the nonce insert; give it back when the request stops here.
+      // (Its ordering observation stays: it is keyed by this same delivery key and payload.)
+      if (claimed.kind === 'claimed' && accepted.status === 'fulfilled') {
+        await this.idempotency.release(claimed.claim).catch(() => {});
+      }
+      if (nonce.status === 'rejected') throw nonce.reason;
+      if (nonce.value !== null) {
+        return this.reject(verificationFailure(nonce.value), nonce.value.code, {
+          step: nonce.value.step,
+        });
+      }
+      throw (accepted as PromiseRejectedResult).reason;
+    }
     const logCtx = { sender, key: keyHint(key), keyid: auth.keyid };
     switch (claimed.kind) {
       case 'in_flight':

@@ -380,3 +380,47 @@ t.test('database down: 503 with Retry-After, never 500', async (t) => {
   t.equal(res.status, 503);
   t.equal(res.headers['retry-after'], '5');
 });
+
+t.test(
+  'step 13 runs beside the claim: same nonce twice at once, malformed body burns it',
+  async (t) => {
+    const { PgReplayStore } = await import('../../receiver/replay/pg-replay-store.js');
+    const replay = new PgReplayStore(pool, { schema });
+    await replay.migrate();
+    const { url, seller, events } = await setup(t, { replay });
+    const body = JSON.stringify(envelope({ task_id: 't-nonce' }));
+    const s = signed(url + '/n', body, seller);
+    const both = await Promise.all([
+      post(url + '/n', body, s.headers),
+      post(url + '/n', body, s.headers),
+    ]);
+    const codes = both.map((r) => r.status).sort();
+    t.equal(codes[1], 401, 'one of the two is refused');
+    t.equal(
+      both.find((r) => r.status === 401)?.headers['www-authenticate'],
+      'Signature error="webhook_signature_replayed"',
+    );
+    t.ok(events.filter((e) => e.taskId === 't-nonce').length <= 1, 'never two publications');
+    // whatever the first answer was (200, or 503 when the loser held the claim), a fresh
+    // signature goes through exactly once
+    const again = signed(url + '/n', body, seller);
+    t.equal((await post(url + '/n', body, again.headers)).status, 200);
+    t.equal(events.filter((e) => e.taskId === 't-nonce').length, 1);
+
+    const bad = '{"a":1,"a":2}';
+    const sb = signed(url + '/n', bad, seller);
+    t.equal(
+      (await post(url + '/n', bad, sb.headers)).headers['www-authenticate'],
+      'Signature error="webhook_body_malformed"',
+    );
+    t.equal(
+      (await post(url + '/n', bad, sb.headers)).headers['www-authenticate'],
+      'Signature error="webhook_signature_replayed"',
+      'the malformed body burned its nonce',
+    );
+    const env422 = JSON.stringify({ notification_type: 'x' });
+    const se = signed(url + '/n', env422, seller);
+    t.equal((await post(url + '/n', env422, se.headers)).status, 422);
+    t.equal((await post(url + '/n', env422, se.headers)).status, 401);
+  },
+);
