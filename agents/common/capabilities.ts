@@ -1,0 +1,285 @@
+/**
+ * Tasks every agent has: the capability document (`get_<brand>_capabilities`, with the
+ * `webhook_signing` block of supplement §7.1), `get_agent_capabilities` (per-event
+ * coalescence windows), `sync_agent_notification_configs` (agent-level subscribers, owned
+ * by the caller) and `get_task_status` (polling). Also the operator's "capabilities
+ * changed" publication, which bumps the version before firing.
+ */
+import { z } from 'zod';
+import type { Pool } from '../../shared/infra/pg.js';
+import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
+import { checkUniqueSubscribers, publicConfig, SubscriberConfigSchema } from '../sales/accounts.js';
+import type { TaskRegistry } from '../runtime/registry.js';
+import type { AgentSettings } from '../runtime/settings.js';
+import type { TaskStore } from '../runtime/task-store.js';
+import type { AgentNotifications, TaskContext } from '../runtime/types.js';
+
+const PROTOCOLS: Record<AgentKind, string> = {
+  sales: 'media_buy',
+  creative: 'creative',
+  signals: 'signals',
+};
+
+/** Coalescence windows (seconds) this seller keeps per event type (§4.6 defaults or shorter). */
+export const COALESCENCE_WINDOWS: Record<string, number> = {
+  impairment: 300,
+  'impairment.fraud': 0,
+  'impairment.brand_safety': 0,
+  'creative.status_changed': 60,
+  'creative.assignment_changed': 60,
+  'account.status_changed': 0,
+  'capabilities.changed': 0,
+};
+
+async function capabilitiesVersion(db: Pick<Pool, 'query'>, schema: string, agent: AgentKind) {
+  const { rows } = await db.query<{ version: number; changed_at: Date }>(
+    `SELECT version, changed_at FROM ${schema}.capabilities_versions WHERE agent = $1`,
+    [agent],
+  );
+  return rows[0] ?? { version: 1, changed_at: new Date(0) };
+}
+
+export async function capabilityDocument(
+  db: Pick<Pool, 'query'>,
+  schema: string,
+  agent: AgentKind,
+  settings: AgentSettings,
+  taskNames: string[],
+): Promise<Record<string, unknown>> {
+  const brand = settings.profile.brand;
+  const v = await capabilitiesVersion(db, schema, agent);
+  const doc: Record<string, unknown> = {
+    [brand]: {
+      major_versions: [3],
+      version: settings.protocolVersion,
+      idempotency: { supported: true, replay_ttl_seconds: settings.idempotencyTtlSeconds },
+      capability_changes: {
+        capabilities_version: String(v.version),
+        last_modified: v.changed_at.toISOString(),
+        cache_ttl_seconds: 300,
+        notifications: {
+          supported: true,
+          registration_task: 'sync_agent_notification_configs',
+          event_types: ['capabilities.changed'],
+          coalescence_window_seconds: 0,
+        },
+      },
+    },
+    supported_protocols: [PROTOCOLS[agent]],
+    agent_url: settings.urls[agent],
+    tasks: taskNames,
+  };
+  if (settings.webhookSigning.supported) {
+    doc.webhook_signing = {
+      supported: true,
+      profile: settings.profile.webhookTag,
+      algorithms: settings.webhookSigning.algorithms,
+      legacy_hmac_fallback: settings.webhookSigning.legacyHmacFallback,
+      ...(settings.protocolVersion === '3.2'
+        ? { delivery_retry_horizon_seconds: settings.webhookSigning.deliveryRetryHorizonSeconds }
+        : {}),
+    };
+  } else {
+    doc.webhook_signing = { supported: false };
+  }
+  if (settings.brandJsonUrl)
+    doc.identity = { brand_json_url: settings.brandJsonUrl, per_principal_key_isolation: false };
+  if (agent === 'sales') {
+    doc.media_buy = {
+      buying_modes: ['brief'],
+      propagation_surfaces: ['snapshot', 'webhook'],
+      reporting_delivery_methods: ['webhook'],
+      reporting_capabilities: {
+        windowed_pull_granularities: settings.windowedPullGranularities,
+        available_reporting_frequencies: ['hourly', 'daily', 'monthly'],
+      },
+      relationship_notifications: {
+        supported: true,
+        registration_task: 'create_media_buy',
+        event_types: ['impairment'],
+        repair_tasks: ['get_media_buys'],
+        supports_webhook_activity: true,
+      },
+    };
+    doc.account = {
+      notifications: {
+        supported: true,
+        registration_task: 'sync_accounts',
+        read_task: 'list_accounts',
+        event_types: [
+          'creative.status_changed',
+          'creative.assignment_changed',
+          'account.status_changed',
+        ],
+        supports_webhook_activity: false,
+      },
+    };
+  }
+  return doc;
+}
+
+const AgentConfigSchema = SubscriberConfigSchema(['capabilities.changed']);
+
+const SyncAgentConfigsSchema = z.looseObject({
+  notification_configs: z.array(AgentConfigSchema).max(20),
+  dry_run: z.boolean().optional(),
+  idempotency_key: z.string().optional(),
+  context: z.unknown().optional(),
+});
+
+const TaskStatusSchema = z.looseObject({
+  task_id: z.string().min(1).max(255),
+  include_result: z.boolean().optional(),
+});
+
+export function registerCommonTasks(
+  registry: TaskRegistry,
+  tasks: TaskStore,
+  capabilitiesTask: string,
+): void {
+  for (const agent of AGENT_KINDS) {
+    registry.add({
+      name: capabilitiesTask,
+      agent,
+      schema: z.looseObject({}),
+      auth: { tier: 'public' },
+      expectedDuration: '1s',
+      mode: 'sync',
+      mutating: false,
+      errorShape: agent === 'signals' ? 'signal' : 'single',
+      handle: async (_p, ctx) => ({
+        status: 'completed',
+        body: await capabilityDocument(
+          ctx.db,
+          ctx.schema,
+          agent,
+          ctx.settings,
+          registry.list(agent).map((t) => t.name),
+        ),
+      }),
+    });
+    registry.add({
+      name: 'get_agent_capabilities',
+      agent,
+      schema: z.looseObject({}),
+      auth: { tier: 'public' },
+      expectedDuration: '1s',
+      mode: 'sync',
+      mutating: false,
+      errorShape: agent === 'signals' ? 'signal' : 'single',
+      handle: async (_p, ctx) => ({
+        status: 'completed',
+        body: {
+          agent_url: ctx.settings.urls[agent],
+          agent_kind: agent,
+          coalescence_windows: COALESCENCE_WINDOWS,
+          tasks: registry.list(agent).map((t) => ({
+            name: t.name,
+            auth:
+              t.auth.tier === 'public'
+                ? 'public'
+                : t.auth.tier === 'public-limited'
+                  ? 'public_limited'
+                  : 'authenticated',
+            expected_duration: t.expectedDuration,
+            async: t.mode === 'async',
+          })),
+        },
+      }),
+    });
+    registry.add({
+      name: 'sync_agent_notification_configs',
+      agent,
+      schema: SyncAgentConfigsSchema,
+      auth: { tier: 'authenticated' },
+      expectedDuration: '1s',
+      mode: 'sync',
+      mutating: true,
+      webhookTaskType: 'sync_agent_notification_configs',
+      errorShape: agent === 'signals' ? 'signal' : 'single',
+      handle: async (params, ctx) => {
+        checkUniqueSubscribers(params.notification_configs, 'notification_configs');
+        if (!params.dry_run) {
+          await ctx.db.query(
+            `INSERT INTO ${ctx.schema}.agent_notification_configs (agent, principal_id, configs)
+             VALUES ($1, $2, $3)
+             ON CONFLICT (agent, principal_id) DO UPDATE SET configs = EXCLUDED.configs, updated_at = now()`,
+            [agent, ctx.principal!.principal_id, JSON.stringify(params.notification_configs)],
+          );
+        }
+        const v = await capabilitiesVersion(ctx.db, ctx.schema, agent);
+        return {
+          status: 'completed',
+          body: {
+            notification_configs: params.notification_configs.map(publicConfig),
+            capabilities_version: String(v.version),
+            ...(params.dry_run ? { dry_run: true } : {}),
+          },
+        };
+      },
+    });
+    registry.add({
+      name: 'get_task_status',
+      agent,
+      schema: TaskStatusSchema,
+      auth: { tier: 'authenticated' },
+      expectedDuration: '1s',
+      mode: 'sync',
+      mutating: false,
+      errorShape: agent === 'signals' ? 'signal' : 'single',
+      handle: async (params, ctx: TaskContext) => {
+        const view = await tasks.view(
+          ctx.db,
+          params.task_id,
+          ctx.principal,
+          params.include_result ?? false,
+        );
+        // The poll answers with the polled task's status.
+        const { status, ...rest } = view;
+        return { status, body: rest };
+      },
+    });
+  }
+}
+
+/**
+ * Publishes a new capability version for an agent, then fires `capabilities.changed` to
+ * every active agent-level subscriber (the snapshot is visible before the event).
+ */
+export async function publishCapabilitiesChange(deps: {
+  pool: Pool;
+  schema: string;
+  agent: AgentKind;
+  settings: AgentSettings;
+  notifications: AgentNotifications;
+  reason: string;
+  changedPaths?: string[];
+}): Promise<{ capabilities_version: string; subscribers: number }> {
+  const { pool, schema, agent } = deps;
+  const { rows } = await pool.query<{ version: number }>(
+    `INSERT INTO ${schema}.capabilities_versions (agent, version) VALUES ($1, 2)
+     ON CONFLICT (agent) DO UPDATE SET version = ${schema}.capabilities_versions.version + 1, changed_at = now()
+     RETURNING version`,
+    [agent],
+  );
+  const version = String(rows[0]!.version);
+  const { rows: owners } = await pool.query<{ configs: Array<Record<string, unknown>> }>(
+    `SELECT configs FROM ${schema}.agent_notification_configs WHERE agent = $1`,
+    [agent],
+  );
+  const configs = owners
+    .flatMap((o) => o.configs)
+    .filter(
+      (c) => c.active !== false && (c.event_types as string[]).includes('capabilities.changed'),
+    );
+  if (configs.length > 0) {
+    await deps.notifications.agentEvent({
+      configs,
+      agentUrl: deps.settings.urls[agent],
+      capabilitiesVersion: version,
+      reason: deps.reason,
+      ...(deps.changedPaths ? { changedPaths: deps.changedPaths } : {}),
+    });
+  }
+  return { capabilities_version: version, subscribers: configs.length };
+}

@@ -1,0 +1,402 @@
+/**
+ * The creative agent: list_creative_formats (filters), build_creative (deterministic
+ * generation from a brand manifest and message, or transformation of a manifest into
+ * another format) and preview_creative (single or batch; previews stored and served by
+ * the agent under `previewBaseUrl`, or returned as HTML).
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { Pool } from '../../shared/infra/pg.js';
+import { checkAssets } from '../sales/creatives.js';
+import type { AgentClock } from '../runtime/clock.js';
+import { taskError } from '../runtime/errors.js';
+import type { TaskRegistry } from '../runtime/registry.js';
+import type { TaskContext } from '../runtime/types.js';
+import { BrandManifestSchema, FormatIdSchema, type BrandManifest } from '../runtime/validation.js';
+import {
+  allFormats,
+  ASSET_TYPES,
+  FORMAT_TYPES,
+  formatDefinition,
+  resolveFormat,
+  type FormatRow,
+} from './formats.js';
+
+const ListFormatsSchema = z.looseObject({
+  format_ids: z.array(FormatIdSchema).max(100).optional(),
+  type: z.enum(FORMAT_TYPES).optional(),
+  asset_types: z.array(z.enum(ASSET_TYPES)).optional(),
+  max_width: z.number().int().positive().optional(),
+  max_height: z.number().int().positive().optional(),
+  is_responsive: z.boolean().optional(),
+  name_search: z.string().max(200).optional(),
+});
+
+async function listFormats(params: z.output<typeof ListFormatsSchema>, ctx: TaskContext) {
+  const agentUrl = ctx.settings.urls.creative;
+  const ids = params.format_ids ? new Set(params.format_ids.map((f) => f.id)) : null;
+  const search = params.name_search?.toLowerCase();
+  const formats = (await allFormats(ctx.db, ctx.schema)).filter(
+    (f) =>
+      (!ids || ids.has(f.format_id)) &&
+      (!params.type || f.type === params.type) &&
+      (!params.asset_types ||
+        f.assets_required.some((a) => params.asset_types!.includes(a.asset_type))) &&
+      (params.max_width === undefined || (f.width !== null && f.width <= params.max_width)) &&
+      (params.max_height === undefined || (f.height !== null && f.height <= params.max_height)) &&
+      (params.is_responsive === undefined || f.is_responsive === params.is_responsive) &&
+      (!search || f.name.toLowerCase().includes(search) || f.format_id.includes(search)),
+  );
+  return { formats: formats.map((f) => formatDefinition(f, agentUrl)), creative_agents: [] };
+}
+
+const ManifestSchema = z.looseObject({
+  format_id: FormatIdSchema.optional(),
+  assets: z.record(z.string(), z.looseObject({ asset_type: z.enum(ASSET_TYPES) })).default({}),
+});
+
+const BuildSchema = z.looseObject({
+  message: z.string().max(5000).optional(),
+  creative_manifest: ManifestSchema.optional(),
+  target_format_id: FormatIdSchema,
+  brand_manifest: BrandManifestSchema.optional(),
+});
+
+type Asset = Record<string, unknown> & { asset_type: string };
+
+function brandOf(params: z.output<typeof BuildSchema>): BrandManifest | null {
+  const offerings = params.creative_manifest?.assets?.promoted_offerings as
+    { brand_manifest?: unknown } | undefined;
+  const fromAssets = BrandManifestSchema.safeParse(offerings?.brand_manifest);
+  if (fromAssets.success) return fromAssets.data;
+  return params.brand_manifest ?? null;
+}
+
+function brandName(brand: BrandManifest | null): string {
+  if (brand?.name) return brand.name;
+  if (brand?.url) {
+    try {
+      const host = new URL(brand.url).hostname.replace(/^www\./, '');
+      const word = host.split('.')[0] ?? host;
+      return word.charAt(0).toUpperCase() + word.slice(1);
+    } catch {
+      /* fall through */
+    }
+  }
+  return 'Your Brand';
+}
+
+function escapeXml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+const COLOR = /^#[0-9a-fA-F]{3,8}$/;
+
+/** A deterministic SVG image (as a data: URL) with the brand's colours and the headline. */
+function svgImage(
+  width: number,
+  height: number,
+  headline: string,
+  brand: BrandManifest | null,
+): string {
+  const colors = (brand?.colors ?? {}) as { primary?: string; secondary?: string };
+  const bg = colors.primary && COLOR.test(colors.primary) ? colors.primary : '#1f3a93';
+  const fg = colors.secondary && COLOR.test(colors.secondary) ? colors.secondary : '#ffffff';
+  const size = Math.max(
+    10,
+    Math.round(Math.min(width / Math.max(headline.length, 8), height / 3) * 1.6),
+  );
+  const svg =
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">` +
+    `<rect width="100%" height="100%" fill="${bg}"/>` +
+    `<text x="50%" y="50%" fill="${fg}" font-family="Helvetica,Arial,sans-serif" font-size="${size}" ` +
+    `text-anchor="middle" dominant-baseline="middle">${escapeXml(headline)}</text></svg>`;
+  return `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}`;
+}
+
+function digest(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 16);
+}
+
+function vast(id: string, seconds: number, clickUrl: string, title: string): string {
+  const d = `00:00:${String(seconds).padStart(2, '0')}`;
+  return (
+    `<VAST version="4.2"><Ad id="${id}"><InLine><AdSystem>svc-creative</AdSystem><AdTitle>${escapeXml(title)}</AdTitle>` +
+    `<Creatives><Creative><Linear><Duration>${d}</Duration><VideoClicks><ClickThrough>${escapeXml(clickUrl)}</ClickThrough>` +
+    `</VideoClicks></Linear></Creative></Creatives></InLine></Ad></VAST>`
+  );
+}
+
+/** Builds a complete manifest for `format` from whatever the request supplies. */
+export function buildManifest(
+  format: FormatRow,
+  agentUrl: string,
+  input: { message?: string; source?: Record<string, Asset>; brand: BrandManifest | null },
+): Record<string, unknown> {
+  const source = input.source ?? {};
+  const brand = input.brand;
+  const firstOf = (type: string) => Object.values(source).find((a) => a.asset_type === type);
+  const sourceText = (source.headline ?? firstOf('text')) as Asset | undefined;
+  const headline =
+    input.message?.trim() ||
+    (typeof sourceText?.content === 'string' ? sourceText.content : '') ||
+    (brand?.tagline as string | undefined) ||
+    brandName(brand);
+  const clickSource = (source.click_url ?? firstOf('url')) as Asset | undefined;
+  const clickUrl = (clickSource?.url as string | undefined) ?? brand?.url ?? 'https://example.com/';
+  const id = digest(format.format_id, headline, clickUrl, JSON.stringify(brand ?? {}));
+  const assets: Record<string, unknown> = {};
+  for (const req of format.assets_required) {
+    const existing = (source[req.asset_id] ?? firstOf(req.asset_type)) as Asset | undefined;
+    switch (req.asset_type) {
+      case 'image': {
+        const w = (req.requirements?.width as number) ?? format.width ?? 300;
+        const h = (req.requirements?.height as number) ?? format.height ?? 250;
+        assets[req.asset_id] = {
+          asset_type: 'image',
+          url: svgImage(w, h, headline.slice(0, 90), brand),
+          width: w,
+          height: h,
+        };
+        break;
+      }
+      case 'text':
+        assets[req.asset_id] = { asset_type: 'text', content: headline.slice(0, 90) };
+        break;
+      case 'url':
+        assets[req.asset_id] = { asset_type: 'url', url: clickUrl };
+        break;
+      case 'video':
+      case 'audio': {
+        const seconds = Math.round((format.duration_ms ?? 30000) / 1000);
+        if (existing && existing.asset_type === req.asset_type) {
+          assets[req.asset_id] = {
+            ...existing,
+            duration_ms: format.duration_ms ?? existing.duration_ms,
+          };
+        } else {
+          assets[req.asset_id] = {
+            asset_type: req.asset_type,
+            content: vast(`gen_${id}`, seconds, clickUrl, headline.slice(0, 90)),
+            duration_ms: format.duration_ms,
+            ...(format.width && req.asset_type === 'video'
+              ? { width: format.width, height: format.height }
+              : {}),
+          };
+        }
+        break;
+      }
+      default:
+        if (existing) assets[req.asset_id] = existing;
+    }
+  }
+  return { format_id: { agent_url: agentUrl, id: format.format_id }, assets };
+}
+
+async function buildCreative(params: z.output<typeof BuildSchema>, ctx: TaskContext) {
+  const agentUrl = ctx.settings.urls.creative;
+  const format = await resolveFormat(
+    ctx.db,
+    ctx.schema,
+    params.target_format_id,
+    agentUrl,
+    'target_format_id',
+  );
+  const brand = brandOf(params);
+  const source = params.creative_manifest?.assets as Record<string, Asset> | undefined;
+  if (!params.message && !source && !brand) {
+    throw taskError(
+      'VALIDATION_ERROR',
+      'build_creative needs a message, a creative_manifest or a brand manifest to work from',
+      { field: 'message' },
+    );
+  }
+  if (params.creative_manifest?.format_id) {
+    // Transformation: the source manifest must be valid for its own format.
+    const from = await resolveFormat(
+      ctx.db,
+      ctx.schema,
+      params.creative_manifest.format_id,
+      agentUrl,
+      'creative_manifest.format_id',
+    );
+    const hasAll = from.assets_required.every((r) => !r.required || source?.[r.asset_id]);
+    if (hasAll) checkAssets(from, source ?? {}, 'creative_manifest.assets');
+  }
+  const manifest = buildManifest(format, agentUrl, {
+    ...(params.message ? { message: params.message } : {}),
+    ...(source ? { source } : {}),
+    brand,
+  });
+  return { creative_manifest: manifest };
+}
+
+const PreviewItemSchema = z.looseObject({
+  format_id: FormatIdSchema,
+  creative_manifest: ManifestSchema,
+  inputs: z
+    .array(
+      z.looseObject({
+        name: z.string().min(1).max(100),
+        macros: z.record(z.string(), z.string().max(500)).optional(),
+      }),
+    )
+    .max(20)
+    .optional(),
+});
+
+const PreviewSchema = z.discriminatedUnion(
+  'request_type',
+  [
+    PreviewItemSchema.extend({
+      request_type: z.literal('single'),
+      output_format: z.enum(['url', 'html']).optional(),
+    }),
+    z.looseObject({
+      request_type: z.literal('batch'),
+      requests: z.array(PreviewItemSchema).min(1).max(50),
+      output_format: z.enum(['url', 'html']).optional(),
+    }),
+  ],
+  { error: 'request_type must be single or batch' },
+);
+
+function renderHtml(
+  format: FormatRow,
+  assets: Record<string, Asset>,
+  macros: Record<string, string>,
+): string {
+  const sub = (s: string) => s.replace(/\{([A-Z0-9_]{1,64})\}/g, (m, k: string) => macros[k] ?? m);
+  const click = typeof assets.click_url?.url === 'string' ? sub(assets.click_url.url) : '#';
+  const text =
+    typeof assets.headline?.content === 'string' ? escapeXml(sub(assets.headline.content)) : '';
+  let body: string;
+  const img = Object.values(assets).find((a) => a.asset_type === 'image');
+  const media = Object.values(assets).find(
+    (a) => a.asset_type === 'video' || a.asset_type === 'audio',
+  );
+  if (format.type === 'video' || format.type === 'audio') {
+    const tag = format.type;
+    body =
+      media && typeof media.url === 'string'
+        ? `<${tag} controls src="${escapeXml(media.url)}"></${tag}>`
+        : `<pre>${escapeXml(String(media?.content ?? ''))}</pre>`;
+  } else {
+    const w = format.width ?? 300;
+    const h = format.height ?? 250;
+    body =
+      img && typeof img.url === 'string'
+        ? `<img src="${escapeXml(img.url)}" width="${w}" height="${h}" alt="${text}">`
+        : '';
+  }
+  return (
+    `<!doctype html><html><head><meta charset="utf-8"><title>${escapeXml(format.name)} preview</title></head>` +
+    `<body style="margin:0"><a href="${escapeXml(click)}" target="_blank" rel="noopener">${body}</a>` +
+    (text ? `<p>${text}</p>` : '') +
+    `</body></html>`
+  );
+}
+
+async function previewCreative(params: z.output<typeof PreviewSchema>, ctx: TaskContext) {
+  const agentUrl = ctx.settings.urls.creative;
+  const items = params.request_type === 'single' ? [params] : params.requests;
+  const outputFormat = params.output_format ?? 'url';
+  const expires = new Date(ctx.clock.nowMs() + ctx.settings.previewTtlSeconds * 1000);
+  const previews: Array<Record<string, unknown>> = [];
+  for (const [i, item] of items.entries()) {
+    const prefix = params.request_type === 'single' ? '' : `requests[${i}].`;
+    const format = await resolveFormat(
+      ctx.db,
+      ctx.schema,
+      item.format_id,
+      agentUrl,
+      `${prefix}format_id`,
+    );
+    const assets = item.creative_manifest.assets as Record<string, Asset>;
+    checkAssets(format, assets, `${prefix}creative_manifest.assets`);
+    const inputs =
+      item.inputs && item.inputs.length > 0 ? item.inputs : [{ name: 'default', macros: {} }];
+    for (const input of inputs) {
+      const html = renderHtml(format, assets, input.macros ?? {});
+      const previewId = `prv_${randomUUID().replaceAll('-', '')}`;
+      const p: Record<string, unknown> = {
+        preview_id: previewId,
+        format_id: { agent_url: agentUrl, id: format.format_id },
+        input: { name: input.name, ...(input.macros ? { macros: input.macros } : {}) },
+        ...(params.request_type === 'batch' ? { request_index: i } : {}),
+      };
+      if (format.width && format.height)
+        p.dimensions = { width: format.width, height: format.height };
+      if (outputFormat === 'html') p.preview_html = html;
+      else {
+        await ctx.db.query(
+          `INSERT INTO ${ctx.schema}.previews (preview_id, html, expires_at) VALUES ($1, $2, $3)`,
+          [previewId, html, expires],
+        );
+        p.preview_url = `${ctx.settings.previewBaseUrl.replace(/\/+$/, '')}/${previewId}`;
+      }
+      previews.push(p);
+    }
+  }
+  return { previews, expires_at: expires.toISOString() };
+}
+
+/** A stored preview for the agent's HTTP route; null when unknown or expired. */
+export async function getPreview(
+  pool: Pick<Pool, 'query'>,
+  schema: string,
+  clock: AgentClock,
+  previewId: string,
+): Promise<{ html: string; expires_at: string } | null> {
+  if (!/^prv_[0-9a-f]{32}$/.test(previewId)) return null;
+  const { rows } = await pool.query<{ html: string; expires_at: Date }>(
+    `SELECT html, expires_at FROM ${schema}.previews WHERE preview_id = $1 AND expires_at > $2`,
+    [previewId, clock.now()],
+  );
+  const row = rows[0];
+  return row ? { html: row.html, expires_at: row.expires_at.toISOString() } : null;
+}
+
+export function registerCreativeAgentTasks(registry: TaskRegistry): void {
+  registry.add({
+    name: 'list_creative_formats',
+    agent: 'creative',
+    schema: ListFormatsSchema,
+    auth: { tier: 'public' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: false,
+    errorShape: 'single',
+    handle: async (params, ctx) => ({ status: 'completed', body: await listFormats(params, ctx) }),
+  });
+  registry.add({
+    name: 'build_creative',
+    agent: 'creative',
+    schema: BuildSchema,
+    auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'write' } },
+    expectedDuration: '30s to 5min',
+    mode: 'sync',
+    mutating: false,
+    webhookTaskType: 'build_creative',
+    errorShape: 'single',
+    handle: async (params, ctx) => ({
+      status: 'completed',
+      body: await buildCreative(params, ctx),
+    }),
+  });
+  registry.add({
+    name: 'preview_creative',
+    agent: 'creative',
+    schema: PreviewSchema,
+    auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'read' } },
+    expectedDuration: '5s',
+    mode: 'sync',
+    mutating: false,
+    webhookTaskType: 'preview_creative',
+    errorShape: 'single',
+    handle: async (params, ctx) => ({
+      status: 'completed',
+      body: await previewCreative(params, ctx),
+    }),
+  });
+}

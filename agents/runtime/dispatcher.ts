@@ -1,0 +1,323 @@
+/**
+ * TaskDispatcher: one entry point for every transport. It resolves the task, checks the
+ * tier and credentials, validates parameters and webhook registrations, honours request
+ * idempotency, runs the handler in one transaction (rolled back on refusal or dry run)
+ * and records asynchronous tasks for the executor.
+ */
+import { PushNotificationConfigSchema } from '../../shared/envelope/channel-config.js';
+import { isTerminalStatus } from '../../shared/envelope/task-status.js';
+import { TaskError } from '../../shared/errors/task-errors.js';
+import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
+import { fingerprint } from '../../shared/json/canonical.js';
+import type { Authenticator } from '../auth/authenticate.js';
+import { hasPermission, type AgentKind, type Principal } from '../auth/principal.js';
+import type { AgentClock } from './clock.js';
+import { taskError } from './errors.js';
+import { silentNotifications } from './silent-notifications.js';
+import type { AgentSettings } from './settings.js';
+import type { TaskRegistry } from './registry.js';
+import { newTaskId, TaskStore, type TaskView } from './task-store.js';
+import type {
+  AgentNotifications,
+  InvokeRequest,
+  RequestMeta,
+  TaskContext,
+  TaskDefinition,
+  TaskResult,
+  TaskSuccess,
+} from './types.js';
+import { fieldPath, issueToError } from './validation.js';
+
+export interface TaskDispatcherOptions {
+  pool: Pool;
+  schema: string;
+  registry: TaskRegistry;
+  authenticator: Authenticator;
+  notifications: AgentNotifications;
+  clock: AgentClock;
+  settings: AgentSettings;
+}
+
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{8,255}$/;
+
+/** The request as its fingerprint sees it (supplement §4.8: credentials are excluded). */
+function canonicalRequest(task: string, params: Record<string, unknown>): string {
+  const rest: Record<string, unknown> = { ...params };
+  delete rest.idempotency_key;
+  const push = rest.push_notification_config;
+  if (push && typeof push === 'object' && !Array.isArray(push)) {
+    const copy = { ...(push as Record<string, unknown>) };
+    const auth = copy.authentication;
+    if (auth && typeof auth === 'object' && !Array.isArray(auth)) {
+      const a = { ...(auth as Record<string, unknown>) };
+      delete a.credentials;
+      copy.authentication = a;
+    }
+    rest.push_notification_config = copy;
+  }
+  return fingerprint({ task, params: rest });
+}
+
+export class TaskDispatcher {
+  readonly tasks: TaskStore;
+  readonly registry: TaskRegistry;
+  private readonly options: TaskDispatcherOptions;
+  private readonly schema: string;
+
+  constructor(options: TaskDispatcherOptions) {
+    this.options = options;
+    this.schema = assertSchemaName(options.schema);
+    this.registry = options.registry;
+    this.tasks = new TaskStore(this.schema);
+  }
+
+  /** Runs one task call. Refusals come back as TaskError (not thrown); faults are thrown. */
+  async invoke(req: InvokeRequest): Promise<TaskResult> {
+    try {
+      return await this.run(req);
+    } catch (err) {
+      if (err instanceof TaskError) return err;
+      throw err;
+    }
+  }
+
+  /** Authenticates credentials at an agent (transports use it for polling endpoints). */
+  authenticate(agent: AgentKind, credentials: InvokeRequest['credentials']) {
+    return this.options.authenticator.authenticate(agent, credentials);
+  }
+
+  /** The polling view of a task the principal owns; TaskError TASK_NOT_FOUND otherwise. */
+  async getTask(
+    taskId: string,
+    principal: Principal | null,
+    includeResult = true,
+  ): Promise<TaskView> {
+    return this.tasks.view(this.options.pool, taskId, principal, includeResult);
+  }
+
+  private async run(req: InvokeRequest): Promise<TaskSuccess> {
+    const def = this.registry.get(req.agent, req.task);
+    if (!def) {
+      throw taskError(
+        'UNKNOWN_TASK',
+        `the ${req.agent} agent has no task "${String(req.task).slice(0, 100)}"`,
+      );
+    }
+    const principal = await this.options.authenticator.authenticate(req.agent, req.credentials);
+    this.authorize(def, principal);
+
+    const raw = req.params ?? {};
+    if (typeof raw !== 'object' || Array.isArray(raw)) {
+      throw taskError('VALIDATION_ERROR', 'task parameters must be a JSON object');
+    }
+    const params = raw as Record<string, unknown>;
+    const meta = this.requestMeta(req, params);
+    const parsed = def.schema.safeParse(params);
+    if (!parsed.success) {
+      throw issueToError(parsed.error.issues);
+    }
+    const idempotencyKey = this.idempotencyKey(def, params, principal);
+    const dryRun = req.dryRun === true;
+
+    const db = await this.options.pool.connect();
+    try {
+      await db.query('BEGIN');
+      if (idempotencyKey && principal) {
+        const replay = await this.claimIdempotency(db, def, principal, idempotencyKey, params);
+        if (replay) {
+          await db.query('ROLLBACK');
+          return { ...replay, replayed: true };
+        }
+      }
+      const ctx: TaskContext = {
+        agent: req.agent,
+        principal,
+        db,
+        dryRun,
+        clock: this.options.clock,
+        notifications: dryRun ? silentNotifications : this.options.notifications,
+        settings: this.options.settings,
+        schema: this.schema,
+        taskId: newTaskId(),
+        request: meta,
+      };
+      const outcome = await def.handle(parsed.data, ctx);
+      const response: TaskSuccess = { status: outcome.status };
+      if (outcome.async && !isTerminalStatus(outcome.status)) {
+        response.task_id = ctx.taskId;
+        await this.tasks.insert(db, {
+          task_id: ctx.taskId,
+          agent: req.agent,
+          task_type: def.webhookTaskType ?? def.name,
+          principal_id: principal?.principal_id ?? null,
+          status: outcome.status,
+          initial_status: outcome.status,
+          params,
+          state: outcome.async.state ?? {},
+          result: null,
+          message: null,
+          push_notification_config: meta.pushNotificationConfig ?? null,
+          a2a_push: meta.a2aPush ?? null,
+          context: meta.context ?? null,
+          resource_id: outcome.async.resourceId ?? null,
+          next_run_at:
+            outcome.async.runAfterMs === null
+              ? null
+              : new Date(ctx.clock.nowMs() + outcome.async.runAfterMs),
+        });
+      }
+      Object.assign(response, outcome.body);
+      if (meta.context !== undefined) response.context = meta.context;
+      if (dryRun) response.dry_run = true;
+      if (idempotencyKey && principal && !dryRun) {
+        await db.query(
+          `UPDATE ${this.schema}.idempotency SET response = $4
+            WHERE agent = $1 AND principal_id = $2 AND idempotency_key = $3`,
+          [req.agent, principal.principal_id, idempotencyKey, response],
+        );
+      }
+      await db.query(dryRun ? 'ROLLBACK' : 'COMMIT');
+      return response;
+    } catch (err) {
+      await db.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      db.release();
+    }
+  }
+
+  private authorize(def: TaskDefinition, principal: Principal | null): void {
+    if (principal && !principal.agentAccess) {
+      throw taskError(
+        'AGENT_ACCESS_DENIED',
+        `principal is not authorized for the ${def.agent} agent`,
+      );
+    }
+    const auth = def.auth;
+    if (auth.tier === 'public') return;
+    if (auth.tier === 'authenticated' && !principal) {
+      throw taskError(
+        'AUTH_REQUIRED',
+        `${def.name} requires credentials (Authorization or X-API-Key)`,
+      );
+    }
+    const permission = auth.permission;
+    if (principal && permission && !hasPermission(principal, permission)) {
+      throw taskError(
+        'INSUFFICIENT_PERMISSIONS',
+        `${def.name} requires the ${permission.permission} permission on ${permission.resource}`,
+      );
+    }
+  }
+
+  private requestMeta(req: InvokeRequest, params: Record<string, unknown>): RequestMeta {
+    const meta: RequestMeta = { transport: req.transport };
+    if (params.context !== undefined) {
+      if (
+        typeof params.context !== 'object' ||
+        params.context === null ||
+        Array.isArray(params.context)
+      ) {
+        throw taskError('VALIDATION_ERROR', 'context must be an object', { field: 'context' });
+      }
+      meta.context = params.context as Record<string, unknown>;
+    }
+    const push = params.push_notification_config;
+    if (push !== undefined) {
+      const parsed = PushNotificationConfigSchema.safeParse(push);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        const field = fieldPath(['push_notification_config', ...issue.path]);
+        throw taskError('INVALID_REQUEST', `${field}: ${issue.message}`, { field });
+      }
+      if (parsed.data.operation_id === undefined) {
+        throw taskError(
+          'INVALID_REQUEST',
+          'push_notification_config.operation_id is required (a buyer-generated id, unique per task invocation)',
+          { field: 'push_notification_config.operation_id' },
+        );
+      }
+      meta.pushNotificationConfig = push as Record<string, unknown>;
+    }
+    if (req.a2aPush !== undefined) meta.a2aPush = req.a2aPush;
+    if (meta.pushNotificationConfig || meta.a2aPush) {
+      try {
+        this.options.notifications.validateRegistration?.({
+          ...(meta.pushNotificationConfig
+            ? { pushNotificationConfig: meta.pushNotificationConfig }
+            : {}),
+          ...(meta.a2aPush
+            ? { a2aConfig: { version: meta.a2aPush.version, config: meta.a2aPush.config } }
+            : {}),
+        });
+      } catch (err) {
+        const e = err as { field?: string; message?: string };
+        const field =
+          meta.pushNotificationConfig && e.field && !e.field.startsWith('configuration')
+            ? e.field.startsWith('push_notification_config')
+              ? e.field
+              : `push_notification_config.${e.field}`
+            : (e.field ?? 'configuration');
+        throw taskError('INVALID_REQUEST', e.message ?? 'webhook registration refused', { field });
+      }
+    }
+    return meta;
+  }
+
+  private idempotencyKey(
+    def: TaskDefinition,
+    params: Record<string, unknown>,
+    principal: Principal | null,
+  ): string | null {
+    const key = params.idempotency_key;
+    if (key === undefined || !def.mutating) return null;
+    if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) {
+      throw taskError('VALIDATION_ERROR', 'idempotency_key must be 8-255 of [A-Za-z0-9_.:-]', {
+        field: 'idempotency_key',
+      });
+    }
+    return principal ? key : null;
+  }
+
+  /**
+   * Claims the key in this transaction (a concurrent twin waits on the row lock), or
+   * returns the stored response of an earlier identical request.
+   */
+  private async claimIdempotency(
+    db: PoolClient,
+    def: TaskDefinition,
+    principal: Principal,
+    key: string,
+    params: Record<string, unknown>,
+  ): Promise<TaskSuccess | null> {
+    const fp = canonicalRequest(def.name, params);
+    const now = this.options.clock.now();
+    const expires = new Date(now.getTime() + this.options.settings.idempotencyTtlSeconds * 1000);
+    // An expired record no longer binds the key.
+    await db.query(
+      `DELETE FROM ${this.schema}.idempotency
+        WHERE agent = $1 AND principal_id = $2 AND idempotency_key = $3 AND expires_at <= $4`,
+      [def.agent, principal.principal_id, key, now],
+    );
+    const inserted = await db.query(
+      `INSERT INTO ${this.schema}.idempotency (agent, principal_id, idempotency_key, task, fingerprint, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1`,
+      [def.agent, principal.principal_id, key, def.name, fp, expires],
+    );
+    if (inserted.rowCount === 1) return null;
+    const { rows } = await db.query<{ fingerprint: string; response: TaskSuccess | null }>(
+      `SELECT fingerprint, response FROM ${this.schema}.idempotency
+        WHERE agent = $1 AND principal_id = $2 AND idempotency_key = $3`,
+      [def.agent, principal.principal_id, key],
+    );
+    const row = rows[0];
+    if (!row || row.fingerprint !== fp || !row.response) {
+      throw taskError(
+        'IDEMPOTENCY_CONFLICT',
+        'idempotency_key was already used with a different request; use a new key',
+        { field: 'idempotency_key' },
+      );
+    }
+    return row.response;
+  }
+}

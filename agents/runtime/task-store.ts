@@ -1,0 +1,207 @@
+/**
+ * Durable tasks: one row per asynchronous task, its status, the registrations to notify
+ * and where the executor resumes. Every status change is written and its webhook enqueued
+ * in the same transaction, so a change is never notified without being stored or stored
+ * without being notified.
+ */
+import { randomUUID } from 'node:crypto';
+import { isTerminalStatus, type WebhookTaskType } from '../../shared/envelope/task-status.js';
+import { assertSchemaName, type PoolClient } from '../../shared/infra/pg.js';
+import type { Principal } from '../auth/principal.js';
+import { taskError } from './errors.js';
+import type { AgentNotifications, StoredTask, TaskStatus } from './types.js';
+
+export function newTaskId(): string {
+  return `task_${randomUUID()}`;
+}
+
+export interface TaskChange {
+  status: TaskStatus;
+  result?: Record<string, unknown> | null;
+  message?: string;
+  /** Next executor run (virtual time); null stops scheduling. */
+  nextRunAt?: Date | null;
+  state?: Record<string, unknown>;
+}
+
+/** The polling view of a task (`get_task_status`). */
+export interface TaskView {
+  task_id: string;
+  task_type: string;
+  status: TaskStatus;
+  created_at: string;
+  updated_at: string;
+  message?: string;
+  result?: Record<string, unknown>;
+}
+
+export class TaskStore {
+  readonly schema: string;
+  constructor(schema: string) {
+    this.schema = assertSchemaName(schema);
+  }
+
+  async insert(
+    db: PoolClient,
+    task: Omit<StoredTask, 'created_at' | 'updated_at' | 'attempts' | 'step'>,
+  ) {
+    await db.query(
+      `INSERT INTO ${this.schema}.tasks
+        (task_id, agent, task_type, principal_id, status, initial_status, params, state, result,
+         message, push_notification_config, a2a_push, context, resource_id, next_run_at)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
+      [
+        task.task_id,
+        task.agent,
+        task.task_type,
+        task.principal_id,
+        task.status,
+        task.initial_status,
+        task.params,
+        task.state,
+        task.result,
+        task.message,
+        task.push_notification_config,
+        task.a2a_push,
+        task.context,
+        task.resource_id,
+        task.next_run_at,
+      ],
+    );
+  }
+
+  async get(
+    db: Pick<PoolClient, 'query'>,
+    taskId: string,
+    forUpdate = false,
+  ): Promise<StoredTask | null> {
+    const { rows } = await db.query<StoredTask>(
+      `SELECT * FROM ${this.schema}.tasks WHERE task_id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
+      [taskId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** The task if the principal owns it; TASK_NOT_FOUND otherwise (no existence leak). */
+  async view(
+    db: Pick<PoolClient, 'query'>,
+    taskId: string,
+    principal: Principal | null,
+    includeResult = true,
+  ): Promise<TaskView> {
+    const task =
+      typeof taskId === 'string' && taskId.length <= 255 ? await this.get(db, taskId) : null;
+    if (
+      !task ||
+      task.agent !== principal?.agent ||
+      (task.principal_id !== null && task.principal_id !== principal.principal_id)
+    ) {
+      throw taskError(
+        'TASK_NOT_FOUND',
+        `no task ${String(taskId).slice(0, 80)} for this principal`,
+        {
+          field: 'task_id',
+        },
+      );
+    }
+    const view: TaskView = {
+      task_id: task.task_id,
+      task_type: task.task_type,
+      status: task.status,
+      created_at: task.created_at.toISOString(),
+      updated_at: task.updated_at.toISOString(),
+    };
+    if (task.message) view.message = task.message;
+    if (task.result && (includeResult || isTerminalStatus(task.status))) view.result = task.result;
+    return view;
+  }
+
+  /**
+   * Applies a change inside `db`'s transaction. A change of status notifies once (nothing
+   * for the same status again: one webhook per status change).
+   */
+  async transition(
+    db: PoolClient,
+    task: StoredTask,
+    change: TaskChange,
+    notifications: AgentNotifications,
+  ): Promise<StoredTask> {
+    if (isTerminalStatus(task.status)) {
+      throw taskError('INVALID_STATE', `task ${task.task_id} is already ${task.status}`);
+    }
+    const { rows } = await db.query<StoredTask>(
+      `UPDATE ${this.schema}.tasks
+          SET status = $2, result = COALESCE($3, result), message = $4,
+              next_run_at = $5, state = COALESCE($6, state), step = step + 1,
+              attempts = 0, updated_at = now()
+        WHERE task_id = $1 RETURNING *`,
+      [
+        task.task_id,
+        change.status,
+        change.result ?? null,
+        change.message ?? null,
+        isTerminalStatus(change.status) ? null : (change.nextRunAt ?? null),
+        change.state ?? null,
+      ],
+    );
+    const updated = rows[0]!;
+    if (change.status !== task.status && task.task_type !== 'get_task_status') {
+      await notifications.taskStatusChanged({
+        taskId: task.task_id,
+        taskType: task.task_type as WebhookTaskType,
+        status: change.status,
+        initialStatus: task.initial_status,
+        ...(task.push_notification_config
+          ? { pushNotificationConfig: task.push_notification_config }
+          : {}),
+        ...(task.a2a_push
+          ? {
+              a2aConfig: {
+                version: task.a2a_push.version,
+                config: task.a2a_push.config,
+                ...(task.a2a_push.contextId ? { contextId: task.a2a_push.contextId } : {}),
+              },
+            }
+          : {}),
+        ...(task.context ? { context: task.context } : {}),
+        ...(change.result !== undefined ? { result: change.result } : {}),
+        ...(change.message !== undefined ? { message: change.message } : {}),
+        ...(task.resource_id && task.agent === 'sales' ? { mediaBuyId: task.resource_id } : {}),
+        ...(task.principal_id ? { principalId: task.principal_id } : {}),
+        client: db,
+      });
+    }
+    return updated;
+  }
+
+  /** Locks and returns up to `limit` tasks due at `now` that nobody else holds. */
+  async claimDue(db: PoolClient, now: Date, limit: number): Promise<StoredTask[]> {
+    const { rows } = await db.query<StoredTask>(
+      `SELECT * FROM ${this.schema}.tasks
+        WHERE next_run_at IS NOT NULL AND next_run_at <= $1
+          AND status IN ('submitted', 'working')
+        ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      [now, limit],
+    );
+    return rows;
+  }
+
+  async findByResource(db: Pick<PoolClient, 'query'>, resourceId: string, taskType: string) {
+    const { rows } = await db.query<StoredTask>(
+      `SELECT * FROM ${this.schema}.tasks WHERE resource_id = $1 AND task_type = $2
+        ORDER BY created_at DESC`,
+      [resourceId, taskType],
+    );
+    return rows;
+  }
+
+  /** A failed attempt of `advance`: back off, or fail the task after `maxAttempts`. */
+  async recordAttemptFailure(db: PoolClient, taskId: string, retryAt: Date) {
+    const { rows } = await db.query<{ attempts: number }>(
+      `UPDATE ${this.schema}.tasks SET attempts = attempts + 1, next_run_at = $2
+        WHERE task_id = $1 RETURNING attempts`,
+      [taskId, retryAt],
+    );
+    return rows[0]?.attempts ?? 0;
+  }
+}

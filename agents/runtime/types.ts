@@ -1,0 +1,199 @@
+/**
+ * The task runtime's vocabulary: task definitions (what the registry holds), the context
+ * a handler runs in, what it returns, and the notification seam (the sender's
+ * NotificationCore, reached only through the methods named here).
+ */
+import type { z } from 'zod';
+import type { TaskError } from '../../shared/errors/task-errors.js';
+import type { TaskStatus, WebhookTaskType } from '../../shared/envelope/task-status.js';
+import type { PoolClient } from '../../shared/infra/pg.js';
+import type { AgentKind, Principal, RequiredPermission } from '../auth/principal.js';
+import type { AgentClock } from './clock.js';
+import type { AgentSettings } from './settings.js';
+
+export type { TaskStatus };
+
+/** The methods of the sender's NotificationCore the agents call. */
+export interface AgentNotifications {
+  taskStatusChanged(change: {
+    taskId: string;
+    taskType: WebhookTaskType;
+    status: TaskStatus;
+    initialStatus: TaskStatus;
+    pushNotificationConfig?: unknown;
+    a2aConfig?: { version: '0.3' | '1.0'; config: unknown; contextId?: string };
+    context?: Record<string, unknown>;
+    result?: Record<string, unknown> | null;
+    message?: string;
+    mediaBuyId?: string;
+    principalId?: string;
+    client?: PoolClient;
+  }): Promise<unknown>;
+  mediaBuyChannelsConfigured(input: {
+    mediaBuyId: string;
+    principalId: string;
+    pushNotificationConfig?: Record<string, unknown> | null;
+    reportingWebhook?: Record<string, unknown> | null;
+    client?: PoolClient;
+  }): Promise<void>;
+  impairmentObserved(input: {
+    mediaBuyId: string;
+    principalId: string;
+    impairment: Record<string, unknown>;
+    client?: PoolClient;
+  }): Promise<unknown>;
+  mediaBuyTerminal(input: {
+    mediaBuyId: string;
+    principalId: string;
+    status: 'completed' | 'canceled' | 'rejected';
+    client?: PoolClient;
+  }): Promise<unknown>;
+  agentEvent(event: {
+    configs: unknown[];
+    agentUrl: string;
+    capabilitiesVersion: string;
+    reason: string;
+    changedPaths?: string[];
+    client?: PoolClient;
+  }): Promise<unknown>;
+  accountNotification(n: {
+    configs: unknown[];
+    notificationType:
+      'creative.status_changed' | 'creative.assignment_changed' | 'account.status_changed';
+    notificationId: string;
+    fields: Record<string, unknown>;
+    mediaBuyId?: string;
+    principalId?: string;
+    client?: PoolClient;
+  }): Promise<unknown>;
+  /** Optional request-time check of a registration (throws an error with `field`). */
+  validateRegistration?(input: {
+    pushNotificationConfig?: unknown;
+    a2aConfig?: { version: '0.3' | '1.0'; config: unknown };
+  }): void;
+}
+
+export type AuthTier =
+  /** Anyone; credentials, when sent, are still checked. */
+  | { tier: 'public' }
+  /** Anyone; a principal with the permission gets the full answer (get_products). */
+  | { tier: 'public-limited'; permission: RequiredPermission }
+  | { tier: 'authenticated'; permission?: RequiredPermission };
+
+export interface A2aPush {
+  version: '0.3' | '1.0';
+  /** `configuration.pushNotificationConfig` (0.3) or `taskPushNotificationConfig` (1.0). */
+  config: unknown;
+  /** The A2A contextId; defaults to the task id. */
+  contextId?: string;
+}
+
+export interface RequestMeta {
+  transport: 'mcp' | 'a2a';
+  /** The request's top-level `context`, echoed verbatim. */
+  context?: Record<string, unknown>;
+  pushNotificationConfig?: Record<string, unknown>;
+  a2aPush?: A2aPush;
+}
+
+export interface TaskContext {
+  agent: AgentKind;
+  principal: Principal | null;
+  /** The call's transaction; rolled back on a refusal and on dry runs. */
+  db: PoolClient;
+  dryRun: boolean;
+  clock: AgentClock;
+  /** No-op during dry runs. */
+  notifications: AgentNotifications;
+  settings: AgentSettings;
+  /** The agents' database schema. */
+  schema: string;
+  /** The id the task gets if it turns out asynchronous (so resources can point at it). */
+  taskId: string;
+  request: RequestMeta;
+}
+
+/** What a handler returns: the response body and, for async tasks, how it continues. */
+export interface HandlerOutcome {
+  status: TaskStatus;
+  body: Record<string, unknown>;
+  /** Present when the task continues in the background (status non-terminal). */
+  async?: {
+    /** Virtual ms until the executor calls `advance`; null waits for an outside event. */
+    runAfterMs: number | null;
+    state?: Record<string, unknown>;
+    resourceId?: string;
+  };
+}
+
+export interface StoredTask {
+  task_id: string;
+  agent: AgentKind;
+  task_type: string;
+  principal_id: string | null;
+  status: TaskStatus;
+  initial_status: TaskStatus;
+  step: number;
+  params: Record<string, unknown>;
+  state: Record<string, unknown>;
+  result: Record<string, unknown> | null;
+  message: string | null;
+  push_notification_config: Record<string, unknown> | null;
+  a2a_push: A2aPush | null;
+  context: Record<string, unknown> | null;
+  resource_id: string | null;
+  next_run_at: Date | null;
+  attempts: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** One step of a background task; null: nothing to do yet (look again later). */
+export interface Advance {
+  status: TaskStatus;
+  result?: Record<string, unknown>;
+  message?: string;
+  /** Virtual ms until the next `advance`; null (default) stops scheduling. */
+  runAfterMs?: number | null;
+  state?: Record<string, unknown>;
+}
+
+export interface TaskDefinition<S extends z.ZodType = z.ZodType> {
+  name: string;
+  agent: AgentKind;
+  schema: S;
+  auth: AuthTier;
+  /** Spec rule 9, for documentation and the capability document. */
+  expectedDuration: string;
+  mode: 'sync' | 'async';
+  /** Mutating tasks honour `idempotency_key` and dry runs. */
+  mutating: boolean;
+  /** `task_type` of webhooks; set on tasks that can be asynchronous. */
+  webhookTaskType?: WebhookTaskType;
+  /** The signal agent answers errors as `{errors: [...]}`. */
+  errorShape: 'single' | 'signal';
+  handle(params: z.output<S>, ctx: TaskContext): Promise<HandlerOutcome>;
+  /** Background progression of an async task (runs in its own transaction). */
+  advance?(task: StoredTask, ctx: TaskContext): Promise<Advance | null>;
+}
+
+/** A successful answer: task status, `task_id` when it continues, then the response. */
+export type TaskSuccess = { status: TaskStatus; task_id?: string } & Record<string, unknown>;
+export type TaskResult = TaskSuccess | TaskError;
+
+export interface Credentials {
+  /** The `Authorization` header value. */
+  authorization?: string;
+  /** The `X-API-Key` header value. */
+  apiKey?: string;
+}
+
+export interface InvokeRequest {
+  agent: AgentKind;
+  task: string;
+  params: unknown;
+  credentials: Credentials;
+  dryRun?: boolean;
+  transport: 'mcp' | 'a2a';
+  a2aPush?: A2aPush;
+}

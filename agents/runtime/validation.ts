@@ -1,0 +1,95 @@
+/**
+ * Request validation: zod issues become the spec's errors, with `field` written the way
+ * the spec writes paths (`packages[0].budget`). A format id that is not an object with
+ * `agent_url` and `id` is `INVALID_FORMAT_ID`, whatever the path.
+ */
+import { z } from 'zod';
+import type { TaskError } from '../../shared/errors/task-errors.js';
+import { taskError, type AnyTaskErrorCode } from './errors.js';
+
+export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out === '' ? String(part) : `.${String(part)}`;
+  }
+  return out;
+}
+
+export interface FormatId {
+  agent_url: string;
+  id: string;
+  [member: string]: unknown;
+}
+
+function isHttpUrl(v: unknown): boolean {
+  if (typeof v !== 'string') return false;
+  try {
+    const u = new URL(v);
+    return u.protocol === 'http:' || u.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+export function isFormatId(v: unknown): v is FormatId {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const o = v as Record<string, unknown>;
+  return (
+    isHttpUrl(o.agent_url) && typeof o.id === 'string' && /^[A-Za-z0-9_.:-]{1,128}$/.test(o.id)
+  );
+}
+
+/** A structured format id; anything else is INVALID_FORMAT_ID (a plain string included). */
+export const FormatIdSchema = z.custom<FormatId>(isFormatId, {
+  message: 'format_id must be an object with agent_url (an http(s) URL) and id, not a string',
+  params: { taskCode: 'INVALID_FORMAT_ID' },
+});
+
+/** Parses params; the first issue becomes the TaskError (thrown). */
+export function parseParams<S extends z.ZodType>(schema: S, params: unknown): z.output<S> {
+  const parsed = schema.safeParse(params);
+  if (parsed.success) return parsed.data;
+  throw issueToError(parsed.error.issues);
+}
+
+export function issueToError(issues: z.core.$ZodIssue[]): TaskError {
+  // A format-id issue wins: it has its own code and callers look for it first.
+  const formatIssue = issues.find(
+    (i) => i.code === 'custom' && (i.params as { taskCode?: string })?.taskCode,
+  );
+  const issue = formatIssue ?? issues[0];
+  if (!issue) return taskError('VALIDATION_ERROR', 'invalid parameters');
+  const field = fieldPath(issue.path);
+  const code = ((issue.code === 'custom' && (issue.params as { taskCode?: string })?.taskCode) ||
+    'VALIDATION_ERROR') as AnyTaskErrorCode;
+  const message = field ? `${field}: ${issue.message}` : issue.message;
+  return taskError(code, message, field ? { field } : {});
+}
+
+/** ISO 8601 date-time with an offset (Z or ±hh:mm). */
+export const DateTimeSchema = z.iso.datetime({ offset: true });
+export const DateSchema = z.iso.date();
+
+export const BrandManifestSchema = z.union(
+  [
+    z.looseObject({
+      url: z.url(),
+      name: z.string().min(1).max(200).optional(),
+      tagline: z.string().max(500).optional(),
+      colors: z
+        .looseObject({ primary: z.string().optional(), secondary: z.string().optional() })
+        .optional(),
+    }),
+    z.looseObject({
+      name: z.string().min(1).max(200),
+      url: z.url().optional(),
+      tagline: z.string().max(500).optional(),
+      colors: z
+        .looseObject({ primary: z.string().optional(), secondary: z.string().optional() })
+        .optional(),
+    }),
+  ],
+  { error: 'brand_manifest must be {url} or an inline manifest with name' },
+);
+export type BrandManifest = z.infer<typeof BrandManifestSchema>;

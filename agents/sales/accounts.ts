@@ -1,0 +1,206 @@
+/**
+ * Accounts of the sales agent (sync_accounts), each with its account-level webhook
+ * subscribers (`notification_configs[]`, supplement §7.4): replacement semantics (omitted
+ * = unchanged, [] = clear, array = full replacement keyed by subscriber_id), write-only
+ * `authentication`, paused entries kept but never fired.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { LegacyAuthenticationSchema } from '../../shared/envelope/channel-config.js';
+import { taskError } from '../runtime/errors.js';
+import type { TaskRegistry } from '../runtime/registry.js';
+import type { AgentNotifications, TaskContext } from '../runtime/types.js';
+
+export const ACCOUNT_EVENT_TYPES = [
+  'creative.status_changed',
+  'creative.assignment_changed',
+  'indicators.changed',
+  'creative.purged',
+  'account.status_changed',
+  'product.created',
+  'product.updated',
+  'product.priced',
+  'product.removed',
+  'signal.created',
+  'signal.updated',
+  'signal.priced',
+  'signal.removed',
+  'wholesale_feed.bulk_change',
+] as const;
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }).max(2048);
+
+export const SubscriberConfigSchema = (eventTypes: readonly [string, ...string[]]) =>
+  z.looseObject({
+    subscriber_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'subscriber_id must be 1-64 of [A-Za-z0-9_.:-]'),
+    url: httpUrl,
+    event_types: z.array(z.enum(eventTypes)).min(1, 'at least one event type is required'),
+    authentication: LegacyAuthenticationSchema.optional(),
+    active: z.boolean().default(true),
+    product_payload_view: z.enum(['canonical', 'legacy']).optional(),
+  });
+
+export const AccountConfigSchema = SubscriberConfigSchema(ACCOUNT_EVENT_TYPES);
+type SubscriberConfig = z.output<typeof AccountConfigSchema>;
+
+/** Rejects two entries with one subscriber_id (the set is keyed by it). */
+export function checkUniqueSubscribers(
+  configs: Array<{ subscriber_id: string }>,
+  field: string,
+): void {
+  const seen = new Set<string>();
+  for (const [j, c] of configs.entries()) {
+    if (seen.has(c.subscriber_id)) {
+      throw taskError('VALIDATION_ERROR', 'subscriber_id must be unique', {
+        field: `${field}[${j}].subscriber_id`,
+      });
+    }
+    seen.add(c.subscriber_id);
+  }
+}
+
+/** A config as echoed: never the write-only `authentication`. */
+export function publicConfig(c: Record<string, unknown>): Record<string, unknown> {
+  const copy = { ...c };
+  if (copy.authentication) {
+    copy.authentication = { schemes: (copy.authentication as { schemes: string[] }).schemes };
+  }
+  return copy;
+}
+
+const SyncAccountsSchema = z.looseObject({
+  accounts: z
+    .array(
+      z.looseObject({
+        account_id: z
+          .string()
+          .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
+          .optional(),
+        name: z.string().min(1).max(200),
+        brand: z.looseObject({ domain: z.string().min(1).max(253) }).optional(),
+        notification_configs: z.array(AccountConfigSchema).max(20).optional(),
+      }),
+    )
+    .min(1)
+    .max(50),
+  dry_run: z.boolean().optional(),
+  idempotency_key: z.string().optional(),
+  context: z.unknown().optional(),
+});
+
+function derivedAccountId(principalId: string, name: string): string {
+  return `acct_${createHash('sha256').update(`${principalId}\0${name}`).digest('hex').slice(0, 16)}`;
+}
+
+async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: TaskContext) {
+  const s = ctx.schema;
+  const principalId = ctx.principal!.principal_id;
+  const out: Array<Record<string, unknown>> = [];
+  await ctx.db.query('SAVEPOINT sync_accounts');
+  for (const [i, a] of params.accounts.entries()) {
+    if (a.notification_configs)
+      checkUniqueSubscribers(a.notification_configs, `accounts[${i}].notification_configs`);
+    const accountId = a.account_id ?? derivedAccountId(principalId, a.name);
+    const { rows } = await ctx.db.query<{
+      principal_id: string;
+      name: string;
+      brand: unknown;
+      notification_configs: SubscriberConfig[];
+    }>(
+      `SELECT principal_id, name, brand, notification_configs FROM ${s}.accounts
+        WHERE agent = $1 AND account_id = $2 FOR UPDATE`,
+      [ctx.agent, accountId],
+    );
+    const before = rows[0];
+    if (before && before.principal_id !== principalId) {
+      throw taskError('ACCOUNT_NOT_FOUND', `no account ${accountId} for this principal`, {
+        field: `accounts[${i}].account_id`,
+      });
+    }
+    const configs = a.notification_configs ?? before?.notification_configs ?? [];
+    let action = 'created';
+    if (before) {
+      action =
+        before.name === a.name &&
+        JSON.stringify(before.brand ?? null) === JSON.stringify(a.brand ?? null) &&
+        JSON.stringify(before.notification_configs) === JSON.stringify(configs)
+          ? 'unchanged'
+          : 'updated';
+    }
+    await ctx.db.query(
+      `INSERT INTO ${s}.accounts (agent, account_id, principal_id, name, brand, notification_configs)
+       VALUES ($1,$2,$3,$4,$5,$6)
+       ON CONFLICT (agent, account_id) DO UPDATE SET name = EXCLUDED.name, brand = EXCLUDED.brand,
+         notification_configs = EXCLUDED.notification_configs, updated_at = now()`,
+      [ctx.agent, accountId, principalId, a.name, a.brand ?? null, JSON.stringify(configs)],
+    );
+    out.push({
+      account_id: accountId,
+      name: a.name,
+      ...(a.brand ? { brand: a.brand } : {}),
+      action,
+      status: 'active',
+      notification_configs: configs.map(publicConfig),
+    });
+  }
+  if (params.dry_run) await ctx.db.query('ROLLBACK TO SAVEPOINT sync_accounts');
+  return {
+    status: 'completed' as const,
+    body: { accounts: out, ...(params.dry_run ? { dry_run: true } : {}) },
+  };
+}
+
+/** Fires an account-level event to the principal's active subscribers of that type. */
+export async function emitAccountEvent(
+  ctx: {
+    db: TaskContext['db'];
+    schema: string;
+    agent: string;
+    principal: TaskContext['principal'];
+    notifications: AgentNotifications;
+  },
+  type: 'creative.status_changed' | 'creative.assignment_changed' | 'account.status_changed',
+  notificationId: string,
+  fields: Record<string, unknown>,
+): Promise<void> {
+  if (!ctx.principal) return;
+  const { rows } = await ctx.db.query<{
+    account_id: string;
+    notification_configs: SubscriberConfig[];
+  }>(
+    `SELECT account_id, notification_configs FROM ${ctx.schema}.accounts
+      WHERE agent = $1 AND principal_id = $2 AND notification_configs <> '[]'::jsonb`,
+    [ctx.agent, ctx.principal.principal_id],
+  );
+  for (const account of rows) {
+    const configs = account.notification_configs.filter(
+      (c) => c.active !== false && c.event_types.includes(type),
+    );
+    if (configs.length === 0) continue;
+    await ctx.notifications.accountNotification({
+      configs,
+      notificationType: type,
+      notificationId: `${notificationId}.${account.account_id}`.slice(0, 255),
+      fields: { account_id: account.account_id, ...fields },
+      principalId: ctx.principal.principal_id,
+      client: ctx.db,
+    });
+  }
+}
+
+export function registerAccountTasks(registry: TaskRegistry): void {
+  registry.add({
+    name: 'sync_accounts',
+    agent: 'sales',
+    schema: SyncAccountsSchema,
+    auth: { tier: 'authenticated' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: true,
+    webhookTaskType: 'sync_accounts',
+    errorShape: 'single',
+    handle: syncAccounts,
+  });
+}

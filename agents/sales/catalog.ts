@@ -1,0 +1,226 @@
+/**
+ * Sales agent catalog tasks: get_products (ranked against the brief, filtered; partial
+ * catalog without credentials), list_authorized_properties, list_creative_formats.
+ */
+import { z } from 'zod';
+import { hasPermission } from '../auth/principal.js';
+import { allFormats, formatDefinition, GENERIC_FORMAT_IDS } from '../creative/formats.js';
+import { briefTerms, score } from '../runtime/ranking.js';
+import type { TaskRegistry } from '../runtime/registry.js';
+import type { TaskContext } from '../runtime/types.js';
+import { BrandManifestSchema } from '../runtime/validation.js';
+
+export const CHANNELS = ['video', 'ctv', 'display', 'audio', 'dooh'] as const;
+
+export interface ProductRow {
+  product_id: string;
+  name: string;
+  description: string;
+  channel: string;
+  delivery_type: string;
+  is_standard: boolean;
+  custom_principal: string | null;
+  format_ids: string[];
+  pricing_options: PricingOption[];
+  targeting: Record<string, unknown>;
+  keywords: string[];
+  expected_delay_minutes: number;
+  reporting_frequencies: string[];
+  ctr: number;
+  sort_order: number;
+}
+
+export interface PricingOption {
+  pricing_option_id: string;
+  pricing_model: string;
+  price?: number;
+  floor?: number;
+  currency: string;
+  min_spend?: number;
+}
+
+const FORMAT_TYPES = ['video', 'display', 'audio', 'dooh'] as const;
+
+export const GetProductsSchema = z.looseObject({
+  brief: z.string().max(10000).optional(),
+  brand_manifest: BrandManifestSchema.optional(),
+  filters: z
+    .looseObject({
+      channels: z.array(z.enum(CHANNELS)).optional(),
+      budget_range: z
+        .looseObject({
+          min: z.number().nonnegative().optional(),
+          max: z.number().positive().optional(),
+        })
+        .refine((r) => r.min === undefined || r.max === undefined || r.min <= r.max, {
+          message: 'min must not exceed max',
+        })
+        .optional(),
+      delivery_type: z.enum(['guaranteed', 'non_guaranteed']).optional(),
+      format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
+    })
+    .optional(),
+});
+
+/** Products this caller may see: standard ones, and custom ones made for it. */
+export async function visibleProducts(ctx: TaskContext): Promise<ProductRow[]> {
+  const s = ctx.schema;
+  const { rows } = await ctx.db.query<ProductRow>(
+    `SELECT * FROM ${s}.products
+      WHERE custom_principal IS NULL OR custom_principal = $1 ORDER BY sort_order`,
+    [ctx.principal?.principal_id ?? ''],
+  );
+  return rows;
+}
+
+function formatTypeOf(formatId: string): string {
+  return formatId.split('_')[0] ?? '';
+}
+
+export async function getProducts(params: z.output<typeof GetProductsSchema>, ctx: TaskContext) {
+  const full =
+    ctx.principal !== null &&
+    hasPermission(ctx.principal, { resource: 'products', permission: 'read' });
+  let products = await visibleProducts(ctx);
+  if (!full) products = products.filter((p) => p.is_standard && !p.custom_principal);
+  const f = params.filters ?? {};
+  if (f.channels) products = products.filter((p) => f.channels!.includes(p.channel as never));
+  if (f.delivery_type) products = products.filter((p) => p.delivery_type === f.delivery_type);
+  if (f.format_types) {
+    products = products.filter((p) =>
+      p.format_ids.some((id) => f.format_types!.includes(formatTypeOf(id) as never)),
+    );
+  }
+  if (f.budget_range?.max !== undefined) {
+    const max = f.budget_range.max;
+    products = products.filter((p) =>
+      p.pricing_options.some(
+        (o) => (o.pricing_model === 'flat-fee' ? (o.price ?? 0) : (o.min_spend ?? 0)) <= max,
+      ),
+    );
+  }
+  const terms = briefTerms(params.brief);
+  let ranked = products.map((p) => ({ p, ...score(p, terms) }));
+  if (terms.length > 0) {
+    const matching = ranked.filter((r) => r.score > 0);
+    if (matching.length > 0) ranked = matching;
+    ranked.sort((a, b) => b.score - a.score || a.p.sort_order - b.p.sort_order);
+  }
+  const agentUrl = ctx.settings.urls.creative;
+  return {
+    products: ranked.map(({ p, matched }) => {
+      const formatIds = full
+        ? p.format_ids
+        : p.format_ids.filter((id) => GENERIC_FORMAT_IDS.has(id));
+      const out: Record<string, unknown> = {
+        product_id: p.product_id,
+        name: p.name,
+        description: p.description,
+        channel: p.channel,
+        delivery_type: p.delivery_type,
+        format_ids: formatIds.map((id) => ({ agent_url: agentUrl, id })),
+        targeting: p.targeting,
+        is_custom: p.custom_principal !== null,
+        reporting_capabilities: {
+          available_reporting_frequencies: p.reporting_frequencies,
+          expected_delay_minutes: p.expected_delay_minutes,
+          windowed_pull_granularities: ctx.settings.windowedPullGranularities,
+          available_metrics: ['impressions', 'spend', 'clicks', 'ctr'],
+        },
+      };
+      if (full) {
+        out.pricing_options = p.pricing_options.map((o) => {
+          const opt: Record<string, unknown> = {
+            pricing_option_id: o.pricing_option_id,
+            pricing_model: o.pricing_model,
+            currency: o.currency,
+          };
+          if (o.price !== undefined) opt.price = o.price;
+          if (o.floor !== undefined) opt.floor = o.floor;
+          if (o.min_spend !== undefined) opt.min_spend = o.min_spend;
+          return opt;
+        });
+      }
+      if (terms.length > 0 && matched.length > 0)
+        out.brief_relevance = `matches: ${matched.join(', ')}`;
+      return out;
+    }),
+    ...(full ? {} : { catalog: 'partial' }),
+  };
+}
+
+export const ListCreativeFormatsSalesSchema = z.looseObject({
+  format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
+  format_ids: z.array(z.unknown()).optional(),
+});
+
+export function registerCatalogTasks(registry: TaskRegistry): void {
+  registry.add({
+    name: 'get_products',
+    agent: 'sales',
+    schema: GetProductsSchema,
+    auth: { tier: 'public-limited', permission: { resource: 'products', permission: 'read' } },
+    expectedDuration: '60s',
+    mode: 'sync',
+    mutating: false,
+    errorShape: 'single',
+    handle: async (params, ctx) => ({ status: 'completed', body: await getProducts(params, ctx) }),
+  });
+
+  registry.add({
+    name: 'list_authorized_properties',
+    agent: 'sales',
+    schema: z.looseObject({}),
+    auth: { tier: 'public' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: false,
+    errorShape: 'single',
+    handle: async (_params, ctx) => {
+      const salesUrl = ctx.settings.urls.sales;
+      const domains = ctx.settings.publishers
+        .filter((p) => p.authorized_agents.some((a) => sameUrl(a.url, salesUrl)))
+        .map((p) => p.domain);
+      return { status: 'completed', body: { publisher_domains: domains } };
+    },
+  });
+
+  registry.add({
+    name: 'list_creative_formats',
+    agent: 'sales',
+    schema: ListCreativeFormatsSalesSchema,
+    auth: { tier: 'public' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: false,
+    errorShape: 'single',
+    handle: async (params, ctx) => {
+      const s = ctx.schema;
+      const { rows } = await ctx.db.query<{ id: string }>(
+        `SELECT DISTINCT jsonb_array_elements_text(format_ids) AS id FROM ${s}.products
+          WHERE custom_principal IS NULL OR custom_principal = $1`,
+        [ctx.principal?.principal_id ?? ''],
+      );
+      const used = new Set(rows.map((r) => r.id));
+      const agentUrl = ctx.settings.urls.creative;
+      const formats = (await allFormats(ctx.db, s))
+        .filter((f) => used.has(f.format_id))
+        .filter((f) => !params.format_types || params.format_types.includes(f.type as never))
+        .map((f) => ({
+          ...formatDefinition(f, agentUrl),
+          requirements: f.requirements,
+          asset_schemas: Object.fromEntries(
+            f.assets_required.map((a) => [
+              a.asset_id,
+              { asset_type: a.asset_type, required: a.required, ...a.requirements },
+            ]),
+          ),
+        }));
+      return { status: 'completed', body: { formats, creative_agents: [{ agent_url: agentUrl }] } };
+    },
+  });
+}
+
+export function sameUrl(a: string, b: string): boolean {
+  return a.replace(/\/+$/, '').toLowerCase() === b.replace(/\/+$/, '').toLowerCase();
+}

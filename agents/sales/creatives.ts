@@ -1,0 +1,299 @@
+/**
+ * Creatives at the sales agent: sync_creatives (upsert, assignments, dry_run,
+ * delete_missing) and list_creatives, plus the assignment check packages share.
+ */
+import { z } from 'zod';
+import { ASSET_TYPES, resolveFormat, type FormatRow } from '../creative/formats.js';
+import { taskError } from '../runtime/errors.js';
+import type { TaskRegistry } from '../runtime/registry.js';
+import type { TaskContext } from '../runtime/types.js';
+import { FormatIdSchema } from '../runtime/validation.js';
+import { emitAccountEvent } from './accounts.js';
+
+export const AssetSchema = z.looseObject({
+  asset_type: z.enum(ASSET_TYPES),
+  url: z.string().max(65536).optional(),
+  width: z.number().int().positive().optional(),
+  height: z.number().int().positive().optional(),
+  duration_ms: z.number().int().positive().optional(),
+  content: z.string().max(1_000_000).optional(),
+});
+
+export const CreativeSchema = z.looseObject({
+  creative_id: z.string().min(1).max(255),
+  name: z.string().min(1).max(500),
+  format_id: FormatIdSchema,
+  assets: z.record(z.string(), z.union([AssetSchema, z.record(z.string(), z.unknown())])),
+});
+
+/** The manifest's assets against the format: required ones present with the right type. */
+export function checkAssets(
+  format: FormatRow,
+  assets: Record<string, unknown>,
+  field: string,
+): void {
+  for (const req of format.assets_required) {
+    const asset = assets[req.asset_id] as { asset_type?: string } | undefined;
+    if (!asset) {
+      if (req.required) {
+        throw taskError(
+          'VALIDATION_ERROR',
+          `format ${format.format_id} requires the ${req.asset_id} asset`,
+          {
+            field: `${field}.${req.asset_id}`,
+            status: 422,
+          },
+        );
+      }
+      continue;
+    }
+    if (asset.asset_type !== req.asset_type) {
+      throw taskError(
+        'VALIDATION_ERROR',
+        `${req.asset_id} must be a ${req.asset_type} asset for format ${format.format_id}`,
+        { field: `${field}.${req.asset_id}.asset_type`, status: 422 },
+      );
+    }
+  }
+}
+
+/** Assigns the principal's creatives to a package (replacing its assignments). */
+export async function assignCreatives(
+  ctx: TaskContext,
+  packageId: string,
+  creativeIds: string[],
+  field: string,
+): Promise<void> {
+  const s = ctx.schema;
+  const principalId = ctx.principal!.principal_id;
+  const { rows } = await ctx.db.query<{ creative_id: string }>(
+    `SELECT creative_id FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = ANY($2)
+       AND status <> 'archived'`,
+    [principalId, creativeIds],
+  );
+  const known = new Set(rows.map((r) => r.creative_id));
+  const missing = creativeIds.findIndex((id) => !known.has(id));
+  if (missing >= 0) {
+    throw taskError('CREATIVE_NOT_FOUND', `no creative ${creativeIds[missing]!.slice(0, 80)}`, {
+      field: `${field}[${missing}]`,
+    });
+  }
+  await ctx.db.query(`DELETE FROM ${s}.creative_assignments WHERE package_id = $1`, [packageId]);
+  await ctx.db.query(
+    `INSERT INTO ${s}.creative_assignments (principal_id, creative_id, package_id)
+     SELECT $1, unnest($2::text[]), $3 ON CONFLICT DO NOTHING`,
+    [principalId, [...new Set(creativeIds)], packageId],
+  );
+}
+
+const SyncCreativesSchema = z.looseObject({
+  creatives: z.array(CreativeSchema).min(1).max(100),
+  assignments: z.record(z.string(), z.array(z.string().min(1)).max(100)).optional(),
+  dry_run: z.boolean().optional(),
+  delete_missing: z.boolean().optional(),
+  idempotency_key: z.string().optional(),
+  context: z.unknown().optional(),
+  push_notification_config: z.unknown().optional(),
+});
+
+async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: TaskContext) {
+  const s = ctx.schema;
+  const principalId = ctx.principal!.principal_id;
+  const previewOnly = params.dry_run === true;
+  await ctx.db.query('SAVEPOINT sync_creatives');
+  const seen = new Set<string>();
+  const results: Array<Record<string, unknown>> = [];
+  const created: string[] = [];
+  for (const [i, c] of params.creatives.entries()) {
+    if (seen.has(c.creative_id)) {
+      throw taskError('VALIDATION_ERROR', 'creative_id appears twice in this sync', {
+        field: `creatives[${i}].creative_id`,
+      });
+    }
+    seen.add(c.creative_id);
+    const format = await resolveFormat(
+      ctx.db,
+      s,
+      c.format_id,
+      ctx.settings.urls.creative,
+      `creatives[${i}].format_id`,
+    );
+    checkAssets(format, c.assets, `creatives[${i}].assets`);
+    const { rows } = await ctx.db.query<{
+      name: string;
+      format_id: unknown;
+      assets: unknown;
+      status: string;
+    }>(
+      `SELECT name, format_id, assets, status FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = $2 FOR UPDATE`,
+      [principalId, c.creative_id],
+    );
+    const before = rows[0];
+    let action: string;
+    if (!before) action = 'created';
+    else if (
+      before.status !== 'archived' &&
+      before.name === c.name &&
+      JSON.stringify(before.format_id) === JSON.stringify(c.format_id) &&
+      JSON.stringify(before.assets) === JSON.stringify(c.assets)
+    ) {
+      action = 'unchanged';
+    } else action = 'updated';
+    if (action !== 'unchanged') {
+      await ctx.db.query(
+        `INSERT INTO ${s}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
+         VALUES ($1,$2,$3,$4,$5,$6,'active')
+         ON CONFLICT (principal_id, creative_id) DO UPDATE SET name = EXCLUDED.name,
+           format_id = EXCLUDED.format_id, format_type = EXCLUDED.format_type, assets = EXCLUDED.assets,
+           status = 'active', updated_at = now()`,
+        [principalId, c.creative_id, c.name, c.format_id, format.type, c.assets],
+      );
+    }
+    if (action === 'created') created.push(c.creative_id);
+    results.push({ creative_id: c.creative_id, action, status: 'active' });
+  }
+  if (params.delete_missing) {
+    const { rows } = await ctx.db.query<{ creative_id: string }>(
+      `UPDATE ${s}.creatives SET status = 'archived', updated_at = now()
+        WHERE principal_id = $1 AND status <> 'archived' AND NOT (creative_id = ANY($2))
+        RETURNING creative_id`,
+      [principalId, [...seen]],
+    );
+    for (const r of rows) {
+      await ctx.db.query(
+        `DELETE FROM ${s}.creative_assignments WHERE principal_id = $1 AND creative_id = $2`,
+        [principalId, r.creative_id],
+      );
+      results.push({ creative_id: r.creative_id, action: 'deleted', status: 'archived' });
+    }
+  }
+  const assignmentResults: Array<Record<string, unknown>> = [];
+  for (const [creativeId, packageIds] of Object.entries(params.assignments ?? {})) {
+    const field = `assignments.${creativeId}`;
+    const { rowCount } = await ctx.db.query(
+      `SELECT 1 FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = $2 AND status <> 'archived'`,
+      [principalId, creativeId],
+    );
+    if (!rowCount)
+      throw taskError('CREATIVE_NOT_FOUND', `no creative ${creativeId.slice(0, 80)}`, { field });
+    const { rows: pkgs } = await ctx.db.query<{ package_id: string }>(
+      `SELECT p.package_id FROM ${s}.packages p JOIN ${s}.media_buys b USING (media_buy_id)
+        WHERE b.principal_id = $1 AND p.package_id = ANY($2)`,
+      [principalId, packageIds],
+    );
+    const owned = new Set(pkgs.map((p) => p.package_id));
+    const bad = packageIds.findIndex((id) => !owned.has(id));
+    if (bad >= 0) {
+      throw taskError('PACKAGE_NOT_FOUND', `no package ${packageIds[bad]!.slice(0, 80)}`, {
+        field: `${field}[${bad}]`,
+      });
+    }
+    await ctx.db.query(
+      `INSERT INTO ${s}.creative_assignments (principal_id, creative_id, package_id)
+       SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING`,
+      [principalId, creativeId, packageIds],
+    );
+    assignmentResults.push({ creative_id: creativeId, package_ids: packageIds });
+  }
+  if (previewOnly) {
+    await ctx.db.query('ROLLBACK TO SAVEPOINT sync_creatives');
+  } else {
+    for (const id of created) {
+      await emitAccountEvent(ctx, 'creative.status_changed', `creative.${id}.active`, {
+        creative_id: id,
+        transition: { from: 'processing', to: 'active' },
+        reason_code: 'approved',
+        initiator: 'seller',
+      });
+    }
+  }
+  return {
+    status: 'completed' as const,
+    body: {
+      creatives: results,
+      assignments: assignmentResults,
+      ...(previewOnly ? { dry_run: true } : {}),
+    },
+  };
+}
+
+const ListCreativesSchema = z.looseObject({
+  filters: z
+    .looseObject({
+      status: z.array(z.string().min(1)).optional(),
+      format_types: z.array(z.enum(['video', 'display', 'audio', 'dooh'])).optional(),
+      creative_ids: z.array(z.string().min(1)).max(500).optional(),
+    })
+    .optional(),
+  limit: z.number().int().min(1).max(500).optional(),
+  offset: z.number().int().min(0).optional(),
+});
+
+async function listCreatives(params: z.output<typeof ListCreativesSchema>, ctx: TaskContext) {
+  const s = ctx.schema;
+  const f = params.filters ?? {};
+  const limit = params.limit ?? 50;
+  const offset = params.offset ?? 0;
+  const args = [
+    ctx.principal!.principal_id,
+    f.status ?? null,
+    f.format_types ?? null,
+    f.creative_ids ?? null,
+  ];
+  const where = `principal_id = $1 AND ($2::text[] IS NULL OR status = ANY($2))
+     AND ($3::text[] IS NULL OR format_type = ANY($3)) AND ($4::text[] IS NULL OR creative_id = ANY($4))`;
+  const { rows: countRows } = await ctx.db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM ${s}.creatives WHERE ${where}`,
+    args,
+  );
+  const { rows } = await ctx.db.query(
+    `SELECT c.*, COALESCE((SELECT array_agg(a.package_id ORDER BY a.package_id) FROM ${s}.creative_assignments a
+        WHERE a.principal_id = c.principal_id AND a.creative_id = c.creative_id), '{}') AS package_ids
+       FROM ${s}.creatives c WHERE ${where} ORDER BY created_at, creative_id LIMIT $5 OFFSET $6`,
+    [...args, limit, offset],
+  );
+  const total = Number(countRows[0]?.n ?? 0);
+  return {
+    creatives: rows.map((r) => ({
+      creative_id: r.creative_id,
+      name: r.name,
+      format_id: r.format_id,
+      status: r.status,
+      assets: r.assets,
+      assigned_package_ids: r.package_ids,
+      created_at: (r.created_at as Date).toISOString(),
+      updated_at: (r.updated_at as Date).toISOString(),
+    })),
+    query_summary: { total_matching: total, returned: rows.length },
+    pagination: { limit, offset, has_more: offset + rows.length < total },
+  };
+}
+
+export function registerCreativeTasks(registry: TaskRegistry): void {
+  registry.add({
+    name: 'sync_creatives',
+    agent: 'sales',
+    schema: SyncCreativesSchema,
+    auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'write' } },
+    expectedDuration: 'minutes to days',
+    mode: 'sync',
+    mutating: true,
+    webhookTaskType: 'sync_creatives',
+    errorShape: 'single',
+    handle: syncCreatives,
+  });
+  registry.add({
+    name: 'list_creatives',
+    agent: 'sales',
+    schema: ListCreativesSchema,
+    auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'read' } },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: false,
+    errorShape: 'single',
+    handle: async (params, ctx) => ({
+      status: 'completed',
+      body: await listCreatives(params, ctx),
+    }),
+  });
+}

@@ -1,0 +1,359 @@
+/**
+ * Delivery reads: get_media_buy_delivery (totals, by package, time series at a daily or
+ * declared windowed granularity), provide_performance_feedback, and the sender's
+ * DeliveryDataSource over the same numbers (reporting webhooks).
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { Pool, PoolClient } from '../../shared/infra/pg.js';
+import type { AgentClock } from '../runtime/clock.js';
+import { taskError } from '../runtime/errors.js';
+import type { TaskRegistry } from '../runtime/registry.js';
+import type { AgentNotifications, TaskContext } from '../runtime/types.js';
+import { DateSchema } from '../runtime/validation.js';
+import { accrueBuy } from './delivery-simulator.js';
+import {
+  loadBuy,
+  loadPackages,
+  round2,
+  type BuyRow,
+  type PackageRow,
+} from './media-buy-records.js';
+
+const GRANULARITIES = ['hourly', 'daily', 'weekly', 'monthly'] as const;
+
+const GetDeliverySchema = z.looseObject({
+  media_buy_id: z.string().min(1).max(255).optional(),
+  media_buy_ids: z.array(z.string().min(1).max(255)).min(1).max(100).optional(),
+  granularity: z.enum(GRANULARITIES).optional(),
+  time_granularity: z.string().min(1).max(32).optional(),
+  date_range: z
+    .looseObject({ start: DateSchema, end: DateSchema })
+    .refine((r) => r.start <= r.end, { message: 'start must not be after end' })
+    .optional(),
+  include_window_breakdown: z.boolean().optional(),
+});
+
+interface Sums {
+  impressions: number;
+  clicks: number;
+  spend: number;
+}
+
+function metrics(s: Sums): Record<string, number> {
+  const impressions = Math.floor(s.impressions);
+  const clicks = Math.floor(s.clicks);
+  return {
+    impressions,
+    spend: round2(s.spend),
+    clicks,
+    ctr: impressions > 0 ? Math.round((clicks / impressions) * 1e6) / 1e6 : 0,
+  };
+}
+
+async function sums(
+  db: Pick<PoolClient, 'query'>,
+  schema: string,
+  mediaBuyIds: string[],
+  from: Date,
+  to: Date,
+): Promise<Array<Sums & { package_id: string; media_buy_id: string }>> {
+  const { rows } = await db.query(
+    `SELECT package_id, media_buy_id, sum(impressions) AS impressions, sum(clicks) AS clicks, sum(spend) AS spend
+       FROM ${schema}.delivery WHERE media_buy_id = ANY($1) AND hour >= $2 AND hour < $3
+      GROUP BY package_id, media_buy_id`,
+    [mediaBuyIds, from, to],
+  );
+  return rows;
+}
+
+async function series(
+  db: Pick<PoolClient, 'query'>,
+  schema: string,
+  mediaBuyId: string,
+  unit: 'hour' | 'day' | 'week' | 'month',
+  from: Date,
+  to: Date,
+) {
+  const { rows } = await db.query<Sums & { bucket: Date }>(
+    `SELECT date_trunc($4, hour AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS bucket,
+            sum(impressions) AS impressions, sum(clicks) AS clicks, sum(spend) AS spend
+       FROM ${schema}.delivery WHERE media_buy_id = $1 AND hour >= $2 AND hour < $3
+      GROUP BY 1 ORDER BY 1`,
+    [mediaBuyId, from, to, unit],
+  );
+  const step = (d: Date): Date => {
+    const n = new Date(d);
+    if (unit === 'hour') n.setUTCHours(n.getUTCHours() + 1);
+    else if (unit === 'day') n.setUTCDate(n.getUTCDate() + 1);
+    else if (unit === 'week') n.setUTCDate(n.getUTCDate() + 7);
+    else n.setUTCMonth(n.getUTCMonth() + 1);
+    return n;
+  };
+  return rows.map((r) => ({
+    period_start: r.bucket.toISOString(),
+    period_end: new Date(step(r.bucket).getTime() - 1000).toISOString(),
+    ...metrics(r),
+  }));
+}
+
+const UNIT = { hourly: 'hour', daily: 'day', weekly: 'week', monthly: 'month' } as const;
+
+async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: TaskContext) {
+  const s = ctx.schema;
+  const principal = ctx.principal!;
+  const windowed = ctx.settings.windowedPullGranularities;
+  if (params.time_granularity !== undefined && !windowed.includes(params.time_granularity)) {
+    throw taskError(
+      'UNSUPPORTED_GRANULARITY',
+      `time_granularity ${params.time_granularity.slice(0, 32)} is not declared; declared: ${windowed.join(', ') || 'none'}`,
+      { field: 'time_granularity' },
+    );
+  }
+  if (params.granularity === 'hourly' && !windowed.includes('hourly')) {
+    throw taskError(
+      'UNSUPPORTED_GRANULARITY',
+      'hourly breakdowns need a declared windowed granularity',
+      {
+        field: 'granularity',
+      },
+    );
+  }
+  const now = ctx.clock.now();
+  let buys: BuyRow[];
+  const ids = params.media_buy_ids ?? (params.media_buy_id ? [params.media_buy_id] : null);
+  if (ids) {
+    buys = [];
+    for (const [i, id] of ids.entries()) {
+      buys.push(
+        await loadBuy(ctx.db, s, id, principal.principal_id, {
+          forUpdate: true,
+          field: params.media_buy_ids ? `media_buy_ids[${i}]` : 'media_buy_id',
+        }),
+      );
+    }
+  } else {
+    const { rows } = await ctx.db.query<BuyRow>(
+      `SELECT * FROM ${s}.media_buys WHERE principal_id = $1 ORDER BY created_at LIMIT 100 FOR UPDATE`,
+      [principal.principal_id],
+    );
+    buys = rows;
+  }
+  // Bring the simulation up to now so the numbers are current.
+  for (const b of buys) await accrueBuy(ctx.db, s, b, now, ctx.notifications);
+  const from = params.date_range
+    ? new Date(`${params.date_range.start}T00:00:00Z`)
+    : new Date(Math.min(...buys.map((b) => b.start_at.getTime()), now.getTime()));
+  const to = params.date_range
+    ? new Date(new Date(`${params.date_range.end}T00:00:00Z`).getTime() + 86400_000)
+    : new Date(Math.max(now.getTime(), from.getTime()) + 1);
+  const buyIds = buys.map((b) => b.media_buy_id);
+  const packages = await loadPackages(ctx.db, s, buyIds);
+  const rows = await sums(ctx.db, s, buyIds, from, to);
+  const { rows: statuses } = await ctx.db.query<{ media_buy_id: string; status: string }>(
+    `SELECT media_buy_id, status FROM ${s}.media_buys WHERE media_buy_id = ANY($1)`,
+    [buyIds],
+  );
+  const statusOf = new Map(statuses.map((r) => [r.media_buy_id, r.status]));
+  const unit = params.time_granularity
+    ? (UNIT[params.time_granularity as keyof typeof UNIT] ?? 'hour')
+    : params.granularity
+      ? UNIT[params.granularity]
+      : null;
+  const deliveries = [];
+  const total: Sums = { impressions: 0, clicks: 0, spend: 0 };
+  for (const b of buys) {
+    const byPackage = packages
+      .filter((p) => p.media_buy_id === b.media_buy_id)
+      .map((p: PackageRow) => {
+        const r = rows.find((x) => x.package_id === p.package_id) ?? {
+          impressions: 0,
+          clicks: 0,
+          spend: 0,
+        };
+        return {
+          package_id: p.package_id,
+          buyer_ref: p.buyer_ref,
+          pricing_model: p.pricing_model,
+          ...metrics(r),
+        };
+      });
+    const t = rows
+      .filter((r) => r.media_buy_id === b.media_buy_id)
+      .reduce(
+        (a, r) => ({
+          impressions: a.impressions + r.impressions,
+          clicks: a.clicks + r.clicks,
+          spend: a.spend + r.spend,
+        }),
+        {
+          impressions: 0,
+          clicks: 0,
+          spend: 0,
+        },
+      );
+    total.impressions += t.impressions;
+    total.clicks += t.clicks;
+    total.spend += t.spend;
+    const d: Record<string, unknown> = {
+      media_buy_id: b.media_buy_id,
+      buyer_ref: b.buyer_ref,
+      status: statusOf.get(b.media_buy_id) ?? b.status,
+      totals: metrics(t),
+      by_package: byPackage,
+    };
+    if (unit) d.timeseries = await series(ctx.db, s, b.media_buy_id, unit, from, to);
+    deliveries.push(d);
+  }
+  const body: Record<string, unknown> = {
+    reporting_period: {
+      start: from.toISOString(),
+      end: new Date(to.getTime() - 1000).toISOString(),
+    },
+    currency: 'USD',
+    aggregated_totals: { ...metrics(total), media_buy_count: buys.length },
+    media_buy_deliveries: deliveries,
+  };
+  if (deliveries.length === 1) {
+    const only = deliveries[0]!;
+    body.delivery = only.totals;
+    body.by_package = only.by_package;
+    if (only.timeseries) body.timeseries = only.timeseries;
+  }
+  if (params.time_granularity) body.time_granularity = params.time_granularity;
+  return body;
+}
+
+const FeedbackSchema = z.looseObject({
+  media_buy_id: z.string().min(1).max(255),
+  measurement_period: z
+    .looseObject({ start: z.string().min(1), end: z.string().min(1) })
+    .optional(),
+  performance_index: z.number().min(0).max(100),
+  package_id: z.string().min(1).optional(),
+  creative_id: z.string().min(1).optional(),
+  metric_type: z.string().min(1).max(64).optional(),
+  feedback_source: z.string().min(1).max(64).optional(),
+  idempotency_key: z.string().optional(),
+  context: z.unknown().optional(),
+});
+
+export function registerDeliveryTasks(registry: TaskRegistry): void {
+  registry.add({
+    name: 'get_media_buy_delivery',
+    agent: 'sales',
+    schema: GetDeliverySchema,
+    auth: { tier: 'authenticated', permission: { resource: 'reports', permission: 'read' } },
+    expectedDuration: '60s',
+    mode: 'sync',
+    mutating: false,
+    errorShape: 'single',
+    handle: async (params, ctx) => ({ status: 'completed', body: await getDelivery(params, ctx) }),
+  });
+  registry.add({
+    name: 'provide_performance_feedback',
+    agent: 'sales',
+    schema: FeedbackSchema,
+    auth: { tier: 'authenticated', permission: { resource: 'media_buys', permission: 'write' } },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: true,
+    errorShape: 'single',
+    handle: async (params, ctx) => {
+      const buy = await loadBuy(
+        ctx.db,
+        ctx.schema,
+        params.media_buy_id,
+        ctx.principal!.principal_id,
+      );
+      if (params.package_id) {
+        const pkgs = await loadPackages(ctx.db, ctx.schema, [buy.media_buy_id]);
+        if (!pkgs.some((p) => p.package_id === params.package_id)) {
+          throw taskError('PACKAGE_NOT_FOUND', 'no such package in this media buy', {
+            field: 'package_id',
+          });
+        }
+      }
+      const feedbackId = `fb_${randomUUID()}`;
+      const stored = { ...params };
+      delete stored.idempotency_key;
+      delete stored.context;
+      await ctx.db.query(
+        `INSERT INTO ${ctx.schema}.performance_feedback (feedback_id, media_buy_id, principal_id, body)
+         VALUES ($1, $2, $3, $4)`,
+        [feedbackId, buy.media_buy_id, buy.principal_id, stored],
+      );
+      return { status: 'completed', body: { success: true, feedback_id: feedbackId } };
+    },
+  });
+}
+
+/**
+ * The sender's `DeliveryDataSource` (sender/channels/types.ts): numbers of one UTC period
+ * (`end` is the period's last second), accrued up to the period end first.
+ */
+export class SimulatedDeliverySource {
+  constructor(
+    private readonly deps: {
+      pool: Pool;
+      schema: string;
+      clock: AgentClock;
+      notifications: AgentNotifications;
+    },
+  ) {}
+
+  async getDelivery(mediaBuyId: string, period: { start: string; end: string }) {
+    const { pool, schema, clock, notifications } = this.deps;
+    const from = new Date(period.start);
+    const to = new Date(new Date(period.end).getTime() + 1000);
+    const db = await pool.connect();
+    try {
+      await db.query('BEGIN');
+      const buy = await loadBuy(db, schema, mediaBuyId, null, { forUpdate: true });
+      const until = new Date(Math.min(clock.nowMs(), to.getTime()));
+      await accrueBuy(db, schema, buy, until, notifications);
+      const packages = await loadPackages(db, schema, [mediaBuyId]);
+      const rows = await sums(db, schema, [mediaBuyId], from, to);
+      const { rows: st } = await db.query<{ status: string }>(
+        `SELECT status FROM ${schema}.media_buys WHERE media_buy_id = $1`,
+        [mediaBuyId],
+      );
+      await db.query('COMMIT');
+      const byPackage = packages.map((p) => {
+        const r = rows.find((x) => x.package_id === p.package_id) ?? {
+          impressions: 0,
+          clicks: 0,
+          spend: 0,
+        };
+        const m = metrics(r);
+        return {
+          package_id: p.package_id,
+          spend: m.spend!,
+          impressions: m.impressions!,
+          clicks: m.clicks!,
+        };
+      });
+      const totals = byPackage.reduce(
+        (a, p) => ({
+          spend: round2(a.spend + p.spend),
+          impressions: a.impressions + p.impressions,
+          clicks: a.clicks + p.clicks,
+        }),
+        { spend: 0, impressions: 0, clicks: 0 },
+      );
+      const models = [...new Set(packages.map((p) => p.pricing_model))];
+      return {
+        totals,
+        by_package: byPackage,
+        status: st[0]?.status ?? buy.status,
+        currency: buy.currency,
+        ...(models.length === 1 ? { pricing_model: models[0]! } : {}),
+      };
+    } catch (err) {
+      await db.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      db.release();
+    }
+  }
+}

@@ -1,0 +1,144 @@
+/** Media buy and package rows, and their wire shapes. */
+import { randomUUID } from 'node:crypto';
+import type { PoolClient } from '../../shared/infra/pg.js';
+import { taskError } from '../runtime/errors.js';
+
+export const BUY_STATUSES = [
+  'pending',
+  'active',
+  'paused',
+  'reporting_delayed',
+  'completed',
+  'canceled',
+  'rejected',
+] as const;
+export type BuyStatus = (typeof BUY_STATUSES)[number];
+export const TERMINAL_BUY = new Set<string>(['completed', 'canceled', 'rejected']);
+
+export interface BuyRow {
+  media_buy_id: string;
+  principal_id: string;
+  buyer_ref: string;
+  status: BuyStatus;
+  brand_manifest: Record<string, unknown>;
+  start_time: Record<string, unknown>;
+  start_at: Date;
+  end_at: Date;
+  currency: string;
+  push_notification_config: Record<string, unknown> | null;
+  reporting_webhook: Record<string, unknown> | null;
+  context: Record<string, unknown> | null;
+  task_id: string | null;
+  accrued_until: Date | null;
+  approved_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface PackageRow {
+  package_id: string;
+  media_buy_id: string;
+  buyer_ref: string;
+  product_id: string;
+  pricing_option_id: string;
+  pricing_model: string;
+  rate: number;
+  budget: number;
+  bid_price: number | null;
+  targeting_overlay: Record<string, unknown> | null;
+  paused: boolean;
+  position: number;
+}
+
+export function newMediaBuyId(): string {
+  return `mb_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
+}
+
+export function newPackageId(): string {
+  return `pkg_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
+}
+
+/** The buy if it is the principal's; MEDIA_BUY_NOT_FOUND otherwise. */
+export async function loadBuy(
+  db: Pick<PoolClient, 'query'>,
+  schema: string,
+  mediaBuyId: string,
+  principalId: string | null,
+  options: { forUpdate?: boolean; field?: string } = {},
+): Promise<BuyRow> {
+  const { rows } = await db.query<BuyRow>(
+    `SELECT * FROM ${schema}.media_buys WHERE media_buy_id = $1${options.forUpdate ? ' FOR UPDATE' : ''}`,
+    [mediaBuyId],
+  );
+  const buy = rows[0];
+  if (!buy || (principalId !== null && buy.principal_id !== principalId)) {
+    throw taskError('MEDIA_BUY_NOT_FOUND', `no media buy ${mediaBuyId.slice(0, 80)}`, {
+      field: options.field ?? 'media_buy_id',
+    });
+  }
+  return buy;
+}
+
+export async function loadPackages(
+  db: Pick<PoolClient, 'query'>,
+  schema: string,
+  mediaBuyIds: string[],
+): Promise<PackageRow[]> {
+  const { rows } = await db.query<PackageRow>(
+    `SELECT package_id, media_buy_id, buyer_ref, product_id, pricing_option_id, pricing_model,
+            rate::float8 AS rate, budget::float8 AS budget, bid_price::float8 AS bid_price,
+            targeting_overlay, paused, position
+       FROM ${schema}.packages WHERE media_buy_id = ANY($1) ORDER BY media_buy_id, position`,
+    [mediaBuyIds],
+  );
+  return rows;
+}
+
+export async function assignmentsOf(
+  db: Pick<PoolClient, 'query'>,
+  schema: string,
+  packageIds: string[],
+): Promise<Map<string, string[]>> {
+  const { rows } = await db.query<{ package_id: string; creative_id: string }>(
+    `SELECT package_id, creative_id FROM ${schema}.creative_assignments
+      WHERE package_id = ANY($1) ORDER BY creative_id`,
+    [packageIds],
+  );
+  const out = new Map<string, string[]>();
+  for (const r of rows) out.set(r.package_id, [...(out.get(r.package_id) ?? []), r.creative_id]);
+  return out;
+}
+
+export function packageView(p: PackageRow, creativeIds: string[] = []): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    package_id: p.package_id,
+    buyer_ref: p.buyer_ref,
+    product_id: p.product_id,
+    pricing_option_id: p.pricing_option_id,
+    pricing_model: p.pricing_model,
+    budget: round2(p.budget),
+    paused: p.paused,
+    creative_ids: creativeIds,
+  };
+  if (p.bid_price !== null) out.bid_price = p.bid_price;
+  if (p.targeting_overlay) out.targeting_overlay = p.targeting_overlay;
+  return out;
+}
+
+/** A stored channel config without its write-only secret. */
+export function withoutCredentials(
+  config: Record<string, unknown> | null,
+): Record<string, unknown> | null {
+  if (!config) return null;
+  const copy = { ...config };
+  if (copy.authentication && typeof copy.authentication === 'object') {
+    const auth = { ...(copy.authentication as Record<string, unknown>) };
+    delete auth.credentials;
+    copy.authentication = auth;
+  }
+  return copy;
+}
+
+export function round2(n: number): number {
+  return Math.round(n * 100) / 100;
+}

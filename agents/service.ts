@@ -1,0 +1,189 @@
+/**
+ * The agents' core, assembled: schema, seed, clock, auth, registry of every task,
+ * dispatcher, executor (async tasks + delivery simulation), operator actions and the
+ * sender-facing delivery data source. Transports (MCP, A2A, HTTP routes) build on this.
+ */
+import type { BrandProfile } from '../shared/brand.js';
+import type { Logger } from '../shared/infra/logger.js';
+import type { Pool } from '../shared/infra/pg.js';
+import { assertSchemaName } from '../shared/infra/pg.js';
+import {
+  Authenticator,
+  issueToken,
+  loadAgentSecrets,
+  type AgentAuthKeys,
+} from './auth/authenticate.js';
+import { AGENT_KINDS, type AgentKind, type Permissions } from './auth/principal.js';
+import { publishCapabilitiesChange, registerCommonTasks } from './common/capabilities.js';
+import { getPreview, registerCreativeAgentTasks } from './creative/creative-agent.js';
+import {
+  validateProductAuthorization,
+  demoPublishers,
+  type ProductAuthorizationResult,
+} from './registry/product-authorization.js';
+import { loadClock, type AgentClock } from './runtime/clock.js';
+import { TaskDispatcher } from './runtime/dispatcher.js';
+import { TaskExecutor } from './runtime/executor.js';
+import { TaskRegistry } from './runtime/registry.js';
+import { defaultSettings, type AgentSettings } from './runtime/settings.js';
+import type { AgentNotifications } from './runtime/types.js';
+import { registerAccountTasks } from './sales/accounts.js';
+import { registerCatalogTasks } from './sales/catalog.js';
+import { registerCreativeTasks } from './sales/creatives.js';
+import { registerDeliveryTasks, SimulatedDeliverySource } from './sales/delivery.js';
+import { DeliverySimulator } from './sales/delivery-simulator.js';
+import { MediaBuyOperator, registerMediaBuyTasks } from './sales/media-buys.js';
+import { registerSignalTasks } from './signals/signal-agent.js';
+import { demoCredentials, seedCatalog, type DemoCredential } from './seed.js';
+import { DEFAULT_AGENTS_SCHEMA, migrateAgents } from './store/migrations.js';
+
+export interface AgentsCoreOptions {
+  pool: Pool;
+  /** Default `agents`. */
+  schema?: string;
+  profile: BrandProfile;
+  /** The sender's NotificationCore (or RecordingNotifications). */
+  notifications: AgentNotifications;
+  settings?: Partial<AgentSettings>;
+  /** A clock to use (tests: ManualClock); default the persisted clock at `clockSpeed`. */
+  clock?: AgentClock;
+  /** Virtual seconds per real second (default 1). */
+  clockSpeed?: number;
+  /** Extra verification keys per agent (EdDSA key, OAuth JWKS, audiences). */
+  authKeys?: Partial<Record<AgentKind, Partial<AgentAuthKeys>>>;
+  /** Run the seed catalog (default true). */
+  seed?: boolean;
+  logger?: Logger;
+  /** Real ms between executor polls (default 500). */
+  pollIntervalMs?: number;
+}
+
+export interface AgentsCore {
+  schema: string;
+  settings: AgentSettings;
+  clock: AgentClock;
+  registry: TaskRegistry;
+  dispatcher: TaskDispatcher;
+  executor: TaskExecutor;
+  simulator: DeliverySimulator;
+  operator: MediaBuyOperator;
+  /** The sender's `DeliveryDataSource` for MediaBuyChannels. */
+  deliverySource: SimulatedDeliverySource;
+  /** HS256 secrets per agent (persisted). */
+  secrets: Record<AgentKind, Uint8Array>;
+  issueToken(
+    agent: AgentKind,
+    sub: string,
+    permissions?: Permissions,
+    ttlSeconds?: number,
+  ): Promise<string>;
+  demoCredentials(): Promise<DemoCredential[]>;
+  getPreview(previewId: string): Promise<{ html: string; expires_at: string } | null>;
+  validateProductAuthorization(body: unknown): ProductAuthorizationResult;
+  publishCapabilitiesChange(
+    agent: AgentKind,
+    reason: string,
+    changedPaths?: string[],
+  ): Promise<{
+    capabilities_version: string;
+    subscribers: number;
+  }>;
+  /** Starts the background executor. */
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export async function createAgentsCore(options: AgentsCoreOptions): Promise<AgentsCore> {
+  const schema = assertSchemaName(options.schema ?? DEFAULT_AGENTS_SCHEMA);
+  const { pool, notifications } = options;
+  await migrateAgents(pool, schema);
+  if (options.seed !== false) await seedCatalog(pool, schema);
+  const secrets = await loadAgentSecrets(pool, schema);
+  const clock = options.clock ?? (await loadClock(pool, schema, options.clockSpeed ?? 1));
+  const base = defaultSettings(options.profile, options.settings ?? {});
+  const settings: AgentSettings = {
+    ...base,
+    publishers: options.settings?.publishers ?? demoPublishers(base.urls.sales),
+  };
+
+  const keys = {} as Record<AgentKind, AgentAuthKeys>;
+  for (const agent of AGENT_KINDS) {
+    keys[agent] = {
+      hs256Secret: secrets[agent],
+      audiences: [agent, settings.urls[agent]],
+      ...(options.authKeys?.[agent] ?? {}),
+    };
+  }
+  const authenticator = new Authenticator({ pool, schema, profile: options.profile, keys });
+  const registry = new TaskRegistry();
+  const dispatcher = new TaskDispatcher({
+    pool,
+    schema,
+    registry,
+    authenticator,
+    notifications,
+    clock,
+    settings,
+  });
+  const tasks = dispatcher.tasks;
+  registerCatalogTasks(registry);
+  registerMediaBuyTasks(registry, tasks);
+  registerCreativeTasks(registry);
+  registerDeliveryTasks(registry);
+  registerAccountTasks(registry);
+  registerCreativeAgentTasks(registry);
+  registerSignalTasks(registry);
+  registerCommonTasks(registry, tasks, options.profile.capabilitiesTask);
+
+  const simulator = new DeliverySimulator({ pool, schema, clock, notifications });
+  const executor = new TaskExecutor({
+    pool,
+    schema,
+    registry,
+    notifications,
+    clock,
+    settings,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
+    jobs: [{ name: 'delivery-simulator', run: () => simulator.tick() }],
+  });
+  const operator = new MediaBuyOperator({ pool, schema, tasks, notifications, clock });
+  const deliverySource = new SimulatedDeliverySource({ pool, schema, clock, notifications });
+
+  return {
+    schema,
+    settings,
+    clock,
+    registry,
+    dispatcher,
+    executor,
+    simulator,
+    operator,
+    deliverySource,
+    secrets,
+    issueToken: (agent, sub, permissions, ttlSeconds) =>
+      issueToken({
+        secret: secrets[agent],
+        agent,
+        sub,
+        ...(permissions ? { permissions } : {}),
+        ...(ttlSeconds ? { ttlSeconds } : {}),
+      }),
+    demoCredentials: () => demoCredentials(pool, schema),
+    getPreview: (id) => getPreview(pool, schema, clock, id),
+    validateProductAuthorization: (body) =>
+      validateProductAuthorization(body, settings.publishers, clock.now()),
+    publishCapabilitiesChange: (agent, reason, changedPaths) =>
+      publishCapabilitiesChange({
+        pool,
+        schema,
+        agent,
+        settings,
+        notifications,
+        reason,
+        ...(changedPaths ? { changedPaths } : {}),
+      }),
+    start: () => executor.start(),
+    stop: () => executor.stop(),
+  };
+}

@@ -1,0 +1,242 @@
+/**
+ * The agents' schema (default `agents`): principals and credentials, accounts, the
+ * catalog (products, formats, signals), media buys with packages, creatives and their
+ * assignments, simulated delivery, durable tasks and request idempotency records.
+ */
+import { migrate, type Migration, type Pool } from '../../shared/infra/pg.js';
+
+export const DEFAULT_AGENTS_SCHEMA = 'agents';
+
+export const AGENT_MIGRATIONS: Migration[] = [
+  {
+    id: '001_agents',
+    sql: (s) => `
+      CREATE TABLE ${s}.agent_secrets (
+        agent text PRIMARY KEY,
+        jwt_secret text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now());
+
+      CREATE TABLE ${s}.principals (
+        agent text NOT NULL,
+        principal_id text NOT NULL,
+        name text NOT NULL,
+        permissions jsonb NOT NULL,
+        signals_access boolean NOT NULL DEFAULT true,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (agent, principal_id));
+
+      CREATE TABLE ${s}.api_keys (
+        key_hash text PRIMARY KEY,
+        agent text NOT NULL,
+        principal_id text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        FOREIGN KEY (agent, principal_id) REFERENCES ${s}.principals ON DELETE CASCADE);
+
+      CREATE TABLE ${s}.accounts (
+        agent text NOT NULL,
+        account_id text NOT NULL,
+        principal_id text NOT NULL,
+        name text NOT NULL,
+        brand jsonb,
+        status text NOT NULL DEFAULT 'active',
+        notification_configs jsonb NOT NULL DEFAULT '[]',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (agent, account_id));
+
+      CREATE TABLE ${s}.agent_notification_configs (
+        agent text NOT NULL,
+        principal_id text NOT NULL,
+        configs jsonb NOT NULL DEFAULT '[]',
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (agent, principal_id));
+
+      CREATE TABLE ${s}.capabilities_versions (
+        agent text PRIMARY KEY,
+        version integer NOT NULL,
+        changed_at timestamptz NOT NULL DEFAULT now());
+
+      CREATE TABLE ${s}.formats (
+        format_id text PRIMARY KEY,
+        name text NOT NULL,
+        type text NOT NULL,
+        width integer,
+        height integer,
+        duration_ms integer,
+        is_responsive boolean NOT NULL DEFAULT false,
+        assets_required jsonb NOT NULL,
+        renders jsonb NOT NULL,
+        requirements jsonb NOT NULL DEFAULT '{}');
+
+      CREATE TABLE ${s}.products (
+        product_id text PRIMARY KEY,
+        name text NOT NULL,
+        description text NOT NULL,
+        channel text NOT NULL,
+        delivery_type text NOT NULL,
+        is_standard boolean NOT NULL DEFAULT true,
+        custom_principal text,
+        format_ids jsonb NOT NULL,
+        pricing_options jsonb NOT NULL,
+        targeting jsonb NOT NULL,
+        keywords text[] NOT NULL DEFAULT '{}',
+        expected_delay_minutes integer NOT NULL DEFAULT 0,
+        reporting_frequencies text[] NOT NULL DEFAULT '{hourly,daily,monthly}',
+        ctr numeric NOT NULL DEFAULT 0.001,
+        sort_order integer NOT NULL DEFAULT 0);
+
+      CREATE TABLE ${s}.media_buys (
+        media_buy_id text PRIMARY KEY,
+        principal_id text NOT NULL,
+        buyer_ref text NOT NULL,
+        status text NOT NULL,
+        brand_manifest jsonb NOT NULL,
+        start_time jsonb NOT NULL,
+        start_at timestamptz NOT NULL,
+        end_at timestamptz NOT NULL,
+        currency text NOT NULL DEFAULT 'USD',
+        push_notification_config jsonb,
+        reporting_webhook jsonb,
+        context jsonb,
+        task_id text,
+        accrued_until timestamptz,
+        approved_at timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (principal_id, buyer_ref));
+      CREATE INDEX ON ${s}.media_buys (status);
+
+      CREATE TABLE ${s}.packages (
+        package_id text PRIMARY KEY,
+        media_buy_id text NOT NULL REFERENCES ${s}.media_buys ON DELETE CASCADE,
+        buyer_ref text NOT NULL,
+        product_id text NOT NULL,
+        pricing_option_id text NOT NULL,
+        pricing_model text NOT NULL,
+        rate numeric NOT NULL,
+        budget numeric NOT NULL,
+        bid_price numeric,
+        targeting_overlay jsonb,
+        paused boolean NOT NULL DEFAULT false,
+        position integer NOT NULL);
+      CREATE INDEX ON ${s}.packages (media_buy_id);
+
+      CREATE TABLE ${s}.creatives (
+        principal_id text NOT NULL,
+        creative_id text NOT NULL,
+        name text NOT NULL,
+        format_id jsonb NOT NULL,
+        format_type text NOT NULL,
+        assets jsonb NOT NULL,
+        status text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (principal_id, creative_id));
+
+      CREATE TABLE ${s}.creative_assignments (
+        principal_id text NOT NULL,
+        creative_id text NOT NULL,
+        package_id text NOT NULL REFERENCES ${s}.packages ON DELETE CASCADE,
+        PRIMARY KEY (principal_id, creative_id, package_id));
+
+      CREATE TABLE ${s}.delivery (
+        package_id text NOT NULL REFERENCES ${s}.packages ON DELETE CASCADE,
+        media_buy_id text NOT NULL,
+        hour timestamptz NOT NULL,
+        impressions double precision NOT NULL DEFAULT 0,
+        clicks double precision NOT NULL DEFAULT 0,
+        spend double precision NOT NULL DEFAULT 0,
+        PRIMARY KEY (package_id, hour));
+      CREATE INDEX ON ${s}.delivery (media_buy_id, hour);
+
+      CREATE TABLE ${s}.impairments (
+        impairment_id text PRIMARY KEY,
+        media_buy_id text NOT NULL REFERENCES ${s}.media_buys ON DELETE CASCADE,
+        body jsonb NOT NULL,
+        observed_at timestamptz NOT NULL,
+        resolved_at timestamptz);
+
+      CREATE TABLE ${s}.performance_feedback (
+        feedback_id text PRIMARY KEY,
+        media_buy_id text NOT NULL REFERENCES ${s}.media_buys ON DELETE CASCADE,
+        principal_id text NOT NULL,
+        body jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now());
+
+      CREATE TABLE ${s}.signals (
+        signal_agent_segment_id text PRIMARY KEY,
+        name text NOT NULL,
+        description text NOT NULL,
+        data_provider text NOT NULL,
+        signal_type text NOT NULL,
+        coverage_percentage double precision NOT NULL,
+        cpm double precision,
+        currency text NOT NULL DEFAULT 'USD',
+        countries text[] NOT NULL,
+        owner_principal text,
+        keywords text[] NOT NULL DEFAULT '{}',
+        activation_minutes integer NOT NULL DEFAULT 30,
+        activatable boolean NOT NULL DEFAULT true);
+
+      CREATE TABLE ${s}.signal_deployments (
+        signal_agent_segment_id text NOT NULL REFERENCES ${s}.signals ON DELETE CASCADE,
+        destination text NOT NULL,
+        target jsonb NOT NULL,
+        is_live boolean NOT NULL,
+        activation_key jsonb,
+        deployed_at timestamptz,
+        ready_at timestamptz,
+        task_id text,
+        PRIMARY KEY (signal_agent_segment_id, destination));
+
+      CREATE TABLE ${s}.previews (
+        preview_id text PRIMARY KEY,
+        html text NOT NULL,
+        expires_at timestamptz NOT NULL);
+
+      CREATE TABLE ${s}.tasks (
+        task_id text PRIMARY KEY,
+        agent text NOT NULL,
+        task_type text NOT NULL,
+        principal_id text,
+        status text NOT NULL,
+        initial_status text NOT NULL,
+        step integer NOT NULL DEFAULT 0,
+        params jsonb NOT NULL,
+        state jsonb NOT NULL DEFAULT '{}',
+        result jsonb,
+        message text,
+        push_notification_config jsonb,
+        a2a_push jsonb,
+        context jsonb,
+        resource_id text,
+        next_run_at timestamptz,
+        attempts integer NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now());
+      CREATE INDEX ON ${s}.tasks (next_run_at) WHERE next_run_at IS NOT NULL;
+      CREATE INDEX ON ${s}.tasks (resource_id);
+
+      CREATE TABLE ${s}.idempotency (
+        agent text NOT NULL,
+        principal_id text NOT NULL,
+        idempotency_key text NOT NULL,
+        task text NOT NULL,
+        fingerprint text NOT NULL,
+        response jsonb,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (agent, principal_id, idempotency_key));
+
+      CREATE TABLE ${s}.clock (
+        id integer PRIMARY KEY CHECK (id = 1),
+        anchor_real timestamptz NOT NULL,
+        anchor_virtual timestamptz NOT NULL,
+        speed double precision NOT NULL);
+    `,
+  },
+];
+
+export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
+  return migrate(pool, schema, AGENT_MIGRATIONS);
+}

@@ -1,0 +1,96 @@
+/** An agents core on a throwaway schema, a manual clock and recorded notifications. */
+import { brandProfile } from '../../../shared/brand.js';
+import {
+  createAgentsCore,
+  type AgentsCore,
+  type AgentsCoreOptions,
+} from '../../../agents/service.js';
+import { ManualClock } from '../../../agents/runtime/clock.js';
+import { RecordingNotifications } from '../../../agents/runtime/recording-notifications.js';
+import type { AgentKind } from '../../../agents/auth/principal.js';
+import type { TaskResult, TaskSuccess } from '../../../agents/runtime/types.js';
+import { TaskError } from '../../../shared/errors/task-errors.js';
+import { testDatabase } from '../../helpers/db.js';
+
+export const START = Date.parse('2026-03-02T10:00:00Z');
+
+export interface Harness {
+  core: AgentsCore;
+  clock: ManualClock;
+  notifications: RecordingNotifications;
+  pool: ReturnType<typeof testDatabase>['pool'];
+  schema: string;
+  keys: Record<string, string>;
+  call(
+    agent: AgentKind,
+    task: string,
+    params: unknown,
+    creds?: { apiKey?: string; authorization?: string },
+    extra?: { dryRun?: boolean; a2aPush?: { version: '0.3' | '1.0'; config: unknown } },
+  ): Promise<TaskResult>;
+  ok(
+    agent: AgentKind,
+    task: string,
+    params: unknown,
+    creds?: { apiKey?: string; authorization?: string },
+  ): Promise<TaskSuccess>;
+  err(
+    agent: AgentKind,
+    task: string,
+    params: unknown,
+    creds?: { apiKey?: string; authorization?: string },
+  ): Promise<TaskError>;
+}
+
+interface T {
+  teardown(fn: () => unknown): void;
+}
+
+export async function harness(t: T, options: Partial<AgentsCoreOptions> = {}): Promise<Harness> {
+  const { pool, schema } = testDatabase(t, 'ag');
+  const clock = new ManualClock(START);
+  const notifications = new RecordingNotifications();
+  const core = await createAgentsCore({
+    pool,
+    schema,
+    profile: brandProfile('svc'),
+    notifications,
+    clock,
+    ...options,
+    settings: { approval: 'manual', taskStepMs: 1000, ...(options.settings ?? {}) },
+  });
+  const creds = await core.demoCredentials();
+  const keys: Record<string, string> = {};
+  for (const c of creds) keys[`${c.agent}:${c.principal_id}`] = c.api_key;
+  const call: Harness['call'] = (agent, task, params, credentials = {}, extra = {}) =>
+    core.dispatcher.invoke({ agent, task, params, credentials, transport: 'mcp', ...extra });
+  return {
+    core,
+    clock,
+    notifications,
+    pool,
+    schema,
+    keys,
+    call,
+    async ok(agent, task, params, credentials) {
+      const r = await call(agent, task, params, credentials);
+      if (r instanceof TaskError)
+        throw new Error(`${task} refused: ${r.code} ${r.message} (${r.field ?? ''})`);
+      return r;
+    },
+    async err(agent, task, params, credentials) {
+      const r = await call(agent, task, params, credentials);
+      if (!(r instanceof TaskError))
+        throw new Error(`${task} succeeded: ${JSON.stringify(r).slice(0, 300)}`);
+      return r;
+    },
+  };
+}
+
+export function buyer(h: Harness, agent: AgentKind = 'sales') {
+  return { apiKey: h.keys[`${agent}:demo-buyer`]! };
+}
+
+export function viewer(h: Harness, agent: AgentKind = 'sales') {
+  return { apiKey: h.keys[`${agent}:demo-viewer`]! };
+}
