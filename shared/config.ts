@@ -109,6 +109,18 @@ const variables = {
     schema: z.enum(['http', 'https']).optional(),
     accepts: 'http or https: the scheme senders sign (https behind a TLS proxy)',
   },
+  SVC_REPLAY_PER_KEYID_CAP: {
+    schema: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
+    accepts: 'replay-cache entries per keyid before rate_abuse, 1-100000000',
+  },
+  SVC_REPLAY_AGGREGATE_CAP: {
+    schema: z.coerce.number().int().min(1).max(1_000_000_000).default(10_000_000),
+    accepts: 'replay-cache entries over all keyids before rate_abuse, 1-1000000000',
+  },
+  SVC_REPLAY_ASYNC_COMMIT: {
+    schema: z.enum(['0', '1']).default('0'),
+    accepts: '1 to commit nonces without waiting for the WAL flush (faster; see PgReplayStore)',
+  },
 } as const;
 
 type Variables = typeof variables;
