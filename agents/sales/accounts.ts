@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { canonicalJson } from '../../shared/json/canonical.js';
 import { LegacyAuthenticationSchema } from '../../shared/envelope/channel-config.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -124,8 +125,8 @@ async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: Ta
     if (before) {
       action =
         before.name === a.name &&
-        JSON.stringify(before.brand ?? null) === JSON.stringify(a.brand ?? null) &&
-        JSON.stringify(before.notification_configs) === JSON.stringify(configs)
+        canonicalJson(before.brand ?? null) === canonicalJson(a.brand ?? null) &&
+        canonicalJson(before.notification_configs) === canonicalJson(configs)
           ? 'unchanged'
           : 'updated';
     }
@@ -134,7 +135,7 @@ async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: Ta
        VALUES ($1,$2,$3,$4,$5,$6)
        ON CONFLICT (agent, account_id) DO UPDATE SET name = EXCLUDED.name, brand = EXCLUDED.brand,
          notification_configs = EXCLUDED.notification_configs, updated_at = now()`,
-      [ctx.agent, accountId, principalId, a.name, a.brand ?? null, JSON.stringify(configs)],
+      [ctx.agent, accountId, principalId, a.name, a.brand ?? null, canonicalJson(configs)],
     );
     out.push({
       account_id: accountId,

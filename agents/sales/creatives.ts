@@ -3,6 +3,7 @@
  * delete_missing) and list_creatives, plus the assignment check packages share.
  */
 import { z } from 'zod';
+import { canonicalJson } from '../../shared/json/canonical.js';
 import { ASSET_TYPES, resolveFormat, type FormatRow } from '../creative/formats.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -134,8 +135,8 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
     else if (
       before.status !== 'archived' &&
       before.name === c.name &&
-      JSON.stringify(before.format_id) === JSON.stringify(c.format_id) &&
-      JSON.stringify(before.assets) === JSON.stringify(c.assets)
+      canonicalJson(before.format_id) === canonicalJson(c.format_id) &&
+      canonicalJson(before.assets) === canonicalJson(c.assets)
     ) {
       action = 'unchanged';
     } else action = 'updated';
