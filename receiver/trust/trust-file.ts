@@ -10,9 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { JsonParseError, parseStrictJson } from '../../shared/json/strict-parse.js';
-
-/** Legacy credentials shorter than this are refused (spec: at least 32 characters). */
-export const MIN_LEGACY_CREDENTIAL_LENGTH = 32;
+import { legacyCredentialProblem } from '../../shared/legacy/credential.js';
 
 /** A URL the receiver fetches: https, or http for loopback tests (the fetch layer decides). */
 const fetchUrl = z.string().refine(
@@ -100,14 +98,12 @@ const sender = z
     }
   });
 
-/** Rejects credentials a guess could find: too short, or built from very few characters. */
-const legacyCredential = z
-  .string()
-  .min(MIN_LEGACY_CREDENTIAL_LENGTH, `must be at least ${MIN_LEGACY_CREDENTIAL_LENGTH} characters`)
-  .refine((v) => new Set(v).size >= 8, {
-    message: 'is too weak (fewer than 8 distinct characters)',
-  })
-  .refine((v) => !/\s/.test(v), { message: 'must not contain whitespace' });
+/** The product-wide legacy credential rule: 32+ characters, not a repeated pattern. */
+const legacyCredential = (scheme: 'Bearer' | 'HMAC-SHA256') =>
+  z.string().superRefine((v, ctx) => {
+    const problem = legacyCredentialProblem(v, { scheme });
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 const pathPrefix = z
   .string()
@@ -122,13 +118,13 @@ const legacy = z.discriminatedUnion('scheme', [
     sender: senderId,
     scheme: z.literal('HMAC-SHA256'),
     /** Several while rotating: any one verifies. */
-    secrets: z.array(legacyCredential).min(1).max(8),
+    secrets: z.array(legacyCredential('HMAC-SHA256')).min(1).max(8),
   }),
   z.strictObject({
     path_prefix: pathPrefix,
     sender: senderId,
     scheme: z.literal('Bearer'),
-    token: legacyCredential,
+    token: legacyCredential('Bearer'),
   }),
 ]);
 

@@ -99,6 +99,8 @@ t.test('each bad field is named', async (t) => {
     ['legacy[0].secrets[0]', (v) => ((v.legacy[0] as any).secrets = ['a'.repeat(40)])],
     ['legacy[0].secrets', (v) => ((v.legacy[0] as any).secrets = [])],
     ['legacy[1].token', (v) => ((v.legacy[1] as any).token = 'abc')],
+    ['legacy[1].token', (v) => ((v.legacy[1] as any).token = `${TOKEN} with spaces`)],
+    ['legacy[0].secrets[0]', (v) => ((v.legacy[0] as any).secrets = ['abcd'.repeat(10)])],
     ['legacy[0].scheme', (v) => ((v.legacy[0] as any).scheme = 'MD5')],
     ['legacy[0].path_prefix', (v) => ((v.legacy[0] as any).path_prefix = 'hooks')],
     ['legacy[1].path_prefix', (v) => ((v.legacy[1] as any).path_prefix = '/hooks/a/')],
