@@ -21,8 +21,15 @@ const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function child(file: string, env: Record<string, string>): Promise<{ proc: ChildProcess; line: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', here(file)], {
+function child(
+  file: string,
+  env: Record<string, string>,
+): Promise<{ proc: ChildProcess; line: string }> {
+  // BENCH_CPU_PROF=DIR writes a CPU profile of every child process there.
+  const prof = process.env.BENCH_CPU_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+    : [];
+  const proc = spawn(process.execPath, [...prof, '--import', 'tsx', here(file)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -53,7 +60,11 @@ export async function run(args: string[]): Promise<void> {
     const { privateJwk } = await generateSigningKey('ed25519');
     const rows: string[][] = [];
 
-    const scenario = async (workers: number, label: string, drive: (core: NotificationCore) => Promise<number>) => {
+    const scenario = async (
+      workers: number,
+      label: string,
+      drive: (core: NotificationCore) => Promise<number>,
+    ) => {
       const prefix = `{bench-${randomBytes(4).toString('hex')}}`;
       queue = new DeliveryQueue({ connection: redis, prefix });
       const core = new NotificationCore({
@@ -100,7 +111,10 @@ export async function run(args: string[]): Promise<void> {
     const waitDelivered = async (n: number, deadlineMs: number) => {
       const until = Date.now() + deadlineMs;
       for (;;) {
-        const s = (await (await fetch(`${rxBase}/stats`)).json()) as { count: number; latencies: number[] };
+        const s = (await (await fetch(`${rxBase}/stats`)).json()) as {
+          count: number;
+          latencies: number[];
+        };
         if (s.count >= n || Date.now() > until) return s;
         await sleep(20);
       }
@@ -154,7 +168,9 @@ export async function run(args: string[]): Promise<void> {
 
     process.stdout.write('\n| scenario | delivered | result | note |\n|---|---|---|---|\n');
     for (const r of rows) process.stdout.write(`| ${r.join(' | ')} |\n`);
-    process.stdout.write('\ntargets: >= 2,500 signed deliveries/s end to end; p99 < 50 ms at 500/s\n');
+    process.stdout.write(
+      '\ntargets: >= 2,500 signed deliveries/s end to end; p99 < 50 ms at 500/s\n',
+    );
   } finally {
     for (const p of procs) if (p.exitCode === null) p.kill('SIGTERM');
     if (queue) await (queue as DeliveryQueue).close().catch(() => {});

@@ -6,13 +6,17 @@ import { importSigningKey } from '../../shared/signing/keys.js';
 import { ActivityLog } from '../../sender/activity/activity-log.js';
 import { DeliveryQueue } from '../../sender/delivery/queue.js';
 import { DeliveryWorker } from '../../sender/delivery/worker.js';
-import { Outbox } from '../../sender/outbox/outbox.js';
+import { createStatePool, Outbox } from '../../sender/outbox/outbox.js';
 
 const env = process.env;
 const pool = createPool({ connectionString: env.BENCH_DATABASE_URL!, max: 16 });
-const queue = new DeliveryQueue({ connection: createRedis(env.BENCH_REDIS_URL!), prefix: env.BENCH_PREFIX! });
+const queue = new DeliveryQueue({
+  connection: createRedis(env.BENCH_REDIS_URL!),
+  prefix: env.BENCH_PREFIX!,
+});
 const schema = env.BENCH_SCHEMA!;
-const outbox = new Outbox({ pool, queue, schema });
+const statePool = createStatePool(env.BENCH_DATABASE_URL!);
+const outbox = new Outbox({ pool, queue, schema, statePool });
 const key = await importSigningKey(JSON.parse(env.BENCH_KEY!));
 const worker = new DeliveryWorker({
   outbox,
@@ -20,8 +24,11 @@ const worker = new DeliveryWorker({
   connection: createRedis(env.BENCH_REDIS_URL!),
   prefix: env.BENCH_PREFIX!,
   allowHosts: ['127.0.0.1'],
-  concurrency: Number(env.BENCH_CONCURRENCY ?? 128),
-  perOriginConcurrency: Number(env.BENCH_CONCURRENCY ?? 128),
+  concurrency: 16,
+  maxInFlight: 256,
+  // The bench has one receiver origin: let it take every slot.
+  perOriginConcurrency: 256,
+  connectionsPerOrigin: 64,
   activity: new ActivityLog({ pool, schema }),
   reconcileEveryMs: 0,
   purgeEveryMs: 0,

@@ -14,7 +14,7 @@ import { DeliveryQueue } from '../delivery/queue.js';
 import { DeliveryWorker } from '../delivery/worker.js';
 import { KeySet } from '../keys/key-set.js';
 import { SenderMetrics } from '../metrics.js';
-import { Outbox } from '../outbox/outbox.js';
+import { createStatePool, Outbox } from '../outbox/outbox.js';
 import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../schema.js';
 
 export interface WorkerCommandOptions {
@@ -47,6 +47,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     applicationName: 'svc-worker',
   });
   await migrateSender(pool, schema);
+  const statePool = createStatePool(config.DATABASE_URL ?? LOCAL_DATABASE_URL);
   const redis = createRedis(config.REDIS_URL);
   const workerRedis = createRedis(config.REDIS_URL);
   const queue = new DeliveryQueue({ connection: redis, ...(o.prefix ? { prefix: o.prefix } : {}) });
@@ -102,6 +103,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
   await queue.close();
   redis.disconnect();
   workerRedis.disconnect();
+  await statePool.end();
   await pool.end();
   logger.info('delivery worker stopped');
 }

@@ -9,11 +9,27 @@ import { hashTaggedPrefix } from '../../shared/infra/redis.js';
 export const DELIVERY_QUEUE_NAME = 'webhook-delivery';
 export const DEFAULT_QUEUE_PREFIX = hashTaggedPrefix('svc');
 
-export interface DeliveryJobData {
+/** A job for one outbox row (retries, reconciler): its id is fixed by the row's. */
+export interface RowJobData {
   /** The outbox row id (a bigint as a decimal string). */
   id: string;
   /** `scheme://host[:port]` of the target, for the per-origin limiter before any I/O. */
   origin: string;
+}
+
+/**
+ * A job for the first attempt of rows enqueued together: one BullMQ round trip for many
+ * deliveries. A row that needs a later attempt leaves it as a row job.
+ */
+export interface BatchJobData {
+  ids: string[];
+  origins: string[];
+}
+
+export type DeliveryJobData = RowJobData | BatchJobData;
+
+export function isBatchJob(data: DeliveryJobData): data is BatchJobData {
+  return Array.isArray((data as BatchJobData).ids);
 }
 
 export interface DispatchItem {
@@ -62,6 +78,23 @@ export class DeliveryQueue {
     });
   }
 
+  /** First attempts of fresh rows, grouped `batchSize` to a job. */
+  async dispatchBatch(items: DispatchItem[], batchSize = 50): Promise<void> {
+    if (items.length === 0) return;
+    const jobs = [];
+    for (let i = 0; i < items.length; i += batchSize) {
+      const group = items.slice(i, i + batchSize);
+      jobs.push({
+        name: 'deliver-batch',
+        data: { ids: group.map((g) => g.id), origins: group.map((g) => g.origin) },
+        // Row ids are unique, so the first and last of a group name it uniquely.
+        opts: { jobId: `obb-${group[0]!.id}-${group.at(-1)!.id}` },
+      });
+    }
+    await this.queue.addBulk(jobs);
+  }
+
+  /** One row job per item (retries, reconciler); an existing job of the row is kept. */
   async dispatch(items: DispatchItem[]): Promise<void> {
     if (items.length === 0) return;
     const now = Date.now();

@@ -16,7 +16,15 @@ import { attemptHeaders, type Signer } from './authenticate.js';
 import { nextDelay, type BackoffOptions } from './backoff.js';
 import { classify, type AttemptResult, type Verdict } from './classify.js';
 import { OriginLimiter } from './origin-limiter.js';
-import { DEFAULT_QUEUE_PREFIX, DELIVERY_QUEUE_NAME, type DeliveryJobData } from './queue.js';
+import {
+  DEFAULT_QUEUE_PREFIX,
+  DELIVERY_QUEUE_NAME,
+  isBatchJob,
+  type BatchJobData,
+  type DeliveryJobData,
+  type DispatchItem,
+} from './queue.js';
+import { Semaphore } from './semaphore.js';
 import { Transport, type TransportOptions } from './transport.js';
 
 /** What the worker reports after each attempt (the `svc send` printout, tests). */
@@ -39,9 +47,11 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   connection: ConnectionOptions;
   prefix?: string;
   queueName?: string;
-  /** Jobs in flight per process; default 64. */
+  /** BullMQ jobs in flight per process (a batch job holds up to 50 rows); default 16. */
   concurrency?: number;
-  /** Attempts in flight per origin per process; default 8. */
+  /** Attempts in flight per process; default 256. */
+  maxInFlight?: number;
+  /** Attempts in flight per origin per process; default 32. */
   perOriginConcurrency?: number;
   backoff?: BackoffOptions;
   activity?: ActivityLog;
@@ -61,6 +71,9 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   /** Start consuming at once (default true). */
   autorun?: boolean;
 }
+
+type Step = { kind: 'done' } | { kind: 'later'; at: number };
+const DONE: Step = { kind: 'done' };
 
 function activityStatus(result: AttemptResult): ActivityStatus {
   if (result.kind === 'response') {
@@ -84,6 +97,8 @@ export class DeliveryWorker {
   private readonly options: DeliveryWorkerOptions;
   private readonly logger: Logger;
   private readonly timers: NodeJS.Timeout[] = [];
+  private readonly slots: Semaphore;
+  private readonly leaseMs: number;
   private closed = false;
 
   constructor(options: DeliveryWorkerOptions) {
@@ -92,14 +107,17 @@ export class DeliveryWorker {
     this.signer = options.signer;
     this.logger = options.logger ?? silentLogger;
     this.transport = new Transport(options);
-    this.limiter = new OriginLimiter(options.perOriginConcurrency ?? 8);
+    this.limiter = new OriginLimiter(options.perOriginConcurrency ?? 32);
+    this.slots = new Semaphore(options.maxInFlight ?? 256);
+    // Past the attempt's own timeout, so a lease never ends while its attempt still runs.
+    this.leaseMs = (options.totalTimeoutMs ?? 30_000) + 5000;
     this.worker = new Worker<DeliveryJobData>(
       options.queueName ?? DELIVERY_QUEUE_NAME,
       (job, token) => this.process(job, token),
       {
         connection: options.connection,
         prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
-        concurrency: options.concurrency ?? 64,
+        concurrency: options.concurrency ?? 16,
         lockDuration: options.lockDurationMs ?? 30_000,
         stalledInterval: options.stalledIntervalMs ?? 30_000,
         // Running a stalled job again is safe (same row, same key, same bytes).
@@ -137,33 +155,57 @@ export class DeliveryWorker {
   }
 
   private async process(job: Job<DeliveryJobData>, token?: string): Promise<void> {
-    const { id, origin } = job.data;
+    const data = job.data;
+    if (isBatchJob(data)) return this.processBatch(data, job.timestamp);
+    const step = await this.step(data.id, data.origin, job.timestamp);
+    if (step.kind === 'later') await this.later(job, token, step.at);
+  }
+
+  /** First attempts of a group; rows needing a later attempt continue as row jobs. */
+  private async processBatch(data: BatchJobData, jobTimestamp: number): Promise<void> {
+    const handoff: DispatchItem[] = [];
+    await Promise.all(
+      data.ids.map(async (id, i) => {
+        const origin = data.origins[i]!;
+        await this.slots.acquire();
+        try {
+          const step = await this.step(id, origin, jobTimestamp);
+          if (step.kind === 'later') handoff.push({ id, origin, notBefore: step.at });
+        } finally {
+          this.slots.release();
+        }
+      }),
+    );
+    await this.outbox.queue.dispatch(handoff);
+  }
+
+  /** One row: admission, claim, attempt. Says whether the row needs another run, and when. */
+  private async step(id: string, origin: string, jobTimestamp: number): Promise<Step> {
     const admission = this.limiter.tryAcquire(origin);
-    if (!admission.ok) return this.later(job, token, Date.now() + admission.waitMs);
+    if (!admission.ok) return { kind: 'later', at: Date.now() + admission.waitMs };
     try {
-      const claimed = await this.outbox.claim(id);
+      const claimed = await this.outbox.claim(id, this.leaseMs);
       if ('kind' in claimed) {
         switch (claimed.kind) {
           case 'missing': {
-            // Dispatched inside a caller's transaction not yet committed; rolled back
-            // when it never shows up.
-            const waited = Date.now() - job.timestamp;
-            if (waited < (this.options.visibilityWaitMs ?? 60_000)) {
-              return await this.later(job, token, Date.now() + 200);
-            }
-            return;
+            // Dispatched inside a caller's transaction not yet committed; dropped when it
+            // never shows up (rolled back).
+            const waited = Date.now() - jobTimestamp;
+            return waited < (this.options.visibilityWaitMs ?? 60_000)
+              ? { kind: 'later', at: Date.now() + 200 }
+              : DONE;
           }
           case 'not_due':
-            return await this.later(job, token, claimed.notBefore);
+            return { kind: 'later', at: claimed.notBefore };
           case 'expired':
             this.options.metrics?.deliveries.inc({ outcome: 'expired' });
-            return;
+            return DONE;
           default:
-            return;
+            return DONE;
         }
       }
       const next = await this.attempt(claimed, origin);
-      if (next !== null) return await this.later(job, token, next);
+      return next === null ? DONE : { kind: 'later', at: next };
     } finally {
       admission.release();
     }

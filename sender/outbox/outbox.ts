@@ -4,6 +4,7 @@
  * every attempt (and every worker that picks the row up after a crash) sends the same
  * bytes under the same key. Redis only carries the dispatch.
  */
+import pg from 'pg';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
@@ -67,6 +68,25 @@ export interface OutboxOptions {
   schema?: string;
   /** Advertised `delivery_retry_horizon_seconds`; default 24 h. */
   horizonSeconds?: number;
+  /**
+   * Pool for the worker's claim and settle statements; default `pool`. Give it one made by
+   * `createStatePool` to skip the WAL flush per batch: a state write lost in a database
+   * crash only repeats an attempt under the same key and bytes, which at-least-once
+   * delivery allows. Event rows themselves are always written with a durable commit.
+   */
+  statePool?: Pool;
+}
+
+/** A pool whose sessions commit without waiting for the WAL flush (see `statePool`). */
+export function createStatePool(connectionString: string, max = 8): Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    application_name: 'svc-sender-state',
+    options: '-c synchronous_commit=off',
+  });
+  pool.on('error', () => {});
+  return pool;
 }
 
 function checkEvent(e: OutboundEvent): void {
@@ -92,15 +112,17 @@ function authOf(mode: string, secret: string | null): DeliveryAuth {
 
 export class Outbox implements EventSink {
   readonly pool: Pool;
+  private readonly statePool: Pool;
   readonly queue: DeliveryQueue;
   readonly schema: string;
   readonly horizonSeconds: number;
   private readonly inserts: Batcher<OutboundEvent[], string[]>;
-  private readonly claims: Batcher<string, ClaimedEvent | null>;
+  private readonly claims: Batcher<{ id: string; leaseMs: number }, ClaimedEvent | null>;
   private readonly settles: Batcher<SettleInput, number | null>;
 
   constructor(options: OutboxOptions) {
     this.pool = options.pool;
+    this.statePool = options.statePool ?? options.pool;
     this.queue = options.queue;
     this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
@@ -212,13 +234,17 @@ export class Outbox implements EventSink {
     const { rows } = await (client ?? this.pool).query<{ id: string }>(sql, params);
     // bigserial values follow the ORDER BY, so sorting restores input order.
     const ids = rows.map((r) => r.id).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
-    await this.queue.dispatch(ids.map((id, i) => ({ id, origin: origins[i]! })));
+    await this.queue.dispatchBatch(ids.map((id, i) => ({ id, origin: origins[i]! })));
     return ids;
   }
 
-  /** Takes the row for one attempt: counts it and starts the horizon clock. */
-  async claim(id: string): Promise<ClaimedEvent | ClaimMiss> {
-    const claimed = await this.claims.submit(id);
+  /**
+   * Takes the row for one attempt: counts it, starts the horizon clock, and leases it for
+   * `leaseMs` (next_attempt_at moves past the attempt's timeout), so a second job for the
+   * same row (reconciler, stalled job) waits instead of sending it twice at once.
+   */
+  async claim(id: string, leaseMs = 60_000): Promise<ClaimedEvent | ClaimMiss> {
+    const claimed = await this.claims.submit({ id, leaseMs });
     if (claimed) return claimed;
     const probe = await this.pool.query(
       `SELECT state, (extract(epoch from next_attempt_at) * 1000)::float8 AS next_ms,
@@ -238,20 +264,25 @@ export class Outbox implements EventSink {
   }
 
   /** Claims of concurrent jobs in one UPDATE; a row not claimable comes back null. */
-  private async claimMany(ids: string[]): Promise<Array<ClaimedEvent | null>> {
-    const { rows } = await this.pool.query(
-      `UPDATE ${this.schema}.outbox
-          SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now())
-        WHERE id = ANY($1::bigint[]) AND state = 'pending'
-          AND next_attempt_at <= now() + interval '50 milliseconds'
-          AND (first_attempt_at IS NULL
-               OR first_attempt_at + horizon_seconds * interval '1 second' > now())
-        RETURNING id::text, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
+  private async claimMany(
+    items: Array<{ id: string; leaseMs: number }>,
+  ): Promise<Array<ClaimedEvent | null>> {
+    const ids = items.map((i) => i.id);
+    const { rows } = await this.statePool.query(
+      `UPDATE ${this.schema}.outbox o
+          SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+              next_attempt_at = now() + v.lease * interval '1 millisecond'
+         FROM unnest($1::bigint[], $2::int[]) AS v(id, lease)
+        WHERE o.id = v.id AND o.state = 'pending'
+          AND o.next_attempt_at <= now() + interval '50 milliseconds'
+          AND (o.first_attempt_at IS NULL
+               OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
+        RETURNING o.id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
           notification_type, notification_id, media_buy_id, principal_id, subscriber_id,
           sequence_number, attempts, horizon_seconds,
           (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
           (extract(epoch from now()) * 1000)::float8 AS now_ms`,
-      [ids],
+      [ids, items.map((i) => Math.round(i.leaseMs))],
     );
     const byId = new Map<string, ClaimedEvent>();
     for (const r of rows) {
@@ -274,7 +305,12 @@ export class Outbox implements EventSink {
         dbNow: r.now_ms,
       });
     }
-    return ids.map((id) => byId.get(id) ?? null);
+    // Two jobs of one row in the same batch: the row goes to the first only.
+    return ids.map((id) => {
+      const c = byId.get(id) ?? null;
+      byId.delete(id);
+      return c;
+    });
   }
 
   /**
@@ -286,7 +322,7 @@ export class Outbox implements EventSink {
   }
 
   private async settleMany(items: SettleInput[]): Promise<Array<number | null>> {
-    const { rows } = await this.pool.query(
+    const { rows } = await this.statePool.query(
       `UPDATE ${this.schema}.outbox o
           SET state = v.state, last_status = v.status, last_error = v.error,
               completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,

@@ -70,7 +70,7 @@ t.test('after a Redis flush the reconciler re-enqueues and delivery completes', 
   const rx = await startReceiver();
   t.teardown(() => rx.close());
   const ids = await h.outbox.enqueue([event(rx.url, 'a'), event(rx.url, 'b'), event(rx.url, 'c')]);
-  t.equal((await h.queue.depth()).waiting, 3);
+  t.equal((await h.queue.depth()).waiting, 1, 'one batch job for the three first attempts');
   await h.flushRedis();
   t.equal((await h.queue.depth()).waiting, 0, 'Redis lost every job');
   h.startWorker({ reconcileEveryMs: 100, reconcileGraceMs: 50 });
@@ -78,18 +78,20 @@ t.test('after a Redis flush the reconciler re-enqueues and delivery completes', 
   t.equal(rx.received.length, 3, 'each event once');
 });
 
-t.test('re-dispatching a row that still has its job makes no second job', async (t) => {
+t.test('a second job for the same row never sends it twice', async (t) => {
   const h = await senderHarness(t);
   const rx = await startReceiver();
   t.teardown(() => rx.close());
   const [id] = await h.outbox.enqueue([event(rx.url)]);
-  await h.queue.dispatch([{ id: id!, origin: new URL(rx.url).origin }]);
+  const origin = new URL(rx.url).origin;
   t.equal(await h.outbox.reconcile({ graceMs: -60_000 }), 1, 'the reconciler saw the row');
-  t.equal((await h.queue.depth()).waiting, 1, 'still one job');
+  await h.queue.dispatch([{ id: id!, origin }]);
+  t.equal((await h.queue.depth()).waiting, 2, 'a batch job and a row job');
   h.startWorker();
-  await h.waitForState(id!);
-  await new Promise((r) => setTimeout(r, 200));
-  t.equal(rx.received.length, 1);
+  t.equal(await h.waitForState(id!), 'delivered');
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(rx.received.length, 1, 'the leased row is sent once');
+  t.equal((await h.outbox.state(id!))?.attempts, 1);
 });
 
 t.test('the SSRF guard refuses private and non-https targets', async (t) => {
