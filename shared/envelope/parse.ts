@@ -199,11 +199,11 @@ function parseA2aObject(
   version: A2aVersion,
   prefix: string,
 ): WebhookEvent {
-  const at = (f: string): string => (prefix ? `${prefix}.${f}` : f);
+  const stateField = prefix ? `${prefix}.status.state` : 'status.state';
   switch (kind) {
     case 'task': {
       const task = check(A2aTaskSchema, obj, prefix);
-      const status = statusOf(task.status.state, at('status.state'));
+      const status = statusOf(task.status.state, stateField);
       return a2aEvent(payload, version, kind, {
         taskId: task.id,
         status,
@@ -213,7 +213,7 @@ function parseA2aObject(
     }
     case 'status-update': {
       const update = check(A2aStatusUpdateSchema, obj, prefix);
-      const status = statusOf(update.status.state, at('status.state'));
+      const status = statusOf(update.status.state, stateField);
       return a2aEvent(payload, version, kind, {
         taskId: update.taskId,
         status,

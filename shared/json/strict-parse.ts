@@ -3,9 +3,11 @@
  *
  * `JSON.parse` silently keeps the last of two equal keys, so a body could mean one thing to
  * the verifier and another to the handler. This module first runs a hand-written scanner
- * over the text (RFC 8259 grammar, duplicate keys at any depth, nesting bound, UTF-8 and
- * surrogate checks) and only then lets the native `JSON.parse` build the value: the
- * scanner allocates almost nothing, and the native builder is the fastest one we have.
+ * over the text (structure, duplicate keys at any depth, nesting bound, escapes, UTF-8 and
+ * surrogate checks), then lets the native `JSON.parse` build the value and judge what the
+ * fast scan skips (raw control characters inside strings). The fast scan jumps through
+ * strings with `indexOf` and allocates little. Any failure is scanned again in exact mode,
+ * character by character, to report the first defect and its position.
  * `JSON.parse` defines `__proto__` as an ordinary own property, so such keys stay data.
  */
 import { isUtf8 } from 'node:buffer';
@@ -92,55 +94,78 @@ function skipWs(s: string, i: number): number {
   }
 }
 
+/** Validates the escape at `i` (a backslash); returns the index after it. */
+function scanEscape(s: string, i: number): number {
+  const e = s.charCodeAt(i + 1);
+  if (e === 0x75 /* u */) {
+    const cu = hex4(s, i + 2);
+    if (cu >= 0xd800 && cu <= 0xdbff) {
+      // A high surrogate must be followed by an escaped low one (I-JSON, RFC 7493 §2.1).
+      if (s.charCodeAt(i + 6) !== BACKSLASH || s.charCodeAt(i + 7) !== 0x75) {
+        fail('invalid_utf8', 'unpaired surrogate escape', i);
+      }
+      const lo = hex4(s, i + 8);
+      if (lo < 0xdc00 || lo > 0xdfff) fail('invalid_utf8', 'unpaired surrogate escape', i);
+      return i + 12;
+    }
+    if (cu >= 0xdc00 && cu <= 0xdfff) fail('invalid_utf8', 'unpaired surrogate escape', i);
+    return i + 6;
+  }
+  // " \ / b f n r t
+  if (
+    e === QUOTE ||
+    e === BACKSLASH ||
+    e === 0x2f ||
+    e === 0x62 ||
+    e === 0x66 ||
+    e === 0x6e ||
+    e === 0x72 ||
+    e === 0x74
+  ) {
+    return i + 2;
+  }
+  return fail('syntax', 'invalid escape', i);
+}
+
+/** Per-scan state: whether the last string had escapes, and where the next backslash is. */
+interface ScanState {
+  escaped: boolean;
+  /** Index of the next backslash at or after the scan point; -1 none left; -2 unknown. */
+  backslash: number;
+  /** Exact mode checks every character; fast mode leaves control characters to JSON.parse. */
+  exact: boolean;
+}
+
 /**
- * Scans a string token whose opening quote is at `start`. Returns the index after the
- * closing quote; `escaped.v` tells whether the raw text differs from the decoded value.
+ * Scans a string token whose opening quote is at `start`; returns the index after the
+ * closing quote. Fast mode jumps between quotes and backslashes with `indexOf` (native,
+ * vectorised) and validates escapes only; raw control characters are left to `JSON.parse`
+ * and raw surrogates to the up-front well-formedness check.
  */
-function scanString(s: string, start: number, escaped: { v: boolean }): number {
+function scanString(s: string, start: number, st: ScanState): number {
+  st.escaped = false;
   let i = start + 1;
+  if (!st.exact) {
+    for (;;) {
+      const q = s.indexOf('"', i);
+      if (q < 0) fail('syntax', 'unterminated string', start);
+      if (st.backslash !== -1 && st.backslash < i) st.backslash = s.indexOf('\\', i);
+      if (st.backslash === -1 || st.backslash > q) return q + 1;
+      st.escaped = true;
+      i = scanEscape(s, st.backslash);
+    }
+  }
   const n = s.length;
-  escaped.v = false;
   while (i < n) {
     const c = s.charCodeAt(i);
     if (c === QUOTE) return i + 1;
     if (c === BACKSLASH) {
-      escaped.v = true;
-      const e = s.charCodeAt(i + 1);
-      if (e === 0x75 /* u */) {
-        const cu = hex4(s, i + 2);
-        i += 6;
-        if (cu >= 0xd800 && cu <= 0xdbff) {
-          // A high surrogate must be followed by an escaped low one (I-JSON, RFC 7493 §2.1).
-          if (s.charCodeAt(i) !== BACKSLASH || s.charCodeAt(i + 1) !== 0x75) {
-            fail('invalid_utf8', 'unpaired surrogate escape', i - 6);
-          }
-          const lo = hex4(s, i + 2);
-          if (lo < 0xdc00 || lo > 0xdfff) fail('invalid_utf8', 'unpaired surrogate escape', i - 6);
-          i += 6;
-        } else if (cu >= 0xdc00 && cu <= 0xdfff) {
-          fail('invalid_utf8', 'unpaired surrogate escape', i - 6);
-        }
-        continue;
-      }
-      // " \ / b f n r t
-      if (
-        e === QUOTE ||
-        e === BACKSLASH ||
-        e === 0x2f ||
-        e === 0x62 ||
-        e === 0x66 ||
-        e === 0x6e ||
-        e === 0x72 ||
-        e === 0x74
-      ) {
-        i += 2;
-        continue;
-      }
-      fail('syntax', 'invalid escape', i);
+      st.escaped = true;
+      i = scanEscape(s, i);
+      continue;
     }
     if (c < 0x20) fail('syntax', 'control character in string', i);
     if (c >= 0xd800 && c <= 0xdfff) {
-      // Raw surrogates only reach here from string input (isUtf8 already vetted bytes).
       const lo = s.charCodeAt(i + 1);
       if (c > 0xdbff || !(lo >= 0xdc00 && lo <= 0xdfff)) {
         fail('invalid_utf8', 'unpaired surrogate', i);
@@ -197,21 +222,31 @@ function scanLiteral(s: string, i: number, word: string): number {
   return i + word.length;
 }
 
-function decodeKey(raw: string): string {
-  return JSON.parse(raw) as string;
+/** Decodes a key with escapes; in fast mode it may still hide a raw control character. */
+function decodeKey(raw: string, at: number): string {
+  try {
+    return JSON.parse(raw) as string;
+  } catch {
+    return fail('syntax', 'control character in string', at);
+  }
 }
 
 /**
  * Validates `s` as one JSON text. Returns the duplicate names found (empty if none) and
  * the index of the first duplicate key; throws ScanFailure on any other problem.
  */
-function scan(s: string, maxDepth: number): { duplicates: string[]; firstAt: number } {
+interface ScanResult {
+  duplicates: string[];
+  firstAt: number;
+}
+
+function scan(s: string, maxDepth: number, exact: boolean): ScanResult {
   const n = s.length;
   // Per open container: null for arrays, the keys seen so far for objects.
   const stack: (string[] | Set<string> | null)[] = [];
   let duplicates: string[] | null = null;
   let firstAt = -1;
-  const escaped = { v: false };
+  const st: ScanState = { escaped: false, backslash: -2, exact };
   let i = skipWs(s, 0);
   // true: a value is expected at i; false: a value just ended.
   let wantValue = true;
@@ -223,8 +258,8 @@ function scan(s: string, maxDepth: number): { duplicates: string[]; firstAt: num
       if (wantKey) {
         if (s.charCodeAt(i) !== QUOTE) fail('syntax', 'object key expected', i);
         const start = i;
-        i = scanString(s, i, escaped);
-        const key = escaped.v ? decodeKey(s.slice(start, i)) : s.slice(start + 1, i - 1);
+        i = scanString(s, i, st);
+        const key = st.escaped ? decodeKey(s.slice(start, i), start) : s.slice(start + 1, i - 1);
         const top = stack[stack.length - 1] as string[] | Set<string>;
         let seen: boolean;
         if (Array.isArray(top)) {
@@ -263,7 +298,7 @@ function scan(s: string, maxDepth: number): { duplicates: string[]; firstAt: num
           continue;
         }
       } else if (c === QUOTE) {
-        i = scanString(s, i, escaped);
+        i = scanString(s, i, st);
         wantValue = false;
       } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
         i = scanNumber(s, i);
@@ -356,30 +391,64 @@ export function parseStrictJson(
     }
     text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
   }
-  const position = (index: number): number =>
-    bytes === null ? index : Buffer.byteLength(text.slice(0, index), 'utf8');
-  let found: { duplicates: string[]; firstAt: number };
+  // Raw lone surrogates can only come from string input (isUtf8 vetted the bytes).
+  if (bytes === null && !isWellFormed(text)) exactScan(text, maxDepth, bytes);
+  let found: ScanResult;
   try {
-    found = scan(text, maxDepth);
+    found = scan(text, maxDepth, false);
   } catch (err) {
-    if (err instanceof ScanFailure) {
-      throw new JsonParseError(
-        err.kind,
-        `${err.message} at ${position(err.index)}`,
-        position(err.index),
-      );
-    }
-    throw err;
+    if (!(err instanceof ScanFailure)) throw err;
+    exactScan(text, maxDepth, bytes);
+    throw toParseError(err, text, bytes); // not reached: the exact scan fails as early
   }
   if (found.duplicates.length > 0) {
+    found = exactScan(text, maxDepth, bytes);
     throw new JsonParseError(
       'duplicate_key',
       `duplicate object key(s): ${sanitizeForLog(found.duplicates).join(', ')}`,
-      position(found.firstAt),
+      positionOf(found.firstAt, text, bytes),
       found.duplicates,
     );
   }
-  return JSON.parse(text);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    // The fast scan leaves raw control characters in strings to JSON.parse.
+    if (!(err instanceof SyntaxError)) throw err;
+    exactScan(text, maxDepth, bytes);
+    throw new JsonParseError('syntax', 'invalid JSON', 0);
+  }
+}
+
+// (Helpers are module-level on purpose: closures created per call cost a property
+// definition each under the tsx loader the package runs with.)
+
+/** Byte offset (byte input) or UTF-16 index (string input) of a string index. */
+function positionOf(index: number, text: string, bytes: Uint8Array | null): number {
+  return bytes === null ? index : Buffer.byteLength(text.slice(0, index), 'utf8');
+}
+
+function toParseError(f: ScanFailure, text: string, bytes: Uint8Array | null): JsonParseError {
+  const at = positionOf(f.index, text, bytes);
+  return new JsonParseError(f.kind, `${f.message} at ${at}`, at);
+}
+
+/**
+ * The exact scan decides every error: the first defect in text order wins, and a syntax
+ * error anywhere wins over duplicates (such a text has no meaning at all).
+ */
+function exactScan(text: string, maxDepth: number, bytes: Uint8Array | null): ScanResult {
+  try {
+    return scan(text, maxDepth, true);
+  } catch (err) {
+    if (err instanceof ScanFailure) throw toParseError(err, text, bytes);
+    throw err;
+  }
+}
+
+/** `String.prototype.isWellFormed` is native in Node 20 (ES2024) but not in our ES2023 lib. */
+function isWellFormed(s: string): boolean {
+  return (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 }
 
 // ---------------------------------------------------------------------------------------

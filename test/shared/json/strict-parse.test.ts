@@ -125,6 +125,32 @@ t.test('RFC 8259 syntax errors are rejected', async (t) => {
   t.equal(parseError(Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d])).kind, 'syntax', 'UTF-8 BOM');
 });
 
+t.test('the first defect in text order is reported (fast scan, then exact re-scan)', async (t) => {
+  const cases: [string, string, number][] = [
+    ['["a\u0001b", 1,]', 'syntax', 3], // raw control char before a trailing comma
+    ['{"k\u0001":1,"k\u0001":2}', 'syntax', 3], // syntax beats duplicates
+    ['{"a\\n\u0001":1}', 'syntax', 5], // control char in a key that also has an escape
+    ['{"a":"x\u0002","a":1}', 'syntax', 7],
+    ['["\\u0041\u0007"]', 'syntax', 8],
+    ['["ok", "\\x"]', 'syntax', 8],
+    ['["\\"", 01]', 'syntax', 8], // at the digit after the leading zero
+    ['{"a":"\\ud800", "b":[1,]}', 'invalid_utf8', 6],
+  ];
+  for (const [text, kind, position] of cases) {
+    const err = parseError(text);
+    t.equal(err.kind, kind, text);
+    t.equal(err.position, position, `position in ${JSON.stringify(text)}`);
+  }
+  // escapes everywhere: quotes, backslashes and unicode in keys and values
+  const tricky = '{"a\\"b":"c\\\\","\\\\":["\\"",{"\\u00e9":"\\ud83d\\ude00"}],"é":"\\/"}';
+  t.same(parseStrictJson(tricky), JSON.parse(tricky));
+  t.same(parseError('{"a\\"b":1,"a\\u0022b":2}').duplicateKeys, ['a"b']);
+  t.same(parseError('{"\\\\":1,"\\u005c":2}').duplicateKeys, ['\\']);
+  // a long string with no escapes, and one with an escape near its end
+  const long = `["${'x'.repeat(100_000)}","${'y'.repeat(50_000)}\\n"]`;
+  t.same(parseStrictJson(long), JSON.parse(long));
+});
+
 t.test('invalid UTF-8 and lone surrogates are rejected', async (t) => {
   const bad: [number[], number][] = [
     [[0x22, 0xff, 0x22], 1],
