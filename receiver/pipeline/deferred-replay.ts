@@ -5,7 +5,8 @@
  * "inserted"; the real, atomic insert runs right after verification (`commit`), and its
  * outcome is enforced before any 2xx, with the verifier's codes: a replayed nonce is
  * `webhook_signature_replayed`, an over-cap one `webhook_signature_rate_abuse`. Every path
- * after verification commits the insert (a malformed body still burns its nonce).
+ * after verification commits the insert (a malformed body still burns its nonce), so a
+ * replayed request gets `webhook_signature_replayed` whatever its body.
  */
 import { WebhookVerificationError } from '../../shared/errors/webhook-codes.js';
 import type { ReplayStore } from '../../shared/signing/verify.js';
@@ -18,8 +19,13 @@ export class DeferredReplay implements ReplayStore {
     return this.inner.atCap(keyid);
   }
 
-  seen(keyid: string, nonce: string): Promise<boolean> {
-    return this.inner.seen(keyid, nonce);
+  /**
+   * Step 12 is answered by the atomic insert itself: every path after verification commits
+   * it before answering, and a nonce already present comes back as `replayed` there, with
+   * the same code. Skipping the separate read saves a round trip per delivery.
+   */
+  async seen(): Promise<boolean> {
+    return false;
   }
 
   async insert(keyid: string, nonce: string, ttlSeconds: number): Promise<'inserted'> {

@@ -1,0 +1,93 @@
+/**
+ * The server side of `npm run bench -- receiver`, in its own process so the load generator
+ * does not share its event loop. Modes: `floor` (bare Koa answering 200), `library` (Koa +
+ * the receiver middleware publishing to an in-process handler), `sidecar` (the sidecar
+ * forwarding to APP_URL). Prints `READY <port>`; on SIGTERM prints `PUBLISHED <n>` and exits.
+ * env: DATABASE_URL, SCHEMA, SENDER_ID, JWK (public).
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { brandProfile } from '../shared/brand.js';
+import { createPool } from '../shared/infra/pg.js';
+import type { KeyResolver } from '../shared/signing/verify.js';
+import { webhookMiddleware } from '../receiver/koa.js';
+import { WebhookReceiver } from '../receiver/pipeline/receiver.js';
+import { HandlerPublisher } from '../receiver/publish/handler.js';
+import { PgReplayStore } from '../receiver/replay/pg-replay-store.js';
+import { Sidecar } from '../receiver/sidecar/server.js';
+import { parseTrust } from '../receiver/trust/trust-file.js';
+
+const mode = process.argv[2];
+const env = process.env;
+const profile = brandProfile('svc');
+let published = 0;
+let count = async (): Promise<number> => published;
+
+function ready(port: number): void {
+  process.stdout.write(`READY ${port}\n`);
+}
+
+process.on('SIGTERM', () => {
+  void count().then((n) => process.stdout.write(`PUBLISHED ${n}\n`, () => process.exit(0)));
+});
+
+if (mode === 'floor') {
+  const app = new Koa();
+  app.use((ctx) => {
+    ctx.status = 200;
+    ctx.body = '{"status":"ok"}';
+  });
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 30_000;
+  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+} else {
+  const pool = createPool({ connectionString: env.DATABASE_URL as string, max: 24 });
+  const schema = env.SCHEMA as string;
+  const jwk = JSON.parse(env.JWK as string);
+  const sender = env.SENDER_ID as string;
+  const keys: KeyResolver = {
+    resolve: async (kid) => (kid === jwk.kid ? { jwk, senderId: sender } : null),
+  };
+  const replay = new PgReplayStore(pool, { schema });
+  await replay.migrate();
+  if (mode === 'library') {
+    const receiver = new WebhookReceiver({
+      pool,
+      schema,
+      profile,
+      protocolVersion: '3.2',
+      keys,
+      replay,
+      publisher: new HandlerPublisher(() => {
+        published++;
+      }),
+    });
+    await receiver.migrate();
+    const app = new Koa();
+    app.use(webhookMiddleware(receiver));
+    const server = createServer(app.callback());
+    server.keepAliveTimeout = 30_000;
+    server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+  } else if (mode === 'sidecar') {
+    const sidecar = await Sidecar.start({
+      port: 0,
+      trust: parseTrust({ senders: [{ id: sender, jwks: { keys: [jwk] } }] }),
+      profile,
+      protocolVersion: '3.2',
+      target: { forward: env.APP_URL as string },
+      pool,
+      schema,
+      keys,
+      replay,
+      purgeIntervalMs: 0,
+    });
+    sidecar.server.keepAliveTimeout = 30_000;
+    count = async () =>
+      (await sidecar.receiver.metrics.published.get()).values.reduce((a, v) => a + v.value, 0);
+    ready(Number(new URL(sidecar.url).port));
+  } else {
+    process.stderr.write(`unknown mode ${mode}\n`);
+    process.exit(2);
+  }
+}

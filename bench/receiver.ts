@@ -1,0 +1,268 @@
+/**
+ * `npm run bench -- receiver`: signed deliveries from a load generator (undici, bounded in
+ * count and time) against (1) a bare Koa server answering 200 (the floor), (2) the receiver
+ * library in a Koa server publishing to an in-process handler, (3) the sidecar forwarding to
+ * a local app. Each server runs in its own process; deliveries are signed before the clock
+ * starts so the generator measures the receiver, not its own signing.
+ *
+ * Reported: events/s accepted end to end (closed loop, fixed concurrency), and p50/p99
+ * latency at a fixed 1,000 deliveries/s (open loop). Every accepted event is verified
+ * (Ed25519, durable PostgreSQL replay cache), deduplicated (PostgreSQL claim) and published.
+ *
+ * Options: --count N (throughput deliveries, default 12000), --seconds S (cap per phase,
+ * default 20), --rate R (default 1000), --rate-seconds S (default 8), --concurrency C (64).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { brandProfile } from '../shared/brand.js';
+import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
+import { generateSigningKey, publishedJwk, type SigningKey } from '../shared/signing/keys.js';
+import { signWebhook } from '../shared/signing/sign.js';
+
+const profile = brandProfile('svc');
+const SERVER = fileURLToPath(new URL('./receiver-server.ts', import.meta.url));
+
+interface Opts {
+  count: number;
+  seconds: number;
+  rate: number;
+  rateSeconds: number;
+  concurrency: number;
+}
+
+function parseArgs(args: string[]): Opts {
+  const get = (name: string, dflt: number) => {
+    const i = args.indexOf(`--${name}`);
+    const v = i >= 0 ? Number(args[i + 1]) : dflt;
+    if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
+    return v;
+  };
+  return {
+    count: Math.min(get('count', 12_000), 200_000),
+    seconds: Math.min(get('seconds', 20), 120),
+    rate: Math.min(get('rate', 1000), 20_000),
+    rateSeconds: Math.min(get('rate-seconds', 8), 60),
+    concurrency: Math.min(get('concurrency', 64), 512),
+  };
+}
+
+interface Prepared {
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+let seq = 0;
+function prepare(origin: string, key: SigningKey, n: number): Prepared[] {
+  const out: Prepared[] = [];
+  const path = '/webhooks/bench';
+  for (let i = 0; i < n; i++) {
+    seq++;
+    const body = Buffer.from(
+      JSON.stringify({
+        idempotency_key: `bench_${process.pid}_${seq.toString(36).padStart(10, '0')}`,
+        operation_id: 'op_bench',
+        task_id: `task_${seq % 5000}`,
+        task_type: 'media_buy_delivery',
+        status: 'working',
+        timestamp: new Date(Date.UTC(2026, 0, 1) + seq).toISOString(),
+        result: { notification_type: 'scheduled', sequence_number: seq },
+      }),
+    );
+    const headers = signWebhook({ method: 'POST', url: origin + path, body }, { key, profile });
+    out.push({ path, headers, body });
+  }
+  return out;
+}
+
+async function startServer(
+  mode: string,
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; origin: string; stop(): Promise<number> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', SERVER, mode], {
+    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => (out += d));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${mode} server did not start`)), 30_000);
+    const check = () => {
+      const m = /READY (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    child.stdout?.on('data', check);
+    child.on('exit', () => reject(new Error(`${mode} server exited: ${out}`)));
+  });
+  return {
+    child,
+    origin: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<number>((resolve) => {
+        child.once('exit', () => resolve(Number(/PUBLISHED (\d+)/.exec(out)?.[1] ?? 0)));
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5_000).unref();
+      }),
+  };
+}
+
+async function send(pool: Pool, p: Prepared): Promise<number> {
+  const res = await pool.request({
+    method: 'POST',
+    path: p.path,
+    headers: p.headers,
+    body: p.body,
+  });
+  await res.body.dump();
+  return res.statusCode;
+}
+
+/** Closed loop: `concurrency` workers until the list or the time runs out. */
+async function throughput(pool: Pool, items: Prepared[], concurrency: number, seconds: number) {
+  let next = 0;
+  let ok = 0;
+  let other = 0;
+  const start = performance.now();
+  const deadline = start + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length && performance.now() < deadline) {
+        const p = items[next++] as Prepared;
+        try {
+          if ((await send(pool, p)) === 200) ok++;
+          else other++;
+        } catch {
+          other++;
+        }
+      }
+    }),
+  );
+  const secs = (performance.now() - start) / 1000;
+  return { ok, other, secs, perSec: ok / secs };
+}
+
+/** Open loop at a fixed rate: latency of each delivery from its scheduled send time. */
+async function fixedRate(pool: Pool, items: Prepared[], rate: number) {
+  const lat: number[] = [];
+  let other = 0;
+  const start = performance.now();
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const t0 = performance.now();
+    inflight.push(
+      send(pool, items[i] as Prepared).then(
+        (status) => {
+          if (status === 200) lat.push(performance.now() - t0);
+          else other++;
+        },
+        () => {
+          other++;
+        },
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  lat.sort((a, b) => a - b);
+  const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] ?? NaN;
+  return { p50: q(0.5), p99: q(0.99), ok: lat.length, other };
+}
+
+export async function run(args: string[]): Promise<void> {
+  const o = parseArgs(args);
+  const databaseUrl = process.env.DATABASE_URL ?? LOCAL_DATABASE_URL;
+  const admin = createPool({ connectionString: databaseUrl, max: 2 });
+  const schema = `bench_receiver_${process.pid}`;
+  const { key } = await generateSigningKey('ed25519', `bench-${process.pid}`);
+  const jwk = publishedJwk(key, profile);
+  const env = {
+    DATABASE_URL: databaseUrl,
+    SCHEMA: schema,
+    JWK: JSON.stringify(jwk),
+    SENDER_ID: 'bench-seller',
+  };
+
+  // The app behind the sidecar: answers 200 to every forwarded event.
+  let appHits = 0;
+  const app = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      appHits++;
+      res.writeHead(200).end();
+    });
+  });
+  app.keepAliveTimeout = 30_000;
+  await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+  const appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/events`;
+
+  const rows: string[][] = [];
+  try {
+    for (const mode of ['floor', 'library', 'sidecar']) {
+      const server = await startServer(mode, { ...env, APP_URL: appUrl });
+      const pool = new Pool(server.origin, {
+        connections: o.concurrency,
+        keepAliveTimeout: 30_000,
+      });
+      try {
+        const warm = prepare(server.origin, key, 500);
+        await throughput(pool, warm, 16, 10);
+        const items = prepare(server.origin, key, o.count);
+        const tp = await throughput(pool, items, o.concurrency, o.seconds);
+        const fixed = prepare(server.origin, key, Math.round(o.rate * o.rateSeconds));
+        const lat = await fixedRate(pool, fixed, o.rate);
+        const published = await server.stop();
+        const expected = mode === 'floor' ? '-' : String(published);
+        rows.push([
+          mode === 'floor'
+            ? 'bare Koa 200 (floor)'
+            : mode === 'library'
+              ? 'library (Koa, handler)'
+              : 'sidecar (forward)',
+          tp.perSec.toFixed(0),
+          String(tp.ok),
+          String(tp.other + lat.other),
+          lat.p50.toFixed(2),
+          lat.p99.toFixed(2),
+          expected,
+        ]);
+      } finally {
+        await pool.close();
+        server.child.kill('SIGKILL');
+      }
+    }
+  } finally {
+    await new Promise<void>((r) => app.close(() => r()));
+    app.closeAllConnections();
+    await dropSchema(admin, schema).catch(() => {});
+    await admin.end();
+  }
+  const head = [
+    'target',
+    'events/s',
+    'accepted',
+    'non-200',
+    `p50 ms @${o.rate}/s`,
+    `p99 ms @${o.rate}/s`,
+    'published',
+  ];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i] as number)).join(' | ')} |`;
+  process.stdout.write(
+    [
+      `throughput: ${o.count} signed deliveries max, concurrency ${o.concurrency}, cap ${o.seconds}s; latency: ${o.rate}/s for ${o.rateSeconds}s`,
+      line(head),
+      `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,
+      ...rows.map(line),
+      `app behind the sidecar received ${appHits} events`,
+      '',
+    ].join('\n'),
+  );
+}
