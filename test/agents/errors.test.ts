@@ -1,0 +1,718 @@
+/**
+ * Every error code of the spec (and the agent's 404-class codes) reached through the
+ * dispatcher, with its status and field; malformed inputs of each task get a specific
+ * error, never a fault.
+ */
+import t from 'tap';
+import { errorResponse } from '../../agents/runtime/errors.js';
+import { TaskError } from '../../shared/errors/task-errors.js';
+import { buyer, harness, START } from './support/core.js';
+
+const CREATIVE = 'http://127.0.0.1:3002';
+const end = new Date(START + 86400_000).toISOString();
+const pkg = (extra: Record<string, unknown> = {}) => ({
+  buyer_ref: 'p1',
+  product_id: 'video_olv_news',
+  pricing_option_id: 'olv_news_cpm',
+  budget: 5000,
+  ...extra,
+});
+const buy = (extra: Record<string, unknown> = {}) => ({
+  buyer_ref: 'b1',
+  brand_manifest: { url: 'https://acme.example' },
+  packages: [pkg()],
+  start_time: { type: 'asap' },
+  end_time: end,
+  ...extra,
+});
+
+t.test('spec error codes', async (t) => {
+  const h = await harness(t);
+  const c = buyer(h);
+  const expect = async (p: Promise<TaskError>, code: string, status: number, field?: string) => {
+    const e = await p;
+    t.equal(e.code, code, `${code}: ${e.message}`);
+    t.equal(e.status, status);
+    if (field !== undefined) t.equal(e.field, field);
+    return e;
+  };
+
+  await expect(h.err('sales', 'no_such_task', {}), 'UNKNOWN_TASK', 404);
+  await expect(h.err('creative', 'get_products', {}), 'UNKNOWN_TASK', 404);
+
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ packages: [pkg({ budget: 0 })] }), c),
+    'VALIDATION_ERROR',
+    400,
+    'packages[0].budget',
+  );
+  const neg = await h.err(
+    'sales',
+    'create_media_buy',
+    buy({ packages: [pkg(), pkg({ buyer_ref: 'p2', budget: -5 })] }),
+    c,
+  );
+  t.equal(neg.field, 'packages[1].budget');
+  t.match(neg.message, /greater than 0/);
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ packages: [pkg({ budget: '100' })] }), c),
+    'VALIDATION_ERROR',
+    400,
+    'packages[0].budget',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ buyer_ref: undefined }), c),
+    'VALIDATION_ERROR',
+    400,
+    'buyer_ref',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ packages: [] }), c),
+    'VALIDATION_ERROR',
+    400,
+    'packages',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ end_time: 'tomorrow' }), c),
+    'VALIDATION_ERROR',
+    400,
+    'end_time',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ end_time: new Date(START - 1000).toISOString() }), c),
+    'VALIDATION_ERROR',
+    400,
+    'end_time',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ start_time: { type: 'later' } }), c),
+    'VALIDATION_ERROR',
+    400,
+    'start_time',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ brand_manifest: 'acme' }), c),
+    'VALIDATION_ERROR',
+    400,
+    'brand_manifest',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ packages: [pkg({ pricing_option_id: 'nope' })] }), c),
+    'VALIDATION_ERROR',
+    400,
+    'packages[0].pricing_option_id',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'create_media_buy',
+      buy({ packages: [pkg({ pricing_option_id: 'olv_news_auction' })] }),
+      c,
+    ),
+    'VALIDATION_ERROR',
+    400,
+    'packages[0].bid_price',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'create_media_buy',
+      buy({ packages: [pkg({ pricing_option_id: 'olv_news_auction', bid_price: 1 })] }),
+      c,
+    ),
+    'VALIDATION_ERROR',
+    400,
+    'packages[0].bid_price',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ packages: [pkg({ budget: 10 })] }), c),
+    'VALIDATION_ERROR',
+    400,
+    'packages[0].budget',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ packages: [pkg(), pkg()] }), c),
+    'VALIDATION_ERROR',
+    400,
+    'packages[1].buyer_ref',
+  );
+  await expect(
+    h.err('sales', 'get_products', { filters: { channels: ['radio'] } }),
+    'VALIDATION_ERROR',
+    400,
+    'filters.channels[0]',
+  );
+  await expect(
+    h.err('sales', 'get_products', { filters: { budget_range: { min: 10, max: 1 } } }),
+    'VALIDATION_ERROR',
+    400,
+  );
+  await expect(
+    h.err('sales', 'get_products', { context: 'x' }),
+    'VALIDATION_ERROR',
+    400,
+    'context',
+  );
+  await expect(h.err('sales', 'get_products', [] as unknown), 'VALIDATION_ERROR', 400);
+  await expect(h.err('sales', 'get_products', 'brief' as unknown), 'VALIDATION_ERROR', 400);
+
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ packages: [pkg({ product_id: 'ghost' })] }), c),
+    'PRODUCT_NOT_FOUND',
+    404,
+    'packages[0].product_id',
+  );
+  // Another principal's custom product is invisible.
+  const other = await h.core.issueToken('sales', 'someone-else', { media_buys: ['write'] });
+  await expect(
+    h.err(
+      'sales',
+      'create_media_buy',
+      buy({
+        packages: [
+          pkg({
+            product_id: 'custom_demo_buyer_sports_bundle',
+            pricing_option_id: 'custom_sports_cpm',
+          }),
+        ],
+      }),
+      { authorization: `Bearer ${other}` },
+    ),
+    'PRODUCT_NOT_FOUND',
+    404,
+  );
+
+  // Webhook registration without operation_id: INVALID_REQUEST; bad reporting webhook too.
+  await expect(
+    h.err(
+      'sales',
+      'create_media_buy',
+      buy({ push_notification_config: { url: 'https://b.example/h' } }),
+      c,
+    ),
+    'INVALID_REQUEST',
+    400,
+    'push_notification_config.operation_id',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'create_media_buy',
+      buy({ push_notification_config: { url: 'not a url', operation_id: 'x' } }),
+      c,
+    ),
+    'INVALID_REQUEST',
+    400,
+    'push_notification_config.url',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'create_media_buy',
+      buy({
+        push_notification_config: {
+          url: 'https://b.example/h',
+          operation_id: 'o',
+          authentication: { schemes: ['HMAC-SHA256'], credentials: 'short' },
+        },
+      }),
+      c,
+    ),
+    'INVALID_REQUEST',
+    400,
+    'push_notification_config.authentication.credentials',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'create_media_buy',
+      buy({ reporting_webhook: { url: 'https://b.example/r', reporting_frequency: 'weekly' } }),
+      c,
+    ),
+    'INVALID_REQUEST',
+    400,
+    'reporting_webhook.reporting_frequency',
+  );
+  await expect(
+    h.err('sales', 'get_products', { push_notification_config: 'https://b.example' }),
+    'INVALID_REQUEST',
+    400,
+    'push_notification_config',
+  );
+
+  // Format ids: a plain string is INVALID_FORMAT_ID wherever it appears.
+  const creative = (format_id: unknown) => ({
+    creatives: [{ creative_id: 'c1', name: 'n', format_id, assets: {} }],
+  });
+  await expect(
+    h.err('sales', 'sync_creatives', creative('display_300x250'), c),
+    'INVALID_FORMAT_ID',
+    400,
+    'creatives[0].format_id',
+  );
+  await expect(
+    h.err('sales', 'sync_creatives', creative({ id: 'display_300x250' }), c),
+    'INVALID_FORMAT_ID',
+    400,
+  );
+  await expect(
+    h.err('sales', 'sync_creatives', creative({ agent_url: 'ftp://x', id: 'display_300x250' }), c),
+    'INVALID_FORMAT_ID',
+    400,
+  );
+  await expect(
+    h.err(
+      'creative',
+      'build_creative',
+      { target_format_id: 'display_300x250', message: 'hi' },
+      buyer(h, 'creative'),
+    ),
+    'INVALID_FORMAT_ID',
+    400,
+    'target_format_id',
+  );
+  await expect(
+    h.err(
+      'creative',
+      'preview_creative',
+      { request_type: 'single', format_id: 'video_30s', creative_manifest: { assets: {} } },
+      buyer(h, 'creative'),
+    ),
+    'INVALID_FORMAT_ID',
+    400,
+    'format_id',
+  );
+  await expect(
+    h.err('creative', 'list_creative_formats', { format_ids: ['display_300x250'] }),
+    'INVALID_FORMAT_ID',
+    400,
+    'format_ids[0]',
+  );
+  // Unknown format at the creative agent: 404.
+  await expect(
+    h.err('sales', 'sync_creatives', creative({ agent_url: CREATIVE, id: 'display_1x1' }), c),
+    'FORMAT_NOT_SUPPORTED',
+    404,
+    'creatives[0].format_id.id',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'sync_creatives',
+      creative({ agent_url: 'https://other-creative.example', id: 'display_300x250' }),
+      c,
+    ),
+    'FORMAT_NOT_SUPPORTED',
+    404,
+  );
+  // Manifest does not match the format: 422.
+  await expect(
+    h.err('sales', 'sync_creatives', creative({ agent_url: CREATIVE, id: 'display_300x250' }), c),
+    'VALIDATION_ERROR',
+    422,
+    'creatives[0].assets.image',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'sync_creatives',
+      {
+        creatives: [
+          {
+            creative_id: 'c1',
+            name: 'n',
+            format_id: { agent_url: CREATIVE, id: 'audio_30s' },
+            assets: {
+              audio: { asset_type: 'video', url: 'https://x.example/a.mp4' },
+              click_url: { asset_type: 'url', url: 'https://x.example' },
+            },
+          },
+        ],
+      },
+      c,
+    ),
+    'VALIDATION_ERROR',
+    422,
+    'creatives[0].assets.audio.asset_type',
+  );
+
+  await expect(
+    h.err('sales', 'update_media_buy', { media_buy_id: 'mb_missing', updates: {} }, c),
+    'MEDIA_BUY_NOT_FOUND',
+    404,
+    'media_buy_id',
+  );
+  await expect(
+    h.err('sales', 'get_media_buy_delivery', { media_buy_id: 'mb_missing' }, c),
+    'MEDIA_BUY_NOT_FOUND',
+    404,
+  );
+  await expect(
+    h.err(
+      'sales',
+      'provide_performance_feedback',
+      { media_buy_id: 'mb_missing', performance_index: 1 },
+      c,
+    ),
+    'MEDIA_BUY_NOT_FOUND',
+    404,
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ packages: [pkg({ creative_ids: ['ghost'] })] }), c),
+    'CREATIVE_NOT_FOUND',
+    404,
+    'packages[0].creative_ids[0]',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'sync_creatives',
+      {
+        creatives: [
+          {
+            creative_id: 'c1',
+            name: 'n',
+            format_id: { agent_url: CREATIVE, id: 'display_300x250' },
+            assets: {
+              image: { asset_type: 'image', url: 'https://x.example/i.png' },
+              click_url: { asset_type: 'url', url: 'https://x.example' },
+            },
+          },
+        ],
+        assignments: { c1: ['pkg_nope'] },
+      },
+      c,
+    ),
+    'PACKAGE_NOT_FOUND',
+    404,
+    'assignments.c1[0]',
+  );
+  await expect(
+    h.err('sales', 'get_task_status', { task_id: 'task_nope' }, c),
+    'TASK_NOT_FOUND',
+    404,
+    'task_id',
+  );
+
+  // A media buy of another principal is not found; its task neither.
+  const mine = await h.ok('sales', 'create_media_buy', buy(), c);
+  await expect(
+    h.err(
+      'sales',
+      'update_media_buy',
+      { media_buy_id: mine.media_buy_id, updates: {} },
+      { authorization: `Bearer ${other}` },
+    ),
+    'MEDIA_BUY_NOT_FOUND',
+    404,
+  );
+  const otherReader = await h.core.issueToken('sales', 'someone-else', { reports: ['read'] });
+  await expect(
+    h.err(
+      'sales',
+      'get_task_status',
+      { task_id: mine.task_id },
+      { authorization: `Bearer ${otherReader}` },
+    ),
+    'TASK_NOT_FOUND',
+    404,
+  );
+  await expect(
+    h.err(
+      'sales',
+      'update_media_buy',
+      { media_buy_id: mine.media_buy_id, updates: { status: 'paused' } },
+      c,
+    ),
+    'INVALID_STATE',
+    409,
+    'updates.status',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'update_media_buy',
+      { media_buy_id: mine.media_buy_id, updates: { status: 'completed' } },
+      c,
+    ),
+    'VALIDATION_ERROR',
+    400,
+    'updates.status',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'update_media_buy',
+      { media_buy_id: mine.media_buy_id, updates: { budget_change: -999999 } },
+      c,
+    ),
+    'VALIDATION_ERROR',
+    400,
+    'updates.budget_change',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'update_media_buy',
+      { media_buy_id: mine.media_buy_id, updates: { packages: [{ package_id: 'pkg_x' }] } },
+      c,
+    ),
+    'PACKAGE_NOT_FOUND',
+    404,
+    'updates.packages[0].package_id',
+  );
+  await expect(h.err('sales', 'create_media_buy', buy(), c), 'VALIDATION_ERROR', 400, 'buyer_ref');
+
+  // Delivery granularity outside the declared windowed granularities.
+  await expect(
+    h.err(
+      'sales',
+      'get_media_buy_delivery',
+      { media_buy_id: mine.media_buy_id, time_granularity: '15min' },
+      c,
+    ),
+    'UNSUPPORTED_GRANULARITY',
+    400,
+    'time_granularity',
+  );
+  await expect(
+    h.err(
+      'sales',
+      'get_media_buy_delivery',
+      { media_buy_id: mine.media_buy_id, date_range: { start: '2026-03-05', end: '2026-03-01' } },
+      c,
+    ),
+    'VALIDATION_ERROR',
+    400,
+  );
+
+  // Idempotency conflict.
+  const key = 'key-0001-conflict';
+  await h.ok('sales', 'create_media_buy', buy({ buyer_ref: 'idem', idempotency_key: key }), c);
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ buyer_ref: 'idem-2', idempotency_key: key }), c),
+    'IDEMPOTENCY_CONFLICT',
+    409,
+    'idempotency_key',
+  );
+  await expect(
+    h.err('sales', 'create_media_buy', buy({ idempotency_key: 'short' }), c),
+    'VALIDATION_ERROR',
+    400,
+    'idempotency_key',
+  );
+
+  // Accounts: another principal's account id.
+  await h.ok('sales', 'sync_accounts', { accounts: [{ account_id: 'acct-1', name: 'Acme' }] }, c);
+  await expect(
+    h.err(
+      'sales',
+      'sync_accounts',
+      { accounts: [{ account_id: 'acct-1', name: 'Mine' }] },
+      { authorization: `Bearer ${other}` },
+    ),
+    'ACCOUNT_NOT_FOUND',
+    404,
+    'accounts[0].account_id',
+  );
+});
+
+t.test('signal agent codes use the errors[] shape', async (t) => {
+  const h = await harness(t);
+  const c = buyer(h, 'signals');
+  const ttd = { type: 'platform', platform: 'the-trade-desk' };
+  const body = async (p: Promise<TaskError>) => errorResponse('signals', await p);
+
+  const nf = await body(
+    h.err(
+      'signals',
+      'activate_signal',
+      { signal_agent_segment_id: 'sig_nope', deployments: [ttd] },
+      c,
+    ),
+  );
+  t.equal(nf.status, 404);
+  t.equal(
+    (nf.body.errors as Array<{ code: string; field: string; suggestion: string }>)[0]!.code,
+    'SIGNAL_AGENT_SEGMENT_NOT_FOUND',
+  );
+  t.ok((nf.body.errors as Array<{ suggestion: string }>)[0]!.suggestion);
+
+  const already = await body(
+    h.err(
+      'signals',
+      'activate_signal',
+      { signal_agent_segment_id: 'sig_adults_18_plus', deployments: [ttd] },
+      c,
+    ),
+  );
+  t.equal(already.status, 409);
+  t.match(already.body, { errors: [{ code: 'ALREADY_ACTIVATED', field: 'deployments[0]' }] });
+
+  const failed = await body(
+    h.err(
+      'signals',
+      'activate_signal',
+      { signal_agent_segment_id: 'sig_legacy_segment_unavailable', deployments: [ttd] },
+      c,
+    ),
+  );
+  t.equal(failed.status, 422);
+  t.match(failed.body, { errors: [{ code: 'ACTIVATION_FAILED' }] });
+
+  const unauth = await body(
+    h.err(
+      'signals',
+      'activate_signal',
+      {
+        signal_agent_segment_id: 'sig_sports_enthusiasts',
+        deployments: [
+          { type: 'platform', platform: 'dv360', account: 'someone-elses' },
+          { type: 'platform', platform: 'unknown-dsp' },
+        ],
+      },
+      c,
+    ),
+  );
+  t.equal(unauth.status, 403);
+  t.match(unauth.body, {
+    errors: [
+      { code: 'DEPLOYMENT_UNAUTHORIZED', field: 'deployments[0].account' },
+      { code: 'DEPLOYMENT_UNAUTHORIZED', field: 'deployments[1].platform' },
+    ],
+  });
+
+  const viewer = await h.core.issueToken('signals', 'someone', {
+    products: ['read'],
+    media_buys: ['write'],
+  });
+  const hidden = await body(
+    h.err(
+      'signals',
+      'get_signals',
+      {
+        signal_spec: 'sports',
+        deliver_to: {
+          deployments: [{ type: 'agent', agent_url: 'https://private-sales.example' }],
+          countries: ['US'],
+        },
+      },
+      { authorization: `Bearer ${viewer}` },
+    ),
+  );
+  t.equal(hidden.status, 404);
+  t.match(hidden.body, { errors: [{ code: 'AGENT_NOT_FOUND' }] });
+  // ...while the principal it is visible to sees it.
+  t.ok(
+    (
+      await h.ok(
+        'signals',
+        'get_signals',
+        {
+          signal_spec: 'sports',
+          deliver_to: {
+            deployments: [{ type: 'agent', agent_url: 'https://private-sales.example/' }],
+            countries: ['US'],
+          },
+        },
+        c,
+      )
+    ).signals,
+  );
+
+  // Owned and custom signals of another principal are not found.
+  const foreign = await body(
+    h.err(
+      'signals',
+      'activate_signal',
+      { signal_agent_segment_id: 'sig_demo_buyer_loyalists', deployments: [ttd] },
+      { authorization: `Bearer ${viewer}` },
+    ),
+  );
+  t.match(foreign.body, { errors: [{ code: 'SIGNAL_AGENT_SEGMENT_NOT_FOUND' }] });
+
+  const invalid = await body(
+    h.err('signals', 'get_signals', { deliver_to: { deployments: [ttd], countries: ['US'] } }, c),
+  );
+  t.equal(invalid.status, 400);
+  t.match(invalid.body, { errors: [{ code: 'VALIDATION_ERROR', field: 'signal_spec' }] });
+  t.match(
+    (
+      await body(
+        h.err(
+          'signals',
+          'get_signals',
+          { signal_spec: 'x', deliver_to: { deployments: [ttd], countries: ['usa'] } },
+          c,
+        ),
+      )
+    ).body,
+    { errors: [{ field: 'deliver_to.countries[0]' }] },
+  );
+  t.match(
+    (
+      await body(
+        h.err(
+          'signals',
+          'get_signals',
+          { signal_spec: 'x', deliver_to: { deployments: [{ type: 'tv' }], countries: ['US'] } },
+          c,
+        ),
+      )
+    ).body,
+    { errors: [{ field: 'deliver_to.deployments[0]' }] },
+  );
+  t.match(
+    (
+      await body(
+        h.err(
+          'signals',
+          'get_signals',
+          {
+            signal_spec: 'x',
+            deliver_to: { deployments: [ttd], countries: ['US'] },
+            max_results: 0,
+          },
+          c,
+        ),
+      )
+    ).body,
+    { errors: [{ field: 'max_results' }] },
+  );
+});
+
+t.test('malformed inputs of every task give a specific error, never a fault', async (t) => {
+  const h = await harness(t);
+  const junk: unknown[] = [
+    { brief: 5 },
+    { filters: 'x' },
+    { media_buy_id: 7 },
+    { creatives: 'x' },
+    { packages: {} },
+    { request_type: 'triple' },
+    { signal_agent_segment_id: ['x'] },
+    { notification_configs: [{ url: 'https://x.example' }] },
+    { accounts: [{}] },
+    { task_id: '' },
+    { limit: -1 },
+    { format_types: ['hologram'] },
+  ];
+  for (const agent of ['sales', 'creative', 'signals'] as const) {
+    for (const def of h.core.registry.list(agent)) {
+      for (const params of junk) {
+        const r = await h.call(agent, def.name, params, buyer(h, agent));
+        if (r instanceof TaskError) {
+          t.ok(
+            r.status >= 400 && r.status < 500,
+            `${agent}/${def.name} ${JSON.stringify(params)} -> ${r.code}`,
+          );
+        } else {
+          t.ok(
+            ['completed', 'submitted', 'working'].includes(r.status),
+            `${agent}/${def.name} accepted ${JSON.stringify(params)}`,
+          );
+        }
+      }
+    }
+  }
+});
