@@ -2,7 +2,7 @@
  * The three faces of a conformance report: a table for people, JSON for machines and
  * JUnit XML for CI (passed = testcase, failed = <failure>, not applicable = <skipped>).
  */
-import type { CheckResult, ConformanceReport, Exchange } from './report.js';
+import type { CheckResult, ConformanceReport, Exchange, MessageRecord } from './report.js';
 
 const MARK: Record<CheckResult['status'], string> = {
   passed: 'PASS',
@@ -15,19 +15,31 @@ function oneLine(text: string, max: number): string {
   return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
 }
 
-function describeExchange(x: Exchange): string[] {
-  const lines: string[] = [];
-  const label = x.label ? `${x.label}: ` : '';
-  if (x.sent) {
-    const size = x.sent.bodyBytes !== undefined ? ` (${x.sent.bodyBytes} bytes)` : '';
-    lines.push(`${label}sent ${x.sent.method ?? ''} ${x.sent.url ?? ''}${size}`.trim());
+function describeMessage(prefix: string, m: MessageRecord): string {
+  const size = m.bodyBytes !== undefined ? ` (${m.bodyBytes} bytes)` : '';
+  if (m.method !== undefined) {
+    const body = m.body && m.status === undefined ? ` ${oneLine(m.body, 120)}` : '';
+    return `${prefix} ${m.method} ${m.url ?? ''}${size}${body}`;
   }
-  if (x.received) {
-    const www = x.received.headers?.['www-authenticate'];
-    const body = x.received.body ? ` ${oneLine(x.received.body, 120)}` : '';
-    lines.push(
-      `${label}got ${x.received.status ?? ''}${www ? ` [WWW-Authenticate: ${www}]` : ''}${body}`,
-    );
+  const www = m.headers?.['www-authenticate'];
+  const body = m.body ? ` ${oneLine(m.body, 120)}` : '';
+  return `${prefix} ${m.status ?? ''}${www ? ` [WWW-Authenticate: ${www}]` : ''}${body}`;
+}
+
+/**
+ * One line per message. Grading a receiver, the kit sent a request and got a status;
+ * grading a sender, it got a request and answered a status: either reads in order.
+ */
+function describeExchange(x: Exchange): string[] {
+  const label = x.label ? `${x.label}: ` : '';
+  const lines: string[] = [];
+  const inbound = x.received?.method !== undefined;
+  if (inbound) {
+    lines.push(describeMessage(`${label}got`, x.received!));
+    if (x.sent) lines.push(describeMessage(`${label}answered`, x.sent));
+  } else {
+    if (x.sent) lines.push(describeMessage(`${label}sent`, x.sent));
+    if (x.received) lines.push(describeMessage(`${label}got`, x.received));
   }
   if (x.error) lines.push(`${label}error: ${x.error}`);
   return lines;
