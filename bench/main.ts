@@ -10,6 +10,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   replay: async () => (await import('./replay.js')).run,
   json: async () => (await import('./json.js')).run,
   receiver: async () => (await import('./receiver.js')).run,
+  channels: async () => (await import('./channels.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

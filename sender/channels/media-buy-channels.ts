@@ -70,6 +70,8 @@ export interface MediaBuyChannelsOptions {
   maxCatchUpPeriods?: number;
   /** Buys one tick handles (default 200). */
   tickBatchSize?: number;
+  /** Buys a tick handles at once, each in its own transaction (default 4). */
+  tickConcurrency?: number;
 }
 
 /** `mediaBuyChannelsConfigured`: `undefined` leaves a config as is, `null` removes it. */
@@ -155,6 +157,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
   private readonly delayedRetryMs: number;
   private readonly maxCatchUp: number;
   private readonly tickBatch: number;
+  private readonly tickConcurrency: number;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> | null = null;
 
@@ -174,6 +177,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
     this.delayedRetryMs = (options.delayedRetrySeconds ?? 300) * 1000;
     this.maxCatchUp = options.maxCatchUpPeriods ?? 48;
     this.tickBatch = options.tickBatchSize ?? 200;
+    this.tickConcurrency = Math.max(1, options.tickConcurrency ?? 4);
   }
 
   /** Creates or upgrades the channel tables. */
@@ -494,25 +498,41 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
        GROUP BY media_buy_id ORDER BY min(due) LIMIT $2`,
       [new Date(now), this.tickBatch],
     );
+    const ids = rows.map((r) => r.media_buy_id);
     let enqueued = 0;
-    for (const { media_buy_id: id } of rows) {
-      try {
-        enqueued += await this.transaction(undefined, async (c) => {
-          const buy = await this.lockBuy(c, id, true);
-          if (!buy || buy.terminal_status) return 0;
-          const events = [
-            ...(await this.flushImpairments(c, buy, now, true)),
-            ...(await this.runSchedule(c, buy, now)),
-          ];
-          if (events.length === 0) return 0;
-          return (await this.sink.enqueue(events, c)).length;
-        });
-      } catch (err) {
-        // One buy's failing data source must not hold back the others; it is retried next tick.
-        this.logger.error({ err, mediaBuyId: id }, 'channel tick failed for buy');
-      }
-    }
+    let next = 0;
+    // Buys are independent (each locks its own row): a few in flight at once.
+    const lanes = Math.min(this.tickConcurrency, ids.length);
+    await Promise.all(
+      Array.from({ length: lanes }, async () => {
+        while (next < ids.length) {
+          // Read `enqueued` only after the await: `x += await y` would add to a stale value.
+          const fired = await this.fireDue(ids[next++]!, now);
+          enqueued += fired;
+        }
+      }),
+    );
     return enqueued;
+  }
+
+  /** One buy's due fires, in its own transaction; 0 when another process holds the buy. */
+  private async fireDue(id: string, now: number): Promise<number> {
+    try {
+      return await this.transaction(undefined, async (c) => {
+        const buy = await this.lockBuy(c, id, true);
+        if (!buy || buy.terminal_status) return 0;
+        const events = [
+          ...(await this.flushImpairments(c, buy, now, true)),
+          ...(await this.runSchedule(c, buy, now)),
+        ];
+        if (events.length === 0) return 0;
+        return (await this.sink.enqueue(events, c)).length;
+      });
+    } catch (err) {
+      // One buy's failing data source must not hold back the others; it is retried next tick.
+      this.logger.error({ err, mediaBuyId: id }, 'channel tick failed for buy');
+      return 0;
+    }
   }
 
   /** Runs `tick` every `reportingClock.tickIntervalMs` (default 1 s); the timer is unref'd. */

@@ -378,3 +378,15 @@ t.test('a failing data source holds back only its buy, and nothing is half-done'
     ],
   );
 });
+
+t.test('tick counts every event of buys handled in parallel lanes', async (t) => {
+  const h = await harness(t, { start: T0, tickConcurrency: 4 });
+  for (let i = 0; i < 12; i++) {
+    await h.channels.mediaBuyChannelsConfigured({
+      mediaBuyId: `mb_lane_${i}`,
+      reportingWebhook: REPORTING,
+    });
+  }
+  t.equal(await h.channels.tick(Date.parse('2026-03-10T12:00:01Z')), 24);
+  t.equal((await h.sink.events()).length, 24);
+});
