@@ -1,0 +1,230 @@
+/**
+ * The typical creative flow: list_creative_formats, build_creative, preview_creative,
+ * then sync_creatives at the sales agent.
+ */
+import t from 'tap';
+import { buyer, harness } from './support/core.js';
+
+const CREATIVE = 'http://127.0.0.1:3002';
+
+t.test('formats, build, preview, traffic', async (t) => {
+  const h = await harness(t, { settings: { previewBaseUrl: 'http://127.0.0.1:3002/previews' } });
+  const c = buyer(h, 'creative');
+
+  const all = await h.ok('creative', 'list_creative_formats', {});
+  const formats = all.formats as Array<{
+    format_id: { id: string; agent_url: string };
+    type: string;
+    assets_required: unknown[];
+    renders: unknown[];
+  }>;
+  t.ok(formats.length >= 10);
+  t.ok(
+    formats.every(
+      (f) =>
+        f.format_id.agent_url === CREATIVE && f.assets_required.length > 0 && f.renders.length > 0,
+    ),
+  );
+  t.same(new Set(formats.map((f) => f.type)), new Set(['display', 'video', 'audio', 'dooh']));
+  const small = await h.ok('creative', 'list_creative_formats', {
+    type: 'display',
+    max_width: 320,
+    max_height: 250,
+  });
+  t.same(
+    (small.formats as Array<{ format_id: { id: string } }>).map((f) => f.format_id.id).sort(),
+    ['display_300x250', 'display_320x50'],
+  );
+  const responsive = await h.ok('creative', 'list_creative_formats', { is_responsive: true });
+  t.same(
+    (responsive.formats as Array<{ format_id: { id: string } }>).map((f) => f.format_id.id),
+    ['display_responsive'],
+  );
+  const audio = await h.ok('creative', 'list_creative_formats', {
+    asset_types: ['audio'],
+    name_search: '30',
+  });
+  t.same(
+    (audio.formats as Array<{ format_id: { id: string } }>).map((f) => f.format_id.id),
+    ['audio_30s'],
+  );
+  const byId = await h.ok('creative', 'list_creative_formats', {
+    format_ids: [{ agent_url: CREATIVE, id: 'video_15s' }],
+  });
+  t.equal((byId.formats as unknown[]).length, 1);
+
+  // Generation from a brand manifest and a message: deterministic.
+  const brand = {
+    name: 'Acme Running',
+    url: 'https://acme.example',
+    colors: { primary: '#ff6600', secondary: '#000000' },
+  };
+  const build = {
+    target_format_id: { agent_url: CREATIVE, id: 'display_300x250' },
+    message: 'Run further this spring',
+    brand_manifest: brand,
+  };
+  const built = await h.ok('creative', 'build_creative', build, c);
+  const again = await h.ok('creative', 'build_creative', build, c);
+  t.same(built.creative_manifest, again.creative_manifest, 'same input, same manifest');
+  const manifest = built.creative_manifest as {
+    format_id: unknown;
+    assets: Record<string, { asset_type: string; url?: string; content?: string; width?: number }>;
+  };
+  t.same(manifest.format_id, { agent_url: CREATIVE, id: 'display_300x250' });
+  t.equal(manifest.assets.image!.asset_type, 'image');
+  t.equal(manifest.assets.image!.width, 300);
+  t.match(manifest.assets.image!.url, /^data:image\/svg\+xml;base64,/);
+  t.match(Buffer.from(manifest.assets.image!.url!.split(',')[1]!, 'base64').toString(), /#ff6600/);
+  t.equal(manifest.assets.headline!.content, 'Run further this spring');
+  t.equal(manifest.assets.click_url!.url, 'https://acme.example');
+
+  // Generation from promoted_offerings inside a minimal manifest, video target (VAST).
+  const video = await h.ok(
+    'creative',
+    'build_creative',
+    {
+      target_format_id: { agent_url: CREATIVE, id: 'video_15s' },
+      creative_manifest: {
+        assets: {
+          promoted_offerings: {
+            asset_type: 'text',
+            brand_manifest: { url: 'https://shoes.example' },
+          },
+        },
+      },
+    },
+    c,
+  );
+  const v = (
+    video.creative_manifest as {
+      assets: Record<string, { asset_type: string; content?: string; duration_ms?: number }>;
+    }
+  ).assets;
+  t.equal(v.video!.duration_ms, 15000);
+  t.match(v.video!.content, /<VAST version="4.2">.*Shoes/);
+
+  // Transformation: the 300x250 manifest into a 728x90 leaderboard.
+  const transformed = await h.ok(
+    'creative',
+    'build_creative',
+    {
+      target_format_id: { agent_url: CREATIVE, id: 'display_728x90' },
+      creative_manifest: manifest,
+    },
+    c,
+  );
+  const tm = transformed.creative_manifest as {
+    assets: Record<string, { width?: number; height?: number; content?: string; url?: string }>;
+  };
+  t.equal(tm.assets.image!.width, 728);
+  t.equal(tm.assets.image!.height, 90);
+  t.equal(tm.assets.headline!.content, 'Run further this spring', 'text carried over');
+  t.equal(tm.assets.click_url!.url, 'https://acme.example');
+  const nothing = await h.err(
+    'creative',
+    'build_creative',
+    { target_format_id: { agent_url: CREATIVE, id: 'display_728x90' } },
+    c,
+  );
+  t.equal(nothing.code, 'VALIDATION_ERROR');
+  t.equal(
+    (
+      await h.err(
+        'creative',
+        'build_creative',
+        { target_format_id: { agent_url: CREATIVE, id: 'nope' }, message: 'x' },
+        c,
+      )
+    ).code,
+    'FORMAT_NOT_SUPPORTED',
+  );
+
+  // Preview: single with two device inputs, as URLs served by the agent.
+  const single = await h.ok(
+    'creative',
+    'preview_creative',
+    {
+      request_type: 'single',
+      format_id: manifest.format_id,
+      creative_manifest: manifest,
+      inputs: [
+        { name: 'desktop', macros: { DEVICE_TYPE: 'desktop' } },
+        { name: 'mobile', macros: { DEVICE_TYPE: 'mobile' } },
+      ],
+    },
+    c,
+  );
+  const previews = single.previews as Array<{
+    preview_id: string;
+    preview_url: string;
+    input: { name: string };
+  }>;
+  t.equal(previews.length, 2);
+  t.same(
+    previews.map((p) => p.input.name),
+    ['desktop', 'mobile'],
+  );
+  t.ok(previews.every((p) => p.preview_url === `http://127.0.0.1:3002/previews/${p.preview_id}`));
+  t.equal(single.expires_at, new Date(h.clock.nowMs() + 86400_000).toISOString());
+  const served = await h.core.getPreview(previews[0]!.preview_id);
+  t.match(served?.html, /<img src="data:image\/svg\+xml/);
+  t.equal(await h.core.getPreview('prv_' + '0'.repeat(32)), null);
+  t.equal(await h.core.getPreview('../../etc/passwd'), null);
+  h.clock.advance(86400_000 + 1);
+  t.equal(await h.core.getPreview(previews[0]!.preview_id), null, 'expired');
+
+  // Batch, as HTML.
+  const batch = await h.ok(
+    'creative',
+    'preview_creative',
+    {
+      request_type: 'batch',
+      output_format: 'html',
+      requests: [
+        { format_id: manifest.format_id, creative_manifest: manifest },
+        {
+          format_id: { agent_url: CREATIVE, id: 'video_15s' },
+          creative_manifest: video.creative_manifest,
+        },
+      ],
+    },
+    c,
+  );
+  const bp = batch.previews as Array<{
+    request_index: number;
+    preview_html: string;
+    preview_url?: string;
+  }>;
+  t.same(
+    bp.map((p) => p.request_index),
+    [0, 1],
+  );
+  t.ok(
+    bp.every((p) => p.preview_html.startsWith('<!doctype html>') && p.preview_url === undefined),
+  );
+  t.match(bp[1]!.preview_html, /&#60;VAST/);
+  // A manifest that does not match its format: 422 with the asset path.
+  const mismatch = await h.err(
+    'creative',
+    'preview_creative',
+    {
+      request_type: 'batch',
+      requests: [
+        { format_id: { agent_url: CREATIVE, id: 'audio_30s' }, creative_manifest: manifest },
+      ],
+    },
+    c,
+  );
+  t.equal(mismatch.status, 422);
+  t.equal(mismatch.field, 'requests[0].creative_manifest.assets.audio');
+
+  // Traffic it at the sales agent.
+  const synced = await h.ok(
+    'sales',
+    'sync_creatives',
+    { creatives: [{ creative_id: 'acme-spring-300', name: 'Spring 300x250', ...manifest }] },
+    buyer(h),
+  );
+  t.equal((synced.creatives as Array<{ action: string }>)[0]!.action, 'created');
+});
