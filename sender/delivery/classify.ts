@@ -20,6 +20,9 @@ export function parseRetryAfter(value: string | undefined, nowMs = Date.now()): 
   if (!value) return null;
   const v = value.trim();
   if (/^\d+$/.test(v)) return Number(v) * 1000;
+  // An HTTP date (IMF-fixdate, or the obsolete forms, all ending in GMT); Date.parse
+  // alone would read "-1" or "1.5" as dates.
+  if (!/^[A-Za-z]{3},? .* GMT$/.test(v)) return null;
   const at = Date.parse(v);
   return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
 }

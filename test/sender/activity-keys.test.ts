@@ -1,0 +1,260 @@
+import t from 'tap';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { brandProfile } from '../../shared/brand.js';
+import type { Pool } from '../../shared/infra/pg.js';
+import { generateSigningKey } from '../../shared/signing/keys.js';
+import { verifyWebhookSignature, type KeyResolver } from '../../shared/signing/verify.js';
+import {
+  ActivityLog,
+  recordedUrl,
+  type AttemptRecord,
+} from '../../sender/activity/activity-log.js';
+import { KeySet, KeySetError, writeNewKey } from '../../sender/keys/key-set.js';
+import { brandJson, keysRouter } from '../../sender/keys/router.js';
+import { SenderMetrics } from '../../sender/metrics.js';
+import { newIdempotencyKey } from '../../sender/outbox/keys.js';
+import type { OutboundEvent } from '../../sender/outbox/types.js';
+import { migrateSender } from '../../sender/schema.js';
+import { testDatabase } from '../helpers/db.js';
+import { senderHarness, startReceiver } from './harness.js';
+
+const BASE = Date.now() - 3_600_000;
+
+function record(i: number, extra: Partial<AttemptRecord> = {}): AttemptRecord {
+  return {
+    outboxId: String(i),
+    mediaBuyId: 'mb_1',
+    principalId: 'p_1',
+    subscriberId: null,
+    idempotencyKey: `whk_${String(i).padStart(16, '0')}`,
+    notificationId: null,
+    notificationType: 'scheduled',
+    sequenceNumber: i,
+    attempt: 1,
+    status: 'success',
+    url: 'https://buyer.example/hook?token=secret#frag',
+    httpStatusCode: 200,
+    responseTimeMs: 12,
+    payloadSizeBytes: 321,
+    errorMessage: null,
+    firedAt: new Date(BASE + i * 1000),
+    completedAt: new Date(BASE + i * 1000 + 500),
+    ...extra,
+  };
+}
+
+/** Counts the statements a pool runs. */
+function counting(pool: Pool): { pool: Pool; inserts: () => number } {
+  let n = 0;
+  const proxy = new Proxy(pool, {
+    get(target, prop, receiver) {
+      if (prop === 'query') {
+        return (...args: unknown[]) => {
+          if (String(args[0]).includes('INSERT INTO')) n++;
+          return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+  return { pool: proxy, inserts: () => n };
+}
+
+t.test('webhook_activity: batched writes, every field, newest first, limits, purge', async (t) => {
+  const { pool, schema } = testDatabase(t, 'act');
+  await migrateSender(pool, schema);
+  const c = counting(pool);
+  const log = new ActivityLog({ pool: c.pool, schema, flushEveryMs: 60_000, maxBatch: 1000 });
+  for (let i = 1; i <= 120; i++) log.add(record(i));
+  log.add(record(200, { mediaBuyId: 'mb_other' }));
+  log.add(
+    record(121, {
+      status: 'timeout',
+      httpStatusCode: null,
+      responseTimeMs: null,
+      completedAt: null,
+      errorMessage: 'x'.repeat(800),
+      subscriberId: 'sub_9',
+      notificationId: 'imp_1',
+      sequenceNumber: null,
+    }),
+  );
+  await log.flush();
+  t.equal(c.inserts(), 1, '122 records, one INSERT');
+  const rows = await log.list({ principalId: 'p_1', mediaBuyId: 'mb_1' });
+  t.equal(rows.length, 50, 'default limit 50');
+  const first = rows[0]!;
+  t.same(Object.keys(first).sort(), [
+    'attempt',
+    'completed_at',
+    'error_message',
+    'fired_at',
+    'http_status_code',
+    'idempotency_key',
+    'notification_id',
+    'notification_type',
+    'payload_size_bytes',
+    'response_time_ms',
+    'status',
+    'subscriber_id',
+    'url',
+  ]);
+  t.equal(first.status, 'timeout');
+  t.equal(first.http_status_code, null, 'explicit null');
+  t.equal(first.response_time_ms, null);
+  t.equal(first.completed_at, null);
+  t.equal(first.error_message?.length, 500, 'error_message capped at 500');
+  t.equal(first.url, 'https://buyer.example/hook', 'query and fragment stripped');
+  t.equal(rows[1]!.sequence_number, 120, 'most recent first');
+  t.equal(rows[1]!.error_message, null);
+  t.equal((await log.list({ principalId: 'p_1', mediaBuyId: 'mb_1', limit: 200 })).length, 121);
+  t.equal((await log.list({ principalId: 'p_1', mediaBuyId: 'mb_1', limit: 1 })).length, 1);
+  t.same(await log.list({ principalId: 'p_2', mediaBuyId: 'mb_1' }), [], 'scoped to the principal');
+  for (const bad of [0, 201, 1.5, -1, Number.NaN]) {
+    await t.rejects(log.list({ principalId: 'p_1', mediaBuyId: 'mb_1', limit: bad }), RangeError);
+  }
+  // Age half the rows past the retention and purge.
+  await pool.query(
+    `UPDATE ${schema}.webhook_activity SET completed_at = now() - interval '31 days', fired_at = now() - interval '31 days' WHERE sequence_number <= 60`,
+  );
+  await pool.query(
+    `UPDATE ${schema}.webhook_activity SET fired_at = now() - interval '29 days' WHERE completed_at IS NULL`,
+  );
+  t.equal(await log.purge(), 60, 'records past 30 days purged');
+  t.equal((await log.list({ principalId: 'p_1', mediaBuyId: 'mb_1', limit: 200 })).length, 61);
+  t.equal(recordedUrl('not a url?x=1'), 'not a url');
+  t.equal(recordedUrl('https://u:p@h.example/a?b#c'), 'https://h.example/a');
+});
+
+t.test('key set: directory, rotation, errors; JWKS and brand.json served', async (t) => {
+  const profile = brandProfile('svc');
+  const dir = await mkdtemp(join(tmpdir(), 'svc-ks-'));
+  const a = await writeNewKey(dir, 'ed25519');
+  await new Promise((r) => setTimeout(r, 20));
+  const b = await writeNewKey(dir, 'ecdsa-p256-sha256');
+  await new Promise((r) => setTimeout(r, 20));
+  const c = await writeNewKey(dir, 'ed25519');
+  const set = await KeySet.fromDirectory(dir);
+  t.equal(set.keys.length, 3);
+  t.equal(set.signingKey().kid, c.kid, 'newest Ed25519 key signs');
+  t.equal(
+    (await KeySet.fromDirectory(dir, { preferAlg: 'ecdsa-p256-sha256' })).signingKey().kid,
+    b.kid,
+  );
+  t.equal((await KeySet.fromDirectory(dir, { activeKid: a.kid })).signingKey().kid, a.kid);
+  await t.rejects(KeySet.fromDirectory(dir, { activeKid: 'nope' }), KeySetError);
+  await t.rejects(KeySet.fromDirectory(join(dir, 'missing')), KeySetError);
+  t.throws(() => new KeySet([]), KeySetError);
+  const k = set.keys[0]!;
+  t.throws(() => new KeySet([k, k]), KeySetError, 'duplicate kid');
+  const bad = await mkdtemp(join(tmpdir(), 'svc-ks-bad-'));
+  await writeFile(join(bad, 'x.json'), '{not json');
+  await t.rejects(KeySet.fromDirectory(bad), { name: 'KeySetError', message: /x.json/ });
+  const pub = await mkdtemp(join(tmpdir(), 'svc-ks-pub-'));
+  await writeFile(join(pub, 'p.json'), JSON.stringify(set.jwks(profile).keys[0]));
+  await t.rejects(KeySet.fromDirectory(pub), { name: 'KeySetError', message: /private part/ });
+
+  const app = new Koa();
+  const router = keysRouter({
+    keys: set,
+    profile,
+    agents: [{ type: 'sales', url: 'https://seller.example/mcp', id: 'seller_sales' }],
+  });
+  app.use(router.routes());
+  const server = app.listen(0, '127.0.0.1');
+  t.teardown(() => server.close());
+  await new Promise((r) => server.once('listening', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const jwksRes = await fetch(`${base}/.well-known/jwks.json`);
+  t.equal(jwksRes.headers.get('cache-control'), 'public, max-age=3600');
+  const jwks = (await jwksRes.json()) as { keys: Record<string, unknown>[] };
+  t.same(jwks.keys.map((j) => j.kid).sort(), [a.kid, b.kid, c.kid].sort());
+  for (const j of jwks.keys) {
+    t.equal(j.svc_use, 'request-signing');
+    t.equal(j.use, 'sig');
+    t.same(j.key_ops, ['verify']);
+    t.notOk('d' in j);
+  }
+  const brand = (await (await fetch(`${base}/.well-known/brand.json`)).json()) as ReturnType<
+    typeof brandJson
+  >;
+  t.equal(brand.agents[0]!.jwks_uri, 'https://seller.example/.well-known/jwks.json');
+  t.equal(brand.agents[0]!.id, 'seller_sales');
+});
+
+function event(url: string): OutboundEvent {
+  const key = newIdempotencyKey();
+  return {
+    target: { url, auth: { mode: 'rfc9421' }, channel: 'task' },
+    payload: { idempotency_key: key, task_id: 't', status: 'completed' },
+    idempotencyKey: key,
+    notificationType: 'completed',
+  };
+}
+
+t.test('ES256 and the adcp brand sign deliveries that verify; metrics count them', async (t) => {
+  const h = await senderHarness(t);
+  const rx = await startReceiver((_r, i) => ({ status: i === 0 ? 500 : 200 }));
+  t.teardown(() => rx.close());
+  const profile = brandProfile('adcp');
+  const { key } = await generateSigningKey('ecdsa-p256-sha256');
+  const metrics = new SenderMetrics();
+  metrics.watchQueue(h.queue);
+  h.startWorker({ signer: { key, profile }, metrics });
+  const [id] = await h.outbox.enqueue([event(rx.url)]);
+  t.equal(await h.waitForState(id!), 'delivered');
+  const jwks = new KeySet([key]).jwks(profile);
+  t.equal(jwks.keys[0]!.adcp_use, 'request-signing');
+  const resolver: KeyResolver = {
+    resolve: async (kid) => {
+      const jwk = jwks.keys.find((k) => k.kid === kid);
+      return jwk ? { jwk, senderId: 'seller' } : null;
+    },
+  };
+  for (const r of rx.received) {
+    t.match(
+      String(r.headers['signature-input']),
+      /alg="ecdsa-p256-sha256";tag="adcp\/webhook-signing\/v1"/,
+    );
+    const v = await verifyWebhookSignature(
+      {
+        method: r.method,
+        url: `http://127.0.0.1:${rx.port}${r.url}`,
+        headers: r.headers,
+        body: r.body,
+      },
+      { profile, keys: resolver },
+    );
+    t.equal(v.alg, 'ecdsa-p256-sha256');
+  }
+  const text = await metrics.registry.metrics();
+  t.match(text, /webhook_deliveries_total\{outcome="delivered"\} 1/);
+  t.match(text, /webhook_attempts_total\{result="failed"\} 1/);
+  t.match(text, /webhook_attempts_total\{result="success"\} 1/);
+  t.match(text, /webhook_retries_total 1/);
+  t.match(text, /webhook_attempt_duration_seconds_count 2/);
+  t.match(text, /webhook_queue_depth\{state="waiting"\} 0/);
+});
+
+t.test('a 429 pauses that origin alone', async (t) => {
+  const h = await senderHarness(t);
+  let throttled = 0;
+  const a = await startReceiver(() =>
+    throttled++ === 0 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 },
+  );
+  const b = await startReceiver();
+  t.teardown(() => Promise.all([a.close(), b.close()]));
+  h.startWorker({ concurrency: 1, backoff: { baseMs: 50, capMs: 100, retryAfterMinMs: 10 } });
+  const [first] = await h.outbox.enqueue([event(a.url)]);
+  await a.waitFor(1);
+  const more = await h.outbox.enqueue([event(a.url), event(a.url)]);
+  const others = await h.outbox.enqueue(Array.from({ length: 5 }, () => event(b.url)));
+  for (const id of others) t.equal(await h.waitForState(id), 'delivered');
+  t.equal(a.received.length, 1, 'the throttled origin got nothing more while paused');
+  for (const id of [first!, ...more]) t.equal(await h.waitForState(id), 'delivered');
+  t.equal(a.received.length, 4);
+});
