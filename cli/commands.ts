@@ -1,5 +1,6 @@
 /** The subcommand table. Each runnable part adds one line here. */
 import type { Command } from 'commander';
+import { registerSenderConformanceCommand } from '../receiver/conformance/command.js';
 import { registerReceiverCommand } from '../receiver/sidecar/command.js';
 import { registerSenderCommands } from '../sender/cli/commands.js';
 import { registerReceiverConformanceCommand } from '../sender/conformance/command.js';
@@ -11,6 +12,7 @@ export function registerCommands(program: Command): void {
     .command('conformance')
     .description("Grade someone else's webhook receiver or sender, check by check");
   registerReceiverConformanceCommand(conformance);
+  registerSenderConformanceCommand(conformance);
   program
     .command('start')
     .description('Start the service with embedded defaults')

@@ -1,0 +1,205 @@
+/**
+ * `svc conformance sender`: host a grading receiver and grade the sender that delivers to
+ * it, driven by the tester (printed instructions) or by `--agent <url>` (MCP).
+ * Exit 0 when every applicable check passed, 1 otherwise, 2 on a usage error.
+ */
+import { createInterface } from 'node:readline/promises';
+import { Option, type Command } from 'commander';
+import { brandProfile, DEFAULT_BRAND, isBrand } from '../../shared/brand.js';
+import { emitReport } from '../../shared/conformance-report/output.js';
+import { ManualDriver, McpAgentDriver, type ManualIo, type SenderDriver } from './driver.js';
+import { gradeSender } from './grade-sender.js';
+import { SenderKeyError } from './sender-keys.js';
+
+export interface SenderCommandFlags {
+  brand?: string;
+  protocolVersion?: string;
+  listen?: string;
+  publicUrl?: string;
+  jwks?: string;
+  jwksUrl?: string;
+  brandJsonUrl?: string;
+  agentUrl?: string;
+  agent?: string;
+  agentHeader?: string[];
+  stepTimeout?: string;
+  quiet?: string;
+  retryCount?: string;
+  retryStatus?: string;
+  json?: boolean;
+  junit?: string;
+}
+
+export class UsageError extends Error {}
+
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+
+function url(value: string | undefined, flag: string): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const u = new URL(value);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return value;
+  } catch {
+    // fall through
+  }
+  throw new UsageError(`${flag} "${value}" is not an http(s) URL`);
+}
+
+function intIn(
+  value: string | undefined,
+  flag: string,
+  min: number,
+  max: number,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new UsageError(`${flag} is an integer ${min}-${max}`);
+  return n;
+}
+
+export function parseListen(value: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`--listen "${value}" is not host:port`);
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+}
+
+function parseHeader(value: string): [string, string] {
+  const i = value.indexOf(':');
+  if (i < 1) throw new UsageError(`--agent-header "${value}" is not "Name: value"`);
+  return [value.slice(0, i).trim().toLowerCase(), value.slice(i + 1).trim()];
+}
+
+export interface SenderCommandIo extends ManualIo {
+  out: (text: string) => void;
+}
+
+const defaultIo: SenderCommandIo = {
+  out: (s) => process.stdout.write(s),
+  err: (s) => process.stderr.write(s),
+  confirm: process.stdin.isTTY
+    ? async (prompt) => {
+        const rl = createInterface({ input: process.stdin, output: process.stderr });
+        await rl.question(prompt);
+        rl.close();
+      }
+    : undefined,
+};
+
+export async function runSenderConformance(
+  flags: SenderCommandFlags,
+  io: SenderCommandIo = defaultIo,
+  driverOverride?: SenderDriver,
+): Promise<number> {
+  const brand = flags.brand ?? process.env.SVC_BRAND ?? DEFAULT_BRAND;
+  if (!isBrand(brand)) throw new UsageError(`--brand must be svc or adcp, not "${brand}"`);
+  const version = flags.protocolVersion ?? '3.2';
+  if (version !== '3.1' && version !== '3.2')
+    throw new UsageError('--protocol-version is 3.1 or 3.2');
+  const listen = parseListen(flags.listen ?? '127.0.0.1:0');
+  const agent = url(flags.agent, '--agent');
+  const keySources = {
+    jwksFile: flags.jwks,
+    jwksUrl: url(flags.jwksUrl, '--jwks-url'),
+    brandJsonUrl: url(flags.brandJsonUrl, '--brand-json-url'),
+    agentUrl: url(flags.agentUrl, '--agent-url'),
+  };
+  if (
+    !keySources.jwksFile &&
+    !keySources.jwksUrl &&
+    !keySources.brandJsonUrl &&
+    !keySources.agentUrl
+  ) {
+    if (!agent) {
+      throw new UsageError(
+        'name the sender keys: --jwks FILE, --jwks-url, --brand-json-url or --agent-url',
+      );
+    }
+    keySources.agentUrl = agent;
+  }
+  const hosts = [keySources.jwksUrl, keySources.brandJsonUrl, keySources.agentUrl]
+    .filter((u): u is string => u !== undefined)
+    .map((u) => new URL(u).hostname);
+  const headers = Object.fromEntries((flags.agentHeader ?? []).map(parseHeader));
+  const driver =
+    driverOverride ?? (agent ? new McpAgentDriver(agent, { headers }) : new ManualDriver(io));
+  const stepSeconds = intIn(flags.stepTimeout, '--step-timeout', 1, 600) ?? 90;
+  const quietSeconds = intIn(flags.quiet, '--quiet', 1, 600) ?? 10;
+  const report = await gradeSender({
+    profile: brandProfile(brand),
+    protocolVersion: version,
+    driver,
+    keys: {
+      ...keySources,
+      allowLoopback: hosts.length > 0 && hosts.every((h) => LOOPBACK.test(h)),
+    },
+    listenHost: listen.host,
+    listenPort: listen.port,
+    publicUrl: url(flags.publicUrl, '--public-url'),
+    stepTimeoutMs: stepSeconds * 1000,
+    quietMs: quietSeconds * 1000,
+    retryCount: intIn(flags.retryCount, '--retry-count', 1, 10),
+    retryStatus: intIn(flags.retryStatus, '--retry-status', 429, 504),
+  });
+  return emitReport(report, { json: flags.json, junit: flags.junit, write: io.out });
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+export function registerSenderConformanceCommand(conformance: Command): void {
+  conformance
+    .command('sender')
+    .description('Host a grading receiver and grade the webhook sender that delivers to it')
+    .addOption(
+      new Option('--brand <brand>', 'protocol brand word (env SVC_BRAND)').choices(['svc', 'adcp']),
+    )
+    .addOption(
+      new Option('--protocol-version <version>', 'protocol version graded')
+        .choices(['3.1', '3.2'])
+        .default('3.2'),
+    )
+    .option('--listen <host:port>', 'address of the grading receiver', '127.0.0.1:0')
+    .option(
+      '--public-url <url>',
+      'base URL the sender must call, when not the listen address (tunnel, proxy)',
+    )
+    .option('--jwks <file>', "the sender's public JWKS as a file")
+    .option('--jwks-url <url>', "the sender's JWKS URL")
+    .option('--brand-json-url <url>', "the seller operator's brand.json")
+    .option(
+      '--agent-url <url>',
+      "the seller agent's URL (brand.json at its origin, its agents[] entry)",
+    )
+    .option(
+      '--agent <url>',
+      'drive this seller agent over MCP (create_media_buy with push_notification_config)',
+    )
+    .option(
+      '--agent-header <header>',
+      'header for calls to --agent, "Name: value"; repeatable',
+      collect,
+    )
+    .option('--step-timeout <seconds>', 'wait per step for deliveries', '90')
+    .option('--quiet <seconds>', 'silence that counts as "no further delivery"', '10')
+    .option('--retry-count <n>', '5xx answers before the 200 in the retry step (1-10)', '3')
+    .option('--retry-status <status>', 'status of those answers: 429, 500, 502, 503 or 504', '503')
+    .option('--json', 'print the report as JSON')
+    .option('--junit <file>', 'also write a JUnit XML report')
+    .action(async (flags: SenderCommandFlags) => {
+      try {
+        process.exitCode = await runSenderConformance(flags);
+      } catch (err) {
+        if (
+          err instanceof UsageError ||
+          err instanceof SenderKeyError ||
+          err instanceof RangeError
+        ) {
+          process.stderr.write(`svc conformance sender: ${err.message}\n`);
+          process.exitCode = 2;
+          return;
+        }
+        throw err;
+      }
+    });
+}
