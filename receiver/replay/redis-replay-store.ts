@@ -48,7 +48,9 @@ if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 'cap' end
 local expires = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], expires, ARGV[1])
 redis.call('ZADD', KEYS[2], expires, ARGV[2])
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+for i = 1, 2 do
+  if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+end
 return 'inserted'
 `;
 

@@ -7,7 +7,7 @@ const redis = createRedis(REDIS_URL);
 const prefix = hashTaggedPrefix(uniqueName('replaytest'));
 
 t.teardown(async () => {
-  const keys = await redis.keys(`${prefix}:*`);
+  const keys = await redis.keys(`${prefix}*`);
   if (keys.length > 0) await redis.del(...keys);
   await redis.quit();
 });
