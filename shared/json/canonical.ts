@@ -77,8 +77,8 @@ function vetObject(v: object, depth: number, path: Path): void {
 
 /**
  * Fast path: copies the value with every object's members in canonical order, so the
- * native `JSON.stringify` writes the canonical form. Copies have a null prototype, so a
- * `__proto__` member stays data. Objects with index-like keys can't keep a chosen member
+ * native `JSON.stringify` writes the canonical form. Copies are ordinary objects (fast
+ * for the native writer); a `__proto__` member is defined as data, never assigned. Objects with index-like keys can't keep a chosen member
  * order; they abort to the slow path.
  */
 function sortedCopy(v: unknown, depth: number, path: Path): unknown {
@@ -99,7 +99,7 @@ function sortedCopy(v: unknown, depth: number, path: Path): unknown {
     }
     return out;
   }
-  const out = Object.create(null) as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
   for (const key of Object.keys(v).sort()) {
     if (ARRAY_INDEX_KEY.test(key)) throw NEEDS_SLOW_PATH;
     const member: unknown = (v as Record<string, unknown>)[key];
@@ -107,7 +107,18 @@ function sortedCopy(v: unknown, depth: number, path: Path): unknown {
     if (member === undefined) continue;
     path.push(key);
     if (!isWellFormed(key)) fail('lone surrogate in key', path);
-    out[key] = sortedCopy(member, depth + 1, path);
+    const copy = sortedCopy(member, depth + 1, path);
+    // Plain assignment to `__proto__` would set the prototype; define it as data instead.
+    if (key === '__proto__') {
+      Object.defineProperty(out, key, {
+        value: copy,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    } else {
+      out[key] = copy;
+    }
     path.pop();
   }
   return out;
@@ -145,8 +156,50 @@ function write(v: unknown, depth: number, path: Path): string {
   return `${out}}`;
 }
 
+/**
+ * Whether the value is JSON data whose objects already list their members in canonical
+ * order (no index-like keys, no undefined members): then `JSON.stringify` writes the
+ * canonical form as is, with no copy. Bodies our own sender emits are in this shape, so
+ * the receiver's fingerprint takes this path. Any doubt returns false (the copying path
+ * then reports errors with their path).
+ */
+function isCanonicalShape(v: unknown, depth: number): boolean {
+  switch (typeof v) {
+    case 'string':
+      return isWellFormed(v);
+    case 'number':
+      return Number.isFinite(v);
+    case 'boolean':
+      return true;
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (v === null) return true;
+  if (depth >= CANONICAL_MAX_DEPTH) return false;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (!isCanonicalShape(v[i], depth + 1)) return false;
+    }
+    return true;
+  }
+  if (Object.getPrototypeOf(v) !== Object.prototype) return false;
+  let previous: string | null = null;
+  for (const key in v) {
+    if (!Object.hasOwn(v, key)) return false;
+    if (previous !== null && !(previous < key)) return false;
+    if (ARRAY_INDEX_KEY.test(key) || !isWellFormed(key)) return false;
+    const member: unknown = (v as Record<string, unknown>)[key];
+    if (member === undefined || !isCanonicalShape(member, depth + 1)) return false;
+    previous = key;
+  }
+  return true;
+}
+
 /** RFC 8785 canonical form of a JSON value; throws CanonicalJsonError on non-JSON input. */
 export function canonicalJson(value: unknown): string {
+  if (isCanonicalShape(value, 0)) return JSON.stringify(value);
   try {
     return JSON.stringify(sortedCopy(value, 0, []));
   } catch (err) {
