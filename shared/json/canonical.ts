@@ -78,8 +78,9 @@ function vetObject(v: object, depth: number, path: Path): void {
 /**
  * Fast path: copies the value with every object's members in canonical order, so the
  * native `JSON.stringify` writes the canonical form. Copies are ordinary objects (fast
- * for the native writer); a `__proto__` member is defined as data, never assigned. Objects with index-like keys can't keep a chosen member
- * order; they abort to the slow path.
+ * for the native writer); a `__proto__` member is defined as data, never assigned.
+ * Objects with index-like keys can't keep a chosen member order; they abort to the slow
+ * path.
  */
 function sortedCopy(v: unknown, depth: number, path: Path): unknown {
   if (v === null) return null;
