@@ -4,9 +4,10 @@
  * operator registered them for the path. A request carrying the other mode's credentials
  * is `webhook_mode_mismatch`; there is no "try one, then the other".
  */
-import { timingSafeEqual, createHash } from 'node:crypto';
 import type { BrandProfile } from '../../shared/brand.js';
 import { WebhookVerificationError } from '../../shared/errors/webhook-codes.js';
+import { verifyBearer } from '../../shared/legacy/bearer.js';
+import { verifyHmac } from '../../shared/legacy/hmac.js';
 import {
   verifyWebhookSignature,
   type KeyResolver,
@@ -39,13 +40,6 @@ function has(headers: Headers, name: string): boolean {
   return headers[name] !== undefined;
 }
 
-function sameSecret(a: string, b: string): boolean {
-  // Hash first so the comparison is constant-time whatever the lengths.
-  const ha = createHash('sha256').update(a).digest();
-  const hb = createHash('sha256').update(b).digest();
-  return timingSafeEqual(ha, hb);
-}
-
 export async function authenticate(
   route: RouteDecision,
   req: { method: string; url: string; headers: Headers; body: Buffer },
@@ -75,8 +69,6 @@ export async function authenticate(
   if (has9421) mismatch('RFC 9421 signature on a legacy route');
   if (route.mode === 'hmac' && reg.scheme === 'HMAC-SHA256') {
     if (!hasHmac && hasBearer) mismatch('Bearer credential on an HMAC route');
-    // Loaded on first use: legacy HMAC is deprecated and most deployments never reach it.
-    const { verifyHmac } = await import('../../shared/legacy/hmac.js');
     verifyHmac({
       secrets: reg.secrets,
       signature: headerValue(h, hmacSig) ?? undefined,
@@ -88,18 +80,7 @@ export async function authenticate(
   }
   if (route.mode === 'bearer' && reg.scheme === 'Bearer') {
     if (hasHmac) mismatch('HMAC headers on a Bearer route');
-    const auth = headerValue(h, 'authorization');
-    const m = auth === null ? null : /^\s*Bearer +([\x21-\x7e]+)\s*$/i.exec(auth);
-    if (!m) {
-      throw new WebhookVerificationError(
-        'webhook_signature_header_malformed',
-        1,
-        'missing or malformed Authorization: Bearer',
-      );
-    }
-    if (!sameSecret(m[1] as string, reg.token)) {
-      throw new WebhookVerificationError('webhook_signature_invalid', 10, 'bearer token mismatch');
-    }
+    verifyBearer({ tokens: [reg.token], authorization: h.authorization });
     return { sender: reg.sender, mode: 'bearer', keyid: null, nonce: null };
   }
   throw new WebhookVerificationError('webhook_mode_mismatch', 0, 'registration and mode disagree');

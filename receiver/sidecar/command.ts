@@ -120,6 +120,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar> {
   const schema = config.SVC_RECEIVER_SCHEMA;
   const deps = await verifierDependencies({
     trust,
+    profile: brandProfile(brand),
     pool,
     logger,
     schema,

@@ -1,13 +1,18 @@
 /**
  * The verifier's collaborators for the sidecar, built from the trust file: key resolution
- * over every trusted sender and the durable (keyid, nonce) replay cache in PostgreSQL,
- * shared by every sidecar instance on the same database.
+ * over every trusted sender, the polled revocation lists, and the durable (keyid, nonce)
+ * replay cache in PostgreSQL, shared by every sidecar instance on the same database.
  */
+import type { BrandProfile } from '../../shared/brand.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
 import { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
 import { PgReplayStore } from '../replay/pg-replay-store.js';
+import {
+  PolledRevocationCheck,
+  revocationSourcesFromTrust,
+} from '../revocation/revocation-check.js';
 import type { TrustConfig } from '../trust/trust-file.js';
 
 export interface VerifierDependencies {
@@ -19,6 +24,7 @@ export interface VerifierDependencies {
 
 export async function verifierDependencies(o: {
   trust: TrustConfig;
+  profile: BrandProfile;
   pool: Pool;
   logger: Logger;
   schema?: string;
@@ -30,6 +36,20 @@ export async function verifierDependencies(o: {
     logger: o.logger,
     allowLoopback: o.allowLoopback,
   });
+  // Revocation lists named by the trust file, polled per next_update; with none configured
+  // there is nothing to be stale about and step 9 only sees revoked kids (none).
+  const sources = revocationSourcesFromTrust(o.trust);
+  let revocation: PolledRevocationCheck | undefined;
+  if (sources.length > 0) {
+    revocation = new PolledRevocationCheck({
+      profile: o.profile,
+      keys: keys,
+      sources,
+      allowLoopback: o.allowLoopback,
+      logger: o.logger,
+    });
+    await revocation.start();
+  }
   const replay = new PgReplayStore(o.pool, { schema: o.schema ?? 'receiver' });
   await replay.migrate();
   replay.startPurging(60_000, (err) =>
@@ -37,7 +57,11 @@ export async function verifierDependencies(o: {
   );
   return {
     keys,
+    revocation,
     replay,
-    close: () => replay.stop(),
+    close: async () => {
+      revocation?.stop();
+      await replay.stop();
+    },
   };
 }

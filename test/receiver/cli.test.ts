@@ -88,3 +88,44 @@ t.test('a real delivery through the process, durable replay, graceful SIGTERM', 
   p.child.kill('SIGTERM');
   t.equal(await p.exited, 0);
 });
+
+t.test('a revocation list that cannot be loaded fails closed: revocation_stale', async (t) => {
+  const seller = await makeSender('seller-rev');
+  const trust = join(dir, 'trust-rev.json');
+  writeFileSync(
+    trust,
+    JSON.stringify({
+      senders: [
+        {
+          id: 'seller-rev',
+          jwks: { keys: [publishedJwk(seller.key, profile)] },
+          revocation_url: 'https://127.0.0.1:1/revocations.json',
+        },
+      ],
+    }),
+  );
+  const app = await startApp();
+  t.teardown(() => app.close());
+  const p = run(['--listen', '127.0.0.1:0', '--trust', trust, '--forward', app.url]);
+  t.teardown(() => p.child.kill('SIGKILL'));
+  const deadline = Date.now() + 30_000;
+  while (
+    !/listening on (\S+)/.test(p.out()) &&
+    Date.now() < deadline &&
+    p.child.exitCode === null
+  ) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const m = /listening on (\S+)/.exec(p.out());
+  t.ok(m, `started (${p.err().slice(0, 300)})`);
+  if (!m) return;
+  const url = `${m[1]}/hooks/rev`;
+  const body = JSON.stringify(envelope({ task_id: 'rev-1' }));
+  const s = signed(url, body, seller);
+  const res = await post(url, s.body, s.headers);
+  t.equal(res.status, 401);
+  t.equal(res.headers['www-authenticate'], 'Signature error="webhook_signature_revocation_stale"');
+  t.equal(app.hits.length, 0);
+  p.child.kill('SIGTERM');
+  t.equal(await p.exited, 0);
+});

@@ -21,9 +21,12 @@ import {
   type SenderKeys,
 } from './support/fixtures.js';
 import { post } from './support/server.js';
+import { hmacHeaders } from '../../shared/legacy/hmac.js';
 
 const { pool, schema } = testDatabase(t, 'rside');
 const BEARER = 'bearer-token-0123456789-abcdefghijklmnop';
+const SECRET = 'hmac-secret-0123456789-ABCDEFGHIJKLMNOP';
+const OLD_SECRET = 'old-hmac-secret-9876543210-zyxwvutsrq';
 
 let seller: SenderKeys;
 t.before(async () => {
@@ -39,6 +42,12 @@ async function sidecar(
   const trust = trustFor([seller], {
     legacy: [
       { path_prefix: '/legacy/bearer', sender: 'seller-b', scheme: 'Bearer', token: BEARER },
+      {
+        path_prefix: '/legacy/hmac',
+        sender: 'seller-h',
+        scheme: 'HMAC-SHA256',
+        secrets: [SECRET, OLD_SECRET],
+      },
     ],
   });
   const s = await Sidecar.start({
@@ -325,4 +334,42 @@ t.test('graceful shutdown finishes in-flight requests', async (t) => {
   await closing;
   t.equal(app.hits.length, 1);
   await t.rejects(request(s.url + '/healthz'));
+});
+
+t.test('legacy HMAC route: identity from the registration, mode mismatches, step 14', async (t) => {
+  const { s, app, deliver } = await sidecar(t);
+  const url = s.url + '/legacy/hmac/hook';
+  const hmac = (body: string, secret = SECRET) => ({
+    'content-type': 'application/json',
+    ...hmacHeaders({ secret, body, profile }),
+  });
+  const body = JSON.stringify(envelope({ task_id: 'hm-1' }));
+  const ok = await post(url, body, hmac(body));
+  t.equal(ok.status, 200);
+  t.equal(app.hits.at(-1)?.headers['x-svc-sender'], 'seller-h');
+  const rotated = JSON.stringify(envelope({ task_id: 'hm-2' }));
+  t.equal((await post(url, rotated, hmac(rotated, OLD_SECRET))).status, 200, 'previous secret');
+  const wrong = await post(url, body, hmac(body, 'another-secret-0123456789-ABCDEFGHIJ'));
+  t.equal(wrong.headers['www-authenticate'], 'Signature error="webhook_signature_invalid"');
+  const stale = await post(url, body, {
+    'content-type': 'application/json',
+    ...hmacHeaders({
+      secret: SECRET,
+      body,
+      profile,
+      timestamp: Math.floor(Date.now() / 1000) - 301,
+    }),
+  });
+  t.equal(stale.headers['www-authenticate'], 'Signature error="webhook_signature_window_invalid"');
+  const signed9421 = await deliver(envelope(), '/legacy/hmac/hook');
+  t.equal(signed9421.headers['www-authenticate'], 'Signature error="webhook_mode_mismatch"');
+  const bearer = await post(url, body, {
+    'content-type': 'application/json',
+    authorization: `Bearer ${BEARER}`,
+  });
+  t.equal(bearer.headers['www-authenticate'], 'Signature error="webhook_mode_mismatch"');
+  const dup =
+    '{"idempotency_key":"whk_dup_00000000000001","idempotency_key":"whk_dup_00000000000002"}';
+  const bad = await post(url, dup, hmac(dup));
+  t.equal(bad.headers['www-authenticate'], 'Signature error="webhook_body_malformed"');
 });
