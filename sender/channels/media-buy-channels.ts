@@ -72,6 +72,8 @@ export interface MediaBuyChannelsOptions {
   tickBatchSize?: number;
   /** Buys a tick handles at once, each in its own transaction (default 4). */
   tickConcurrency?: number;
+  /** After a failed fire (data source error), when the buy's schedule is tried again (default 60 s). */
+  failureRetrySeconds?: number;
 }
 
 /** `mediaBuyChannelsConfigured`: `undefined` leaves a config as is, `null` removes it. */
@@ -158,6 +160,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
   private readonly maxCatchUp: number;
   private readonly tickBatch: number;
   private readonly tickConcurrency: number;
+  private readonly failureRetryMs: number;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> | null = null;
 
@@ -178,6 +181,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
     this.maxCatchUp = options.maxCatchUpPeriods ?? 48;
     this.tickBatch = options.tickBatchSize ?? 200;
     this.tickConcurrency = Math.max(1, options.tickConcurrency ?? 4);
+    this.failureRetryMs = (options.failureRetrySeconds ?? 60) * 1000;
   }
 
   /** Creates or upgrades the channel tables. */
@@ -529,8 +533,16 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
         return (await this.sink.enqueue(events, c)).length;
       });
     } catch (err) {
-      // One buy's failing data source must not hold back the others; it is retried next tick.
+      // One buy's failing data source must not hold back the others: its schedule is
+      // postponed so due buys behind it in the next batch get their turn.
       this.logger.error({ err, mediaBuyId: id }, 'channel tick failed for buy');
+      await this.pool
+        .query(
+          `UPDATE ${this.schema}.channel_report_schedules SET next_fire_at = $2
+           WHERE media_buy_id = $1 AND next_fire_at <= $3`,
+          [id, new Date(now + this.failureRetryMs), new Date(now)],
+        )
+        .catch(() => {});
       return 0;
     }
   }

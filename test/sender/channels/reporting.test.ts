@@ -346,7 +346,7 @@ t.test('requested_metrics: only those plus impressions and spend are reported', 
 });
 
 t.test('a failing data source holds back only its buy, and nothing is half-done', async (t) => {
-  const h = await harness(t, { start: T0 });
+  const h = await harness(t, { start: T0, tickBatchSize: 1 });
   for (const id of ['mb_ok', 'mb_broken']) {
     await h.channels.mediaBuyChannelsConfigured({ mediaBuyId: id, reportingWebhook: REPORTING });
   }
@@ -356,14 +356,18 @@ t.test('a failing data source holds back only its buy, and nothing is half-done'
     if (id === 'mb_broken' && broken) throw new Error('warehouse down');
     return original(id, period);
   };
-  t.equal(await h.channels.tick(Date.parse('2026-03-10T11:00:01Z')), 1, 'the healthy buy fires');
+  // One buy per tick: the failing one must not block the healthy one behind it.
+  let healthy = 0;
+  for (let i = 0; i < 3; i++) healthy += await h.channels.tick(Date.parse('2026-03-10T11:00:01Z'));
+  t.equal(healthy, 1, 'the healthy buy fires');
   await t.rejects(
     h.channels.mediaBuyTerminal({ mediaBuyId: 'mb_broken', status: 'completed' }),
     /warehouse down/,
   );
+  t.equal(await h.channels.tick(Date.parse('2026-03-10T11:00:30Z')), 0, 'postponed after failing');
   broken = false;
-  t.equal(await h.channels.tick(Date.parse('2026-03-10T11:00:02Z')), 1, 'retried on the next tick');
-  h.clock.now = Date.parse('2026-03-10T11:00:03Z');
+  t.equal(await h.channels.tick(Date.parse('2026-03-10T11:01:02Z')), 1, 'retried a minute later');
+  h.clock.now = Date.parse('2026-03-10T11:01:03Z');
   t.equal(
     (await h.channels.mediaBuyTerminal({ mediaBuyId: 'mb_broken', status: 'completed' })).length,
     1,
