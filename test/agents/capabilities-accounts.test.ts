@@ -8,7 +8,9 @@ import { brandProfile } from '../../shared/brand.js';
 import { buyer, harness } from './support/core.js';
 
 t.test('capability documents per agent and brand', async (t) => {
-  const h = await harness(t, { settings: { brandJsonUrl: 'https://seller.example/.well-known/brand.json' } });
+  const h = await harness(t, {
+    settings: { brandJsonUrl: 'https://seller.example/.well-known/brand.json' },
+  });
   const doc = await h.ok('sales', 'get_svc_capabilities', {});
   t.same(doc.supported_protocols, ['media_buy']);
   t.same(doc.webhook_signing, {
@@ -18,21 +20,41 @@ t.test('capability documents per agent and brand', async (t) => {
     legacy_hmac_fallback: true,
     delivery_retry_horizon_seconds: 86400,
   });
-  t.match(doc.svc, { idempotency: { supported: true, replay_ttl_seconds: 86400 }, capability_changes: { capabilities_version: '1' } });
-  t.match(doc.media_buy, { reporting_capabilities: { windowed_pull_granularities: ['hourly'] }, reporting_delivery_methods: ['webhook'] });
-  t.same(doc.identity, { brand_json_url: 'https://seller.example/.well-known/brand.json', per_principal_key_isolation: false });
+  t.match(doc.svc, {
+    idempotency: { supported: true, replay_ttl_seconds: 86400 },
+    capability_changes: { capabilities_version: '1' },
+  });
+  t.match(doc.media_buy, {
+    reporting_capabilities: { windowed_pull_granularities: ['hourly'] },
+    reporting_delivery_methods: ['webhook'],
+  });
+  t.same(doc.identity, {
+    brand_json_url: 'https://seller.example/.well-known/brand.json',
+    per_principal_key_isolation: false,
+  });
   t.ok((doc.tasks as string[]).includes('create_media_buy'));
   t.same((await h.ok('signals', 'get_svc_capabilities', {})).supported_protocols, ['signals']);
   t.same((await h.ok('creative', 'get_svc_capabilities', {})).supported_protocols, ['creative']);
-  t.equal((await h.err('sales', 'get_adcp_capabilities', {})).code, 'UNKNOWN_TASK', 'the brand decides the task name');
+  t.equal(
+    (await h.err('sales', 'get_adcp_capabilities', {})).code,
+    'UNKNOWN_TASK',
+    'the brand decides the task name',
+  );
 
   const agentCaps = await h.ok('sales', 'get_agent_capabilities', {});
   t.equal((agentCaps.coalescence_windows as Record<string, number>).impairment, 300);
-  t.ok((agentCaps.tasks as Array<{ name: string; async: boolean }>).some((x) => x.name === 'create_media_buy' && x.async));
+  t.ok(
+    (agentCaps.tasks as Array<{ name: string; async: boolean }>).some(
+      (x) => x.name === 'create_media_buy' && x.async,
+    ),
+  );
 });
 
 t.test('adcp brand and 3.1: branded names switch, no retry horizon', async (t) => {
-  const h = await harness(t, { profile: brandProfile('adcp'), settings: { protocolVersion: '3.1' } });
+  const h = await harness(t, {
+    profile: brandProfile('adcp'),
+    settings: { protocolVersion: '3.1' },
+  });
   const doc = await h.ok('sales', 'get_adcp_capabilities', {});
   t.match(doc.webhook_signing, { profile: 'adcp/webhook-signing/v1' });
   t.notOk('delivery_retry_horizon_seconds' in (doc.webhook_signing as object));
@@ -47,66 +69,190 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
     url: `https://buyer.example/acct/${id}`,
     event_types: types,
   });
-  const first = await h.ok('sales', 'sync_accounts', {
-    accounts: [{ name: 'Acme', brand: { domain: 'acme.example' }, notification_configs: [cfg('s1'), { ...cfg('s2'), active: false, authentication: { schemes: ['Bearer'], credentials: 'b'.repeat(40) } }] }],
-  }, c);
+  const first = await h.ok(
+    'sales',
+    'sync_accounts',
+    {
+      accounts: [
+        {
+          name: 'Acme',
+          brand: { domain: 'acme.example' },
+          notification_configs: [
+            cfg('s1'),
+            {
+              ...cfg('s2'),
+              active: false,
+              authentication: { schemes: ['Bearer'], credentials: 'b'.repeat(40) },
+            },
+          ],
+        },
+      ],
+    },
+    c,
+  );
   const acct = (first.accounts as Array<Record<string, unknown>>)[0]!;
   t.equal(acct.action, 'created');
   t.match(acct.account_id, /^acct_/);
   const echoed = acct.notification_configs as Array<Record<string, unknown>>;
   t.same(echoed[1]!.authentication, { schemes: ['Bearer'] }, 'credentials are write-only');
   // Omitted configs: unchanged.
-  const same = await h.ok('sales', 'sync_accounts', { accounts: [{ name: 'Acme', brand: { domain: 'acme.example' } }] }, c);
-  t.equal((same.accounts as Array<{ action: string; notification_configs: unknown[] }>)[0]!.action, 'unchanged');
-  t.equal((same.accounts as Array<{ notification_configs: unknown[] }>)[0]!.notification_configs.length, 2);
+  const same = await h.ok(
+    'sales',
+    'sync_accounts',
+    { accounts: [{ name: 'Acme', brand: { domain: 'acme.example' } }] },
+    c,
+  );
+  t.equal(
+    (same.accounts as Array<{ action: string; notification_configs: unknown[] }>)[0]!.action,
+    'unchanged',
+  );
+  t.equal(
+    (same.accounts as Array<{ notification_configs: unknown[] }>)[0]!.notification_configs.length,
+    2,
+  );
 
   // An account event reaches only active subscribers of that type.
   const CREATIVE = 'http://127.0.0.1:3002';
-  await h.ok('sales', 'sync_creatives', { creatives: [{ creative_id: 'cr1', name: 'n', format_id: { agent_url: CREATIVE, id: 'display_300x250' }, assets: { image: { asset_type: 'image', url: 'https://x.example/i.png' }, click_url: { asset_type: 'url', url: 'https://x.example' } } }] }, c);
+  await h.ok(
+    'sales',
+    'sync_creatives',
+    {
+      creatives: [
+        {
+          creative_id: 'cr1',
+          name: 'n',
+          format_id: { agent_url: CREATIVE, id: 'display_300x250' },
+          assets: {
+            image: { asset_type: 'image', url: 'https://x.example/i.png' },
+            click_url: { asset_type: 'url', url: 'https://x.example' },
+          },
+        },
+      ],
+    },
+    c,
+  );
   const events = h.notifications.of('accountNotification');
   t.equal(events.length, 1);
   t.equal(events[0]!.notificationType, 'creative.status_changed');
-  t.same(events[0]!.configs.map((x) => (x as { subscriber_id: string }).subscriber_id), ['s1']);
-  t.match(events[0]!.fields, { account_id: acct.account_id, creative_id: 'cr1', transition: { to: 'active' } });
+  t.same(
+    events[0]!.configs.map((x) => (x as { subscriber_id: string }).subscriber_id),
+    ['s1'],
+  );
+  t.match(events[0]!.fields, {
+    account_id: acct.account_id,
+    creative_id: 'cr1',
+    transition: { to: 'active' },
+  });
 
   // [] clears.
-  const cleared = await h.ok('sales', 'sync_accounts', { accounts: [{ name: 'Acme', brand: { domain: 'acme.example' }, notification_configs: [] }] }, c);
-  t.equal((cleared.accounts as Array<{ action: string; notification_configs: unknown[] }>)[0]!.action, 'updated');
-  t.same((cleared.accounts as Array<{ notification_configs: unknown[] }>)[0]!.notification_configs, []);
+  const cleared = await h.ok(
+    'sales',
+    'sync_accounts',
+    { accounts: [{ name: 'Acme', brand: { domain: 'acme.example' }, notification_configs: [] }] },
+    c,
+  );
+  t.equal(
+    (cleared.accounts as Array<{ action: string; notification_configs: unknown[] }>)[0]!.action,
+    'updated',
+  );
+  t.same(
+    (cleared.accounts as Array<{ notification_configs: unknown[] }>)[0]!.notification_configs,
+    [],
+  );
 
   // Malformed sets fail whole.
-  const dup = await h.err('sales', 'sync_accounts', { accounts: [{ name: 'Acme', notification_configs: [cfg('s1'), cfg('s1')] }] }, c);
+  const dup = await h.err(
+    'sales',
+    'sync_accounts',
+    { accounts: [{ name: 'Acme', notification_configs: [cfg('s1'), cfg('s1')] }] },
+    c,
+  );
   t.equal(dup.field, 'accounts[0].notification_configs[1].subscriber_id');
-  const wrongSurface = await h.err('sales', 'sync_accounts', { accounts: [{ name: 'Acme', notification_configs: [cfg('s3', ['capabilities.changed'])] }] }, c);
+  const wrongSurface = await h.err(
+    'sales',
+    'sync_accounts',
+    { accounts: [{ name: 'Acme', notification_configs: [cfg('s3', ['capabilities.changed'])] }] },
+    c,
+  );
   t.equal(wrongSurface.field, 'accounts[0].notification_configs[0].event_types[0]');
-  const badUrl = await h.err('sales', 'sync_accounts', { accounts: [{ name: 'Acme', notification_configs: [{ ...cfg('s4'), url: 'ftp://x' }] }] }, c);
+  const badUrl = await h.err(
+    'sales',
+    'sync_accounts',
+    { accounts: [{ name: 'Acme', notification_configs: [{ ...cfg('s4'), url: 'ftp://x' }] }] },
+    c,
+  );
   t.equal(badUrl.field, 'accounts[0].notification_configs[0].url');
-  const badId = await h.err('sales', 'sync_accounts', { accounts: [{ name: 'Acme', notification_configs: [{ ...cfg('s4'), subscriber_id: 'has space' }] }] }, c);
+  const badId = await h.err(
+    'sales',
+    'sync_accounts',
+    {
+      accounts: [
+        { name: 'Acme', notification_configs: [{ ...cfg('s4'), subscriber_id: 'has space' }] },
+      ],
+    },
+    c,
+  );
   t.equal(badId.code, 'VALIDATION_ERROR');
 });
 
 t.test('agent-level configs and capabilities.changed', async (t) => {
   const h = await harness(t);
   const configs = [
-    { subscriber_id: 'caps-1', url: 'https://buyer.example/caps', event_types: ['capabilities.changed'] },
-    { subscriber_id: 'caps-2', url: 'https://buyer.example/caps2', event_types: ['capabilities.changed'], active: false },
+    {
+      subscriber_id: 'caps-1',
+      url: 'https://buyer.example/caps',
+      event_types: ['capabilities.changed'],
+    },
+    {
+      subscriber_id: 'caps-2',
+      url: 'https://buyer.example/caps2',
+      event_types: ['capabilities.changed'],
+      active: false,
+    },
   ];
-  const r = await h.ok('signals', 'sync_agent_notification_configs', { notification_configs: configs }, buyer(h, 'signals'));
+  const r = await h.ok(
+    'signals',
+    'sync_agent_notification_configs',
+    { notification_configs: configs },
+    buyer(h, 'signals'),
+  );
   t.equal(r.capabilities_version, '1');
   t.equal((r.notification_configs as unknown[]).length, 2);
-  t.equal((await h.err('signals', 'sync_agent_notification_configs', { notification_configs: [{ ...configs[0], event_types: ['creative.status_changed'] }] }, buyer(h, 'signals'))).code, 'VALIDATION_ERROR');
+  t.equal(
+    (
+      await h.err(
+        'signals',
+        'sync_agent_notification_configs',
+        { notification_configs: [{ ...configs[0], event_types: ['creative.status_changed'] }] },
+        buyer(h, 'signals'),
+      )
+    ).code,
+    'VALIDATION_ERROR',
+  );
 
-  const published = await h.core.publishCapabilitiesChange('signals', 'new deployment platform', ['signals.platforms']);
+  const published = await h.core.publishCapabilitiesChange('signals', 'new deployment platform', [
+    'signals.platforms',
+  ]);
   t.same(published, { capabilities_version: '2', subscribers: 1 });
   const ev = h.notifications.of('agentEvent');
   t.equal(ev.length, 1);
   t.equal(ev[0]!.capabilitiesVersion, '2');
   t.equal(ev[0]!.agentUrl, 'http://127.0.0.1:3003');
-  t.same(ev[0]!.configs.map((x) => (x as { subscriber_id: string }).subscriber_id), ['caps-1']);
+  t.same(
+    ev[0]!.configs.map((x) => (x as { subscriber_id: string }).subscriber_id),
+    ['caps-1'],
+  );
   // The snapshot is published before the event: the document already says 2.
   const doc = await h.ok('signals', 'get_svc_capabilities', {});
-  t.equal((doc.svc as { capability_changes: { capabilities_version: string } }).capability_changes.capabilities_version, '2');
+  t.equal(
+    (doc.svc as { capability_changes: { capabilities_version: string } }).capability_changes
+      .capabilities_version,
+    '2',
+  );
   // The sales agent has no subscribers: nothing fires.
-  t.same(await h.core.publishCapabilitiesChange('sales', 'x'), { capabilities_version: '2', subscribers: 0 });
+  t.same(await h.core.publishCapabilitiesChange('sales', 'x'), {
+    capabilities_version: '2',
+    subscribers: 0,
+  });
   t.equal(h.notifications.of('agentEvent').length, 1);
 });

@@ -4,6 +4,7 @@
  * no rows, no webhooks).
  */
 import t from 'tap';
+import type { Pool } from '../../shared/infra/pg.js';
 import { buyer, harness, START } from './support/core.js';
 
 const CREATIVE = 'http://127.0.0.1:3002';
@@ -249,7 +250,7 @@ t.test('X-Dry-Run changes nothing and notifies nothing', async (t) => {
     buyer(h, 'creative'),
     dry,
   );
-  t.equal((preview as { dry_run: boolean }).dry_run, true);
+  t.equal((preview as unknown as { dry_run: boolean }).dry_run, true);
   await h.call(
     'sales',
     'sync_agent_notification_configs',

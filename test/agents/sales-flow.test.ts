@@ -420,7 +420,7 @@ t.test('operator rejection and buyer cancellation end the task', async (t) => {
     ['rejected'],
   );
   const again = await h.core.operator.approve(a.media_buy_id as string).catch((e: unknown) => e);
-  t.ok(again instanceof TaskError && again.code === 'INVALID_STATE');
+  t.ok(again instanceof TaskError && (again.code as string) === 'INVALID_STATE');
 
   h.notifications.clear();
   const b = await h.ok(

@@ -1,0 +1,263 @@
+/**
+ * Runtime durability and edges: tasks resume in a new process (same schema), steps that
+ * throw back off and finally fail with a webhook, the persisted clock, the background
+ * loop, validation paths.
+ */
+import t from 'tap';
+import { z } from 'zod';
+import { brandProfile } from '../../shared/brand.js';
+import { TaskError } from '../../shared/errors/task-errors.js';
+import { createAgentsCore } from '../../agents/service.js';
+import { ManualClock, loadClock, SpeedClock } from '../../agents/runtime/clock.js';
+import { TaskExecutor } from '../../agents/runtime/executor.js';
+import { RecordingNotifications } from '../../agents/runtime/recording-notifications.js';
+import { TaskRegistry } from '../../agents/runtime/registry.js';
+import { defaultSettings } from '../../agents/runtime/settings.js';
+import { TaskStore } from '../../agents/runtime/task-store.js';
+import { fieldPath, parseParams } from '../../agents/runtime/validation.js';
+import { migrateAgents } from '../../agents/store/migrations.js';
+import { buyer, harness, START } from './support/core.js';
+
+t.test('a pending task resumes in a new process', async (t) => {
+  const h = await harness(t, {
+    settings: { approval: { autoAfterSeconds: 30 }, taskStepMs: 1000 },
+  });
+  const created = await h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      buyer_ref: 'durable',
+      brand_manifest: { url: 'https://acme.example' },
+      packages: [
+        {
+          buyer_ref: 'p',
+          product_id: 'dooh_transit_network',
+          pricing_option_id: 'transit_cpm',
+          budget: 2000,
+        },
+      ],
+      start_time: { type: 'asap' },
+      end_time: new Date(START + 86400_000).toISOString(),
+      push_notification_config: { url: 'https://b.example/h', operation_id: 'op-durable' },
+      context: { k: 'v' },
+    },
+    buyer(h),
+  );
+  // "Restart": a second core over the same schema, its own notifications and clock.
+  const clock2 = new ManualClock(START + 60_000);
+  const n2 = new RecordingNotifications();
+  const core2 = await createAgentsCore({
+    pool: h.pool,
+    schema: h.schema,
+    profile: brandProfile('svc'),
+    notifications: n2,
+    clock: clock2,
+    settings: { approval: { autoAfterSeconds: 30 }, taskStepMs: 1000 },
+  });
+  t.equal(await core2.executor.runDue(), 1, 'submitted -> working');
+  clock2.advance(30_000);
+  t.equal(await core2.executor.runDue(), 1, 'working -> completed');
+  t.same(
+    n2.of('taskStatusChanged').map((c) => c.status),
+    ['working', 'completed'],
+  );
+  t.same(n2.of('taskStatusChanged')[1]!.context, { k: 'v' }, 'registration survives the restart');
+  t.equal(h.notifications.of('taskStatusChanged').length, 0);
+  const principal = await core2.dispatcher.authenticate('sales', buyer(h));
+  t.equal((await core2.dispatcher.getTask(created.task_id!, principal)).status, 'completed');
+  // Seeding again changed nothing and printed the same keys.
+  t.same(
+    (await core2.demoCredentials()).map((c) => c.api_key),
+    (await h.core.demoCredentials()).map((c) => c.api_key),
+  );
+});
+
+t.test('a step that keeps failing backs off, then fails the task with a webhook', async (t) => {
+  const h = await harness(t);
+  const registry = new TaskRegistry();
+  let calls = 0;
+  registry.add({
+    name: 'build_creative',
+    agent: 'creative',
+    schema: z.looseObject({}),
+    auth: { tier: 'public' },
+    expectedDuration: '1s',
+    mode: 'async',
+    mutating: false,
+    errorShape: 'single',
+    handle: async () => ({ status: 'submitted', body: {} }),
+    advance: async () => {
+      calls++;
+      throw new Error('backend down');
+    },
+  });
+  const notifications = new RecordingNotifications();
+  const executor = new TaskExecutor({
+    pool: h.pool,
+    schema: h.schema,
+    registry,
+    notifications,
+    clock: h.clock,
+    settings: h.core.settings,
+    maxAttempts: 3,
+  });
+  const store = new TaskStore(h.schema);
+  const db = await h.pool.connect();
+  await store.insert(db, {
+    task_id: 'task_flaky',
+    agent: 'creative',
+    task_type: 'build_creative',
+    principal_id: 'demo-buyer',
+    status: 'submitted',
+    initial_status: 'submitted',
+    params: {},
+    state: {},
+    result: null,
+    message: null,
+    push_notification_config: { url: 'https://b.example/h', operation_id: 'op-flaky' },
+    a2a_push: { version: '1.0', config: { id: 'cfg-1', url: 'https://b.example/a2a' } },
+    context: null,
+    resource_id: null,
+    next_run_at: h.clock.now(),
+  });
+  db.release();
+  for (let i = 0; i < 3; i++) {
+    await executor.runDue();
+    h.clock.advance(3600_000);
+  }
+  t.equal(calls, 3);
+  const changes = notifications.of('taskStatusChanged');
+  t.same(
+    changes.map((c) => c.status),
+    ['failed'],
+  );
+  t.same(
+    changes[0]!.a2aConfig,
+    { version: '1.0', config: { id: 'cfg-1', url: 'https://b.example/a2a' } },
+    'A2A registration carried',
+  );
+  t.match(changes[0]!.result, { errors: [{ code: 'TASK_FAILED' }] });
+  t.equal(await executor.runDue(), 0, 'terminal tasks are left alone');
+});
+
+t.test('a TaskError in a step fails the task with its code', async (t) => {
+  const h = await harness(t);
+  const registry = new TaskRegistry();
+  registry.add({
+    name: 'activate_signal',
+    agent: 'signals',
+    schema: z.looseObject({}),
+    auth: { tier: 'public' },
+    expectedDuration: '1s',
+    mode: 'async',
+    mutating: false,
+    errorShape: 'signal',
+    handle: async () => ({ status: 'working', body: {} }),
+    advance: async () => {
+      throw new TaskError('ACTIVATION_FAILED', 'platform refused the segment');
+    },
+  });
+  const notifications = new RecordingNotifications();
+  const executor = new TaskExecutor({
+    pool: h.pool,
+    schema: h.schema,
+    registry,
+    notifications,
+    clock: h.clock,
+    settings: h.core.settings,
+  });
+  const db = await h.pool.connect();
+  await new TaskStore(h.schema).insert(db, {
+    task_id: 'task_refused',
+    agent: 'signals',
+    task_type: 'activate_signal',
+    principal_id: null,
+    status: 'working',
+    initial_status: 'working',
+    params: {},
+    state: {},
+    result: null,
+    message: null,
+    push_notification_config: null,
+    a2a_push: null,
+    context: null,
+    resource_id: null,
+    next_run_at: h.clock.now(),
+  });
+  db.release();
+  t.equal(await executor.runDue(), 1);
+  t.match(notifications.of('taskStatusChanged'), [
+    {
+      status: 'failed',
+      result: { errors: [{ code: 'ACTIVATION_FAILED', message: 'platform refused the segment' }] },
+    },
+  ]);
+});
+
+t.test('the background loop advances tasks on its own', async (t) => {
+  const h = await harness(t, { settings: { approval: { autoAfterSeconds: 0 }, taskStepMs: 0 } });
+  await h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      buyer_ref: 'bg',
+      brand_manifest: { url: 'https://acme.example' },
+      packages: [
+        {
+          buyer_ref: 'p',
+          product_id: 'dooh_transit_network',
+          pricing_option_id: 'transit_cpm',
+          budget: 2000,
+        },
+      ],
+      start_time: { type: 'asap' },
+      end_time: new Date(START + 86400_000).toISOString(),
+      push_notification_config: { url: 'https://b.example/h', operation_id: 'op-bg' },
+    },
+    buyer(h),
+  );
+  h.core.start();
+  h.core.start(); // idempotent
+  for (let i = 0; i < 200 && h.notifications.of('taskStatusChanged').length < 2; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  await h.core.stop();
+  t.same(
+    h.notifications.of('taskStatusChanged').map((c) => c.status),
+    ['working', 'completed'],
+  );
+});
+
+t.test('the persisted clock carries virtual time across restarts', async (t) => {
+  const h = await harness(t);
+  await migrateAgents(h.pool, h.schema);
+  const fast = await loadClock(h.pool, h.schema, 3600);
+  t.equal(fast.speed, 3600);
+  t.ok(fast.realDelayMs(3600_000) === 1000, 'an hour of virtual time is a second');
+  const again = await loadClock(h.pool, h.schema, 3600);
+  t.ok(again.nowMs() >= fast.nowMs() - 5, 'same anchor');
+  const reached = fast.nowMs();
+  const slower = await loadClock(h.pool, h.schema, 1);
+  t.ok(slower.nowMs() >= reached, 'changing speed never goes backwards');
+  t.equal(slower.speed, 1);
+  t.throws(() => new SpeedClock({ speed: 0 }), RangeError);
+  const m = new ManualClock(0);
+  m.set(new Date(5000));
+  t.equal(m.nowMs(), 5000);
+});
+
+t.test('validation helpers', async (t) => {
+  t.equal(fieldPath(['packages', 0, 'budget']), 'packages[0].budget');
+  t.equal(fieldPath([0, 'x']), '[0].x');
+  t.equal(fieldPath([]), '');
+  const e = (() => {
+    try {
+      parseParams(z.object({ a: z.number() }), { a: 'x' });
+    } catch (err) {
+      return err as TaskError;
+    }
+  })();
+  t.equal(e?.code, 'VALIDATION_ERROR');
+  t.equal(e?.field, 'a');
+  t.same(defaultSettings(brandProfile('svc')).windowedPullGranularities, ['hourly']);
+});
