@@ -7,7 +7,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { PgReplayStore } from '../receiver/replay/pg-replay-store.js';
+import { RedisReplayStore } from '../receiver/replay/redis-replay-store.js';
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
+import { createRedis, hashTaggedPrefix } from '../shared/infra/redis.js';
 
 const DURATION_MS = 3000;
 const MAX_OPS = 60_000;
@@ -72,5 +74,33 @@ export async function run(): Promise<void> {
   } finally {
     await dropSchema(pool, schema).catch(() => {});
     await pool.end();
+  }
+  await runRedis();
+}
+
+/** The optional Redis store, for comparison (not durable here: see its header). */
+async function runRedis(): Promise<void> {
+  const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const prefix = hashTaggedPrefix(`bench_replay_${randomBytes(4).toString('hex')}`);
+  try {
+    const store = new RedisReplayStore(redis, { prefix, perKeyidCap: 10_000_000 });
+    for (const concurrency of [8, 32]) {
+      const tag = randomBytes(3).toString('hex');
+      const seq = await drive(concurrency, async (i) => {
+        const kid = `kid-${i % 8}`;
+        const nonce = `${tag}-${i}`;
+        if (await store.atCap(kid)) throw new Error('unexpected cap');
+        if (await store.seen(kid, nonce)) throw new Error('unexpected replay');
+        if ((await store.insert(kid, nonce, 360)) !== 'inserted') throw new Error('not inserted');
+      });
+      process.stdout.write(
+        `redis keyids=8 concurrency=${String(concurrency).padStart(2)}  ` +
+          `atCap+seen+insert ${seq.perSecond.toFixed(0).padStart(6)}/s (${seq.ops})\n`,
+      );
+    }
+  } finally {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
   }
 }
