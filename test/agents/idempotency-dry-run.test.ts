@@ -25,7 +25,7 @@ const buy = (extra: Record<string, unknown> = {}) => ({
 });
 
 async function count(
-  h: { pool: import('pg').Pool; schema: string },
+  h: { pool: Pool; schema: string },
   table: string,
 ): Promise<number> {
   const { rows } = await h.pool.query<{ n: string }>(
