@@ -11,7 +11,6 @@ import type { ReceivedEvent } from '../../receiver/publish/types.js';
 import { testDatabase } from '../helpers/db.js';
 import { startApp } from './support/app.js';
 import {
-  envelope,
   inlineResolver,
   makeSender,
   MemoryReplayStore,
