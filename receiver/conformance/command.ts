@@ -30,7 +30,9 @@ export interface SenderCommandFlags {
   junit?: string;
 }
 
-export class UsageError extends Error {}
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 

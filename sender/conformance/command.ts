@@ -38,7 +38,9 @@ export interface ReceiverCommandFlags {
   yes?: boolean;
 }
 
-export class UsageError extends Error {}
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
 
 function checkUrl(value: string, flag: string): string {
   try {
