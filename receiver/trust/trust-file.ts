@@ -89,6 +89,18 @@ const sender = z
         message: 'exactly one of jwks, jwks_uri or agent_url is required',
       });
     }
+    const kids = new Set<string>();
+    s.jwks?.keys.forEach((k, i) => {
+      // Same rule as a fetched JWKS: a repeated kid makes the whole set ambiguous.
+      if (kids.has(k.kid)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['jwks', 'keys', i, 'kid'],
+          message: `duplicate kid "${k.kid}"`,
+        });
+      }
+      kids.add(k.kid);
+    });
     if (s.pins?.adagents_url && !s.pins.agent_url && !s.agent_url) {
       ctx.addIssue({
         code: 'custom',

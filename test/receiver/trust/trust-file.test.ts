@@ -77,6 +77,10 @@ t.test('each bad field is named', async (t) => {
       (v) => ((v.senders[0] as Record<string, unknown>).jwks_uri = 'https://x.example/j'),
     ],
     ['senders[0].jwks.keys[0].kid', (v) => ((v.senders[0] as any).jwks.keys[0].kid = '')],
+    [
+      'senders[0].jwks.keys[1].kid',
+      (v) => (v.senders[0] as any).jwks.keys.push({ kid: 'k1', kty: 'OKP' }),
+    ],
     ['senders[0].colour', (v) => ((v.senders[0] as Record<string, unknown>).colour = 'red')],
     [
       'senders[2].pins.adagents_url',
