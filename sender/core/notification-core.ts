@@ -13,6 +13,7 @@ import {
   type TaskStatus,
   type WebhookTaskType,
 } from '../../shared/envelope/task-status.js';
+import { DuplicateKeyInputError } from '../../shared/errors/task-errors.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import { silentLogger } from '../../shared/infra/logger.js';
 import type { Pool, PoolClient } from '../../shared/infra/pg.js';
@@ -39,20 +40,24 @@ import {
 /** Raw JSON text from a caller that did not parse it; refused when it repeats a key. */
 export type JsonObjectInput = Record<string, unknown> | string;
 
-export class NotificationInputError extends Error {
-  readonly id: 'duplicate_key_input' | 'invalid_json_input';
+/** Raw JSON input that repeats a key: `duplicate_key_input` (400), naming the field. */
+export class DuplicateKeyInError extends DuplicateKeyInputError {
   readonly field: string;
-  readonly duplicateKeys: string[];
-  constructor(id: NotificationInputError['id'], field: string, duplicateKeys: string[] = []) {
-    super(
-      id === 'duplicate_key_input'
-        ? `${field} repeats object keys (${duplicateKeys.length})`
-        : `${field} is not a JSON object`,
-    );
-    this.name = 'NotificationInputError';
-    this.id = id;
+  constructor(field: string, duplicateKeys: string[]) {
+    super(duplicateKeys);
     this.field = field;
-    this.duplicateKeys = duplicateKeys;
+  }
+}
+
+/** Raw JSON input that is not a JSON object: `invalid_json_input` (400). */
+export class NotificationInputError extends Error {
+  readonly id = 'invalid_json_input' as const;
+  readonly status = 400;
+  readonly field: string;
+  constructor(field: string) {
+    super(`${field} is not a JSON object`);
+    this.name = 'NotificationInputError';
+    this.field = field;
   }
 }
 
@@ -160,12 +165,12 @@ function objectInput(value: JsonObjectInput, field: string): Record<string, unkn
     parsed = parseStrictJson(value);
   } catch (err) {
     if (err instanceof JsonParseError && err.kind === 'duplicate_key') {
-      throw new NotificationInputError('duplicate_key_input', field, err.duplicateKeys);
+      throw new DuplicateKeyInError(field, err.duplicateKeys);
     }
-    throw new NotificationInputError('invalid_json_input', field);
+    throw new NotificationInputError(field);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new NotificationInputError('invalid_json_input', field);
+    throw new NotificationInputError(field);
   }
   return parsed as Record<string, unknown>;
 }

@@ -4,25 +4,18 @@
  * never dropped later. Legacy credentials select legacy delivery; none selects RFC 9421.
  */
 import { isIP } from 'node:net';
+import { TaskError } from '../../shared/errors/task-errors.js';
+import { legacyCredentialProblem } from '../../shared/legacy/credential.js';
 import { isReservedAddress } from '../../shared/net/ssrf.js';
 import type { DeliveryAuth, WebhookChannel, WebhookTarget } from '../outbox/types.js';
 
 export const OPERATION_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,255}$/;
-export const MIN_LEGACY_CREDENTIAL_LENGTH = 32;
-
-/** The spec's `INVALID_REQUEST` (HTTP 400), naming the field at fault. */
-export class RegistrationError extends Error {
-  readonly code = 'INVALID_REQUEST';
-  readonly status = 400;
-  readonly field: string;
+/** The spec's `INVALID_REQUEST` (HTTP 400), naming the field at fault: a TaskError. */
+export class RegistrationError extends TaskError {
+  declare readonly field: string;
   constructor(field: string, message: string) {
-    super(message);
+    super('INVALID_REQUEST', message, { field });
     this.name = 'RegistrationError';
-    this.field = field;
-  }
-
-  toJSON(): { error: { code: string; message: string; field: string } } {
-    return { error: { code: this.code, message: this.message, field: this.field } };
   }
 }
 
@@ -60,16 +53,15 @@ export function checkTargetUrl(value: unknown, field: string, rules: TargetRules
   return value;
 }
 
-/** A legacy shared secret or token: long enough and not trivially weak. */
-export function checkLegacyCredential(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.length < MIN_LEGACY_CREDENTIAL_LENGTH) {
-    throw new RegistrationError(
-      field,
-      `${field} must be at least ${MIN_LEGACY_CREDENTIAL_LENGTH} characters`,
-    );
-  }
-  if (new Set(value).size < 4) throw new RegistrationError(field, `${field} is too weak`);
-  return value;
+/** A legacy shared secret or token: at least 32 characters and not trivially weak. */
+export function checkLegacyCredential(
+  value: unknown,
+  field: string,
+  scheme?: 'Bearer' | 'HMAC-SHA256',
+): string {
+  const problem = legacyCredentialProblem(value, scheme ? { scheme } : {});
+  if (problem !== null) throw new RegistrationError(field, `${field}: ${problem}`);
+  return value as string;
 }
 
 /** `authentication` block → delivery auth; absent → RFC 9421. */
@@ -85,10 +77,15 @@ export function deliveryAuthOf(value: unknown, field: string): DeliveryAuth {
       `${field}.schemes must hold exactly one scheme`,
     );
   }
-  const secret = checkLegacyCredential(credentials, `${field}.credentials`);
-  if (schemes[0] === 'HMAC-SHA256') return { mode: 'hmac', secret };
-  if (schemes[0] === 'Bearer') return { mode: 'bearer', token: secret };
-  throw new RegistrationError(`${field}.schemes`, `${field}.schemes must be HMAC-SHA256 or Bearer`);
+  const scheme = schemes[0];
+  if (scheme !== 'HMAC-SHA256' && scheme !== 'Bearer') {
+    throw new RegistrationError(
+      `${field}.schemes`,
+      `${field}.schemes must be HMAC-SHA256 or Bearer`,
+    );
+  }
+  const secret = checkLegacyCredential(credentials, `${field}.credentials`, scheme);
+  return scheme === 'HMAC-SHA256' ? { mode: 'hmac', secret } : { mode: 'bearer', token: secret };
 }
 
 export interface PushRegistration {

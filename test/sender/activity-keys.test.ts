@@ -14,7 +14,7 @@ import {
   type AttemptRecord,
 } from '../../sender/activity/activity-log.js';
 import { KeySet, KeySetError, writeNewKey } from '../../sender/keys/key-set.js';
-import type { brandJson} from '../../sender/keys/router.js';
+import type { brandJson } from '../../sender/keys/router.js';
 import { keysRouter } from '../../sender/keys/router.js';
 import { SenderMetrics } from '../../sender/metrics.js';
 import { newIdempotencyKey } from '../../sender/outbox/keys.js';

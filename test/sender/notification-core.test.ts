@@ -8,6 +8,7 @@ import {
   NotificationInputError,
 } from '../../sender/core/notification-core.js';
 import { RegistrationError } from '../../sender/core/registration.js';
+import { DuplicateKeyInputError, TaskError } from '../../shared/errors/task-errors.js';
 import { KeySet } from '../../sender/keys/key-set.js';
 import { senderHarness, startReceiver } from './harness.js';
 
@@ -231,8 +232,9 @@ t.test('raw JSON input with a duplicate key is refused (duplicate_key_input)', a
   });
   await t.rejects(
     core.taskStatusChanged({ ...base, result: '[{"x":1,"x":1}]' }),
-    NotificationInputError,
+    DuplicateKeyInputError,
   );
+  await t.rejects(core.taskStatusChanged({ ...base, result: '"text"' }), NotificationInputError);
   await t.rejects(core.taskStatusChanged({ ...base, result: '{"x":' }), {
     id: 'invalid_json_input',
   });

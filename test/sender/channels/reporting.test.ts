@@ -394,3 +394,17 @@ t.test('tick counts every event of buys handled in parallel lanes', async (t) =>
   t.equal(await h.channels.tick(Date.parse('2026-03-10T12:00:01Z')), 24);
   t.equal((await h.sink.events()).length, 24);
 });
+
+t.test('loopback targets only when allow-listed', async (t) => {
+  const loopback = { url: 'http://127.0.0.1:9/r', reporting_frequency: 'hourly' };
+  const strict = await harness(t, { start: T0 });
+  await t.rejects(
+    strict.channels.mediaBuyChannelsConfigured({ mediaBuyId: 'mb_lo', reportingWebhook: loopback }),
+    { code: 'INVALID_REQUEST', field: 'reporting_webhook.url' },
+  );
+  for (const options of [{ allowHosts: ['127.0.0.1'] }, { allowInsecureUrls: true }]) {
+    const open = await harness(t, { start: T0, ...options });
+    await open.channels.mediaBuyChannelsConfigured({ mediaBuyId: 'mb_lo', reportingWebhook: loopback });
+    t.equal(await open.channels.tick(Date.parse('2026-03-10T11:00:01Z')), 1, JSON.stringify(options));
+  }
+});
