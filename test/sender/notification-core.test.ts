@@ -210,6 +210,7 @@ t.test('registration checks refuse with INVALID_REQUEST', async (t) => {
       () => core.validateRegistration({ pushNotificationConfig: config }),
       RegistrationError,
     );
+    t.throws(() => core.validateRegistration({ pushNotificationConfig: config }), TaskError);
   }
   t.doesNotThrow(() =>
     core.validateRegistration({ pushNotificationConfig: push('https://buyer.example/hook') }),
