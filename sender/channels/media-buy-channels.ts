@@ -64,6 +64,8 @@ export interface MediaBuyChannelsOptions {
   reportingClock?: ReportingClock;
   /** Hosts exempt from https-only and reserved-address refusal (loopback testing). */
   allowHosts?: string[];
+  /** Older spelling: `true` allow-lists the loopback hosts (127.0.0.1, ::1, localhost). */
+  allowInsecureUrls?: boolean;
   /** After a `delayed` report, how long until the data source is asked again (default 300 s). */
   delayedRetrySeconds?: number;
   /** Periods one tick may catch up per buy (default 48). */
@@ -176,7 +178,12 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
     this.tickIntervalMs = clock?.tickIntervalMs ?? 1000;
     this.logger = options.logger ?? silentLogger;
     this.windows = coalescenceWindows(options.coalescence);
-    this.urlPolicy = { allowHosts: options.allowHosts ?? [] };
+    this.urlPolicy = {
+      allowHosts: [
+        ...(options.allowHosts ?? []),
+        ...(options.allowInsecureUrls ? ['127.0.0.1', '::1', 'localhost'] : []),
+      ],
+    };
     this.delayedRetryMs = (options.delayedRetrySeconds ?? 300) * 1000;
     this.maxCatchUp = options.maxCatchUpPeriods ?? 48;
     this.tickBatch = options.tickBatchSize ?? 200;

@@ -404,7 +404,14 @@ t.test('loopback targets only when allow-listed', async (t) => {
   );
   for (const options of [{ allowHosts: ['127.0.0.1'] }, { allowInsecureUrls: true }]) {
     const open = await harness(t, { start: T0, ...options });
-    await open.channels.mediaBuyChannelsConfigured({ mediaBuyId: 'mb_lo', reportingWebhook: loopback });
-    t.equal(await open.channels.tick(Date.parse('2026-03-10T11:00:01Z')), 1, JSON.stringify(options));
+    await open.channels.mediaBuyChannelsConfigured({
+      mediaBuyId: 'mb_lo',
+      reportingWebhook: loopback,
+    });
+    t.equal(
+      await open.channels.tick(Date.parse('2026-03-10T11:00:01Z')),
+      1,
+      JSON.stringify(options),
+    );
   }
 });
