@@ -2,7 +2,7 @@
  * An owner killed mid-publication (SIGKILL, so no cleanup runs) holds the claim; after its
  * lease another receiver takes the key over and the event is published exactly once.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { publishedJwk } from '../../shared/signing/keys.js';
@@ -79,7 +79,7 @@ t.before(async () => {
   await migrate(pool, schema, RECEIVER_MIGRATIONS);
 });
 
-async function survivor(t: Tap.Test, seller: SenderKeys, publisher: Publisher) {
+async function survivor(t: Test, seller: SenderKeys, publisher: Publisher) {
   const receiver = new WebhookReceiver({
     pool,
     schema,

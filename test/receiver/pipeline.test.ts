@@ -1,5 +1,5 @@
-import t from 'tap';
-import { Writable } from 'node:stream';
+import t, { type Test } from 'tap';
+import { Readable, Writable } from 'node:stream';
 import { createLogger } from '../../shared/infra/logger.js';
 import { createPool } from '../../shared/infra/pg.js';
 import { WebhookReceiver, type WebhookReceiverOptions } from '../../receiver/pipeline/receiver.js';
@@ -20,7 +20,7 @@ import { listen, post } from './support/server.js';
 const { pool, schema } = testDatabase(t, 'rpipe');
 
 async function setup(
-  t: Tap.Test,
+  t: Test,
   over: Partial<WebhookReceiverOptions> & { handler?: (e: ReceivedEvent) => unknown } = {},
 ) {
   const seller = await makeSender('seller-a');
@@ -100,7 +100,7 @@ t.test('1 MB + 1 byte: 413, with and without Content-Length', async (t) => {
   const res = await request(url + '/x', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: chunks(),
+    body: Readable.from(chunks()),
   }).catch((err: Error) => err);
   if (res instanceof Error) t.match(res.message, /./, 'server cut the upload short');
   else t.equal(res.statusCode, 413);

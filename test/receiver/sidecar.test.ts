@@ -3,7 +3,7 @@
  * forwarding to a local app and enqueueing for a pulling app, health, metrics, hostile
  * input and graceful shutdown.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { request } from 'undici';
 import { Sidecar, type SidecarOptions } from '../../receiver/sidecar/server.js';
@@ -34,7 +34,7 @@ t.before(async () => {
 });
 
 async function sidecar(
-  t: Tap.Test,
+  t: Test,
   over: Partial<SidecarOptions> = {},
   app: (hit: AppHit) => Promise<number> | number = () => 200,
 ) {
