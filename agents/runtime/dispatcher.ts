@@ -77,6 +77,20 @@ export class TaskDispatcher {
       return await this.run(req);
     } catch (err) {
       if (err instanceof TaskError) return err;
+      // The sender's registration refusals (RegistrationError, NotificationInputError)
+      // are the request's fault: INVALID_REQUEST naming the field.
+      const e = err as {
+        name?: string;
+        code?: string;
+        id?: string;
+        field?: string;
+        message?: string;
+      };
+      if (e?.name === 'RegistrationError' || e?.name === 'NotificationInputError') {
+        return taskError('INVALID_REQUEST', e.message ?? 'webhook registration refused', {
+          ...(e.field ? { field: e.field } : {}),
+        });
+      }
       throw err;
     }
   }

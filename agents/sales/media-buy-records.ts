@@ -72,7 +72,7 @@ export async function loadBuy(
   );
   const buy = rows[0];
   if (!buy || (principalId !== null && buy.principal_id !== principalId)) {
-    throw taskError('MEDIA_BUY_NOT_FOUND', `no media buy ${mediaBuyId.slice(0, 80)}`, {
+    throw taskError('MEDIA_BUY_NOT_FOUND', `no media buy ${String(mediaBuyId).slice(0, 80)}`, {
       field: options.field ?? 'media_buy_id',
     });
   }

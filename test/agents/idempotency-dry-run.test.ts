@@ -24,10 +24,7 @@ const buy = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function count(
-  h: { pool: Pool; schema: string },
-  table: string,
-): Promise<number> {
+async function count(h: { pool: Pool; schema: string }, table: string): Promise<number> {
   const { rows } = await h.pool.query<{ n: string }>(
     `SELECT count(*) AS n FROM ${h.schema}.${table}`,
   );
