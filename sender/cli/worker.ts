@@ -19,6 +19,7 @@ import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../schema.js';
 
 export interface WorkerCommandOptions {
   keysDir: string;
+  /** Deliveries in flight in this process. */
   concurrency: number;
   perOrigin: number;
   schema?: string;
@@ -65,7 +66,9 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     signer: { key: keys.signingKey(), profile },
     connection: workerRedis,
     ...(o.prefix ? { prefix: o.prefix } : {}),
-    concurrency: o.concurrency,
+    // A batch job carries up to 50 first attempts; fewer jobs than deliveries suffice.
+    concurrency: Math.max(4, Math.ceil(o.concurrency / 8)),
+    maxInFlight: o.concurrency,
     perOriginConcurrency: o.perOrigin,
     allowHosts: allowHostsOf(config.SVC_SENDER_ALLOW_HOSTS),
     activity,
