@@ -78,6 +78,8 @@ export interface WebhookReceiverOptions {
   publisher: Publisher;
   logger?: Logger;
   maxBodyBytes?: number;
+  /** Longest wait for the next body chunk before the request is answered 400 (default 10 s). */
+  bodyIdleTimeoutMs?: number;
   /** Milliseconds since the epoch; defaults to Date.now. */
   clock?: () => number;
   /** Claim lease before another process may take an unfinished key over (default 30 s). */
@@ -197,6 +199,7 @@ export class WebhookReceiver {
         req.body,
         this.maxBody,
         headerValue(req.headers, 'content-length'),
+        this.o.bodyIdleTimeoutMs,
       );
     } catch (err) {
       if (err instanceof BodyTooLargeError) {

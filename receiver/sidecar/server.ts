@@ -42,6 +42,7 @@ export interface SidecarOptions {
   logger?: Logger;
   leaseMs?: number;
   maxBodyBytes?: number;
+  bodyIdleTimeoutMs?: number;
   maxKeysPerSender?: number;
   /** Retention purge interval (default 60 s; 0 disables). */
   purgeIntervalMs?: number;
@@ -107,6 +108,7 @@ export class Sidecar {
       publisher,
       logger: log,
       maxBodyBytes: o.maxBodyBytes,
+      bodyIdleTimeoutMs: o.bodyIdleTimeoutMs,
       clock: o.clock,
       leaseMs: o.leaseMs,
       maxKeysPerSender: o.maxKeysPerSender,

@@ -373,3 +373,45 @@ t.test('legacy HMAC route: identity from the registration, mode mismatches, step
   const bad = await post(url, dup, hmac(dup));
   t.equal(bad.headers['www-authenticate'], 'Signature error="webhook_body_malformed"');
 });
+
+t.test('hostile bodies and header bytes: stalled, cut short, non-ASCII signature', async (t) => {
+  const { s, deliver } = await sidecar(t, { bodyIdleTimeoutMs: 300 });
+  const { port } = new URL(s.url);
+  const raw = (head: string, body = '', end = false) =>
+    new Promise<string>((resolve) => {
+      const sock = connect(Number(port), '127.0.0.1', () => {
+        sock.write(head + body);
+        if (end) sock.end();
+      });
+      let got = '';
+      sock.setTimeout(5000, () => sock.destroy());
+      sock.on('data', (d) => {
+        got += d;
+        if (/\r\n\r\n/.test(got)) sock.destroy();
+      });
+      sock.on('close', () => resolve(got));
+      sock.on('error', () => resolve(got));
+    });
+  // declares 100 bytes, sends 10, then stalls: answered, not held
+  const stalled = await raw(
+    'POST /w HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n',
+    '{"a":12345',
+  );
+  t.match(stalled, /^HTTP\/1\.1 400/);
+  t.match(stalled, /body_incomplete/);
+  // cut short: the client goes away mid-body; the server stays up
+  await raw(
+    'POST /w HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n',
+    '{"a":',
+    true,
+  );
+  // a signature header carrying raw non-ASCII bytes
+  const odd = await raw(
+    'POST /w HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n' +
+      'Signature-Input: sig1=("@method");keyid="\xff\xfe"\r\nSignature: sig1=:AAAA:\r\n\r\n',
+    '{}',
+  );
+  t.match(odd, /^HTTP\/1\.1 401/);
+  t.match(odd, /webhook_signature_header_malformed/);
+  t.equal((await deliver(envelope())).status, 200, 'still serving');
+});
