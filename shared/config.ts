@@ -121,6 +121,24 @@ const variables = {
     schema: z.enum(['0', '1']).default('0'),
     accepts: '1 to commit nonces without waiting for the WAL flush (faster; see PgReplayStore)',
   },
+  SVC_AGENTS_CLOCK_SPEED: {
+    schema: z.coerce.number().positive().max(1_000_000).default(1),
+    accepts: 'virtual seconds per real second for agent tasks and delivery simulation (> 0)',
+  },
+  SVC_AGENTS_APPROVAL: {
+    schema: z
+      .string()
+      .regex(/^(manual|never|\d{1,7})$/)
+      .default('30'),
+    accepts: 'manual, never, or the seconds after which pending media buys are approved',
+  },
+  SVC_AGENTS_WINDOWED_GRANULARITIES: {
+    schema: z
+      .string()
+      .regex(/^((hourly|daily|weekly|monthly)(,(hourly|daily|weekly|monthly))*)?$/)
+      .default('hourly'),
+    accepts: 'comma-separated windowed_pull_granularities (hourly, daily...); empty for none',
+  },
 } as const;
 
 type Variables = typeof variables;

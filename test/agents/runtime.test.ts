@@ -261,3 +261,38 @@ t.test('validation helpers', async (t) => {
   t.equal(e?.field, 'a');
   t.same(defaultSettings(brandProfile('svc')).windowedPullGranularities, ['hourly']);
 });
+
+t.test('settings from the environment', async (t) => {
+  const { loadConfig, ConfigError } = await import('../../shared/config.js');
+  const { agentOptionsFromConfig } = await import('../../agents/config.js');
+  const d = agentOptionsFromConfig(loadConfig({}));
+  t.equal(d.clockSpeed, 1);
+  t.same(d.settings.approval, { autoAfterSeconds: 30 });
+  t.same(d.settings.windowedPullGranularities, ['hourly']);
+  const c = agentOptionsFromConfig(
+    loadConfig({
+      SVC_AGENTS_CLOCK_SPEED: '60',
+      SVC_AGENTS_APPROVAL: 'manual',
+      SVC_AGENTS_WINDOWED_GRANULARITIES: 'hourly,daily',
+      SVC_RETRY_HORIZON_SECONDS: '172800',
+    }),
+  );
+  t.equal(c.clockSpeed, 60);
+  t.equal(c.settings.approval, 'manual');
+  t.same(c.settings.windowedPullGranularities, ['hourly', 'daily']);
+  t.equal(c.settings.webhookSigning?.deliveryRetryHorizonSeconds, 172800);
+  t.equal(
+    agentOptionsFromConfig(loadConfig({ SVC_AGENTS_APPROVAL: 'never' })).settings.approval,
+    'never',
+  );
+  const bad: Array<[string, string]> = [
+    ['SVC_AGENTS_CLOCK_SPEED', '0'],
+    ['SVC_AGENTS_CLOCK_SPEED', 'fast'],
+    ['SVC_AGENTS_APPROVAL', 'sometimes'],
+    ['SVC_AGENTS_APPROVAL', '-5'],
+    ['SVC_AGENTS_WINDOWED_GRANULARITIES', 'minutely'],
+  ];
+  for (const [name, value] of bad) {
+    t.throws(() => loadConfig({ [name]: value }), ConfigError, `${name}=${value}`);
+  }
+});
