@@ -144,8 +144,10 @@ const trustSchema = z
   .strictObject({
     $schema: z.string().optional(),
     senders: z.array(sender),
-    /** Applies to every sender without its own `revocation_url`. */
+    /** A list that applies to every sender (each sender may also name its own). */
     revocation_url: fetchUrl.optional(),
+    /** Kids revoked by the operator, whatever the lists say (PolledRevocationCheck). */
+    revoked_kids: z.array(z.string().min(1)).default([]),
     delivery_retry_horizon_seconds: horizon.optional(),
     legacy: z.array(legacy).default([]),
   })

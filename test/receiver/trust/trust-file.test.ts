@@ -35,6 +35,7 @@ const good = {
     },
   ],
   revocation_url: 'https://ops.example/revocations.json',
+  revoked_kids: ['old-kid'],
   legacy: [
     { path_prefix: '/hooks/a', sender: 'seller-a', scheme: 'HMAC-SHA256', secrets: [SECRET] },
     { path_prefix: '/hooks/a/bearer', sender: 'seller-a', scheme: 'Bearer', token: TOKEN },
@@ -61,6 +62,8 @@ t.test('a complete trust file parses with its types', async (t) => {
   t.equal(trust.senders[2]!.delivery_retry_horizon_seconds, 86400);
   t.equal(trust.legacy.length, 2);
   t.same(parseTrust({ senders: [] }).legacy, [], 'legacy defaults to none');
+  t.same(trust.revoked_kids, ['old-kid']);
+  t.same(parseTrust({ senders: [] }).revoked_kids, []);
 });
 
 t.test('each bad field is named', async (t) => {
@@ -109,6 +112,7 @@ t.test('each bad field is named', async (t) => {
     ['legacy[0].path_prefix', (v) => ((v.legacy[0] as any).path_prefix = 'hooks')],
     ['legacy[1].path_prefix', (v) => ((v.legacy[1] as any).path_prefix = '/hooks/a/')],
     ['revocation_url', (v) => (v.revocation_url = 'https://u:p@x.example/')],
+    ['revoked_kids[0]', (v) => (v.revoked_kids = [''])],
     ['senders', (v) => delete (v as Record<string, unknown>).senders],
     ['extra', (v) => ((v as Record<string, unknown>).extra = 1)],
   ];
