@@ -16,7 +16,7 @@ function dateStamps(atMs: number): string[] {
 export function timestampIn(key: string, atMs: number): string | null {
   const nowS = atMs / 1000;
   for (const run of key.match(/\d{10,}/g) ?? []) {
-    for (let len = 10; len <= Math.min(13, run.length); len += 3) {
+    for (const len of [13, 10].filter((l) => l <= run.length)) {
       for (let i = 0; i + len <= run.length; i++) {
         const v = Number(run.slice(i, i + len));
         const seconds = len === 13 ? v / 1000 : v;

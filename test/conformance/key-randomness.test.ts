@@ -1,0 +1,42 @@
+import t from 'tap';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { judgeKeyRandomness, timestampIn } from '../../receiver/conformance/key-randomness.js';
+
+const at = Date.UTC(2026, 4, 26, 10, 0, 0);
+
+t.test('CSPRNG keys are never flagged (2000 runs of three keys)', async (t) => {
+  let flagged = 0;
+  for (let i = 0; i < 2000; i++) {
+    const keys = [0, 1, 2].map(() => ({ key: `whk_${randomUUID().replaceAll('-', '')}`, at }));
+    if (judgeKeyRandomness(keys).problems.length) flagged++;
+  }
+  t.equal(flagged, 0);
+  const b64 = [0, 1].map(() => ({ key: randomBytes(16).toString('base64url'), at }));
+  t.same(judgeKeyRandomness(b64).problems, []);
+});
+
+t.test('clock readings are found: seconds, milliseconds, dates', async (t) => {
+  t.equal(timestampIn(`whk_${Math.floor(at / 1000)}`, at), String(Math.floor(at / 1000)));
+  t.equal(timestampIn(`k-${at}-x`, at), String(at));
+  t.equal(timestampIn('whk_20260526_example_000031', at), '20260526');
+  t.equal(timestampIn('whk_2026-05-25_x', at), '2026-05-25', 'a day either side');
+  t.equal(timestampIn('whk_20250526_x', at), null, 'a year off is not the capture date');
+  t.equal(timestampIn('whk_1234567890123456', at), null);
+});
+
+t.test('counters and narrow keys are flagged', async (t) => {
+  const counter = judgeKeyRandomness(
+    ['evt-000000000101', 'evt-000000000102', 'evt-000000000107'].map((key) => ({ key, at })),
+  );
+  t.match(counter.problems.join(' '), /small counter/);
+  const narrow = judgeKeyRandomness(
+    ['fixed_prefix_abcdefgh_AAA1', 'fixed_prefix_abcdefgh_AAB2'].map((key) => ({ key, at })),
+  );
+  t.match(narrow.problems.join(' '), /bits vary/);
+  t.ok((narrow.estimatedBits ?? 99) < 64);
+  t.same(
+    judgeKeyRandomness([{ key: `whk_${randomUUID()}`, at }]).estimatedBits,
+    null,
+    'one key: no comparison',
+  );
+});
