@@ -202,3 +202,14 @@ t.test('concurrent misses share one fetch', async (t) => {
   t.ok(got.every((g) => g?.senderId === 'seller-b'));
   t.equal(srv.hits('/jwks.json'), 1);
 });
+
+t.test('cache policy is clamped to the supplement bounds', async (t) => {
+  const { clampPolicy, DEFAULT_CACHE_POLICY } =
+    await import('../../../receiver/keys/remote-key-set.js');
+  t.same(clampPolicy({}), DEFAULT_CACHE_POLICY);
+  t.equal(DEFAULT_CACHE_POLICY.refetchCooldownMs, 30_000);
+  const p = clampPolicy({ ttlMs: 3_600_000, negativeTtlMs: 600_000, refetchCooldownMs: -1 });
+  t.equal(p.ttlMs, 30 * 60_000, 'TTL at most 30 min');
+  t.equal(p.negativeTtlMs, 60_000, 'negative cache at most 60 s');
+  t.equal(p.refetchCooldownMs, 0);
+});
