@@ -13,6 +13,7 @@ import {
   loadAgentSecrets,
   type AgentAuthKeys,
 } from './auth/authenticate.js';
+import { onboardPrincipal, revokeApiKeys } from './auth/principal-admin.js';
 import { AGENT_KINDS, type AgentKind, type Permissions } from './auth/principal.js';
 import { publishCapabilitiesChange, registerCommonTasks } from './common/capabilities.js';
 import { getPreview, registerCreativeAgentTasks } from './creative/creative-agent.js';
@@ -78,6 +79,15 @@ export interface AgentsCore {
     ttlSeconds?: number,
   ): Promise<string>;
   demoCredentials(): Promise<DemoCredential[]>;
+  /** Creates/updates a principal and issues a new API key (shown once). */
+  onboardPrincipal(input: {
+    agent: AgentKind;
+    principalId: string;
+    name?: string;
+    permissions: Permissions;
+    agentAccess?: boolean;
+  }): Promise<{ agent: AgentKind; principal_id: string; api_key: string }>;
+  revokeApiKeys(agent: AgentKind, principalId: string): Promise<number>;
   getPreview(previewId: string): Promise<{ html: string; expires_at: string } | null>;
   validateProductAuthorization(body: unknown): ProductAuthorizationResult;
   publishCapabilitiesChange(
@@ -170,6 +180,8 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
         ...(ttlSeconds ? { ttlSeconds } : {}),
       }),
     demoCredentials: () => demoCredentials(pool, schema),
+    onboardPrincipal: (input) => onboardPrincipal(pool, schema, input),
+    revokeApiKeys: (agent, principalId) => revokeApiKeys(pool, schema, agent, principalId),
     getPreview: (id) => getPreview(pool, schema, clock, id),
     validateProductAuthorization: (body) =>
       validateProductAuthorization(body, settings.publishers, clock.now()),

@@ -229,3 +229,36 @@ t.test('EdDSA keys and an extra JWKS resolver', async (t) => {
     'AUTH_INVALID',
   );
 });
+
+t.test('onboarding a principal issues a working API key; revocation ends it', async (t) => {
+  const h = await harness(t);
+  const { api_key } = await h.core.onboardPrincipal({
+    agent: 'sales',
+    principalId: 'agency-42',
+    permissions: { media_buys: ['read'] },
+  });
+  t.match(api_key, /^sales_/);
+  t.equal((await h.ok('sales', 'get_media_buys', {}, { apiKey: api_key })).status, 'completed');
+  t.equal(
+    (await h.err('sales', 'create_media_buy', {}, { apiKey: api_key })).code,
+    'INSUFFICIENT_PERMISSIONS',
+  );
+  t.equal(
+    (await h.err('creative', 'preview_creative', {}, { apiKey: api_key })).code,
+    'AUTH_INVALID',
+  );
+  t.equal(await h.core.revokeApiKeys('sales', 'agency-42'), 1);
+  t.equal((await h.err('sales', 'get_media_buys', {}, { apiKey: api_key })).code, 'AUTH_INVALID');
+  await t.rejects(
+    h.core.onboardPrincipal({ agent: 'sales', principalId: 'bad id', permissions: {} }),
+    { code: 'VALIDATION_ERROR' },
+  );
+  await t.rejects(
+    h.core.onboardPrincipal({
+      agent: 'sales',
+      principalId: 'p',
+      permissions: { media_buys: ['fly'] } as never,
+    }),
+    { code: 'VALIDATION_ERROR', field: 'permissions' },
+  );
+});
