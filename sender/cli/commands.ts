@@ -2,7 +2,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { brandProfile, BRANDS, type Brand } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
-import { LOCAL_DATABASE_URL } from '../../shared/infra/pg.js';
 
 function positiveInt(max: number) {
   return (value: string): number => {
@@ -73,6 +72,14 @@ export function registerSenderCommands(program: Command): void {
         const keysDir = opts.keys ?? config.SVC_KEYS_DIR;
         if (!keysDir) throw new Error('give --keys DIR or set SVC_KEYS_DIR (svc keys generate)');
         const { runWorker } = await import('./worker.js');
+        const { pingRedis, resolveDatabaseUrl, redactUrl } =
+          await import('../../shared/infra/services.js');
+        await resolveDatabaseUrl(config.DATABASE_URL);
+        if (!(await pingRedis(config.REDIS_URL))) {
+          throw new Error(
+            `Redis at ${redactUrl(config.REDIS_URL)} does not answer: workers share the agents' Redis; set REDIS_URL`,
+          );
+        }
         await runWorker(config, {
           keysDir,
           concurrency: opts.concurrency ?? config.SVC_WORKER_CONCURRENCY,
@@ -111,21 +118,29 @@ export function registerSenderCommands(program: Command): void {
       ) => {
         const config = loadConfigOrExit();
         const { runSend } = await import('./send.js');
+        const { ensureRedis, resolveDatabaseUrl } = await import('../../shared/infra/services.js');
         const keysDir = opts.keys ?? config.SVC_KEYS_DIR;
-        process.exitCode = await runSend({
-          url,
-          brand: opts.brand ?? config.SVC_BRAND,
-          timeoutSeconds: opts.timeout,
-          databaseUrl: config.DATABASE_URL ?? LOCAL_DATABASE_URL,
-          redisUrl: config.REDIS_URL,
-          out: process.stdout,
-          err: process.stderr,
-          ...(opts.payload ? { payloadFile: opts.payload } : {}),
-          ...(keysDir ? { keysDir } : {}),
-          ...(config.SVC_SIGNING_KID ? { signingKid: config.SVC_SIGNING_KID } : {}),
-          ...(opts.hmac ? { hmacSecret: opts.hmac } : {}),
-          ...(opts.bearer ? { bearerToken: opts.bearer } : {}),
-        });
+        const databaseUrl = await resolveDatabaseUrl(config.DATABASE_URL);
+        // Nothing else needs to run: without a Redis, a private one serves this one send.
+        const redis = await ensureRedis(config.REDIS_URL, config.SVC_DATA_DIR);
+        try {
+          process.exitCode = await runSend({
+            url,
+            brand: opts.brand ?? config.SVC_BRAND,
+            timeoutSeconds: opts.timeout,
+            databaseUrl,
+            redisUrl: redis.url,
+            out: process.stdout,
+            err: process.stderr,
+            ...(opts.payload ? { payloadFile: opts.payload } : {}),
+            ...(keysDir ? { keysDir } : {}),
+            ...(config.SVC_SIGNING_KID ? { signingKid: config.SVC_SIGNING_KID } : {}),
+            ...(opts.hmac ? { hmacSecret: opts.hmac } : {}),
+            ...(opts.bearer ? { bearerToken: opts.bearer } : {}),
+          });
+        } finally {
+          await redis.stop();
+        }
       },
     );
 }
