@@ -34,6 +34,13 @@ const worker = new DeliveryWorker({
   purgeEveryMs: 0,
 });
 process.stdout.write('ready\n');
+const startCpu = process.cpuUsage();
 process.on('SIGTERM', () => {
-  void worker.close().then(() => process.exit(0));
+  void worker.close().then(() => {
+    if (env.BENCH_CPU_REPORT) {
+      const u = process.cpuUsage(startCpu);
+      process.stderr.write(`worker cpu ${((u.user + u.system) / 1000).toFixed(0)} ms\n`);
+    }
+    process.exit(0);
+  });
 });
