@@ -177,3 +177,62 @@ t.test('the wrong brand fails at the tag step, as the vectors README says', asyn
   t.equal(positive.status, 'failed');
   t.match(positive.detail, /webhook_signature_tag_invalid/);
 });
+
+t.test(
+  '--trust-vector-keys: vectors signed by their own keys where the receiver trusts them',
+  async (t) => {
+    const { brandProfile } = await import('../../shared/brand.js');
+    const { loadKeys, publicJwk } = await import('../helpers/vectors.js');
+    const adcp = brandProfile('adcp');
+    const keys = await testerKeys(adcp);
+    const trusted = { ...keys, jwks: [...keys.jwks, ...loadKeys().map(publicJwk)] };
+    const r = await realReceiver(t, db, trusted, '3.2', adcp);
+    const report = await gradeReceiver({
+      target: r.url,
+      profile: adcp,
+      protocolVersion: '3.2',
+      keys: [keys.ed],
+      trustVectorKeys: true,
+      countUrl: r.countUrl,
+      harnessUrl: r.harnessUrl,
+      timeoutMs: 5000,
+    });
+    t.same(byStatus(report, 'failed'), [], explain(report));
+    const detail = (id: string) => report.checks.find((c) => c.id === id)?.detail ?? '';
+    t.match(detail('vector.positive.002-es256-post'), /vector key test-es256-webhook-2026/);
+    t.match(detail('vector.positive.008-request-signing-key-reuse'), /test-wrong-purpose-2026/);
+    t.match(detail('vector.negative.008-wrong-adcp-use'), /test-response-purpose-2026/);
+    t.equal(
+      report.checks.find((c) => c.id === 'vector.negative.020-key-ops-missing-verify')?.status,
+      'not_applicable',
+      'a JWK override cannot be installed black-box',
+    );
+  },
+);
+
+t.test('--vectors: another folder; a vector without a recipe is not applicable', async (t) => {
+  const { cp, mkdtemp, rm, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { DEFAULT_VECTORS_DIR } = await import('../../sender/conformance/vectors.js');
+  const root = await mkdtemp(join(tmpdir(), 'vectors-'));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  await cp(DEFAULT_VECTORS_DIR, join(root, 'webhook-signing'), { recursive: true });
+  await writeFile(
+    join(root, 'webhook-signing', 'negative', '099-future-defect.json'),
+    JSON.stringify({
+      name: 'a defect this kit does not know',
+      reference_now: 1776520800,
+      request: { method: 'POST', url: 'https://x.example/', headers: {}, body: '{}' },
+      jwks_ref: ['test-ed25519-webhook-2026'],
+      expected_outcome: { success: false, error_code: 'webhook_signature_invalid' },
+    }),
+  );
+  const keys = await testerKeys();
+  const r = await referenceReceiver(t, keys);
+  const report = await grade(r, keys, { vectorsDir: root });
+  const c = report.checks.find((x) => x.id === 'vector.negative.099-future-defect')!;
+  t.equal(c.status, 'not_applicable');
+  t.match(c.detail, /no black-box recipe/);
+  t.equal(report.summary.failed, 0, explain(report));
+});

@@ -44,17 +44,17 @@ export interface TesterKeys {
   jwks: JWK[];
 }
 
-export async function testerKeys(): Promise<TesterKeys> {
+export async function testerKeys(p: BrandProfile = profile): Promise<TesterKeys> {
   const tag = randomBytes(3).toString('hex');
   const ed = (await generateSigningKey('ed25519', `conf-ed-${tag}`)).key;
   const es = (await generateSigningKey('ecdsa-p256-sha256', `conf-es-${tag}`)).key;
   const wrongPurpose = (await generateSigningKey('ed25519', `conf-resp-${tag}`)).key;
   const signOnly = (await generateSigningKey('ed25519', `conf-signonly-${tag}`)).key;
   const jwks = [
-    publishedJwk(ed, profile),
-    publishedJwk(es, profile),
-    { ...publishedJwk(wrongPurpose, profile), [profile.useMember]: 'response-signing' },
-    { ...publishedJwk(signOnly, profile), key_ops: ['sign'] },
+    publishedJwk(ed, p),
+    publishedJwk(es, p),
+    { ...publishedJwk(wrongPurpose, p), [p.useMember]: 'response-signing' },
+    { ...publishedJwk(signOnly, p), key_ops: ['sign'] },
   ];
   return { ed, es, wrongPurpose, signOnly, jwks };
 }
@@ -146,6 +146,7 @@ export async function realReceiver(
   db: { pool: Pool; schema: string },
   keys: TesterKeys,
   protocolVersion: '3.1' | '3.2' = '3.2',
+  brand: BrandProfile = profile,
 ): Promise<GradedReceiver> {
   const dispatched: unknown[] = [];
   const revocation = new HarnessRevocation();
@@ -165,7 +166,7 @@ export async function realReceiver(
   const receiver = new WebhookReceiver({
     pool: db.pool,
     schema: db.schema,
-    profile,
+    profile: brand,
     protocolVersion,
     keys: resolverOver(keys.jwks),
     revocation,
