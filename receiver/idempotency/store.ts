@@ -74,6 +74,7 @@ export class IdempotencyStore {
   private readonly countRefreshMs: number;
   private readonly asyncDoneMark: boolean;
   private readonly counts = new Map<string, SenderCount>();
+  private readonly firstCounts = new Map<string, Promise<number>>();
   private purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(options: IdempotencyStoreOptions) {
@@ -181,6 +182,27 @@ export class IdempotencyStore {
     return rows[0]?.ok === true;
   }
 
+  /** `complete` for many claims in one statement (the pipeline's batcher). */
+  async completeMany(items: Array<{ claim: Claim; outcome: string }>): Promise<boolean[]> {
+    const { rows } = await this.pool.query<{ ord: number; ok: boolean }>(
+      `SELECT b.ord::int AS ord,
+              ${this.schema}.idem_complete(b.sender, b.key, b.owner, b.gen, b.outcome, $6) AS ok
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[])
+         WITH ORDINALITY AS b(sender, key, owner, gen, outcome, ord)`,
+      [
+        items.map((i) => i.claim.sender),
+        items.map((i) => i.claim.key),
+        items.map((i) => i.claim.owner),
+        items.map((i) => i.claim.generation),
+        items.map((i) => i.outcome),
+        this.asyncDoneMark,
+      ],
+    );
+    const out = new Array<boolean>(items.length).fill(false);
+    for (const r of rows) out[r.ord - 1] = r.ok === true;
+    return out;
+  }
+
   /** Gives the claim up after a failed publication, so the sender's retry can take it. */
   async release(claim: Claim): Promise<void> {
     await this.pool.query(
@@ -269,7 +291,14 @@ export class IdempotencyStore {
     let c = this.counts.get(sender);
     const now = Date.now();
     if (!c) {
-      c = { count: await this.countKeys(sender), readAt: now, refreshing: false };
+      // First sight of a sender: concurrent deliveries share one count.
+      let first = this.firstCounts.get(sender);
+      if (!first) {
+        first = this.countKeys(sender).finally(() => this.firstCounts.delete(sender));
+        this.firstCounts.set(sender, first);
+      }
+      const count = await first;
+      c = this.counts.get(sender) ?? { count, readAt: now, refreshing: false };
       this.counts.set(sender, c);
     } else if (now - c.readAt > this.countRefreshMs && !c.refreshing) {
       const entry = c;

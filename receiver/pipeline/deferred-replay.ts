@@ -52,3 +52,23 @@ export class DeferredReplay implements ReplayStore {
     return null;
   }
 }
+
+/**
+ * Shares one in-flight step 9a read per keyid among concurrent deliveries (it is a read of
+ * the same state at the same moment; the insert re-checks the cap atomically anyway).
+ */
+export function coalesceAtCap(inner: ReplayStore): ReplayStore {
+  const pending = new Map<string, Promise<boolean>>();
+  return {
+    atCap(keyid) {
+      let p = pending.get(keyid);
+      if (!p) {
+        p = inner.atCap(keyid).finally(() => pending.delete(keyid));
+        pending.set(keyid, p);
+      }
+      return p;
+    },
+    seen: (keyid, nonce) => inner.seen(keyid, nonce),
+    insert: (keyid, nonce, ttl) => inner.insert(keyid, nonce, ttl),
+  };
+}

@@ -33,7 +33,8 @@ import { TaskConvergence, type OrderingDecision } from '../ordering/convergence.
 import type { Publisher, ReceivedEvent } from '../publish/types.js';
 import type { RouteDecision } from '../trust/trust-file.js';
 import { authenticate, type Authenticated } from './auth.js';
-import { DeferredReplay } from './deferred-replay.js';
+import { Batcher } from './batcher.js';
+import { coalesceAtCap, DeferredReplay } from './deferred-replay.js';
 import {
   BodyReadError,
   BodyTooLargeError,
@@ -126,6 +127,10 @@ export class WebhookReceiver {
   private readonly clock: () => number;
   private readonly retryAfter: number;
   private readonly acceptSql: string;
+  private readonly replay: ReplayStore;
+  private readonly acceptManySql: string;
+  private readonly accepts: Batcher<unknown[], AcceptRow | undefined>;
+  private readonly completes: Batcher<{ claim: Claim; outcome: string }, boolean>;
 
   constructor(options: WebhookReceiverOptions) {
     this.o = options;
@@ -136,6 +141,7 @@ export class WebhookReceiver {
     this.clock = options.clock ?? Date.now;
     this.retryAfter = options.retryAfterSeconds ?? 5;
     this.metrics = options.metrics ?? new ReceiverMetrics();
+    this.replay = coalesceAtCap(options.replay);
     this.idempotency = new IdempotencyStore({
       pool: options.pool,
       schema: this.schema,
@@ -151,11 +157,54 @@ export class WebhookReceiver {
     });
     const params = Array.from({ length: 15 }, (_, i) => `$${i + 1}`).join(', ');
     this.acceptSql = `SELECT * FROM ${this.schema}.accept_delivery(${params})`;
+    this.acceptManySql = `SELECT b.ord::int AS ord, a.* FROM unnest($1::text[], $2::text[],
+        $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[], $8::text[], $9::timestamptz[],
+        $10::text[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[])
+      WITH ORDINALITY AS b(sender, key, fp, owner, lease, retention, checkfp, task_id, at,
+        status, terminal, term_fp, record, source, nid, ord)
+      CROSS JOIN LATERAL ${this.schema}.accept_delivery(b.sender, b.key, b.fp, b.owner, b.lease,
+        b.retention, b.checkfp, b.task_id, b.at, b.status, b.terminal, b.term_fp, b.record,
+        b.source, b.nid) a`;
+    // Concurrent deliveries share one claim statement and one done-mark statement.
+    this.accepts = new Batcher(
+      (items) => this.acceptMany(items),
+      async (item) => (await this.o.pool.query<AcceptRow>(this.acceptSql, item)).rows[0],
+    );
+    this.completes = new Batcher(
+      (items) => this.idempotency.completeMany(items),
+      (item) => this.idempotency.complete(item.claim, item.outcome),
+    );
   }
 
   /** Creates or upgrades the receiver's tables and functions. */
   async migrate(): Promise<void> {
     await migrate(this.o.pool, this.schema, RECEIVER_MIGRATIONS);
+  }
+
+  /**
+   * Claims for many deliveries in one statement. Rows are taken in (task, key) order, so two
+   * batches lock shared rows in the same order (no deadlock between batches).
+   */
+  private async acceptMany(items: unknown[][]): Promise<Array<AcceptRow | undefined>> {
+    const order = items
+      .map((_, i) => i)
+      .sort((a, b) => {
+        const x = items[a] as unknown[];
+        const y = items[b] as unknown[];
+        const tx = String(x[7] ?? '');
+        const ty = String(y[7] ?? '');
+        return tx < ty ? -1 : tx > ty ? 1 : String(x[1]) < String(y[1]) ? -1 : 1;
+      });
+    const columns = Array.from({ length: 15 }, (_, c) =>
+      order.map((i) => (items[i] as unknown[])[c]),
+    );
+    const { rows } = await this.o.pool.query<AcceptRow & { ord: number }>(
+      this.acceptManySql,
+      columns,
+    );
+    const out = new Array<AcceptRow | undefined>(items.length);
+    for (const r of rows) out[order[r.ord - 1] as number] = r;
+    return out;
   }
 
   /** Runs one delivery through every stage; never throws, never answers 500. */
@@ -224,7 +273,7 @@ export class WebhookReceiver {
     // 2. Authentication in the registration's mode.
     const nowMs = this.clock();
     let auth: Authenticated;
-    const replay = new DeferredReplay(this.o.replay);
+    const replay = new DeferredReplay(this.replay);
     try {
       const route = this.o.route ? this.o.route(pathOf(req.url)) : RFC9421;
       auth = await authenticate(
@@ -322,19 +371,9 @@ export class WebhookReceiver {
     });
     const [nonce, accepted] = await Promise.allSettled([
       replay.commit(),
-      this.o.pool.query<AcceptRow>(this.acceptSql, [
-        ...args,
-        obs[1],
-        obs[3],
-        obs[4],
-        obs[5],
-        obs[6],
-        obs[7],
-        obs[8],
-        obs[9],
-      ]),
+      this.accepts.run([...args, obs[1], obs[3], obs[4], obs[5], obs[6], obs[7], obs[8], obs[9]]),
     ]);
-    const row = accepted.status === 'fulfilled' ? accepted.value.rows[0] : undefined;
+    const row = accepted.status === 'fulfilled' ? accepted.value : undefined;
     const claimed = this.idempotency.toResult(row, { sender, key, owner });
     if (nonce.status === 'rejected' || nonce.value !== null || accepted.status === 'rejected') {
       // The claim ran alongside the nonce insert; give it back when the request stops here.
@@ -437,7 +476,7 @@ export class WebhookReceiver {
       );
     }
     const outcome = stale ? 'stale' : 'published';
-    if (!(await this.idempotency.complete(claim, outcome))) {
+    if (!(await this.completes.run({ claim, outcome }))) {
       // Published, but another process took the key over meanwhile (our lease ran out); it
       // may publish again, which targets deduplicate on the key. The event is out: say so.
       this.log.warn({ event: 'webhook_claim_lost', ...logCtx });

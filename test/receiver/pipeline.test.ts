@@ -424,3 +424,20 @@ t.test(
     t.equal((await post(url + '/n', env422, se.headers)).status, 401);
   },
 );
+
+t.test('100 concurrent distinct deliveries over 10 tasks: each published once', async (t) => {
+  const { deliver, events } = await setup(t);
+  const list = Array.from({ length: 100 }, (_, i) =>
+    envelope({
+      task_id: `t-many-${i % 10}`,
+      timestamp: new Date(Date.UTC(2026, 4, 26, 10, 0, i)).toISOString(),
+    }),
+  );
+  const res = await Promise.all(list.map((e) => deliver(e)));
+  t.ok(res.every((r) => r.status === 200));
+  const mine = events.filter((e) => e.taskId?.startsWith('t-many-'));
+  t.equal(mine.length, 100);
+  t.equal(new Set(mine.map((e) => e.idempotencyKey)).size, 100);
+  const again = await Promise.all(list.map((e) => deliver(e)));
+  t.ok(again.every((r) => r.status === 200 && r.json.status === 'duplicate'));
+});
