@@ -11,6 +11,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   json: async () => (await import('./json.js')).run,
   receiver: async () => (await import('./receiver.js')).run,
   channels: async () => (await import('./channels.js')).run,
+  conformance: async () => (await import('./conformance.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {
