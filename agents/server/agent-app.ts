@@ -1,0 +1,132 @@
+/**
+ * One agent's HTTP origin as a Koa app: `/mcp` (MCP Streamable HTTP), `/a2a` (A2A
+ * JSON-RPC, both versions), `/.well-known/agent-card.json`, the seller's key documents
+ * (`/.well-known/jwks.json`, `/.well-known/brand.json`) when a key router is given, and
+ * per kind: the registry endpoint (sales), served previews (creative). Extra routers
+ * (OAuth) are mounted by the caller. Every refusal answers with the spec's error shape
+ * and status; unknown routes 404 and faults 500 in the same shape, never an HTML page.
+ */
+import Koa, { type Middleware } from 'koa';
+import Router from '@koa/router';
+import { TaskError } from '../../shared/errors/task-errors.js';
+import type { BrandProfile } from '../../shared/brand.js';
+import type { Logger } from '../../shared/infra/logger.js';
+import type { AgentKind } from '../auth/principal.js';
+import { errorResponse } from '../runtime/errors.js';
+import type { AgentsCore } from '../service.js';
+import { a2aMiddleware } from '../transport/a2a.js';
+import { agentCardMiddleware } from '../transport/agent-card.js';
+import { readJsonBody } from '../transport/body.js';
+import { mcpMiddleware } from '../transport/mcp.js';
+
+export interface AgentAppOptions {
+  agent: AgentKind;
+  core: AgentsCore;
+  profile: BrandProfile;
+  /** The agent's public origin (default: `core.settings.urls[agent]`). */
+  baseUrl?: string;
+  /** `/.well-known/jwks.json` and `/.well-known/brand.json` (sender/keys keysRouter). */
+  keysRouter?: Router;
+  /** Further middleware mounted before the agent routes (e.g. the OAuth server). */
+  extra?: Middleware[];
+  logger?: Logger;
+}
+
+export function agentDisplayName(profile: BrandProfile, agent: AgentKind): string {
+  return `${profile.brand} ${agent} agent`;
+}
+
+function errorBody(code: string, message: string) {
+  return { error: { code, message } };
+}
+
+export function createAgentApp(o: AgentAppOptions): Koa {
+  const { agent, core, profile } = o;
+  const baseUrl = o.baseUrl ?? core.settings.urls[agent];
+  const name = agentDisplayName(profile, agent);
+  const app = new Koa();
+  app.proxy = false;
+  app.silent = true;
+
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
+        ctx.status = 404;
+        ctx.body = errorBody('NOT_FOUND', `no route ${ctx.method} ${ctx.path}`);
+      }
+    } catch (err) {
+      if (err instanceof TaskError) {
+        const r = errorResponse(agent, err);
+        ctx.status = r.status;
+        ctx.body = r.body;
+        return;
+      }
+      o.logger?.error({ err, path: ctx.path }, 'agent request failed');
+      if (ctx.headerSent || ctx.respond === false) return;
+      ctx.status = 500;
+      ctx.body = errorBody('INTERNAL_ERROR', 'the agent could not answer; try again');
+    }
+  });
+  for (const m of o.extra ?? []) app.use(m);
+
+  const router = new Router();
+  const mcp = mcpMiddleware({
+    agent,
+    dispatcher: core.dispatcher,
+    serverName: `${profile.brand}-${agent}-agent`,
+    ...(o.logger ? { logger: o.logger } : {}),
+  });
+  router.all('/mcp', mcp);
+  router.all(
+    '/a2a',
+    a2aMiddleware({
+      agent,
+      dispatcher: core.dispatcher,
+      baseUrl,
+      name,
+      ...(o.logger ? { logger: o.logger } : {}),
+    }),
+  );
+  router.get(
+    '/.well-known/agent-card.json',
+    agentCardMiddleware({ agent, dispatcher: core.dispatcher, baseUrl, name }),
+  );
+
+  if (agent === 'sales') {
+    router.post('/api/registry/validate/product-authorization', async (ctx) => {
+      const read = await readJsonBody(ctx.req);
+      if (!read.ok) {
+        ctx.status = read.status;
+        ctx.body = errorBody(
+          read.status === 400 ? 'VALIDATION_ERROR' : 'INVALID_REQUEST',
+          read.message,
+        );
+        return;
+      }
+      ctx.body = core.validateProductAuthorization(read.value);
+    });
+  }
+  if (agent === 'creative') {
+    const previewPath = new URL(core.settings.previewBaseUrl).pathname.replace(/\/$/, '');
+    router.get(`${previewPath}/:id`, async (ctx) => {
+      const preview = await core.getPreview(ctx.params.id ?? '');
+      if (!preview) {
+        ctx.status = 404;
+        ctx.body = errorBody('CREATIVE_NOT_FOUND', 'no such preview, or it has expired');
+        return;
+      }
+      ctx.set('Expires', new Date(preview.expires_at).toUTCString());
+      ctx.set(
+        'Content-Security-Policy',
+        "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; media-src *",
+      );
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = preview.html;
+    });
+  }
+  if (o.keysRouter) app.use(o.keysRouter.routes());
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

@@ -1,0 +1,370 @@
+/**
+ * A2A JSON-RPC (official SDK, `@a2a-js/sdk` 1.x) at `/a2a`, both protocol versions of the
+ * spec's Versioning section on one endpoint and one dispatcher:
+ * - 1.0 (the SDK's native version): methods `SendMessage`, `GetTask`; data parts without
+ *   `kind`, `ROLE_USER`, `TASK_STATE_*`, `configuration.taskPushNotificationConfig`.
+ * - 0.3 through the SDK's compat layer (`LegacyJsonRpcTransportHandler`): methods
+ *   `message/send`, `tasks/get`; `kind`-tagged parts, `role: user`, lowercase states,
+ *   `configuration.pushNotificationConfig`.
+ * The version is the JSON-RPC method family (the two do not overlap), so a client needs
+ * no header. The skill call is the first data part: `{skill, input}` (1.0) or
+ * `{skill, parameters}` (0.3); each version also accepts the other's key, so a client
+ * mixing them is served rather than refused.
+ *
+ * The transport push config is handed to the dispatcher as `a2aPush` exactly as it came on
+ * the wire (the version's own shape), so the sender builds A2A-shaped webhooks of that
+ * version; the AdCP `push_notification_config` stays inside the skill parameters.
+ *
+ * Answers are A2A Tasks. Terminal states carry the AdCP response (or the spec's error
+ * body, state failed) in `artifacts[0].parts[0]` (a data part); interim states carry it
+ * in `status.message.parts[0]` (Events rule 3). A synchronous task gets a fresh task id
+ * that is not stored (its answer is final); `tasks/get` / `GetTask` polls async tasks.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  Role,
+  TaskState,
+  type AgentCard,
+  type Message,
+  type Part,
+  type SendMessageRequest,
+  type Task,
+} from '@a2a-js/sdk';
+import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import {
+  JsonRpcTransportHandler,
+  ServerCallContext,
+  type A2ARequestHandler,
+} from '@a2a-js/sdk/server';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { isLegacyJsonRpcMethod } from '@a2a-js/sdk/compat/v0_3';
+import type { Middleware } from 'koa';
+import { TaskError } from '../../shared/errors/task-errors.js';
+import type { Logger } from '../../shared/infra/logger.js';
+import type { AgentKind } from '../auth/principal.js';
+import type { TaskDispatcher } from '../runtime/dispatcher.js';
+import { errorResponse, taskError } from '../runtime/errors.js';
+import type { TaskView } from '../runtime/task-store.js';
+import type { TaskResult, TaskStatus } from '../runtime/types.js';
+import { coreAgentCard } from './agent-card.js';
+import { readJsonBody } from './body.js';
+import { credentialsOf, dryRunOf, type HeaderBag } from './request-headers.js';
+
+export type A2aVersion = '0.3' | '1.0';
+
+export interface A2aEndpointOptions {
+  agent: AgentKind;
+  dispatcher: TaskDispatcher;
+  /** The agent's origin, e.g. `http://127.0.0.1:3001`. */
+  baseUrl: string;
+  /** Card name, e.g. `svc sales agent`. */
+  name: string;
+  logger?: Logger;
+}
+
+const STATE_OF: Record<TaskStatus, TaskState> = {
+  submitted: TaskState.TASK_STATE_SUBMITTED,
+  working: TaskState.TASK_STATE_WORKING,
+  'input-required': TaskState.TASK_STATE_INPUT_REQUIRED,
+  completed: TaskState.TASK_STATE_COMPLETED,
+  failed: TaskState.TASK_STATE_FAILED,
+  canceled: TaskState.TASK_STATE_CANCELED,
+  rejected: TaskState.TASK_STATE_REJECTED,
+  'auth-required': TaskState.TASK_STATE_AUTH_REQUIRED,
+  unknown: TaskState.TASK_STATE_UNSPECIFIED,
+} as Record<TaskStatus, TaskState>;
+
+const TERMINAL = new Set<TaskState>([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+]);
+
+/** Per-call state the Koa route puts in the SDK's ServerCallContext. */
+interface CallState {
+  version: A2aVersion;
+  headers: HeaderBag;
+  /** `configuration.pushNotificationConfig` (0.3) / `taskPushNotificationConfig` (1.0) raw. */
+  rawPushConfig: unknown;
+}
+const CALL_STATE = 'adcp.call';
+
+function dataPart(value: Record<string, unknown>): Part {
+  return {
+    content: { $case: 'data', value },
+    metadata: undefined,
+    filename: '',
+    mediaType: 'application/json',
+  };
+}
+
+function textPart(value: string): Part {
+  return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' };
+}
+
+function agentMessage(taskId: string, contextId: string, parts: Part[]): Message {
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts,
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+/** An AdCP answer (or refusal) as an A2A Task. */
+export function taskOf(input: {
+  taskId: string;
+  contextId: string;
+  skill: string;
+  state: TaskState;
+  body: Record<string, unknown>;
+  text?: string;
+  timestamp?: string;
+}): Task {
+  const { taskId, contextId, state, body } = input;
+  const terminal = TERMINAL.has(state);
+  const parts = [dataPart(body)];
+  return {
+    id: taskId,
+    contextId,
+    status: {
+      state,
+      message: terminal
+        ? input.text
+          ? agentMessage(taskId, contextId, [textPart(input.text)])
+          : undefined
+        : agentMessage(taskId, contextId, input.text ? [...parts, textPart(input.text)] : parts),
+      timestamp: input.timestamp ?? new Date().toISOString(),
+    },
+    artifacts: terminal
+      ? [
+          {
+            artifactId: `${taskId}-result`,
+            name: input.skill,
+            description: '',
+            parts,
+            metadata: undefined,
+            extensions: [],
+          },
+        ]
+      : [],
+    history: [],
+    metadata: { skill: input.skill },
+  };
+}
+
+/** The skill call carried by the message: the first data part's `skill` and parameters. */
+export function skillCallOf(
+  message: Message | undefined,
+  version: A2aVersion,
+): { skill: string; params: unknown } {
+  const parts = message?.parts ?? [];
+  const data = parts.find((p) => p.content?.$case === 'data')?.content?.value as unknown;
+  const own = version === '1.0' ? 'input' : 'parameters';
+  if (!data || typeof data !== 'object' || Array.isArray(data)) {
+    throw taskError(
+      'VALIDATION_ERROR',
+      `the message needs a data part {skill, ${own}} naming the task and its parameters`,
+      { field: 'message.parts' },
+    );
+  }
+  const d = data as Record<string, unknown>;
+  if (typeof d.skill !== 'string' || d.skill.length === 0) {
+    throw taskError('VALIDATION_ERROR', 'the data part needs a skill (the task name)', {
+      field: 'message.parts.data.skill',
+    });
+  }
+  const other = own === 'input' ? 'parameters' : 'input';
+  const params = d[own] !== undefined ? d[own] : d[other] !== undefined ? d[other] : {};
+  return { skill: d.skill, params };
+}
+
+class AgentA2aHandler implements A2ARequestHandler {
+  constructor(private readonly o: A2aEndpointOptions) {}
+
+  private call(context: ServerCallContext): CallState {
+    const s = context.state.get(CALL_STATE) as CallState | undefined;
+    if (!s) throw new Error('A2A call state missing');
+    return s;
+  }
+
+  async getAgentCard(): Promise<AgentCard> {
+    return coreAgentCard(this.o);
+  }
+
+  async getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
+    return coreAgentCard(this.o);
+  }
+
+  async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Task> {
+    const call = this.call(context);
+    const message = params.message;
+    const contextId = message?.contextId || randomUUID();
+    let skill = 'unknown';
+    let result: TaskResult;
+    try {
+      const parsed = skillCallOf(message, call.version);
+      skill = parsed.skill;
+      const push = call.rawPushConfig;
+      result = await this.o.dispatcher.invoke({
+        agent: this.o.agent,
+        task: skill,
+        params: parsed.params,
+        credentials: credentialsOf(call.headers),
+        dryRun: dryRunOf(call.headers),
+        transport: 'a2a',
+        ...(push !== undefined && push !== null
+          ? { a2aPush: { version: call.version, config: push, contextId } }
+          : {}),
+      });
+    } catch (err) {
+      if (!(err instanceof TaskError)) {
+        this.o.logger?.error({ err, skill }, 'a2a skill call failed');
+        throw err;
+      }
+      result = err;
+    }
+    if (result instanceof TaskError) {
+      const { body } = errorResponse(this.o.agent, result);
+      return taskOf({
+        taskId: `task_${randomUUID()}`,
+        contextId,
+        skill,
+        state: TaskState.TASK_STATE_FAILED,
+        body,
+        text: `${result.code}: ${result.message}`,
+      });
+    }
+    const { status, task_id: taskId, ...rest } = result;
+    return taskOf({
+      taskId: taskId ?? `task_${randomUUID()}`,
+      contextId,
+      skill,
+      state: STATE_OF[status] ?? TaskState.TASK_STATE_UNSPECIFIED,
+      body: { status, ...(taskId ? { task_id: taskId } : {}), ...rest },
+    });
+  }
+
+  async getTask(params: { id: string }, context: ServerCallContext): Promise<Task> {
+    const call = this.call(context);
+    let view: TaskView;
+    try {
+      const principal = await this.o.dispatcher.authenticate(
+        this.o.agent,
+        credentialsOf(call.headers),
+      );
+      view = await this.o.dispatcher.getTask(params.id, principal, true);
+    } catch (err) {
+      if (err instanceof TaskError) {
+        // A task the credentials cannot see does not exist for them.
+        throw new TaskNotFoundError({
+          message: `${err.code}: ${err.message}`,
+          metadata: { code: err.code },
+        });
+      }
+      throw err;
+    }
+    const body: Record<string, unknown> = view.result
+      ? { status: view.status, task_id: view.task_id, ...view.result }
+      : { status: view.status, task_id: view.task_id };
+    return taskOf({
+      taskId: view.task_id,
+      contextId: view.task_id,
+      skill: view.task_type,
+      state: STATE_OF[view.status] ?? TaskState.TASK_STATE_UNSPECIFIED,
+      body,
+      ...(view.message ? { text: view.message } : {}),
+      timestamp: view.updated_at,
+    });
+  }
+
+  // Not offered: no streaming, no cancellation, push configs only with the message.
+  sendMessageStream(): AsyncGenerator<never> {
+    throw new UnsupportedOperationError({ message: 'streaming is not offered; poll the task' });
+  }
+  async cancelTask(): Promise<Task> {
+    throw new UnsupportedOperationError({ message: 'tasks cannot be canceled over A2A' });
+  }
+  async createTaskPushNotificationConfig(): Promise<never> {
+    throw new UnsupportedOperationError({
+      message: 'send the push config with the message (configuration)',
+    });
+  }
+  async getTaskPushNotificationConfig(): Promise<never> {
+    throw new UnsupportedOperationError({ message: 'push configs are not listed' });
+  }
+  async listTaskPushNotificationConfigs(): Promise<never> {
+    throw new UnsupportedOperationError({ message: 'push configs are not listed' });
+  }
+  async deleteTaskPushNotificationConfig(): Promise<never> {
+    throw new UnsupportedOperationError({ message: 'push configs are not deleted' });
+  }
+  resubscribe(): AsyncGenerator<never> {
+    throw new UnsupportedOperationError({ message: 'streaming is not offered; poll the task' });
+  }
+  async listTasks(): Promise<never> {
+    throw new UnsupportedOperationError({ message: 'tasks are not listed; poll by id' });
+  }
+}
+
+function rpcError(id: unknown, code: number, message: string) {
+  return {
+    jsonrpc: '2.0',
+    id: typeof id === 'string' || typeof id === 'number' ? id : null,
+    error: { code, message },
+  };
+}
+
+/** Koa middleware for `POST /a2a` (JSON-RPC, both versions). */
+export function a2aMiddleware(o: A2aEndpointOptions): Middleware {
+  const handler = new AgentA2aHandler(o);
+  const v1 = new JsonRpcTransportHandler(handler);
+  const legacy = new LegacyJsonRpcTransportHandler(handler);
+  return async (ctx) => {
+    if (ctx.method !== 'POST') {
+      ctx.status = 405;
+      ctx.set('Allow', 'POST');
+      ctx.body = rpcError(null, -32600, 'A2A JSON-RPC: POST only');
+      return;
+    }
+    const read = await readJsonBody(ctx.req);
+    if (!read.ok) {
+      ctx.status = read.status;
+      ctx.body = rpcError(null, read.status === 413 ? -32600 : -32700, read.message);
+      return;
+    }
+    const body = read.value;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) {
+      ctx.body = rpcError(null, -32600, 'a JSON-RPC request object is expected');
+      return;
+    }
+    const rpc = body as Record<string, unknown>;
+    const version: A2aVersion = isLegacyJsonRpcMethod(rpc.method) ? '0.3' : '1.0';
+    const params = rpc.params as Record<string, unknown> | undefined;
+    const configuration = params?.configuration as Record<string, unknown> | undefined;
+    const rawPushConfig =
+      configuration && typeof configuration === 'object'
+        ? version === '0.3'
+          ? configuration.pushNotificationConfig
+          : configuration.taskPushNotificationConfig
+        : undefined;
+    const state = new Map<string, unknown>();
+    state.set(CALL_STATE, { version, headers: ctx.req.headers, rawPushConfig } satisfies CallState);
+    const context = new ServerCallContext({
+      requestedVersion: version === '0.3' ? '0.3' : '1.0',
+      state,
+    });
+    const out = await (version === '0.3' ? legacy : v1).handle(rpc, context);
+    if (Symbol.asyncIterator in Object(out)) {
+      ctx.body = rpcError(rpc.id, -32004, 'streaming is not offered; poll the task');
+      return;
+    }
+    ctx.type = 'application/json';
+    ctx.body = out;
+  };
+}

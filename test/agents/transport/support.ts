@@ -1,0 +1,80 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- wire bodies are read loosely */
+/** The three agent apps on 127.0.0.1 (port 0) over one agents core (G1's test harness). */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type Koa from 'koa';
+import { brandProfile } from '../../../shared/brand.js';
+import { AGENT_KINDS, type AgentKind } from '../../../agents/auth/principal.js';
+import { createAgentApp } from '../../../agents/server/agent-app.js';
+import type { AgentsCoreOptions } from '../../../agents/service.js';
+import { harness, type Harness } from '../support/core.js';
+
+export interface Agents {
+  h: Harness;
+  urls: Record<AgentKind, string>;
+}
+
+interface T {
+  teardown(fn: () => unknown): void;
+}
+
+export async function startAgents(
+  t: T,
+  options: Partial<AgentsCoreOptions> & { mount?: (agent: AgentKind) => Koa.Middleware[] } = {},
+): Promise<Agents> {
+  const servers = {} as Record<AgentKind, Server>;
+  const urls = {} as Record<AgentKind, string>;
+  const handlers = {} as Record<AgentKind, ReturnType<Koa['callback']>>;
+  for (const agent of AGENT_KINDS) {
+    const server = createServer((req, res) => handlers[agent](req, res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    servers[agent] = server;
+    urls[agent] = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    t.teardown(
+      () =>
+        new Promise<void>((r) => {
+          server.closeAllConnections();
+          server.close(() => r());
+        }),
+    );
+  }
+  const { mount, ...core } = options;
+  const h = await harness(t, {
+    ...core,
+    settings: {
+      urls,
+      previewBaseUrl: `${urls.creative}/previews`,
+      ...(core.settings ?? {}),
+    },
+  });
+  for (const agent of AGENT_KINDS) {
+    const app = createAgentApp({
+      agent,
+      core: h.core,
+      profile: brandProfile('svc'),
+      ...(mount ? { extra: mount(agent) } : {}),
+    });
+    handlers[agent] = app.callback();
+  }
+  return { h, urls };
+}
+
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: the test sees the text
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}
