@@ -109,6 +109,54 @@ export class TaskDispatcher {
     return this.tasks.view(this.options.pool, taskId, principal, includeResult);
   }
 
+  /**
+   * Cancels a non-terminal task the principal owns (A2A `tasks/cancel`): the task's own
+   * cancel step runs (e.g. the pending media buy is canceled), then the task becomes
+   * `canceled` and that change is notified. Resolves to the task's view; refusals are
+   * TaskError (TASK_NOT_FOUND, INVALID_STATE), returned like `invoke`'s.
+   */
+  async cancelTask(taskId: string, principal: Principal | null): Promise<TaskView | TaskError> {
+    const db = await this.options.pool.connect();
+    try {
+      await db.query('BEGIN');
+      await this.tasks.view(db, taskId, principal);
+      const task = (await this.tasks.get(db, taskId, true))!;
+      if (isTerminalStatus(task.status)) {
+        throw taskError('INVALID_STATE', `task is already ${task.status}`, { field: 'task_id' });
+      }
+      const def =
+        this.registry.get(task.agent, task.task_type) ??
+        this.registry.list(task.agent).find((d) => d.webhookTaskType === task.task_type);
+      const ctx: TaskContext = {
+        agent: task.agent,
+        principal,
+        db,
+        dryRun: false,
+        clock: this.options.clock,
+        notifications: this.options.notifications,
+        settings: this.options.settings,
+        schema: this.schema,
+        taskId: task.task_id,
+        request: { transport: 'a2a' },
+      };
+      await def?.cancel?.(task, ctx);
+      await this.tasks.transition(
+        db,
+        task,
+        { status: 'canceled', message: 'canceled by the buyer' },
+        this.options.notifications,
+      );
+      await db.query('COMMIT');
+      return await this.tasks.view(this.options.pool, taskId, principal);
+    } catch (err) {
+      await db.query('ROLLBACK').catch(() => {});
+      if (err instanceof TaskError) return err;
+      throw err;
+    } finally {
+      db.release();
+    }
+  }
+
   private async run(req: InvokeRequest): Promise<TaskSuccess> {
     const def = this.registry.get(req.agent, req.task);
     if (!def) {

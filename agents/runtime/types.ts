@@ -175,6 +175,8 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType> {
   handle(params: z.output<S>, ctx: TaskContext): Promise<HandlerOutcome>;
   /** Background progression of an async task (runs in its own transaction). */
   advance?(task: StoredTask, ctx: TaskContext): Promise<Advance | null>;
+  /** Undo what the task started when the buyer cancels it (A2A `tasks/cancel`). */
+  cancel?(task: StoredTask, ctx: TaskContext): Promise<void>;
 }
 
 /** A successful answer: task status, `task_id` when it continues, then the response. */

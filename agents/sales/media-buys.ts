@@ -673,6 +673,21 @@ export function registerMediaBuyTasks(registry: TaskRegistry, tasks: TaskStore):
     errorShape: 'single',
     handle: createMediaBuy,
     advance: advanceCreate,
+    cancel: async (task, ctx) => {
+      if (!task.resource_id) return;
+      const buy = await loadBuy(ctx.db, ctx.schema, task.resource_id, null, { forUpdate: true });
+      if (buy.status !== 'pending') return;
+      await ctx.db.query(
+        `UPDATE ${ctx.schema}.media_buys SET status = 'canceled', updated_at = now() WHERE media_buy_id = $1`,
+        [buy.media_buy_id],
+      );
+      await ctx.notifications.mediaBuyTerminal({
+        mediaBuyId: buy.media_buy_id,
+        principalId: buy.principal_id,
+        status: 'canceled',
+        client: ctx.db,
+      });
+    },
   });
   registry.add({
     name: 'update_media_buy',

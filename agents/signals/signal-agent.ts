@@ -422,5 +422,12 @@ export function registerSignalTasks(registry: TaskRegistry): void {
     errorShape: 'signal',
     handle: activateSignal,
     advance: advanceActivation,
+    cancel: async (task, ctx) => {
+      // Deployments still in progress are withdrawn; live ones stay live.
+      await ctx.db.query(
+        `DELETE FROM ${ctx.schema}.signal_deployments WHERE task_id = $1 AND NOT is_live`,
+        [task.task_id],
+      );
+    },
   });
 }

@@ -296,3 +296,75 @@ t.test('settings from the environment', async (t) => {
     t.throws(() => loadConfig({ [name]: value }), ConfigError, `${name}=${value}`);
   }
 });
+
+t.test('cancelTask: pending buy and in-progress activation', async (t) => {
+  const h = await harness(t);
+  const c = buyer(h);
+  const created = await h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      buyer_ref: 'to-cancel',
+      brand_manifest: { url: 'https://acme.example' },
+      packages: [
+        {
+          buyer_ref: 'p',
+          product_id: 'dooh_transit_network',
+          pricing_option_id: 'transit_cpm',
+          budget: 2000,
+        },
+      ],
+      start_time: { type: 'asap' },
+      end_time: new Date(START + 86400_000).toISOString(),
+      push_notification_config: { url: 'https://b.example/h', operation_id: 'op-cancel' },
+    },
+    c,
+  );
+  const principal = await h.core.dispatcher.authenticate('sales', c);
+  const stranger = await h.core.dispatcher.authenticate('sales', {
+    authorization: `Bearer ${await h.core.issueToken('sales', 'x', {})}`,
+  });
+  t.match(await h.core.dispatcher.cancelTask(created.task_id!, stranger), {
+    code: 'TASK_NOT_FOUND',
+  });
+  const view = await h.core.dispatcher.cancelTask(created.task_id!, principal);
+  t.match(view, { status: 'canceled', task_type: 'create_media_buy' });
+  t.same(
+    h.notifications.of('taskStatusChanged').map((x) => x.status),
+    ['canceled'],
+  );
+  t.same(
+    h.notifications.of('mediaBuyTerminal').map((x) => x.status),
+    ['canceled'],
+  );
+  const buys = await h.ok('sales', 'get_media_buys', { media_buy_ids: [created.media_buy_id] }, c);
+  t.equal((buys.media_buys as Array<{ status: string }>)[0]!.status, 'canceled');
+  t.match(await h.core.dispatcher.cancelTask(created.task_id!, principal), {
+    code: 'INVALID_STATE',
+    status: 409,
+  });
+
+  const sc = buyer(h, 'signals');
+  const act = await h.ok(
+    'signals',
+    'activate_signal',
+    {
+      signal_agent_segment_id: 'sig_luxury_auto_intenders',
+      deployments: [{ type: 'platform', platform: 'amazon-dsp' }],
+    },
+    sc,
+  );
+  const sp = await h.core.dispatcher.authenticate('signals', sc);
+  t.match(await h.core.dispatcher.cancelTask(act.task_id!, sp), { status: 'canceled' });
+  // The target is free again.
+  const again = await h.ok(
+    'signals',
+    'activate_signal',
+    {
+      signal_agent_segment_id: 'sig_luxury_auto_intenders',
+      deployments: [{ type: 'platform', platform: 'amazon-dsp' }],
+    },
+    sc,
+  );
+  t.equal(again.status, 'working');
+});
