@@ -50,6 +50,17 @@ const variables = {
     accepts:
       'comma-separated hosts a sender may reach over http or at reserved addresses (testing)',
   },
+  SVC_CLOCK_SPEED: {
+    schema: z.coerce.number().min(0.001).max(100000).default(1),
+    accepts: "virtual seconds per real second of the agents' clock (demos: e.g. 60)",
+  },
+  SVC_APPROVAL: {
+    schema: z
+      .string()
+      .regex(/^(never|manual|\d{1,7})$/)
+      .default('60'),
+    accepts: 'media buy approval: never, manual (svc approve) or seconds until automatic',
+  },
   SVC_SIGNING_KID: {
     schema: z.string().min(1).optional(),
     accepts: 'the kid in SVC_KEYS_DIR that signs webhooks (default: the newest Ed25519 key)',
