@@ -49,7 +49,7 @@ if (mode === 'floor') {
   const keys: KeyResolver = {
     resolve: async (kid) => (kid === jwk.kid ? { jwk, senderId: sender } : null),
   };
-  const replay = new PgReplayStore(pool, { schema });
+  const replay = new PgReplayStore(pool, { schema, asyncCommit: true }); // as the sidecar
   await replay.migrate();
   if (mode === 'library') {
     const receiver = new WebhookReceiver({

@@ -82,7 +82,10 @@ async function startServer(
   mode: string,
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; origin: string; stop(): Promise<number> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER, mode], {
+  // RECEIVER_BENCH_PROF=<dir>: CPU profiles of the server processes, for optimisation work.
+  const prof = process.env.RECEIVER_BENCH_PROF;
+  const flags = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', SERVER, mode], {
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -93,6 +93,12 @@ export interface WebhookReceiverOptions {
   /** Seconds in the Retry-After of a 503 (default 5). */
   retryAfterSeconds?: number;
   metrics?: ReceiverMetrics;
+  /**
+   * Wait for the WAL flush when committing claims and done-marks (default false). Off, a
+   * database crash can cost at most one extra publication of a key delivered again, never
+   * an event (see schema.ts); the queue publisher's insert always waits for the flush.
+   */
+  synchronousCommit?: boolean;
 }
 
 const RFC9421: RouteDecision = { mode: 'rfc9421' };
@@ -128,6 +134,7 @@ export class WebhookReceiver {
   private readonly retryAfter: number;
   private readonly acceptSql: string;
   private readonly replay: ReplayStore;
+  private readonly synchronousCommit: boolean;
   private readonly acceptManySql: string;
   private readonly accepts: Batcher<unknown[], AcceptRow | undefined>;
   private readonly completes: Batcher<{ claim: Claim; outcome: string }, boolean>;
@@ -142,11 +149,13 @@ export class WebhookReceiver {
     this.retryAfter = options.retryAfterSeconds ?? 5;
     this.metrics = options.metrics ?? new ReceiverMetrics();
     this.replay = coalesceAtCap(options.replay);
+    this.synchronousCommit = options.synchronousCommit ?? false;
     this.idempotency = new IdempotencyStore({
       pool: options.pool,
       schema: this.schema,
       protocolVersion: options.protocolVersion,
       leaseMs: options.leaseMs,
+      asyncDoneMark: !(options.synchronousCommit ?? false),
       maxKeysPerSender: options.maxKeysPerSender,
       retryHorizonSeconds: options.retryHorizonSeconds,
     });
@@ -155,7 +164,7 @@ export class WebhookReceiver {
       schema: this.schema,
       retryHorizonSeconds: options.retryHorizonSeconds,
     });
-    const params = Array.from({ length: 15 }, (_, i) => `$${i + 1}`).join(', ');
+    const params = Array.from({ length: 16 }, (_, i) => `$${i + 1}`).join(', ');
     this.acceptSql = `SELECT * FROM ${this.schema}.accept_delivery(${params})`;
     this.acceptManySql = `SELECT b.ord::int AS ord, a.* FROM unnest($1::text[], $2::text[],
         $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[], $8::text[], $9::timestamptz[],
@@ -164,7 +173,7 @@ export class WebhookReceiver {
         status, terminal, term_fp, record, source, nid, ord)
       CROSS JOIN LATERAL ${this.schema}.accept_delivery(b.sender, b.key, b.fp, b.owner, b.lease,
         b.retention, b.checkfp, b.task_id, b.at, b.status, b.terminal, b.term_fp, b.record,
-        b.source, b.nid) a`;
+        b.source, b.nid, $16) a`;
     // Concurrent deliveries share one claim statement and one done-mark statement.
     this.accepts = new Batcher(
       (items) => this.acceptMany(items),
@@ -195,9 +204,10 @@ export class WebhookReceiver {
         const ty = String(y[7] ?? '');
         return tx < ty ? -1 : tx > ty ? 1 : String(x[1]) < String(y[1]) ? -1 : 1;
       });
-    const columns = Array.from({ length: 15 }, (_, c) =>
+    const columns: unknown[] = Array.from({ length: 15 }, (_, c) =>
       order.map((i) => (items[i] as unknown[])[c]),
     );
+    columns.push(!this.synchronousCommit);
     const { rows } = await this.o.pool.query<AcceptRow & { ord: number }>(
       this.acceptManySql,
       columns,
@@ -371,7 +381,18 @@ export class WebhookReceiver {
     });
     const [nonce, accepted] = await Promise.allSettled([
       replay.commit(),
-      this.accepts.run([...args, obs[1], obs[3], obs[4], obs[5], obs[6], obs[7], obs[8], obs[9]]),
+      this.accepts.run([
+        ...args,
+        obs[1],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+        obs[9],
+        !this.synchronousCommit,
+      ]),
     ]);
     const row = accepted.status === 'fulfilled' ? accepted.value : undefined;
     const claimed = this.idempotency.toResult(row, { sender, key, owner });

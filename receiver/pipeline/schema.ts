@@ -2,6 +2,11 @@
  * The pipeline's combined accept call: the delivery-key claim and, when it is won, the
  * ordering/convergence observation, in one round trip (each half keeps its own function and
  * its own tests; this only chains them server-side).
+ *
+ * `p_async` commits without waiting for the WAL flush. What a database crash could then
+ * lose is a claim and its ordering observation from the last moments before the crash; the
+ * effect is at most one more publication of that key when it is delivered again, the same
+ * outcome as an owner dying mid-publication (which the lease handles), never a lost event.
  */
 import type { Migration } from '../../shared/infra/pg.js';
 import { IDEMPOTENCY_MIGRATIONS } from '../idempotency/schema.js';
@@ -16,12 +21,16 @@ const ACCEPT_MIGRATIONS: Migration[] = [
         p_sender text, p_key text, p_fp text, p_owner text,
         p_lease_ms integer, p_retention_s integer, p_check_fp boolean,
         p_task_id text, p_at timestamptz, p_status text, p_terminal boolean,
-        p_term_fp text, p_record text, p_source text, p_notification_id text)
+        p_term_fp text, p_record text, p_source text, p_notification_id text,
+        p_async boolean)
       RETURNS TABLE (result text, generation integer, outcome text, decision text,
                      re_emission boolean)
       LANGUAGE plpgsql AS $fn$
       DECLARE c record; o record;
       BEGIN
+        IF p_async THEN
+          PERFORM set_config('synchronous_commit', 'off', true);
+        END IF;
         SELECT * INTO c FROM ${s}.idem_claim(p_sender, p_key, p_fp, p_owner, p_lease_ms,
           p_retention_s, p_check_fp);
         IF c.result IN ('claimed', 'taken_over') THEN

@@ -50,7 +50,11 @@ export async function verifierDependencies(o: {
     });
     await revocation.start();
   }
-  const replay = new PgReplayStore(o.pool, { schema: o.schema ?? 'receiver' });
+  // Nonces commit without waiting for the WAL flush: a nonce lost in a database crash can
+  // only let the exact same signed request through again, and that request carries the same
+  // body, hence the same idempotency key, which the claim answers as a duplicate (were the
+  // claim lost in the same crash: one more publication at most, never a lost event).
+  const replay = new PgReplayStore(o.pool, { schema: o.schema ?? 'receiver', asyncCommit: true });
   await replay.migrate();
   replay.startPurging(60_000, (err) =>
     o.logger.warn({ event: 'replay_purge_failed', err: (err as Error).message }),
