@@ -261,13 +261,23 @@ const PreviewSchema = z.discriminatedUnion(
   { error: 'request_type must be single or batch' },
 );
 
+/** Only web and inline-image URLs reach the preview page (no `javascript:` links). */
+function safeUrl(u: unknown): string {
+  return typeof u === 'string' &&
+    /^(https?:\/\/|data:image\/(png|jpeg|webp|gif|svg\+xml);)/i.test(u)
+    ? u
+    : '#';
+}
+
 function renderHtml(
   format: FormatRow,
   assets: Record<string, Asset>,
   macros: Record<string, string>,
 ): string {
   const sub = (s: string) => s.replace(/\{([A-Z0-9_]{1,64})\}/g, (m, k: string) => macros[k] ?? m);
-  const click = typeof assets.click_url?.url === 'string' ? sub(assets.click_url.url) : '#';
+  const click = safeUrl(
+    typeof assets.click_url?.url === 'string' ? sub(assets.click_url.url) : '#',
+  );
   const text =
     typeof assets.headline?.content === 'string' ? escapeXml(sub(assets.headline.content)) : '';
   let body: string;
@@ -279,14 +289,14 @@ function renderHtml(
     const tag = format.type;
     body =
       media && typeof media.url === 'string'
-        ? `<${tag} controls src="${escapeXml(media.url)}"></${tag}>`
+        ? `<${tag} controls src="${escapeXml(safeUrl(media.url))}"></${tag}>`
         : `<pre>${escapeXml(String(media?.content ?? ''))}</pre>`;
   } else {
     const w = format.width ?? 300;
     const h = format.height ?? 250;
     body =
       img && typeof img.url === 'string'
-        ? `<img src="${escapeXml(img.url)}" width="${w}" height="${h}" alt="${text}">`
+        ? `<img src="${escapeXml(safeUrl(img.url))}" width="${w}" height="${h}" alt="${text}">`
         : '';
   }
   return (

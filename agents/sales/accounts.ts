@@ -191,7 +191,47 @@ export async function emitAccountEvent(
   }
 }
 
+const ListAccountsSchema = z.looseObject({
+  account_ids: z.array(z.string().min(1).max(128)).max(100).optional(),
+});
+
 export function registerAccountTasks(registry: TaskRegistry): void {
+  registry.add({
+    name: 'list_accounts',
+    agent: 'sales',
+    schema: ListAccountsSchema,
+    auth: { tier: 'authenticated' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: false,
+    errorShape: 'single',
+    handle: async (params, ctx) => {
+      const { rows } = await ctx.db.query<{
+        account_id: string;
+        name: string;
+        brand: unknown;
+        status: string;
+        notification_configs: Array<Record<string, unknown>>;
+      }>(
+        `SELECT account_id, name, brand, status, notification_configs FROM ${ctx.schema}.accounts
+          WHERE agent = $1 AND principal_id = $2 AND ($3::text[] IS NULL OR account_id = ANY($3))
+          ORDER BY created_at, account_id`,
+        [ctx.agent, ctx.principal!.principal_id, params.account_ids ?? null],
+      );
+      return {
+        status: 'completed',
+        body: {
+          accounts: rows.map((r) => ({
+            account_id: r.account_id,
+            name: r.name,
+            ...(r.brand ? { brand: r.brand } : {}),
+            status: r.status,
+            notification_configs: r.notification_configs.map(publicConfig),
+          })),
+        },
+      };
+    },
+  });
   registry.add({
     name: 'sync_accounts',
     agent: 'sales',

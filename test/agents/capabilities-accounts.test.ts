@@ -256,3 +256,46 @@ t.test('agent-level configs and capabilities.changed', async (t) => {
   });
   t.equal(h.notifications.of('agentEvent').length, 1);
 });
+
+t.test('list_accounts reads back the principal accounts only', async (t) => {
+  const h = await harness(t);
+  await h.ok(
+    'sales',
+    'sync_accounts',
+    {
+      accounts: [
+        {
+          account_id: 'a-1',
+          name: 'One',
+          notification_configs: [
+            {
+              subscriber_id: 's',
+              url: 'https://b.example/x',
+              event_types: ['account.status_changed'],
+              authentication: { schemes: ['HMAC-SHA256'], credentials: 'k'.repeat(32) },
+            },
+          ],
+        },
+        { account_id: 'a-2', name: 'Two' },
+      ],
+    },
+    buyer(h),
+  );
+  const all = await h.ok('sales', 'list_accounts', {}, buyer(h));
+  t.same(
+    (all.accounts as Array<{ account_id: string }>).map((a) => a.account_id),
+    ['a-1', 'a-2'],
+  );
+  t.same(
+    (all.accounts as Array<{ notification_configs: Array<{ authentication: unknown }> }>)[0]!
+      .notification_configs[0]!.authentication,
+    { schemes: ['HMAC-SHA256'] },
+  );
+  const one = await h.ok('sales', 'list_accounts', { account_ids: ['a-2'] }, buyer(h));
+  t.equal((one.accounts as unknown[]).length, 1);
+  const other = await h.core.issueToken('sales', 'other', {});
+  t.same(
+    (await h.ok('sales', 'list_accounts', {}, { authorization: `Bearer ${other}` })).accounts,
+    [],
+  );
+});

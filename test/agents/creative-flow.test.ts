@@ -228,3 +228,28 @@ t.test('formats, build, preview, traffic', async (t) => {
   );
   t.equal((synced.creatives as Array<{ action: string }>)[0]!.action, 'created');
 });
+
+t.test('preview pages never carry script URLs from a manifest', async (t) => {
+  const h = await harness(t);
+  const r = await h.ok(
+    'creative',
+    'preview_creative',
+    {
+      request_type: 'single',
+      output_format: 'html',
+      format_id: { agent_url: CREATIVE, id: 'display_300x250' },
+      creative_manifest: {
+        assets: {
+          image: { asset_type: 'image', url: 'javascript:alert(1)' },
+          headline: { asset_type: 'text', content: '<script>alert(2)</script>' },
+          click_url: { asset_type: 'url', url: 'javascript:alert(3)' },
+        },
+      },
+    },
+    buyer(h, 'creative'),
+  );
+  const html = (r.previews as Array<{ preview_html: string }>)[0]!.preview_html;
+  t.notMatch(html, /javascript:/);
+  t.notMatch(html, /<script>/);
+  t.match(html, /href="#"/);
+});
