@@ -368,3 +368,22 @@ t.test('cancelTask: pending buy and in-progress activation', async (t) => {
   );
   t.equal(again.status, 'working');
 });
+
+t.test('every task publishes a description and a JSON Schema', async (t) => {
+  const { taskDescription, taskInputJsonSchema } = await import('../../agents/runtime/describe.js');
+  const h = await harness(t);
+  for (const agent of ['sales', 'creative', 'signals'] as const) {
+    for (const def of h.core.registry.list(agent)) {
+      t.ok(taskDescription(def).length > 10, `${agent}/${def.name}`);
+      const schema = taskInputJsonSchema(def);
+      t.ok(
+        schema.type === 'object' || Array.isArray(schema.oneOf) || Array.isArray(schema.anyOf),
+        `${agent}/${def.name} schema`,
+      );
+    }
+  }
+  const create = h.core.registry.get('sales', 'create_media_buy')!;
+  t.match(taskInputJsonSchema(create), {
+    required: ['buyer_ref', 'brand_manifest', 'packages', 'start_time', 'end_time'],
+  });
+});
