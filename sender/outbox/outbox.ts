@@ -5,6 +5,7 @@
  * bytes under the same key. Redis only carries the dispatch.
  */
 import pg from 'pg';
+import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
@@ -75,6 +76,17 @@ export interface OutboxOptions {
    * delivery allows. Event rows themselves are always written with a durable commit.
    */
   statePool?: Pool;
+  logger?: Logger;
+  /** How long enqueue waits for Redis before leaving the rows to the reconciler; 5 s. */
+  dispatchTimeoutMs?: number;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`dispatch took over ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** A pool whose sessions commit without waiting for the WAL flush (see `statePool`). */
@@ -116,7 +128,9 @@ export class Outbox implements EventSink {
   readonly queue: DeliveryQueue;
   readonly schema: string;
   readonly horizonSeconds: number;
-  private readonly inserts: Batcher<OutboundEvent[], string[]>;
+  private readonly logger: Logger;
+  private readonly dispatchTimeoutMs: number;
+  private readonly inserts: Batcher<OutboundEvent[], string[] | Error>;
   private readonly claims: Batcher<{ id: string; leaseMs: number }, ClaimedEvent | null>;
   private readonly settles: Batcher<SettleInput, number | null>;
 
@@ -126,6 +140,8 @@ export class Outbox implements EventSink {
     this.queue = options.queue;
     this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
+    this.logger = options.logger ?? silentLogger;
+    this.dispatchTimeoutMs = options.dispatchTimeoutMs ?? 5000;
     this.inserts = new Batcher((groups) => this.insertGroups(groups), 200);
     this.claims = new Batcher((ids) => this.claimMany(ids), 500);
     this.settles = new Batcher((items) => this.settleMany(items), 500);
@@ -141,19 +157,29 @@ export class Outbox implements EventSink {
   async enqueue(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
     if (events.length === 0) return [];
     for (const e of events) checkEvent(e);
-    if (!client) return this.inserts.submit(events);
+    if (!client) {
+      const out = await this.inserts.submit(events);
+      if (out instanceof Error) throw out;
+      return out;
+    }
     return this.insertAndDispatch(events, client);
   }
 
   /** Concurrent enqueue calls share one INSERT (one commit) and one addBulk. */
-  private async insertGroups(groups: OutboundEvent[][]): Promise<string[][]> {
+  private async insertGroups(groups: OutboundEvent[][]): Promise<Array<string[] | Error>> {
     let ids: string[];
     try {
       ids = await this.insertAndDispatch(groups.flat());
     } catch (err) {
       if (groups.length === 1) throw err;
       // One caller's bad row (a reused key) must not fail the others: go one by one.
-      return Promise.all(groups.map((g) => this.insertAndDispatch(g)));
+      return Promise.all(
+        groups.map((g) =>
+          this.insertAndDispatch(g).catch((e: unknown) =>
+            e instanceof Error ? e : new Error(String(e)),
+          ),
+        ),
+      );
     }
     const out: string[][] = [];
     let at = 0;
@@ -231,10 +257,26 @@ export class Outbox implements EventSink {
       cols.sub,
       this.horizonSeconds,
     ];
-    const { rows } = await (client ?? this.pool).query<{ id: string }>(sql, params);
+    let rows: Array<{ id: string }>;
+    try {
+      ({ rows } = await (client ?? this.pool).query<{ id: string }>(sql, params));
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') {
+        throw new OutboxError('idempotency key already used: every event needs a fresh key');
+      }
+      throw err;
+    }
     // bigserial values follow the ORDER BY, so sorting restores input order.
     const ids = rows.map((r) => r.id).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
-    await this.queue.dispatchBatch(ids.map((id, i) => ({ id, origin: origins[i]! })));
+    try {
+      await withTimeout(
+        this.queue.dispatchBatch(ids.map((id, i) => ({ id, origin: origins[i]! }))),
+        this.dispatchTimeoutMs,
+      );
+    } catch (err) {
+      // The rows are written: Redis being away only delays them until the reconciler.
+      this.logger.warn({ err, rows: ids.length }, 'outbox dispatch failed; reconciler will retry');
+    }
     return ids;
   }
 

@@ -209,7 +209,7 @@ t.test('ES256 and the adcp brand sign deliveries that verify; metrics count them
   const [id] = await h.outbox.enqueue([event(rx.url)]);
   t.equal(await h.waitForState(id!), 'delivered');
   const jwks = new KeySet([key]).jwks(profile);
-  t.equal(jwks.keys[0]!.adcp_use, 'request-signing');
+  t.equal((jwks.keys[0] as Record<string, unknown>).adcp_use, 'request-signing');
   const resolver: KeyResolver = {
     resolve: async (kid) => {
       const jwk = jwks.keys.find((k) => k.kid === kid);

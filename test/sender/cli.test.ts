@@ -126,7 +126,7 @@ t.test(
         out: capture().stream,
         err: capture().stream,
       }),
-      { kind: 'duplicate_key' },
+      { name: 'JsonParseError', kind: 'duplicate_key' },
     );
   },
 );

@@ -190,3 +190,37 @@ t.test('finished jobs are removed from Redis', async (t) => {
     'no completed, failed or waiting jobs remain',
   );
 });
+
+t.test(
+  'enqueue refuses bad keys, bad URLs and reused keys without failing other callers',
+  async (t) => {
+    const h = await senderHarness(t);
+    const rx = await startReceiver();
+    t.teardown(() => rx.close());
+    const bad = event(rx.url);
+    bad.idempotencyKey = 'short';
+    await t.rejects(h.outbox.enqueue([bad]), { name: 'OutboxError', message: /idempotency key/ });
+    await t.rejects(h.outbox.enqueue([event('not a url')]), {
+      name: 'OutboxError',
+      message: /url/,
+    });
+    const reused = event(rx.url);
+    await h.outbox.enqueue([reused]);
+    // Concurrent callers share one INSERT; the one reusing a key fails alone.
+    const results = await Promise.allSettled([
+      h.outbox.enqueue([event(rx.url)]),
+      h.outbox.enqueue([reused]),
+      h.outbox.enqueue([event(rx.url), event(rx.url)]),
+    ]);
+    t.equal(results[0]!.status, 'fulfilled');
+    t.match(results[1], {
+      status: 'rejected',
+      reason: { name: 'OutboxError', message: /already used/ },
+    });
+    t.equal(results[2]!.status, 'fulfilled');
+    if (results[2]!.status === 'fulfilled') t.equal(results[2]!.value.length, 2);
+    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.outbox`);
+    t.equal(rows[0].n, 4);
+    t.same(await h.outbox.enqueue([]), []);
+  },
+);

@@ -1,7 +1,10 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { createRedis } from '../../shared/infra/redis.js';
 import { generateSigningKey } from '../../shared/signing/keys.js';
+import { DeliveryQueue } from '../../sender/delivery/queue.js';
+import { Outbox } from '../../sender/outbox/outbox.js';
 import { newIdempotencyKey } from '../../sender/outbox/keys.js';
 import type { OutboundEvent } from '../../sender/outbox/types.js';
 import { DATABASE_URL, REDIS_URL } from '../helpers/db.js';
@@ -134,3 +137,32 @@ t.test('a slow origin does not starve the others', async (t) => {
   for (const id of slowIds) t.equal(await h.waitForState(id), 'delivered');
   t.equal(slow.received.length, 6);
 });
+
+t.test(
+  'Redis unreachable at enqueue: the event is kept and delivered once Redis is back',
+  async (t) => {
+    const h = await senderHarness(t);
+    const rx = await startReceiver();
+    t.teardown(() => rx.close());
+    const dead = createRedis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      retryStrategy: () => 200,
+    });
+    const deadQueue = new DeliveryQueue({ connection: dead, prefix: h.prefix });
+    t.teardown(async () => {
+      dead.disconnect();
+      await deadQueue.close().catch(() => {});
+    });
+    const outbox = new Outbox({
+      pool: h.pool,
+      queue: deadQueue,
+      schema: h.schema,
+      dispatchTimeoutMs: 200,
+    });
+    const [id] = await outbox.enqueue([event(rx.url)]);
+    t.equal((await h.outbox.state(id!))?.state, 'pending', 'written to the outbox all the same');
+    h.startWorker({ reconcileEveryMs: 100, reconcileGraceMs: 50 });
+    t.equal(await h.waitForState(id!), 'delivered');
+    t.equal(rx.received.length, 1);
+  },
+);

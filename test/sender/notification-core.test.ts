@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createHmac } from 'node:crypto';
 import { brandProfile } from '../../shared/brand.js';
 import { verifyWebhookSignature, type KeyResolver } from '../../shared/signing/verify.js';
@@ -14,7 +14,7 @@ import { senderHarness, startReceiver } from './harness.js';
 
 const profile = brandProfile('svc');
 
-async function setup(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function setup(t: Test) {
   const h = await senderHarness(t);
   const rx = await startReceiver();
   t.teardown(() => rx.close());
@@ -232,6 +232,7 @@ t.test('raw JSON input with a duplicate key is refused (duplicate_key_input)', a
     pushNotificationConfig: push(rx.url),
   };
   await t.rejects(core.taskStatusChanged({ ...base, context: '{"a":1,"b":{"c":1,"c":2}}' }), {
+    name: 'DuplicateKeyInputError',
     id: 'duplicate_key_input',
     field: 'context',
     duplicateKeys: ['c'],
@@ -242,9 +243,13 @@ t.test('raw JSON input with a duplicate key is refused (duplicate_key_input)', a
   );
   await t.rejects(core.taskStatusChanged({ ...base, result: '"text"' }), NotificationInputError);
   await t.rejects(core.taskStatusChanged({ ...base, result: '{"x":' }), {
+    name: 'NotificationInputError',
     id: 'invalid_json_input',
   });
-  await t.rejects(core.taskStatusChanged({ ...base, result: '[1]' }), { id: 'invalid_json_input' });
+  await t.rejects(core.taskStatusChanged({ ...base, result: '[1]' }), {
+    name: 'NotificationInputError',
+    id: 'invalid_json_input',
+  });
   const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.outbox`);
   t.equal(rows[0].n, 0, 'nothing enqueued');
   const ids = await core.taskStatusChanged({ ...base, context: '{"a":1,"b":{"c":1}}' });
