@@ -415,3 +415,20 @@ t.test('hostile bodies and header bytes: stalled, cut short, non-ASCII signature
   t.match(odd, /webhook_signature_header_malformed/);
   t.equal((await deliver(envelope())).status, 200, 'still serving');
 });
+
+t.test('200 concurrent identical deliveries to the sidecar: the app gets one', async (t) => {
+  const { deliver, app } = await sidecar(t, {}, async () => {
+    await new Promise((r) => setTimeout(r, 30));
+    return 200;
+  });
+  const e = envelope({ task_id: 'conc-side' });
+  const res = await Promise.all(Array.from({ length: 200 }, () => deliver(e)));
+  t.ok(
+    res.every((r) => r.status === 200 || r.status === 503),
+    'only 200 or 503',
+  );
+  t.equal(app.hits.length, 1);
+  const after = await deliver(e);
+  t.equal(after.status, 200);
+  t.equal(app.hits.length, 1, 'still one after the in-flight copies are retried');
+});
