@@ -1,5 +1,6 @@
 /** The subcommand table. Each runnable part adds one line here. */
 import type { Command } from 'commander';
+import { registerAgentCommands } from '../agents/server/commands.js';
 import { registerSenderConformanceCommand } from '../receiver/conformance/command.js';
 import { registerReceiverCommand } from '../receiver/sidecar/command.js';
 import { registerSenderCommands } from '../sender/cli/commands.js';
@@ -13,10 +14,5 @@ export function registerCommands(program: Command): void {
     .description("Grade someone else's webhook receiver or sender, check by check");
   registerReceiverConformanceCommand(conformance);
   registerSenderConformanceCommand(conformance);
-  program
-    .command('start')
-    .description('Start the service with embedded defaults')
-    .action(() => {
-      process.stdout.write('svc start: nothing to start yet\n');
-    });
+  registerAgentCommands(program);
 }

@@ -1,0 +1,175 @@
+/**
+ * OAuth 2.0 authorisation server per agent origin (oidc-provider on Koa), mounted at
+ * `/oauth`: dynamic client registration (`POST /oauth/register`, RFC 7591), the grants
+ * it names (`authorization_code` with PKCE, `refresh_token`) and `client_credentials`,
+ * discovery at `/oauth/.well-known/openid-configuration` (and the RFC 8414 name at the
+ * origin root). Access tokens are JWTs (ES256, RFC 9068) with `sub`, `iat`, `exp`, `aud`
+ * = the agent's URL and `scope` = `<brand>:products <brand>:media_buys <brand>:creatives`
+ * (those requested), which the agents' Authenticator maps to permissions. A token issued
+ * at one agent carries that agent's audience and fails at another.
+ *
+ * Interactive logins (authorization_code) use the library's development interaction
+ * pages (any user name is accepted, the principal is that name): this is a demo seller
+ * with no user directory. Registered clients, grants and refresh tokens are kept in
+ * PostgreSQL; the token signing key too, so tokens outlive a restart.
+ */
+import { randomBytes } from 'node:crypto';
+import { createLocalJWKSet, exportJWK, generateKeyPair, type JWK } from 'jose';
+import type { Middleware } from 'koa';
+import Provider, { errors as oidcErrors, type Configuration } from 'oidc-provider';
+import type { BrandProfile } from '../../shared/brand.js';
+import type { Pool } from '../../shared/infra/pg.js';
+import { assertSchemaName } from '../../shared/infra/pg.js';
+import type { AgentAuthKeys } from '../auth/authenticate.js';
+import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
+import { migrateOAuthStore, pgAdapterFactory } from './pg-adapter.js';
+
+export const OAUTH_MOUNT = '/oauth';
+
+export interface OAuthServerOptions {
+  pool: Pool;
+  /** Schema of the OAuth tables (shared with the agents' schema by default). */
+  schema: string;
+  profile: BrandProfile;
+  urls: Record<AgentKind, string>;
+  /** Access token lifetime, seconds (default 3600). */
+  accessTokenTtlSeconds?: number;
+}
+
+export interface OAuthServer {
+  issuer(agent: AgentKind): string;
+  /** The resource scopes: `<brand>:products`, `<brand>:media_buys`, `<brand>:creatives`. */
+  scopes: string[];
+  providers: Record<AgentKind, Provider>;
+  /** Koa middleware serving `/oauth/*` of this agent's origin. */
+  middleware(agent: AgentKind): Middleware;
+  /** Verification keys for the agents' Authenticator. */
+  authKeys(): Partial<Record<AgentKind, Partial<AgentAuthKeys>>>;
+}
+
+async function signingJwk(pool: Pool, schema: string): Promise<JWK> {
+  const s = assertSchemaName(schema);
+  const { rows } = await pool.query<{ jwk: JWK }>(
+    `SELECT jwk FROM ${s}.oauth_keys WHERE name = 'access-token-signing'`,
+  );
+  if (rows[0]) return rows[0].jwk;
+  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const jwk = {
+    ...(await exportJWK(privateKey)),
+    alg: 'ES256',
+    use: 'sig',
+    kid: randomBytes(8).toString('hex'),
+  };
+  await pool.query(
+    `INSERT INTO ${s}.oauth_keys (name, jwk) VALUES ('access-token-signing', $1)
+     ON CONFLICT (name) DO NOTHING`,
+    [jwk],
+  );
+  return signingJwk(pool, schema);
+}
+
+export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthServer> {
+  await migrateOAuthStore(o.pool, o.schema);
+  const privateJwk = await signingJwk(o.pool, o.schema);
+  const { d: _d, ...publicJwk } = privateJwk;
+  void _d;
+  const jwks = createLocalJWKSet({ keys: [publicJwk] });
+  const scopes = ['products', 'media_buys', 'creatives'].map((r) => `${o.profile.scopePrefix}${r}`);
+  const cookieKeys = [randomBytes(32).toString('base64url')];
+  const issuer = (agent: AgentKind) => `${o.urls[agent]}${OAUTH_MOUNT}`;
+
+  const providers = {} as Record<AgentKind, Provider>;
+  for (const agent of AGENT_KINDS) {
+    const resource = o.urls[agent];
+    const config: Configuration = {
+      adapter: pgAdapterFactory(o.pool, o.schema, agent),
+      jwks: { keys: [privateJwk as never] },
+      cookies: { keys: cookieKeys },
+      scopes: ['openid', 'offline_access', ...scopes],
+      claims: { openid: ['sub'] },
+      routes: {
+        registration: '/register',
+        authorization: '/authorize',
+        token: '/token',
+        jwks: '/jwks',
+        revocation: '/revoke',
+        introspection: '/introspect',
+      },
+      pkce: { required: () => true },
+      clientDefaults: {
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+        // The one signing key is ES256 (the library's default would be RS256).
+        id_token_signed_response_alg: 'ES256',
+      },
+      features: {
+        registration: { enabled: true },
+        clientCredentials: { enabled: true },
+        introspection: { enabled: true },
+        revocation: { enabled: true },
+        devInteractions: { enabled: true },
+        resourceIndicators: {
+          enabled: true,
+          defaultResource: () => resource,
+          useGrantedResource: () => true,
+          getResourceServerInfo: (_ctx, indicator) => {
+            if (indicator !== resource) {
+              throw new oidcErrors.InvalidTarget(`this server issues tokens for ${resource} only`);
+            }
+            return {
+              scope: scopes.join(' '),
+              audience: resource,
+              accessTokenTTL: o.accessTokenTtlSeconds ?? 3600,
+              accessTokenFormat: 'jwt',
+              jwt: { sign: { alg: 'ES256' } },
+            };
+          },
+        },
+      },
+      // A refresh token for every client allowed the grant (no OIDC offline_access dance).
+      issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+      findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+      ttl: {
+        AccessToken: o.accessTokenTtlSeconds ?? 3600,
+        ClientCredentials: o.accessTokenTtlSeconds ?? 3600,
+        AuthorizationCode: 600,
+        RefreshToken: 30 * 86400,
+        Grant: 30 * 86400,
+        Interaction: 3600,
+        Session: 86400,
+      },
+    };
+    const provider = new Provider(issuer(agent), config);
+    provider.on('server_error', () => {});
+    providers[agent] = provider;
+  }
+
+  return {
+    issuer,
+    scopes,
+    providers,
+    middleware(agent) {
+      const handle = providers[agent].callback();
+      return async (ctx, next) => {
+        let path = ctx.path;
+        if (path === '/.well-known/oauth-authorization-server') {
+          path = `${OAUTH_MOUNT}/.well-known/openid-configuration`;
+        }
+        if (path !== OAUTH_MOUNT && !path.startsWith(`${OAUTH_MOUNT}/`)) return next();
+        const req = ctx.req as typeof ctx.req & { originalUrl?: string };
+        const search = ctx.querystring ? `?${ctx.querystring}` : '';
+        // As express mounts: the library derives its mount path from originalUrl - url.
+        req.originalUrl = `${path}${search}`;
+        req.url = `${path.slice(OAUTH_MOUNT.length) || '/'}${search}`;
+        ctx.respond = false;
+        await handle(req, ctx.res);
+      };
+    },
+    authKeys() {
+      const out: Partial<Record<AgentKind, Partial<AgentAuthKeys>>> = {};
+      for (const agent of AGENT_KINDS) out[agent] = { jwks };
+      return out;
+    },
+  };
+}

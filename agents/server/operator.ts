@@ -1,0 +1,82 @@
+/**
+ * `svc approve`: the operator's decision on a pending buy, from a separate process. The
+ * task webhook it causes goes into the sender's outbox (PostgreSQL + the delivery queue);
+ * the running service's worker delivers it.
+ */
+import { brandProfile } from '../../shared/brand.js';
+import type { Config } from '../../shared/config.js';
+import { createLogger } from '../../shared/infra/logger.js';
+import { createPool } from '../../shared/infra/pg.js';
+import { createRedis } from '../../shared/infra/redis.js';
+import {
+  pingRedis,
+  resolveDatabaseUrl,
+  ServiceUnavailableError,
+} from '../../shared/infra/services.js';
+import { channelOptionsFromConfig } from '../../sender/channels/from-config.js';
+import { MediaBuyChannels } from '../../sender/channels/media-buy-channels.js';
+import { NotificationCore } from '../../sender/core/notification-core.js';
+import { DeliveryQueue } from '../../sender/delivery/queue.js';
+import { Outbox } from '../../sender/outbox/outbox.js';
+import { DEFAULT_SENDER_SCHEMA } from '../../sender/schema.js';
+import { createAgentsCore, type AgentsCore } from '../service.js';
+
+export async function operatorAction(
+  config: Config,
+  mediaBuyId: string,
+  reject: string | boolean | undefined,
+  options: { agentsSchema?: string; senderSchema?: string; queuePrefix?: string } = {},
+): Promise<Record<string, unknown>> {
+  const profile = brandProfile(config.SVC_BRAND);
+  const databaseUrl = await resolveDatabaseUrl(config.DATABASE_URL);
+  if (!(await pingRedis(config.REDIS_URL))) {
+    throw new ServiceUnavailableError(
+      `Redis at REDIS_URL does not answer; approve talks to the same Redis as the running service`,
+    );
+  }
+  const pool = createPool({ connectionString: databaseUrl, max: 4 });
+  const redis = createRedis(config.REDIS_URL);
+  const queue = new DeliveryQueue({
+    connection: redis,
+    ...(options.queuePrefix ? { prefix: options.queuePrefix } : {}),
+  });
+  const senderSchema = options.senderSchema ?? DEFAULT_SENDER_SCHEMA;
+  let core: AgentsCore | null = null;
+  try {
+    const outbox = new Outbox({ pool, queue, schema: senderSchema });
+    const channels = new MediaBuyChannels({
+      pool,
+      schema: senderSchema,
+      sink: outbox,
+      profile,
+      ...channelOptionsFromConfig(config),
+      dataSource: { getDelivery: (id, period) => core!.deliverySource.getDelivery(id, period) },
+    });
+    const notifications = new NotificationCore({
+      pool,
+      schema: senderSchema,
+      queue,
+      profile,
+      protocolVersion: config.SVC_PROTOCOL_VERSION,
+      allowHosts: config.SVC_SENDER_ALLOW_HOSTS.split(',').filter(Boolean),
+      channels,
+      sink: outbox,
+      logger: createLogger({ level: 'warn' }),
+    });
+    core = await createAgentsCore({
+      pool,
+      ...(options.agentsSchema ? { schema: options.agentsSchema } : {}),
+      profile,
+      notifications,
+      seed: false,
+      clockSpeed: config.SVC_CLOCK_SPEED,
+    });
+    return reject
+      ? await core.operator.reject(mediaBuyId, typeof reject === 'string' ? reject : undefined)
+      : await core.operator.approve(mediaBuyId);
+  } finally {
+    await queue.close().catch(() => {});
+    redis.disconnect();
+    await pool.end();
+  }
+}

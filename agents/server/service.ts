@@ -1,0 +1,287 @@
+/**
+ * The whole seller side in one process (`svc start`): PostgreSQL (migrated), Redis (a
+ * private redis-server when none answers), the signing key set (generated under the
+ * data dir on first start), the sender (NotificationCore, media-buy channels, delivery
+ * worker, activity log), the agents core (seeded catalog, executor) and one HTTP origin
+ * per agent with `/mcp`, `/a2a`, the agent card, the key documents and OAuth.
+ * Every part is stopped in reverse order by `stop()`.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { readdir } from 'node:fs/promises';
+import type Koa from 'koa';
+import { brandProfile, type BrandProfile } from '../../shared/brand.js';
+import type { Config } from '../../shared/config.js';
+import type { Logger } from '../../shared/infra/logger.js';
+import { createPool, type Pool } from '../../shared/infra/pg.js';
+import { createRedis } from '../../shared/infra/redis.js';
+import { ensureRedis, resolveDatabaseUrl, type RedisHandle } from '../../shared/infra/services.js';
+import { ActivityLog } from '../../sender/activity/activity-log.js';
+import { channelOptionsFromConfig } from '../../sender/channels/from-config.js';
+import { MediaBuyChannels } from '../../sender/channels/media-buy-channels.js';
+import { NotificationCore } from '../../sender/core/notification-core.js';
+import { DeliveryQueue } from '../../sender/delivery/queue.js';
+import { DeliveryWorker } from '../../sender/delivery/worker.js';
+import { KeySet, writeNewKey } from '../../sender/keys/key-set.js';
+import { keysRouter, type BrandAgent } from '../../sender/keys/router.js';
+import { Outbox } from '../../sender/outbox/outbox.js';
+import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
+import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
+import type { ApprovalPolicy, AgentSettings } from '../runtime/settings.js';
+import { createAgentsCore, type AgentsCore } from '../service.js';
+import type { DemoCredential } from '../seed.js';
+import { createOAuthServer, type OAuthServer } from '../oauth/server.js';
+import { createAgentApp } from './agent-app.js';
+
+export interface AgentsServiceOptions {
+  config: Config;
+  logger: Logger;
+  /** Listen ports per agent (default from config; 0 picks a free port). */
+  ports?: Partial<Record<AgentKind, number>>;
+  agentsSchema?: string;
+  senderSchema?: string;
+  /** BullMQ key prefix (tests: a unique one). */
+  queuePrefix?: string;
+  keysDir?: string;
+  /** Extra hosts the sender may reach over http / at reserved addresses (tests: 127.0.0.1). */
+  allowHosts?: string[];
+  settings?: Partial<AgentSettings>;
+  /** Executor poll interval (real ms). */
+  pollIntervalMs?: number;
+  /** Mount the OAuth authorisation server on every agent origin (default true). */
+  oauth?: boolean;
+}
+
+export interface AgentsService {
+  profile: BrandProfile;
+  urls: Record<AgentKind, string>;
+  core: AgentsCore;
+  keys: KeySet;
+  oauth: OAuthServer | null;
+  databaseUrl: string;
+  redisUrl: string;
+  credentials: DemoCredential[];
+  stop(): Promise<void>;
+}
+
+export function approvalPolicy(value: string): ApprovalPolicy {
+  if (value === 'never' || value === 'manual') return value;
+  return { autoAfterSeconds: Number(value) };
+}
+
+async function loadOrCreateKeys(dir: string, activeKid?: string): Promise<KeySet> {
+  let present = false;
+  try {
+    present = (await readdir(dir)).some((n) => n.endsWith('.json'));
+  } catch {
+    present = false;
+  }
+  if (!present) await writeNewKey(dir, 'ed25519');
+  return KeySet.fromDirectory(dir, activeKid ? { activeKid } : {});
+}
+
+async function listen(port: number, host: string): Promise<Server> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
+}
+
+export async function startAgentsService(o: AgentsServiceOptions): Promise<AgentsService> {
+  const { config, logger } = o;
+  const profile = brandProfile(config.SVC_BRAND);
+  const stops: Array<() => Promise<unknown> | unknown> = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) {
+      try {
+        await s();
+      } catch (err) {
+        logger.warn({ err }, 'shutdown step failed');
+      }
+    }
+    stops.length = 0;
+  };
+  try {
+    const databaseUrl = await resolveDatabaseUrl(config.DATABASE_URL);
+    const redisHandle: RedisHandle = await ensureRedis(config.REDIS_URL, config.SVC_DATA_DIR);
+    stops.push(() => redisHandle.stop());
+    if (redisHandle.child) logger.info({ url: redisHandle.url }, 'started a private redis-server');
+
+    // Listen first: the agents' URLs (cards, format ids, brand.json) need the real ports.
+    const host = config.SVC_HTTP_HOST;
+    const servers = {} as Record<AgentKind, Server>;
+    const urls = {} as Record<AgentKind, string>;
+    const defaults: Record<AgentKind, number> = {
+      sales: config.SVC_SALES_PORT,
+      creative: config.SVC_CREATIVE_PORT,
+      signals: config.SVC_SIGNALS_PORT,
+    };
+    for (const agent of AGENT_KINDS) {
+      const server = await listen(o.ports?.[agent] ?? defaults[agent], host);
+      servers[agent] = server;
+      stops.push(
+        () =>
+          new Promise<void>((r) => {
+            server.closeIdleConnections();
+            server.close(() => r());
+            setTimeout(() => {
+              server.closeAllConnections();
+              r();
+            }, 2000).unref();
+          }),
+      );
+      const port = (server.address() as AddressInfo).port;
+      const h = host.includes(':') ? `[${host}]` : host;
+      urls[agent] = `http://${h}:${port}`;
+    }
+
+    const pool: Pool = createPool({
+      connectionString: databaseUrl,
+      max: 20,
+      applicationName: `${profile.brand}-agents`,
+    });
+    stops.push(() => pool.end());
+    const senderSchema = o.senderSchema ?? DEFAULT_SENDER_SCHEMA;
+    await migrateSender(pool, senderSchema);
+
+    const keys = await loadOrCreateKeys(
+      o.keysDir ?? config.SVC_KEYS_DIR ?? join(config.SVC_DATA_DIR, 'keys'),
+      config.SVC_SIGNING_KID,
+    );
+
+    const redis = createRedis(redisHandle.url);
+    const workerRedis = createRedis(redisHandle.url);
+    stops.push(() => {
+      redis.disconnect();
+      workerRedis.disconnect();
+    });
+    const prefix = o.queuePrefix ? { prefix: o.queuePrefix } : {};
+    const queue = new DeliveryQueue({ connection: redis, ...prefix });
+    stops.push(() => queue.close());
+    const outbox = new Outbox({
+      pool,
+      queue,
+      schema: senderSchema,
+      horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
+    });
+    const activity = new ActivityLog({ pool, schema: senderSchema, logger });
+    const allowHosts = [
+      ...config.SVC_SENDER_ALLOW_HOSTS.split(',').filter(Boolean),
+      ...(o.allowHosts ?? []),
+    ];
+    let core: AgentsCore | null = null;
+    const channelOptions = channelOptionsFromConfig(config);
+    const channels = new MediaBuyChannels({
+      pool,
+      schema: senderSchema,
+      sink: outbox,
+      profile,
+      ...channelOptions,
+      reportingClock: {
+        now: () => (core ? core.clock.nowMs() : Date.now()),
+        tickIntervalMs: config.SVC_CHANNEL_TICK_MS,
+      },
+      allowHosts,
+      dataSource: { getDelivery: (id, period) => core!.deliverySource.getDelivery(id, period) },
+      logger,
+    });
+    await channels.migrate();
+    const notifications = new NotificationCore({
+      pool,
+      schema: senderSchema,
+      queue,
+      profile,
+      protocolVersion: config.SVC_PROTOCOL_VERSION,
+      allowHosts,
+      channels,
+      sink: outbox,
+      horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
+      logger,
+    });
+
+    const oauth =
+      o.oauth === false
+        ? null
+        : await createOAuthServer({ pool, schema: o.agentsSchema ?? 'agents', profile, urls });
+
+    core = await createAgentsCore({
+      pool,
+      ...(o.agentsSchema ? { schema: o.agentsSchema } : {}),
+      profile,
+      notifications,
+      clockSpeed: config.SVC_CLOCK_SPEED,
+      settings: {
+        protocolVersion: config.SVC_PROTOCOL_VERSION,
+        urls,
+        previewBaseUrl: `${urls.creative}/previews`,
+        approval: approvalPolicy(config.SVC_APPROVAL),
+        webhookActivity: activity,
+        brandJsonUrl: `${urls.sales}/.well-known/brand.json`,
+        ...(o.settings ?? {}),
+      },
+      ...(oauth ? { authKeys: oauth.authKeys() } : {}),
+      logger,
+      ...(o.pollIntervalMs ? { pollIntervalMs: o.pollIntervalMs } : {}),
+    });
+    const agentsCore = core;
+
+    const worker = new DeliveryWorker({
+      outbox,
+      signer: { key: keys.signingKey(), profile },
+      connection: workerRedis,
+      ...prefix,
+      concurrency: Math.max(4, Math.ceil(config.SVC_WORKER_CONCURRENCY / 8)),
+      maxInFlight: config.SVC_WORKER_CONCURRENCY,
+      allowHosts,
+      activity,
+      logger,
+    });
+    stops.push(async () => {
+      await worker.close();
+    });
+    channels.start();
+    stops.push(() => channels.stop());
+    agentsCore.start();
+    stops.push(() => agentsCore.stop());
+
+    const brandAgents: BrandAgent[] = AGENT_KINDS.map((agent) => ({
+      type: agent,
+      url: urls[agent],
+      id: `${profile.brand}_${agent}_agent`,
+      jwks_uri: `${urls[agent]}/.well-known/jwks.json`,
+    }));
+    for (const agent of AGENT_KINDS) {
+      const extra: Koa.Middleware[] = oauth ? [oauth.middleware(agent)] : [];
+      const app = createAgentApp({
+        agent,
+        core: agentsCore,
+        profile,
+        keysRouter: keysRouter({ keys, profile, agents: brandAgents }),
+        extra,
+        logger,
+      });
+      servers[agent].on('request', app.callback());
+    }
+    const credentials = await agentsCore.demoCredentials();
+    return {
+      profile,
+      urls,
+      core: agentsCore,
+      keys,
+      oauth,
+      databaseUrl,
+      redisUrl: redisHandle.url,
+      credentials,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
