@@ -79,6 +79,26 @@ export async function loadBuy(
   return buy;
 }
 
+/**
+ * Locks a buy for a change that may end its create task. The task row is locked first,
+ * the order the executor uses (task, then buy), so the two never deadlock.
+ */
+export async function lockBuyAndTask(
+  db: Pick<PoolClient, 'query'>,
+  schema: string,
+  mediaBuyId: string,
+  principalId: string | null,
+): Promise<BuyRow> {
+  const { rows } = await db.query<{ task_id: string | null }>(
+    `SELECT task_id FROM ${schema}.media_buys WHERE media_buy_id = $1`,
+    [mediaBuyId],
+  );
+  const taskId = rows[0]?.task_id;
+  if (taskId)
+    await db.query(`SELECT 1 FROM ${schema}.tasks WHERE task_id = $1 FOR UPDATE`, [taskId]);
+  return loadBuy(db, schema, mediaBuyId, principalId, { forUpdate: true });
+}
+
 export async function loadPackages(
   db: Pick<PoolClient, 'query'>,
   schema: string,

@@ -24,6 +24,7 @@ import {
   assignmentsOf,
   loadBuy,
   loadPackages,
+  lockBuyAndTask,
   newMediaBuyId,
   newPackageId,
   packageView,
@@ -396,9 +397,7 @@ async function updateMediaBuy(
 ) {
   const s = ctx.schema;
   const principal = ctx.principal!;
-  const buy = await loadBuy(ctx.db, s, params.media_buy_id, principal.principal_id, {
-    forUpdate: true,
-  });
+  const buy = await lockBuyAndTask(ctx.db, s, params.media_buy_id, principal.principal_id);
   if (TERMINAL_BUY.has(buy.status)) {
     throw taskError('INVALID_STATE', `media buy is ${buy.status}; it can no longer be changed`, {
       field: 'media_buy_id',
@@ -745,7 +744,7 @@ export class MediaBuyOperator {
   approve(mediaBuyId: string): Promise<Record<string, unknown>> {
     return this.inTransaction(async (db) => {
       const { schema } = this.deps;
-      const buy = await loadBuy(db, schema, mediaBuyId, null, { forUpdate: true });
+      const buy = await lockBuyAndTask(db, schema, mediaBuyId, null);
       if (buy.status !== 'pending') {
         throw taskError('INVALID_STATE', `media buy is ${buy.status}, not pending`, {
           field: 'media_buy_id',
@@ -767,7 +766,7 @@ export class MediaBuyOperator {
   reject(mediaBuyId: string, reason = 'rejected by the seller'): Promise<Record<string, unknown>> {
     return this.inTransaction(async (db) => {
       const { schema } = this.deps;
-      const buy = await loadBuy(db, schema, mediaBuyId, null, { forUpdate: true });
+      const buy = await lockBuyAndTask(db, schema, mediaBuyId, null);
       if (buy.status !== 'pending') {
         throw taskError('INVALID_STATE', `media buy is ${buy.status}, not pending`, {
           field: 'media_buy_id',

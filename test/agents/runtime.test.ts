@@ -387,3 +387,46 @@ t.test('every task publishes a description and a JSON Schema', async (t) => {
     required: ['buyer_ref', 'brand_manifest', 'packages', 'start_time', 'end_time'],
   });
 });
+
+t.test('operator approvals racing the executor neither deadlock nor double-notify', async (t) => {
+  const h = await harness(t, { settings: { approval: { autoAfterSeconds: 1 }, taskStepMs: 1 } });
+  const ids: string[] = [];
+  for (let i = 0; i < 8; i++) {
+    const r = await h.ok(
+      'sales',
+      'create_media_buy',
+      {
+        buyer_ref: `race-${i}`,
+        brand_manifest: { url: 'https://acme.example' },
+        packages: [
+          {
+            buyer_ref: 'p',
+            product_id: 'dooh_transit_network',
+            pricing_option_id: 'transit_cpm',
+            budget: 2000,
+          },
+        ],
+        start_time: { type: 'asap' },
+        end_time: new Date(START + 86400_000).toISOString(),
+        push_notification_config: { url: 'https://b.example/h', operation_id: `op-race-${i}` },
+      },
+      buyer(h),
+    );
+    ids.push(r.media_buy_id as string);
+  }
+  h.clock.advance(5);
+  await h.core.executor.runDue();
+  h.clock.advance(2000);
+  const results = await Promise.allSettled([
+    h.core.executor.runDue(),
+    h.core.executor.runDue(),
+    ...ids.map((id) => h.core.operator.approve(id)),
+  ]);
+  for (const r of results) {
+    if (r.status === 'rejected')
+      t.equal((r.reason as { code?: string }).code, 'INVALID_STATE', 'only "already approved"');
+  }
+  const completed = h.notifications.of('taskStatusChanged').filter((x) => x.status === 'completed');
+  t.equal(completed.length, 8, 'exactly one completion per task');
+  t.equal(new Set(completed.map((x) => x.taskId)).size, 8);
+});
