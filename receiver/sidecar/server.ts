@@ -118,13 +118,29 @@ export class Sidecar {
     });
     await receiver.migrate();
     const purge = o.purgeIntervalMs ?? 60_000;
-    if (purge > 0) receiver.startPurging(purge);
 
     const server = createServer();
     // Bounds on slow or truncated requests: nothing can hold a socket forever.
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
     server.keepAliveTimeout = 5_000;
+    if (purge > 0) {
+      receiver.startPurging(purge);
+      if (queue) {
+        // Acked rows keep their key bound as long as the longest sender retention.
+        const q = queue;
+        const keep = Math.max(
+          86_400,
+          o.trust.delivery_retry_horizon_seconds ?? 0,
+          ...o.trust.senders.map((s) => s.delivery_retry_horizon_seconds ?? 0),
+        );
+        const timer = setInterval(() => {
+          q.purgeAcked(keep).catch(() => {});
+        }, purge);
+        timer.unref();
+        server.once('close', () => clearInterval(timer));
+      }
+    }
     const sidecar = new Sidecar(receiver, queue, server, metrics, log);
     server.on('request', (req, res) => {
       sidecar.route(req, res, o).catch((err) => {
