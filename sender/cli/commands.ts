@@ -55,7 +55,12 @@ export function registerSenderCommands(program: Command): void {
       'deliveries in flight (default: SVC_WORKER_CONCURRENCY)',
       positiveInt(2000),
     )
-    .option('--per-origin <n>', 'deliveries in flight per receiver origin', positiveInt(1000), 8)
+    .option(
+      '--per-origin <n>',
+      'deliveries in flight per receiver origin (at most half of --concurrency)',
+      positiveInt(1000),
+      16,
+    )
     .option('--schema <name>', 'PostgreSQL schema of the outbox', 'sender')
     .option('--prefix <prefix>', 'BullMQ key prefix (keep a {hash tag} for Redis Cluster)')
     .option('--metrics-port <port>', 'serve Prometheus /metrics on this port', positiveInt(65535))

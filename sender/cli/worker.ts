@@ -66,8 +66,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     signer: { key: keys.signingKey(), profile },
     connection: workerRedis,
     ...(o.prefix ? { prefix: o.prefix } : {}),
-    // A batch job carries up to 50 first attempts; fewer jobs than deliveries suffice.
-    concurrency: Math.max(4, Math.ceil(o.concurrency / 8)),
+    concurrency: o.concurrency,
     maxInFlight: o.concurrency,
     perOriginConcurrency: o.perOrigin,
     allowHosts: allowHostsOf(config.SVC_SENDER_ALLOW_HOSTS),

@@ -47,11 +47,11 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   connection: ConnectionOptions;
   prefix?: string;
   queueName?: string;
-  /** BullMQ jobs in flight per process (a batch job holds up to 50 rows); default 16. */
+  /** BullMQ jobs in flight per process (a batch job holds up to 50 rows); default 64. */
   concurrency?: number;
-  /** Attempts in flight per process; default 256. */
+  /** Attempts of batch jobs in flight per process; default 256. */
   maxInFlight?: number;
-  /** Attempts in flight per origin per process; default 32. */
+  /** Attempts in flight per origin per process; default 16, at most concurrency / 2. */
   perOriginConcurrency?: number;
   backoff?: BackoffOptions;
   activity?: ActivityLog;
@@ -107,7 +107,14 @@ export class DeliveryWorker {
     this.signer = options.signer;
     this.logger = options.logger ?? silentLogger;
     this.transport = new Transport(options);
-    this.limiter = new OriginLimiter(options.perOriginConcurrency ?? 32);
+    const jobSlots = options.concurrency ?? 64;
+    // One origin may hold at most half the job slots, so a slow or dead receiver (its
+    // attempts hanging until the timeout) always leaves room for the others.
+    const perOrigin = Math.max(
+      1,
+      Math.min(options.perOriginConcurrency ?? 16, Math.floor(jobSlots / 2)),
+    );
+    this.limiter = new OriginLimiter(perOrigin);
     this.slots = new Semaphore(options.maxInFlight ?? 256);
     // Past the attempt's own timeout, so a lease never ends while its attempt still runs.
     this.leaseMs = (options.totalTimeoutMs ?? 30_000) + 5000;
@@ -117,7 +124,7 @@ export class DeliveryWorker {
       {
         connection: options.connection,
         prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
-        concurrency: options.concurrency ?? 16,
+        concurrency: jobSlots,
         lockDuration: options.lockDurationMs ?? 30_000,
         stalledInterval: options.stalledIntervalMs ?? 30_000,
         // Running a stalled job again is safe (same row, same key, same bytes).
