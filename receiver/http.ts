@@ -43,6 +43,8 @@ export function receiverRequest(
 export function writeReceiverResponse(res: ServerResponse, r: ReceiverResponse): void {
   res.statusCode = r.status;
   for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
+  // Refused before its body was read (405, 415, 413): close rather than drain the rest.
+  if (res.req && !res.req.complete) res.setHeader('connection', 'close');
   res.setHeader('content-length', Buffer.byteLength(r.body));
   res.end(r.body);
 }

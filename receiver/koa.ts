@@ -27,6 +27,7 @@ export function webhookMiddleware(
     const r = await receiver.handle(receiverRequest(ctx.req, options));
     ctx.status = r.status;
     for (const [k, v] of Object.entries(r.headers)) ctx.set(k, v);
+    if (!ctx.req.complete) ctx.set('connection', 'close');
     ctx.body = r.body;
   };
 }

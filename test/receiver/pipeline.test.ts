@@ -441,3 +441,20 @@ t.test('100 concurrent distinct deliveries over 10 tasks: each published once', 
   const again = await Promise.all(list.map((e) => deliver(e)));
   t.ok(again.every((r) => r.status === 200 && r.json.status === 'duplicate'));
 });
+
+t.test('refused before the body is read: answered at once, connection closed', async (t) => {
+  const { url } = await setup(t);
+  const big = Buffer.alloc(2 * 1024 * 1024, 0x20);
+  const put = await post(url + '/x', big, { 'content-type': 'application/json' }, 'PUT').catch(
+    (err: Error) => ({ status: -1, headers: {} as Record<string, unknown>, err }),
+  );
+  if (put.status !== -1) {
+    t.equal(put.status, 405);
+    t.equal(put.headers.connection, 'close');
+  } else t.pass('server closed the upload');
+  const text = await post(url + '/x', big, { 'content-type': 'text/plain' }).catch(
+    (err: Error) => ({ status: -1, headers: {} as Record<string, unknown>, err }),
+  );
+  t.ok(text.status === 415 || text.status === -1);
+  t.equal((await post(url + '/x', '', {}, 'GET')).status, 405, 'still serving');
+});
