@@ -12,6 +12,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   receiver: async () => (await import('./receiver.js')).run,
   channels: async () => (await import('./channels.js')).run,
   conformance: async () => (await import('./conformance.js')).run,
+  'agents-core': async () => (await import('./agents-core.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

@@ -146,6 +146,7 @@ export function registerCommonTasks(
       expectedDuration: '1s',
       mode: 'sync',
       mutating: false,
+      readOnly: true,
       errorShape: agent === 'signals' ? 'signal' : 'single',
       handle: async (_p, ctx) => ({
         status: 'completed',
@@ -166,6 +167,7 @@ export function registerCommonTasks(
       expectedDuration: '1s',
       mode: 'sync',
       mutating: false,
+      readOnly: true,
       errorShape: agent === 'signals' ? 'signal' : 'single',
       handle: async (_p, ctx) => ({
         status: 'completed',
@@ -226,6 +228,7 @@ export function registerCommonTasks(
       expectedDuration: '1s',
       mode: 'sync',
       mutating: false,
+      readOnly: true,
       errorShape: agent === 'signals' ? 'signal' : 'single',
       handle: async (params, ctx: TaskContext) => {
         const view = await tasks.view(

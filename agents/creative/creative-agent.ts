@@ -376,6 +376,7 @@ export function registerCreativeAgentTasks(registry: TaskRegistry): void {
     expectedDuration: '1s',
     mode: 'sync',
     mutating: false,
+    readOnly: true,
     errorShape: 'single',
     handle: async (params, ctx) => ({ status: 'completed', body: await listFormats(params, ctx) }),
   });

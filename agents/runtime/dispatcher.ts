@@ -180,6 +180,7 @@ export class TaskDispatcher {
     }
     const idempotencyKey = this.idempotencyKey(def, params, principal);
     const dryRun = req.dryRun === true;
+    if (def.readOnly) return this.runReadOnly(def, req, principal, meta, parsed.data, dryRun);
 
     const db = await this.options.pool.connect();
     try {
@@ -246,6 +247,38 @@ export class TaskDispatcher {
     } finally {
       db.release();
     }
+  }
+
+  private async runReadOnly(
+    def: TaskDefinition,
+    req: InvokeRequest,
+    principal: Principal | null,
+    meta: RequestMeta,
+    params: unknown,
+    dryRun: boolean,
+  ): Promise<TaskSuccess> {
+    const pool = this.options.pool;
+    // Pool queries in the shape handlers use; nothing here may BEGIN or lock.
+    const db = {
+      query: (text: string, values?: unknown[]) => pool.query(text, values),
+    } as unknown as PoolClient;
+    const ctx: TaskContext = {
+      agent: req.agent,
+      principal,
+      db,
+      dryRun,
+      clock: this.options.clock,
+      notifications: silentNotifications,
+      settings: this.options.settings,
+      schema: this.schema,
+      taskId: newTaskId(),
+      request: meta,
+    };
+    const outcome = await def.handle(params, ctx);
+    const response: TaskSuccess = { status: outcome.status, ...outcome.body };
+    if (meta.context !== undefined) response.context = meta.context;
+    if (dryRun) response.dry_run = true;
+    return response;
   }
 
   private authorize(def: TaskDefinition, principal: Principal | null): void {

@@ -168,6 +168,11 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType> {
   mode: 'sync' | 'async';
   /** Mutating tasks honour `idempotency_key` and dry runs. */
   mutating: boolean;
+  /**
+   * Reads only, one statement at a time: runs without a transaction on pool queries, so
+   * a call whose data is cached never checks out a connection.
+   */
+  readOnly?: boolean;
   /** `task_type` of webhooks; set on tasks that can be asynchronous. */
   webhookTaskType?: WebhookTaskType;
   /** The signal agent answers errors as `{errors: [...]}`. */

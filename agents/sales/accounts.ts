@@ -204,6 +204,7 @@ export function registerAccountTasks(registry: TaskRegistry): void {
     expectedDuration: '1s',
     mode: 'sync',
     mutating: false,
+    readOnly: true,
     errorShape: 'single',
     handle: async (params, ctx) => {
       const { rows } = await ctx.db.query<{

@@ -163,6 +163,7 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
     expectedDuration: '60s',
     mode: 'sync',
     mutating: false,
+    readOnly: true,
     errorShape: 'single',
     handle: async (params, ctx) => ({ status: 'completed', body: await getProducts(params, ctx) }),
   });
@@ -175,6 +176,7 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
     expectedDuration: '1s',
     mode: 'sync',
     mutating: false,
+    readOnly: true,
     errorShape: 'single',
     handle: async (_params, ctx) => {
       const salesUrl = ctx.settings.urls.sales;
@@ -193,6 +195,7 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
     expectedDuration: '1s',
     mode: 'sync',
     mutating: false,
+    readOnly: true,
     errorShape: 'single',
     handle: async (params, ctx) => {
       const s = ctx.schema;

@@ -291,6 +291,7 @@ export function registerCreativeTasks(registry: TaskRegistry): void {
     expectedDuration: '1s',
     mode: 'sync',
     mutating: false,
+    readOnly: true,
     errorShape: 'single',
     handle: async (params, ctx) => ({
       status: 'completed',

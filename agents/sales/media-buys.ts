@@ -708,6 +708,7 @@ export function registerMediaBuyTasks(registry: TaskRegistry, tasks: TaskStore):
     expectedDuration: '1s',
     mode: 'sync',
     mutating: false,
+    readOnly: true,
     errorShape: 'single',
     handle: async (params, ctx) => ({ status: 'completed', body: await getMediaBuys(params, ctx) }),
   });

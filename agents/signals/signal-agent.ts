@@ -406,6 +406,7 @@ export function registerSignalTasks(registry: TaskRegistry): void {
     expectedDuration: '60s',
     mode: 'sync',
     mutating: false,
+    readOnly: true,
     webhookTaskType: 'get_signals',
     errorShape: 'signal',
     handle: async (params, ctx) => ({ status: 'completed', body: await getSignals(params, ctx) }),
