@@ -103,6 +103,28 @@ export interface AgentsCore {
   stop(): Promise<void>;
 }
 
+/** Runs `fn` at most once per `everyMs` of real time. */
+function throttled(everyMs: number, fn: () => Promise<unknown>): () => Promise<unknown> {
+  let last = 0;
+  return async () => {
+    if (Date.now() - last < everyMs) return;
+    last = Date.now();
+    await fn();
+  };
+}
+
+/** Drops idempotency records and previews past their expiry (virtual time). */
+export async function purgeExpired(
+  pool: Pool,
+  schema: string,
+  clock: AgentClock,
+): Promise<{ idempotency: number; previews: number }> {
+  const now = clock.now();
+  const a = await pool.query(`DELETE FROM ${schema}.idempotency WHERE expires_at <= $1`, [now]);
+  const b = await pool.query(`DELETE FROM ${schema}.previews WHERE expires_at <= $1`, [now]);
+  return { idempotency: a.rowCount ?? 0, previews: b.rowCount ?? 0 };
+}
+
 export async function createAgentsCore(options: AgentsCoreOptions): Promise<AgentsCore> {
   const schema = assertSchemaName(options.schema ?? DEFAULT_AGENTS_SCHEMA);
   const { pool, notifications } = options;
@@ -155,7 +177,10 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
     settings,
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
-    jobs: [{ name: 'delivery-simulator', run: () => simulator.tick() }],
+    jobs: [
+      { name: 'delivery-simulator', run: () => simulator.tick() },
+      { name: 'purge-expired', run: throttled(60_000, () => purgeExpired(pool, schema, clock)) },
+    ],
   });
   const operator = new MediaBuyOperator({ pool, schema, tasks, notifications, clock });
   const deliverySource = new SimulatedDeliverySource({ pool, schema, clock, notifications });

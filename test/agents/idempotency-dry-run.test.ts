@@ -295,3 +295,28 @@ t.test('X-Dry-Run changes nothing and notifies nothing', async (t) => {
   t.equal(await count(h, 'creatives'), 0);
   t.same(h.notifications.of('accountNotification'), []);
 });
+
+t.test('expired idempotency records and previews are purged', async (t) => {
+  const { purgeExpired } = await import('../../agents/service.js');
+  const h = await harness(t);
+  await h.ok('sales', 'create_media_buy', buy({ idempotency_key: 'purge-key-0001' }), buyer(h));
+  await h.ok(
+    'creative',
+    'preview_creative',
+    {
+      request_type: 'single',
+      format_id: { agent_url: CREATIVE, id: 'display_728x90' },
+      creative_manifest: {
+        assets: {
+          image: { asset_type: 'image', url: 'https://x.example/i.png' },
+          click_url: { asset_type: 'url', url: 'https://x.example' },
+        },
+      },
+    },
+    buyer(h, 'creative'),
+  );
+  t.same(await purgeExpired(h.pool, h.schema, h.clock), { idempotency: 0, previews: 0 });
+  h.clock.advance(86400_000 + 1);
+  t.same(await purgeExpired(h.pool, h.schema, h.clock), { idempotency: 1, previews: 1 });
+  t.equal(await count(h, 'idempotency'), 0);
+});
