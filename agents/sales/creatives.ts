@@ -2,6 +2,7 @@
  * Creatives at the sales agent: sync_creatives (upsert, assignments, dry_run,
  * delete_missing) and list_creatives, plus the assignment check packages share.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
 import { ASSET_TYPES, resolveFormat, type FormatRow } from '../creative/formats.js';
@@ -206,6 +207,20 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
         reason_code: 'approved',
         initiator: 'seller',
       });
+    }
+    for (const a of assignmentResults) {
+      const ids = [...(a.package_ids as string[])].sort();
+      const digest = createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 12);
+      await emitAccountEvent(
+        ctx,
+        'creative.assignment_changed',
+        `creative.${String(a.creative_id)}.assign.${digest}`,
+        {
+          creative_id: a.creative_id,
+          package_ids: ids,
+          initiator: 'buyer',
+        },
+      );
     }
   }
   return {

@@ -144,6 +144,71 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
     transition: { to: 'active' },
   });
 
+  // Assignment changes go to subscribers of creative.assignment_changed.
+  await h.ok(
+    'sales',
+    'sync_accounts',
+    {
+      accounts: [
+        {
+          name: 'Acme',
+          brand: { domain: 'acme.example' },
+          notification_configs: [cfg('s1'), cfg('s5', ['creative.assignment_changed'])],
+        },
+      ],
+    },
+    c,
+  );
+  const created = await h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      buyer_ref: 'acct-buy',
+      brand_manifest: { url: 'https://acme.example' },
+      packages: [
+        {
+          buyer_ref: 'p',
+          product_id: 'display_run_of_network',
+          pricing_option_id: 'ron_display_auction',
+          budget: 500,
+          bid_price: 3,
+        },
+      ],
+      start_time: { type: 'asap' },
+      end_time: '2030-01-01T00:00:00Z',
+    },
+    c,
+  );
+  const pkg = (created.packages as Array<{ package_id: string }>)[0]!.package_id;
+  await h.ok(
+    'sales',
+    'sync_creatives',
+    {
+      creatives: [
+        {
+          creative_id: 'cr1',
+          name: 'n',
+          format_id: { agent_url: CREATIVE, id: 'display_300x250' },
+          assets: {
+            image: { asset_type: 'image', url: 'https://x.example/i.png' },
+            click_url: { asset_type: 'url', url: 'https://x.example' },
+          },
+        },
+      ],
+      assignments: { cr1: [pkg] },
+    },
+    c,
+  );
+  const assigned = h.notifications
+    .of('accountNotification')
+    .filter((e) => e.notificationType === 'creative.assignment_changed');
+  t.equal(assigned.length, 1);
+  t.same(
+    assigned[0]!.configs.map((x) => (x as { subscriber_id: string }).subscriber_id),
+    ['s5'],
+  );
+  t.match(assigned[0]!.fields, { creative_id: 'cr1', package_ids: [pkg] });
+
   // [] clears.
   const cleared = await h.ok(
     'sales',

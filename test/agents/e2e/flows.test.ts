@@ -1,0 +1,221 @@
+/**
+ * The spec's typical flows end to end against `startAgentsService` (real Koa servers on
+ * 127.0.0.1, PostgreSQL, Redis, the sender's worker) with the official client SDKs over
+ * MCP and A2A; task webhooks (MCP-shape from push_notification_config, A2A-shape from the
+ * transport config of both versions) received and RFC 9421-verified by our receiver.
+ */
+import t from 'tap';
+import { AgentClient } from '../../../agents/client/agent-client.js';
+import { buyerReceiver, startService } from './support.js';
+
+const DAY = 86400_000;
+
+function buy(
+  service: { core: { clock: { nowMs(): number } } },
+  extra: Record<string, unknown> = {},
+) {
+  return {
+    buyer_ref: `e2e-${Math.random().toString(36).slice(2)}`,
+    brand_manifest: { url: 'https://acme.example' },
+    packages: [
+      {
+        buyer_ref: 'pkg-ctv',
+        product_id: 'ctv_premium_sports',
+        pricing_option_id: 'ctv_sports_cpm',
+        budget: 24000,
+      },
+    ],
+    start_time: { type: 'asap' },
+    end_time: new Date(service.core.clock.nowMs() + 30 * DAY).toISOString(),
+    ...extra,
+  };
+}
+
+t.test('sales flow over MCP and A2A with verified webhooks', async (t) => {
+  const { service, senderSchema } = await startService(t);
+  const pool = (await import('../../../shared/infra/pg.js')).createPool({
+    connectionString: 'postgres://postgres@127.0.0.1:5432/test',
+    max: 2,
+  });
+  t.teardown(() => pool.end());
+  const { urls } = service;
+  const rx = await buyerReceiver(t, `${urls.sales}/.well-known/jwks.json`);
+  const key = service.credentials.find(
+    (c) => c.agent === 'sales' && c.principal_id === 'demo-buyer',
+  )!.api_key;
+
+  // MCP: get_products -> list_creative_formats -> create_media_buy -> approve -> sync -> delivery.
+  const mcp = new AgentClient({ agentUrl: urls.sales, apiKey: key });
+  t.teardown(() => mcp.close());
+  const products = await mcp.call('get_products', {
+    brief: 'sports fans on connected TV',
+    brand_manifest: { url: 'https://acme.example' },
+  });
+  t.ok((products.body.products as unknown[]).length > 0);
+  const formats = await mcp.call('list_creative_formats', { format_types: ['video'] });
+  const format = (
+    formats.body.formats as Array<{ format_id: { agent_url: string; id: string } }>
+  )[0]!;
+  t.equal(format.format_id.agent_url, urls.creative, 'formats point at the creative agent');
+
+  const context = { correlation_id: 'mcp-flow' };
+  const created = await mcp.call(
+    'create_media_buy',
+    buy(service, {
+      push_notification_config: { url: `${rx.url}/hooks/mcp`, operation_id: 'op-mcp-1' },
+      context,
+    }),
+  );
+  t.equal(created.status, 'submitted');
+  const mediaBuyId = created.body.media_buy_id as string;
+  await rx.waitFor((e) => e.some((x) => x.operationId === 'op-mcp-1' && x.status === 'working'));
+  await service.core.operator.approve(mediaBuyId);
+  await rx.waitFor((e) => e.some((x) => x.operationId === 'op-mcp-1' && x.status === 'completed'));
+  const mine = rx.events.filter((x) => x.operationId === 'op-mcp-1');
+  t.ok(
+    mine.every((x) => x.format === 'mcp' && x.sender === 'seller'),
+    'verified, MCP shape',
+  );
+  t.ok(mine.every((x) => x.taskId === created.taskId));
+  const done = mine.find((x) => x.status === 'completed')!.payload as Record<string, unknown>;
+  t.same(done.context, context, 'context echoed');
+  const polled = await mcp.getTask(created.taskId!);
+  t.equal(polled.body.status, 'completed');
+
+  const pkg = (created.body.packages as Array<{ package_id: string }>)[0]!;
+  const synced = await mcp.call('sync_creatives', {
+    creatives: [
+      {
+        creative_id: 'e2e-spot',
+        name: 'Spot',
+        format_id: { agent_url: urls.creative, id: 'video_ctv_30s' },
+        assets: {
+          video: { asset_type: 'video', url: 'https://cdn.acme.example/s.mp4', duration_ms: 30000 },
+          click_url: { asset_type: 'url', url: 'https://acme.example/' },
+        },
+      },
+    ],
+    assignments: { 'e2e-spot': [pkg.package_id] },
+  });
+  t.equal(synced.ok, true, JSON.stringify(synced.body));
+  const delivery = await mcp.call('get_media_buy_delivery', { media_buy_id: mediaBuyId });
+  t.equal(delivery.ok, true, JSON.stringify(delivery.body));
+
+  // A2A, both versions: AdCP push config in the parameters and the A2A transport config.
+  for (const version of ['1.0', '0.3'] as const) {
+    const a2a = new AgentClient({
+      agentUrl: urls.sales,
+      transport: 'a2a',
+      a2aVersion: version,
+      apiKey: key,
+    });
+    const op = `op-a2a-${version}`;
+    const res = await a2a.call(
+      'create_media_buy',
+      buy(service, { push_notification_config: { url: `${rx.url}/hooks/adcp`, operation_id: op } }),
+      {
+        a2aPushConfig: {
+          url: `${rx.url}/hooks/a2a-${version}`,
+          id: `cfg-${version}`,
+          token: 'tok-123456',
+        },
+      },
+    );
+    t.equal(res.status, 'submitted', `${version}: submitted`);
+    await rx
+      .waitFor((e) => e.some((x) => x.operationId === op && x.status === 'working'))
+      .catch(async (err) => {
+        const { rows } = await service.core.dispatcher.tasks
+          .get({ query: (q: string, v: unknown[]) => pool.query(q, v) } as never, res.taskId!)
+          .then((r) => ({ rows: [r] }));
+        const out = await pool.query(
+          `SELECT target_url, state, attempts, last_status, last_error, task_id FROM ${senderSchema}.outbox`,
+        );
+        console.error(
+          JSON.stringify({
+            events: rx.events.map((e) => [e.format, e.operationId, e.taskId, e.status]),
+            task: rows,
+            out: out.rows,
+          }),
+        );
+        throw err;
+      });
+    await rx.waitFor((e) =>
+      e.some((x) => x.format === 'a2a' && x.taskId === res.taskId && x.status === 'working'),
+    );
+    await service.core.operator.approve(res.body.media_buy_id as string);
+    await rx.waitFor((e) =>
+      e.some((x) => x.format === 'a2a' && x.taskId === res.taskId && x.status === 'completed'),
+    );
+    const a2aEvents = rx.events.filter((x) => x.format === 'a2a' && x.taskId === res.taskId);
+    const body = JSON.stringify(a2aEvents.map((e) => e.payload));
+    if (version === '1.0') t.match(body, /TASK_STATE_COMPLETED/, '1.0 state names');
+    else t.match(body, /"state":"completed"/, '0.3 state names');
+    const polledA2a = await a2a.getTask(res.taskId!);
+    t.equal(polledA2a.status, 'completed', `${version}: tasks/get`);
+    await a2a.close();
+  }
+});
+
+t.test('creative flow over A2A 0.3, signal flow over MCP with a webhook', async (t) => {
+  const { service } = await startService(t, { SVC_CLOCK_SPEED: '3600' });
+  const { urls } = service;
+  const rx = await buyerReceiver(t, `${urls.signals}/.well-known/jwks.json`);
+  const cred = (agent: string) =>
+    service.credentials.find((c) => c.agent === agent && c.principal_id === 'demo-buyer')!.api_key;
+
+  const creative = new AgentClient({
+    agentUrl: urls.creative,
+    transport: 'a2a',
+    a2aVersion: '0.3',
+    apiKey: cred('creative'),
+  });
+  const formats = await creative.call('list_creative_formats', { type: 'display' });
+  t.ok((formats.body.formats as unknown[]).length > 0);
+  const built = await creative.call('build_creative', {
+    target_format_id: { agent_url: urls.creative, id: 'display_300x250' },
+    message: 'Run further this spring',
+    brand_manifest: { name: 'Acme', url: 'https://acme.example', colors: { primary: '#ff6600' } },
+  });
+  t.equal(built.ok, true, JSON.stringify(built.body));
+  const manifest = built.body.creative_manifest as Record<string, unknown>;
+  const preview = await creative.call('preview_creative', {
+    request_type: 'single',
+    format_id: manifest.format_id,
+    creative_manifest: manifest,
+  });
+  const previewUrl = (preview.body.previews as Array<{ preview_url: string }>)[0]!.preview_url;
+  t.ok(previewUrl.startsWith(`${urls.creative}/previews/`));
+  const page = await fetch(previewUrl);
+  t.equal(page.status, 200);
+  t.match(await page.text(), /Run further this spring/);
+  const sales = new AgentClient({ agentUrl: urls.sales, apiKey: cred('sales') });
+  t.teardown(() => sales.close());
+  const synced = await sales.call('sync_creatives', {
+    creatives: [{ creative_id: 'e2e-300', name: 'Spring', ...manifest }],
+  });
+  t.equal(synced.ok, true);
+
+  const signals = new AgentClient({ agentUrl: urls.signals, apiKey: cred('signals') });
+  t.teardown(() => signals.close());
+  const ttd = { type: 'platform', platform: 'the-trade-desk' };
+  const found = await signals.call('get_signals', {
+    signal_spec: 'luxury car buyers in market',
+    deliver_to: { deployments: [ttd], countries: ['US'] },
+  });
+  const segment = (found.body.signals as Array<{ signal_agent_segment_id: string }>)[0]!;
+  const act = await signals.call('activate_signal', {
+    signal_agent_segment_id: segment.signal_agent_segment_id,
+    deployments: [ttd],
+    push_notification_config: { url: `${rx.url}/signals`, operation_id: 'op-sig-1' },
+  });
+  t.equal(act.status, 'working');
+  await rx.waitFor((e) => e.some((x) => x.operationId === 'op-sig-1' && x.status === 'completed'));
+  const result = JSON.stringify(rx.events.find((x) => x.operationId === 'op-sig-1')!.payload);
+  t.match(result, /activation_key/);
+  const unknown = await signals.call('activate_signal', {
+    signal_agent_segment_id: 'sig_nope',
+    deployments: [ttd],
+  });
+  t.match(unknown.body, { errors: [{ code: 'SIGNAL_AGENT_SEGMENT_NOT_FOUND' }] });
+});
