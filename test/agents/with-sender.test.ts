@@ -158,5 +158,38 @@ t.test('create_media_buy webhooks and reporting through the real sender', async 
   )[0]!.webhook_activity;
   t.ok(activity.length >= 1, `activity records: ${activity.length}`);
   t.ok(activity.every((a) => a.status === 'success'));
+  // A2A transport-level registration (1.0) on the signal agent: the native Task shape.
+  const signalKey = (await agents.demoCredentials()).find(
+    (c) => c.agent === 'signals' && c.principal_id === 'demo-buyer',
+  )!.api_key;
+  const act = await agents.dispatcher.invoke({
+    agent: 'signals',
+    task: 'activate_signal',
+    transport: 'a2a',
+    credentials: { apiKey: signalKey },
+    a2aPush: { version: '1.0', config: { id: 'cfg-1', url: `${rx.url}/a2a` }, contextId: 'ctx-9' },
+    params: {
+      signal_agent_segment_id: 'sig_adults_18_plus',
+      deployments: [{ type: 'platform', platform: 'amazon-dsp' }],
+    },
+  });
+  t.equal((act as Record<string, unknown>).status, 'working');
+  const before = rx.received.length;
+  clock.advance(15 * 60_000);
+  await agents.executor.runDue();
+  await rx.waitFor(before + 1, 20_000);
+  const a2a = rx.received
+    .filter((r) => r.url.endsWith('/a2a'))
+    .map((r) => JSON.parse(r.body.toString()));
+  t.equal(a2a.length, 1);
+  t.equal(a2a[0].task.status.state, 'TASK_STATE_COMPLETED');
+  t.equal(a2a[0].task.contextId, 'ctx-9');
+  t.equal(a2a[0].task.id, (act as Record<string, unknown>).task_id);
+  const parts = a2a[0].task.artifacts[0].parts;
+  t.match(parts.at(-1).data, {
+    deployments: [
+      { platform: 'amazon-dsp', is_live: true, activation_key: { type: 'segment_id' } },
+    ],
+  });
   await channels.stop();
 });
