@@ -24,7 +24,7 @@ const worker = new DeliveryWorker({
   connection: createRedis(env.BENCH_REDIS_URL!),
   prefix: env.BENCH_PREFIX!,
   allowHosts: ['127.0.0.1'],
-  concurrency: 512,
+  concurrency: Number(env.BENCH_JOBS ?? 512),
   maxInFlight: 256,
   // The bench has one receiver origin: let it take every slot.
   perOriginConcurrency: 256,
