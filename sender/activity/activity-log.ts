@@ -156,7 +156,11 @@ export class ActivityLog {
     }
   }
 
-  /** Most recent first; `limit` 1-200, default 50. */
+  /**
+   * Most recent first; `limit` 1-200, default 50. An event still waiting for its next
+   * attempt shows as one `pending` record (attempt = the coming one, fired_at = when it
+   * is due, completed_at null), next to the records of its past attempts.
+   */
   async list(query: {
     principalId: string;
     mediaBuyId: string;
@@ -167,8 +171,17 @@ export class ActivityLog {
       throw new RangeError('webhook_activity_limit must be an integer from 1 to 200');
     }
     const { rows } = await this.pool.query(
-      `SELECT * FROM ${this.schema}.webhook_activity
+      `SELECT idempotency_key, notification_id, subscriber_id, notification_type,
+              sequence_number, attempt, status, url, http_status_code, response_time_ms,
+              payload_size_bytes, error_message, fired_at, completed_at, id
+         FROM ${this.schema}.webhook_activity
         WHERE principal_id = $1 AND media_buy_id = $2
+       UNION ALL
+       SELECT idempotency_key, notification_id, subscriber_id, notification_type,
+              sequence_number, attempts + 1, 'pending', target_url, NULL, NULL,
+              octet_length(body), NULL, next_attempt_at, NULL, 0
+         FROM ${this.schema}.outbox
+        WHERE principal_id = $1 AND media_buy_id = $2 AND state = 'pending'
         ORDER BY fired_at DESC, id DESC LIMIT $3`,
       [query.principalId, query.mediaBuyId, limit],
     );
@@ -183,7 +196,7 @@ export class ActivityLog {
         http_status_code: r.http_status_code,
         response_time_ms: r.response_time_ms,
         payload_size_bytes: r.payload_size_bytes,
-        url: r.url,
+        url: recordedUrl(r.url),
         error_message: r.error_message,
       };
       if (r.notification_id !== null) rec.notification_id = r.notification_id;

@@ -171,6 +171,11 @@ t.test('connection errors are retried and recorded as connection_error', async (
   t.equal((await h.outbox.state(id!))?.state, 'pending', 'still pending: connection errors retry');
   await h.activity.flush();
   const log = await h.activity.list({ principalId: 'p_1', mediaBuyId: 'mb_1' });
+  const queued = log.filter((r) => r.status === 'pending');
+  t.equal(queued.length, 1, 'the queued next attempt shows as pending');
+  t.equal(queued[0]!.completed_at, null);
+  t.equal(queued[0]!.http_status_code, null);
+  t.ok(queued[0]!.attempt >= 2);
   t.equal(log.at(-1)?.status, 'connection_error');
   t.equal(log.at(-1)?.http_status_code, null);
   t.match(log.at(-1)?.error_message, /^connection_error/);
