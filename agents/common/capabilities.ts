@@ -10,6 +10,7 @@ import type { Pool } from '../../shared/infra/pg.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import { checkUniqueSubscribers, publicConfig, SubscriberConfigSchema } from '../sales/accounts.js';
 import type { TaskRegistry } from '../runtime/registry.js';
+import { proveSubscribers, type SubscriberEntry } from './subscriber-proof.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
@@ -201,6 +202,19 @@ export function registerCommonTasks(
       errorShape: agent === 'signals' ? 'signal' : 'single',
       handle: async (params, ctx) => {
         checkUniqueSubscribers(params.notification_configs, 'notification_configs');
+        if (!params.dry_run && !ctx.dryRun) {
+          const { rows } = await ctx.db.query<{ configs: SubscriberEntry[] }>(
+            `SELECT configs FROM ${ctx.schema}.agent_notification_configs WHERE agent = $1 AND principal_id = $2`,
+            [agent, ctx.principal!.principal_id],
+          );
+          await proveSubscribers(ctx.settings.subscriberVerifier, {
+            scope: 'agent',
+            sellerAgentUrl: ctx.settings.urls[agent],
+            previous: rows[0]?.configs ?? [],
+            next: params.notification_configs as SubscriberEntry[],
+            fieldPrefix: 'notification_configs',
+          });
+        }
         if (!params.dry_run) {
           await ctx.db.query(
             `INSERT INTO ${ctx.schema}.agent_notification_configs (agent, principal_id, configs)

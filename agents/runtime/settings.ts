@@ -5,6 +5,7 @@
  */
 import type { BrandProfile } from '../../shared/brand.js';
 import type { AgentKind } from '../auth/principal.js';
+import type { SubscriberVerifier } from '../common/subscriber-proof.js';
 
 export interface PublisherProperty {
   property_id: string;
@@ -63,6 +64,8 @@ export interface AgentSettings {
   previewTtlSeconds: number;
   /** Virtual ms between the executor's progress steps of async tasks. */
   taskStepMs: number;
+  /** Proof of control for account/agent subscribers (supplement §7.4); none: not checked. */
+  subscriberVerifier?: SubscriberVerifier;
   /** Reads `webhook_activity[]` (the sender's activity log) when present. */
   webhookActivity?: {
     list(query: { principalId: string; mediaBuyId: string; limit?: number }): Promise<unknown[]>;

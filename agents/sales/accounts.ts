@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
 import { LegacyAuthenticationSchema } from '../../shared/envelope/channel-config.js';
+import { proveSubscribers, type SubscriberEntry } from '../common/subscriber-proof.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
@@ -121,6 +122,16 @@ async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: Ta
       });
     }
     const configs = a.notification_configs ?? before?.notification_configs ?? [];
+    if (a.notification_configs && !params.dry_run && !ctx.dryRun) {
+      await proveSubscribers(ctx.settings.subscriberVerifier, {
+        scope: 'account',
+        accountId,
+        sellerAgentUrl: ctx.settings.urls[ctx.agent],
+        previous: (before?.notification_configs ?? []) as SubscriberEntry[],
+        next: a.notification_configs as SubscriberEntry[],
+        fieldPrefix: `accounts[${i}].notification_configs`,
+      });
+    }
     let action = 'created';
     if (before) {
       action =
