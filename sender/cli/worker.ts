@@ -57,6 +57,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     queue,
     schema,
     horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
+    logger,
   });
   const activity = new ActivityLog({ pool, schema, logger });
   const metrics = new SenderMetrics();
