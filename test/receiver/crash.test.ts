@@ -37,6 +37,7 @@ async function crashDuring(mode: 'block' | 'queue', seller: SenderKeys, body: st
       SENDER_ID: seller.id,
       JWK: JSON.stringify(publishedJwk(seller.key, profile)),
       MODE: mode,
+      CHILD_RECEIVER: '1',
       LEASE_MS: String(LEASE_MS),
     },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -14,6 +14,8 @@ import type { Publisher } from '../../../receiver/publish/types.js';
 import { MemoryReplayStore } from './fixtures.js';
 
 const env = process.env;
+// Run by crash.test.ts only; a test runner globbing this folder gets a no-op.
+if (env.CHILD_RECEIVER !== '1') process.exit(0);
 const pool = createPool({ connectionString: env.DATABASE_URL as string, max: 4 });
 const jwk = JSON.parse(env.JWK as string);
 const queue = new DurableQueue({ pool, schema: env.SCHEMA, queue: 'crash' });
