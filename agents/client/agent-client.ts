@@ -240,7 +240,9 @@ export class AgentClient {
 
   private fromA2aTask(task: Task): AgentCallResult {
     const body = bodyOfA2aTask(task);
-    const status = A2A_STATE_NAMES[task.status?.state ?? 0] ?? 'unknown';
+    // The AdCP status in the data wins (a `rejected` result rides in a completed A2A task).
+    const state = A2A_STATE_NAMES[task.status?.state ?? 0] ?? 'unknown';
+    const status = typeof body.status === 'string' && state !== 'failed' ? body.status : state;
     const ok = !isErrorBody(body);
     return {
       ok,

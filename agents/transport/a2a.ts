@@ -69,7 +69,8 @@ const STATE_OF: Record<TaskStatus, TaskState> = {
   completed: TaskState.TASK_STATE_COMPLETED,
   failed: TaskState.TASK_STATE_FAILED,
   canceled: TaskState.TASK_STATE_CANCELED,
-  rejected: TaskState.TASK_STATE_REJECTED,
+  // Supplement §6.2: an AdCP `rejected` result rides inside a completed A2A task.
+  rejected: TaskState.TASK_STATE_COMPLETED,
   'auth-required': TaskState.TASK_STATE_AUTH_REQUIRED,
   unknown: TaskState.TASK_STATE_UNSPECIFIED,
 } as Record<TaskStatus, TaskState>;

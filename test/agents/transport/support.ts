@@ -7,11 +7,14 @@ import { brandProfile } from '../../../shared/brand.js';
 import { AGENT_KINDS, type AgentKind } from '../../../agents/auth/principal.js';
 import { createAgentApp } from '../../../agents/server/agent-app.js';
 import type { AgentsCoreOptions } from '../../../agents/service.js';
+import { createOAuthServer, type OAuthServer } from '../../../agents/oauth/server.js';
+import { testDatabase } from '../../helpers/db.js';
 import { harness, type Harness } from '../support/core.js';
 
 export interface Agents {
   h: Harness;
   urls: Record<AgentKind, string>;
+  oauth: OAuthServer | null;
 }
 
 interface T {
@@ -20,7 +23,7 @@ interface T {
 
 export async function startAgents(
   t: T,
-  options: Partial<AgentsCoreOptions> & { mount?: (agent: AgentKind) => Koa.Middleware[] } = {},
+  options: Partial<AgentsCoreOptions> & { oauth?: boolean } = {},
 ): Promise<Agents> {
   const servers = {} as Record<AgentKind, Server>;
   const urls = {} as Record<AgentKind, string>;
@@ -38,9 +41,20 @@ export async function startAgents(
         }),
     );
   }
-  const { mount, ...core } = options;
+  const { oauth: withOAuth, ...core } = options;
+  let oauth: OAuthServer | null = null;
+  if (withOAuth) {
+    const db = testDatabase(t, 'g2o');
+    oauth = await createOAuthServer({
+      pool: db.pool,
+      schema: db.schema,
+      profile: brandProfile('svc'),
+      urls,
+    });
+  }
   const h = await harness(t, {
     ...core,
+    ...(oauth ? { authKeys: oauth.authKeys() } : {}),
     settings: {
       urls,
       previewBaseUrl: `${urls.creative}/previews`,
@@ -52,11 +66,11 @@ export async function startAgents(
       agent,
       core: h.core,
       profile: brandProfile('svc'),
-      ...(mount ? { extra: mount(agent) } : {}),
+      ...(oauth ? { extra: [oauth.middleware(agent)] } : {}),
     });
     handlers[agent] = app.callback();
   }
-  return { h, urls };
+  return { h, urls, oauth };
 }
 
 export async function postJson(
