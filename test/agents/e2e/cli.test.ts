@@ -1,0 +1,177 @@
+/**
+ * The commands as a user runs them: `svc start` as a child process (own database, a
+ * private redis-server because REDIS_URL does not answer, ports 0): it prints the agent
+ * URLs and credentials, answers an agent card and stops on SIGTERM; `svc call` against
+ * running agents (MCP and A2A, exit codes); `svc mcp` over stdio with the MCP client SDK.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import pg from 'pg';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { DATABASE_URL } from '../../helpers/db.js';
+import { startAgents } from '../transport/support.js';
+
+const BIN = join(import.meta.dirname, '../../../bin/svc.js');
+
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM', async (t) => {
+  const dbName = `g2_smoke_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const dataDir = await mkdtemp(join(tmpdir(), 'g2-start-'));
+  t.teardown(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${dbName}`;
+  const child = spawn(process.execPath, [BIN, 'start'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: url.toString(),
+      // Nothing answers here: start brings up a private redis-server under the data dir.
+      REDIS_URL: 'redis://127.0.0.1:1',
+      SVC_DATA_DIR: dataDir,
+      SVC_SALES_PORT: '0',
+      SVC_CREATIVE_PORT: '0',
+      SVC_SIGNALS_PORT: '0',
+      LOG_LEVEL: 'silent',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+  const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+  t.teardown(() => clearTimeout(killer));
+  const end = Date.now() + 60_000;
+  while (!stdout.includes('bearer tokens') && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.match(stdout, /svc agents are up/);
+  const sales = /^sales\s+(http:\/\/127\.0\.0\.1:\d+)/m.exec(stdout)?.[1];
+  const creative = /^creative\s+(http:\/\/127\.0\.0\.1:\d+)/m.exec(stdout)?.[1];
+  t.ok(sales && creative, 'agent URLs printed');
+  t.match(stdout, /sales\s+demo-buyer\s+X-API-Key: sales_/);
+  const card = await fetch(`${sales}/.well-known/agent-card.json`);
+  t.equal(card.status, 200);
+  t.equal(((await card.json()) as { url: string }).url, `${sales}/a2a`);
+  const jwks = (await (await fetch(`${sales}/.well-known/jwks.json`)).json()) as {
+    keys: unknown[];
+  };
+  t.equal(jwks.keys.length, 1, 'a signing key was generated on first start');
+  const formats = await run(['call', creative!, 'list_creative_formats', '{"type":"video"}']);
+  t.equal(formats.code, 0, formats.stderr);
+  t.match(formats.stdout, /"formats"/);
+  child.kill('SIGTERM');
+  t.equal(await exited, 0, 'clean exit on SIGTERM');
+  t.match(stdout, /stopped/);
+});
+
+t.test('svc call: MCP and A2A, refusals exit 1, bad input exits 2', async (t) => {
+  const { urls, h } = await startAgents(t);
+  const key = h.keys['sales:demo-buyer']!;
+  const mcp = await run(['call', urls.sales, 'list_authorized_properties']);
+  t.equal(mcp.code, 0, mcp.stderr);
+  t.match(JSON.parse(mcp.stdout), { publisher_domains: Array });
+  const a2a = await run([
+    'call',
+    urls.sales,
+    'get_media_buys',
+    '{}',
+    '--a2a',
+    '--a2a-version',
+    '0.3',
+    '--api-key',
+    key,
+  ]);
+  t.equal(a2a.code, 0, a2a.stderr);
+  t.match(JSON.parse(a2a.stdout), { media_buys: [] });
+  const refused = await run(['call', urls.sales, 'get_media_buys']);
+  t.equal(refused.code, 1);
+  t.match(JSON.parse(refused.stdout), { error: { code: 'AUTH_REQUIRED' } });
+  const badJson = await run(['call', urls.sales, 'get_products', '{nope']);
+  t.not(badJson.code, 0);
+  t.match(badJson.stderr, /not valid JSON/);
+  const badVersion = await run(['call', urls.sales, 'x', '{}', '--a2a', '--a2a-version', '2']);
+  t.equal(badVersion.code, 2);
+  const unreachable = await run(['call', 'http://127.0.0.1:1', 'get_products']);
+  t.equal(unreachable.code, 1);
+  t.match(unreachable.stderr, /call failed/);
+});
+
+t.test('svc mcp: call_svc_agent over stdio', async (t) => {
+  const { urls, h } = await startAgents(t);
+  const client = new Client({ name: 'test-host', version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'mcp'],
+      env: { ...(process.env as Record<string, string>), LOG_LEVEL: 'silent' },
+      stderr: 'ignore',
+    }),
+  );
+  t.teardown(() => client.close());
+  const tools = await client.listTools();
+  t.same(
+    tools.tools.map((x) => x.name),
+    ['call_svc_agent'],
+  );
+  const ok = await client.callTool({
+    name: 'call_svc_agent',
+    arguments: {
+      agent_url: urls.signals,
+      task: 'get_signals',
+      params: {
+        signal_spec: 'sports',
+        deliver_to: {
+          deployments: [{ type: 'platform', platform: 'the-trade-desk' }],
+          countries: ['US'],
+        },
+      },
+      protocol: 'a2a',
+      api_key: h.keys['signals:demo-buyer']!,
+    },
+  });
+  t.notOk(ok.isError);
+  t.match(ok.structuredContent, { signals: Array });
+  const refused = await client.callTool({
+    name: 'call_svc_agent',
+    arguments: { agent_url: urls.sales, task: 'create_media_buy', params: {} },
+  });
+  t.equal(refused.isError, true);
+  t.match(refused.structuredContent, { error: { code: 'AUTH_REQUIRED' } });
+  const malformed = await client.callTool({
+    name: 'call_svc_agent',
+    arguments: { agent_url: 'not a url', task: 'get_products' },
+  });
+  t.equal(malformed.isError, true);
+  t.match(malformed.structuredContent, { error: { code: 'VALIDATION_ERROR', field: 'agent_url' } });
+});
