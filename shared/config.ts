@@ -116,6 +116,10 @@ const variables = {
     schema: z.string().min(32).optional(),
     accepts: 'bearer token (32+ chars) of the sidecar queue pull API',
   },
+  SVC_RECEIVER_WORKERS: {
+    schema: z.coerce.number().int().min(1).max(64).default(1),
+    accepts: 'receiver sidecar worker processes sharing the port, 1-64',
+  },
   SVC_RECEIVER_SCHEME: {
     schema: z.enum(['http', 'https']).optional(),
     accepts: 'http or https: the scheme senders sign (https behind a TLS proxy)',

@@ -2,6 +2,7 @@
  * `svc receiver`: the sidecar from the command line. Every flag has an environment twin
  * declared in shared/config.ts; a flag wins over its variable.
  */
+import cluster from 'node:cluster';
 import { Option, type Command } from 'commander';
 import { brandProfile, isBrand } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
@@ -21,6 +22,7 @@ interface Flags {
   forward?: string;
   queue?: string;
   scheme?: string;
+  workers?: string;
 }
 
 export class UsageError extends Error {}
@@ -57,6 +59,7 @@ export function registerReceiverCommand(program: Command): void {
         'scheme senders sign, https behind a TLS proxy (env SVC_RECEIVER_SCHEME)',
       ).choices(['http', 'https']),
     )
+    .option('--workers <n>', 'worker processes sharing the port (env SVC_RECEIVER_WORKERS)')
     .addHelpText(
       'after',
       '\nExactly one of --forward or --queue. DATABASE_URL holds the idempotency store, replay\n' +
@@ -77,7 +80,7 @@ export function registerReceiverCommand(program: Command): void {
     });
 }
 
-export async function runReceiver(flags: Flags): Promise<Sidecar> {
+export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   const config = loadConfigOrExit();
   const listen = parseListen(flags.listen ?? config.SVC_RECEIVER_LISTEN);
   const trustPath = flags.trust ?? config.SVC_RECEIVER_TRUST;
@@ -106,8 +109,17 @@ export async function runReceiver(flags: Flags): Promise<Sidecar> {
     target = { queue: queue as string };
   }
   const scheme = flags.scheme ?? config.SVC_RECEIVER_SCHEME;
+  const workers = flags.workers === undefined ? config.SVC_RECEIVER_WORKERS : Number(flags.workers);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 64) {
+    throw new UsageError('--workers: an integer 1-64');
+  }
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
   const trust = await loadTrustFile(trustPath);
+  if (workers > 1 && cluster.isPrimary) {
+    // Every check above ran once here; the workers repeat them and serve.
+    runPrimary(workers, logger);
+    return null;
+  }
   if (!config.DATABASE_URL) {
     logger.warn({ event: 'database_default', url: LOCAL_DATABASE_URL }, 'DATABASE_URL unset');
   }
@@ -160,4 +172,30 @@ export async function runReceiver(flags: Flags): Promise<Sidecar> {
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
   return sidecar;
+}
+
+/**
+ * `--workers n`: n processes share the listening socket (node:cluster), so verification
+ * uses every core. All state is in PostgreSQL, so workers need no coordination. A worker
+ * that dies is replaced; SIGTERM/SIGINT are passed on, and the primary exits when every
+ * worker has finished its in-flight requests.
+ */
+function runPrimary(n: number, logger: ReturnType<typeof createLogger>): void {
+  let stopping = false;
+  for (let i = 0; i < n; i++) cluster.fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (!stopping) {
+      logger.warn({ event: 'worker_replaced', pid: worker.process.pid, code, signal });
+      cluster.fork();
+      return;
+    }
+    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+  });
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill(signal);
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
 }

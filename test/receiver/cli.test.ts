@@ -129,3 +129,50 @@ t.test('a revocation list that cannot be loaded fails closed: revocation_stale',
   p.child.kill('SIGTERM');
   t.equal(await p.exited, 0);
 });
+
+t.test('--workers 2: processes share the port and stop together', async (t) => {
+  const seller = await makeSender('seller-workers');
+  const trust = join(dir, 'trust-workers.json');
+  writeFileSync(
+    trust,
+    JSON.stringify({
+      senders: [{ id: 'seller-workers', jwks: { keys: [publishedJwk(seller.key, profile)] } }],
+    }),
+  );
+  const app = await startApp();
+  t.teardown(() => app.close());
+  const bad = run(['--trust', trust, '--forward', app.url, '--workers', 'x']);
+  t.equal(await bad.exited, 2);
+  const p = run([
+    '--listen',
+    '127.0.0.1:0',
+    '--trust',
+    trust,
+    '--forward',
+    app.url,
+    '--workers',
+    '2',
+  ]);
+  t.teardown(() => p.child.kill('SIGKILL'));
+  const deadline = Date.now() + 30_000;
+  while ((p.out().match(/listening on/g) ?? []).length < 2 && Date.now() < deadline) {
+    if (p.child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const urls = [...p.out().matchAll(/listening on (\S+)/g)].map((m) => m[1]);
+  t.equal(urls.length, 2, `two workers (${p.err().slice(0, 300)})`);
+  t.equal(urls[0], urls[1], 'one shared address');
+  if (urls.length < 1) return;
+  const res = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => {
+      const url = `${urls[0]}/hooks/w`;
+      const body = JSON.stringify(envelope({ task_id: `w-${i}` }));
+      const s = signed(url, body, seller);
+      return post(url, s.body, s.headers);
+    }),
+  );
+  t.ok(res.every((r) => r.status === 200));
+  t.equal(app.hits.length, 20);
+  p.child.kill('SIGTERM');
+  t.equal(await p.exited, 0);
+});
