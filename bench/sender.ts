@@ -111,13 +111,14 @@ export async function run(args: string[]): Promise<void> {
     const waitDelivered = async (n: number, deadlineMs: number) => {
       const until = Date.now() + deadlineMs;
       for (;;) {
-        const s = (await (await fetch(`${rxBase}/stats`)).json()) as {
-          count: number;
-          latencies: number[];
-        };
-        if (s.count >= n || Date.now() > until) return s;
+        const c = (await (await fetch(`${rxBase}/count`)).json()) as { count: number };
+        if (c.count >= n || Date.now() > until) break;
         await sleep(20);
       }
+      return (await (await fetch(`${rxBase}/stats`)).json()) as {
+        count: number;
+        latencies: number[];
+      };
     };
 
     // `npm run bench -- sender 0` runs the latency scenario alone.

@@ -18,6 +18,7 @@ const schema = env.BENCH_SCHEMA!;
 const statePool = createStatePool(env.BENCH_DATABASE_URL!);
 const outbox = new Outbox({ pool, queue, schema, statePool });
 const key = await importSigningKey(JSON.parse(env.BENCH_KEY!));
+const http: number[] = [];
 const worker = new DeliveryWorker({
   outbox,
   signer: { key, profile: brandProfile('svc') },
@@ -28,8 +29,9 @@ const worker = new DeliveryWorker({
   maxInFlight: 256,
   // The bench has one receiver origin: let it take every slot.
   perOriginConcurrency: 256,
-  connectionsPerOrigin: 64,
+  connectionsPerOrigin: Number(env.BENCH_CONNS ?? 64),
   activity: new ActivityLog({ pool, schema }),
+  onAttempt: (r) => http.push(r.responseTimeMs),
   reconcileEveryMs: 0,
   purgeEveryMs: 0,
 });
@@ -39,7 +41,11 @@ process.on('SIGTERM', () => {
   void worker.close().then(() => {
     if (env.BENCH_CPU_REPORT) {
       const u = process.cpuUsage(startCpu);
-      process.stderr.write(`worker cpu ${((u.user + u.system) / 1000).toFixed(0)} ms\n`);
+      const sorted = http.sort((a, b) => a - b);
+      const p = (q: number) => sorted[Math.floor(q * sorted.length)] ?? NaN;
+      process.stderr.write(
+        `worker cpu ${((u.user + u.system) / 1000).toFixed(0)} ms; http p50 ${p(0.5)} ms p99 ${p(0.99)} ms\n`,
+      );
     }
     process.exit(0);
   });
