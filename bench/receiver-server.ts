@@ -2,9 +2,11 @@
  * The server side of `npm run bench -- receiver`, in its own process so the load generator
  * does not share its event loop. Modes: `floor` (bare Koa answering 200), `library` (Koa +
  * the receiver middleware publishing to an in-process handler), `sidecar` (the sidecar
- * forwarding to APP_URL). Prints `READY <port>`; on SIGTERM prints `PUBLISHED <n>` and exits.
+ * forwarding to APP_URL), `sidecar-2` (two sidecar processes sharing the port, as
+ * `svc receiver --workers 2`). Prints `READY <port>`; on SIGTERM prints `PUBLISHED <n>`.
  * env: DATABASE_URL, SCHEMA, SENDER_ID, JWK (public).
  */
+import cluster from 'node:cluster';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
@@ -25,14 +27,40 @@ let published = 0;
 let count = async (): Promise<number> => published;
 
 function ready(port: number): void {
-  process.stdout.write(`READY ${port}\n`);
+  if (cluster.isWorker) process.send?.({ ready: port });
+  else process.stdout.write(`READY ${port}\n`);
+}
+
+if (cluster.isWorker) {
+  process.on('message', (m: unknown) => {
+    if (m === 'count') void count().then((n) => process.send?.({ published: n }));
+  });
 }
 
 process.on('SIGTERM', () => {
   void count().then((n) => process.stdout.write(`PUBLISHED ${n}\n`, () => process.exit(0)));
 });
 
-if (mode === 'floor') {
+if (mode === 'sidecar-2' && cluster.isPrimary) {
+  const workers = [cluster.fork(), cluster.fork()];
+  let up = 0;
+  const counts = new Map<number, number>();
+  for (const w of workers) {
+    w.on('message', (m: { ready?: number; published?: number }) => {
+      if (m.ready !== undefined && ++up === workers.length) ready(m.ready);
+      if (m.published !== undefined) counts.set(w.id, m.published);
+    });
+  }
+  count = async () => {
+    for (const w of workers) w.send('count');
+    const deadline = Date.now() + 3000;
+    while (counts.size < workers.length && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const w of workers) w.process.kill('SIGKILL');
+    return [...counts.values()].reduce((a, b) => a + b, 0);
+  };
+} else if (mode === 'floor') {
   const app = new Koa();
   app.use((ctx) => {
     ctx.status = 200;
@@ -69,7 +97,7 @@ if (mode === 'floor') {
     const server = createServer(app.callback());
     server.keepAliveTimeout = 30_000;
     server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
-  } else if (mode === 'sidecar') {
+  } else if (mode === 'sidecar' || mode === 'sidecar-2') {
     const sidecar = await Sidecar.start({
       port: 0,
       trust: parseTrust({ senders: [{ id: sender, jwks: { keys: [jwk] } }] }),

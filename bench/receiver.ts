@@ -2,8 +2,9 @@
  * `npm run bench -- receiver`: signed deliveries from a load generator (undici, bounded in
  * count and time) against (1) a bare Koa server answering 200 (the floor), (2) the receiver
  * library in a Koa server publishing to an in-process handler, (3) the sidecar forwarding to
- * a local app. Each server runs in its own process; deliveries are signed before the clock
- * starts so the generator measures the receiver, not its own signing.
+ * a local app, also as two worker processes. Each server runs in its own process;
+ * deliveries are signed before the clock starts so the generator measures the receiver,
+ * not its own signing.
  *
  * Reported: events/s accepted end to end (closed loop, fixed concurrency), and p50/p99
  * latency at a fixed 1,000 deliveries/s (open loop). Every accepted event is verified
@@ -208,7 +209,7 @@ export async function run(args: string[]): Promise<void> {
 
   const rows: string[][] = [];
   try {
-    for (const mode of ['floor', 'library', 'sidecar']) {
+    for (const mode of ['floor', 'library', 'sidecar', 'sidecar-2']) {
       const server = await startServer(mode, { ...env, APP_URL: appUrl });
       const pool = new Pool(server.origin, {
         connections: o.concurrency,
@@ -224,11 +225,12 @@ export async function run(args: string[]): Promise<void> {
         const published = await server.stop();
         const expected = mode === 'floor' ? '-' : String(published);
         rows.push([
-          mode === 'floor'
-            ? 'bare Koa 200 (floor)'
-            : mode === 'library'
-              ? 'library (Koa, handler)'
-              : 'sidecar (forward)',
+          {
+            floor: 'bare Koa 200 (floor)',
+            library: 'library (Koa, handler)',
+            sidecar: 'sidecar (forward)',
+            'sidecar-2': 'sidecar, 2 workers (forward)',
+          }[mode] as string,
           tp.perSec.toFixed(0),
           String(tp.ok),
           String(tp.other + lat.other),
