@@ -22,7 +22,7 @@ import { canonicalJson } from '../../shared/json/canonical.js';
 import type { SenderDriver, StepRequest } from './driver.js';
 import { acceptVerified, GradingServer, type Capture, type StepScript } from './grading-server.js';
 import { judgeKeyRandomness } from './key-randomness.js';
-import { SenderKeys, type SenderKeyOptions } from './sender-keys.js';
+import { SenderKeyError, SenderKeys, type SenderKeyOptions } from './sender-keys.js';
 
 export interface SenderGradeOptions {
   profile: BrandProfile;
@@ -107,6 +107,8 @@ export async function gradeSender(o: SenderGradeOptions): Promise<ConformanceRep
   }
   const keys = new SenderKeys(o.keys, o.profile);
   await keys.load();
+  // A key file is the tester's own input: a bad one is a usage error, not a grade.
+  if (o.keys.jwksFile && keys.loadError) throw new SenderKeyError(keys.loadError);
   const server = new GradingServer({
     profile: o.profile,
     keys,

@@ -250,6 +250,12 @@ t.test('sender command: malformed input is a usage error', async (t) => {
     runSenderConformance({ jwks: 'x', jwksUrl: 'http://127.0.0.1:1/j' }, io().io),
     /exactly one key source/,
   );
+  const { SenderKeyError } = await import('../../receiver/conformance/sender-keys.js');
+  const notJwks = join(dir, 'not-jwks.json');
+  await writeFile(notJwks, '{"keys": [{"kid": "a", "kty": "OKP"}, {"kid": "a", "kty": "OKP"}]}');
+  for (const jwks of [join(dir, 'absent.json'), notJwks]) {
+    await t.rejects(runSenderConformance({ jwks }, io().io), SenderKeyError, jwks);
+  }
 });
 
 t.test('the svc binary runs both commands', async (t) => {

@@ -236,3 +236,13 @@ t.test('--vectors: another folder; a vector without a recipe is not applicable',
   t.match(c.detail, /no black-box recipe/);
   t.equal(report.summary.failed, 0, explain(report));
 });
+
+t.test('a count URL that does not answer a count: not applicable, with the reason', async (t) => {
+  const keys = await testerKeys();
+  const r = await referenceReceiver(t, keys);
+  const report = await grade(r, keys, { countUrl: r.url });
+  const c = report.checks.find((x) => x.id === 'dedup.not-dispatched-twice')!;
+  t.equal(c.status, 'not_applicable');
+  t.match(c.detail, /count URL answered 405/);
+  t.equal(report.summary.failed, 0, explain(report));
+});
