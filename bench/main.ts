@@ -11,6 +11,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   json: async () => (await import('./json.js')).run,
   receiver: async () => (await import('./receiver.js')).run,
   channels: async () => (await import('./channels.js')).run,
+  agents: async () => (await import('./agents.js')).run,
   conformance: async () => (await import('./conformance.js')).run,
   'agents-core': async () => (await import('./agents-core.js')).run,
 };

@@ -16,6 +16,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
@@ -87,14 +88,22 @@ export function toolResult(agent: AgentKind, result: TaskResult): CallToolResult
   return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
 }
 
+// One validator for every per-request Server: the SDK would build a new Ajv each time,
+// which dominated the cost of a call (it is only used for elicitation, which we never send).
+let sharedValidator: AjvJsonSchemaValidator | null = null;
+const toolLists = new WeakMap<McpEndpointOptions, Tool[]>();
+
 function buildServer(o: McpEndpointOptions, headers: HeaderBag): Server {
+  sharedValidator ??= new AjvJsonSchemaValidator();
   const server = new Server(
     { name: o.serverName, version: o.version ?? '1.0.0' },
-    { capabilities: { tools: { listChanged: false } } },
+    { capabilities: { tools: { listChanged: false } }, jsonSchemaValidator: sharedValidator },
   );
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: toolsOf(o.dispatcher, o.agent),
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    let tools = toolLists.get(o);
+    if (!tools) toolLists.set(o, (tools = toolsOf(o.dispatcher, o.agent)));
+    return { tools };
+  });
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     let result: TaskResult;
     try {
