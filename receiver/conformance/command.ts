@@ -3,9 +3,11 @@
  * it, driven by the tester (printed instructions) or by `--agent <url>` (MCP).
  * Exit 0 when every applicable check passed, 1 otherwise, 2 on a usage error.
  */
+import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
 import { Option, type Command } from 'commander';
 import { brandProfile, DEFAULT_BRAND, isBrand } from '../../shared/brand.js';
+import { parseStrictJson } from '../../shared/json/strict-parse.js';
 import { emitReport } from '../../shared/conformance-report/output.js';
 import { ManualDriver, McpAgentDriver, type ManualIo, type SenderDriver } from './driver.js';
 import { gradeSender } from './grade-sender.js';
@@ -22,6 +24,7 @@ export interface SenderCommandFlags {
   agentUrl?: string;
   agent?: string;
   agentHeader?: string[];
+  agentArgs?: string;
   stepTimeout?: string;
   quiet?: string;
   retryCount?: string;
@@ -71,6 +74,20 @@ function parseHeader(value: string): [string, string] {
   const i = value.indexOf(':');
   if (i < 1) throw new UsageError(`--agent-header "${value}" is not "Name: value"`);
   return [value.slice(0, i).trim().toLowerCase(), value.slice(i + 1).trim()];
+}
+
+/** The seller-specific `create_media_buy` arguments (account, brand, packages...). */
+async function readArgs(path: string): Promise<Record<string, unknown>> {
+  let value: unknown;
+  try {
+    value = parseStrictJson(await readFile(path));
+  } catch (err) {
+    throw new UsageError(`--agent-args ${path}: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new UsageError(`--agent-args ${path}: not a JSON object`);
+  }
+  return value as Record<string, unknown>;
 }
 
 export interface SenderCommandIo extends ManualIo {
@@ -124,8 +141,10 @@ export async function runSenderConformance(
     .filter((u): u is string => u !== undefined)
     .map((u) => new URL(u).hostname);
   const headers = Object.fromEntries((flags.agentHeader ?? []).map(parseHeader));
+  const createMediaBuy = flags.agentArgs ? await readArgs(flags.agentArgs) : undefined;
   const driver =
-    driverOverride ?? (agent ? new McpAgentDriver(agent, { headers }) : new ManualDriver(io));
+    driverOverride ??
+    (agent ? new McpAgentDriver(agent, { headers, createMediaBuy }) : new ManualDriver(io));
   const stepSeconds = intIn(flags.stepTimeout, '--step-timeout', 1, 600) ?? 90;
   const quietSeconds = intIn(flags.quiet, '--quiet', 1, 600) ?? 10;
   const report = await gradeSender({
@@ -139,6 +158,9 @@ export async function runSenderConformance(
     listenHost: listen.host,
     listenPort: listen.port,
     publicUrl: url(flags.publicUrl, '--public-url'),
+    onStep: agent
+      ? (step) => io.err(`[${step.stepId}] driving ${agent}: ${step.url}\n`)
+      : undefined,
     stepTimeoutMs: stepSeconds * 1000,
     quietMs: quietSeconds * 1000,
     retryCount: intIn(flags.retryCount, '--retry-count', 1, 10),
@@ -181,6 +203,10 @@ export function registerSenderConformanceCommand(conformance: Command): void {
       '--agent-header <header>',
       'header for calls to --agent, "Name: value"; repeatable',
       collect,
+    )
+    .option(
+      '--agent-args <file>',
+      'JSON object merged into the create_media_buy arguments (account, brand, packages...)',
     )
     .option('--step-timeout <seconds>', 'wait per step for deliveries', '90')
     .option('--quiet <seconds>', 'silence that counts as "no further delivery"', '10')

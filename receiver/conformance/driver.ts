@@ -136,10 +136,11 @@ export class McpAgentDriver implements SenderDriver {
     const args =
       step.initial === 'async'
         ? {
+            // The seller's own arguments first: the kit's members must win.
+            ...this.opts.createMediaBuy,
             idempotency_key: randomUUID(),
             push_notification_config: push,
             context: step.context,
-            ...this.opts.createMediaBuy,
           }
         : { brief: 'conformance', push_notification_config: push, context: step.context };
     const tool = step.initial === 'async' ? 'create_media_buy' : 'get_products';

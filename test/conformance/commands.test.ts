@@ -243,6 +243,15 @@ t.test('sender command: malformed input is a usage error', async (t) => {
     { jwks: 'x', quiet: 'a while' },
     { jwks: 'x', retryCount: '11' },
   ];
+  const arrayArgs = join(dir, 'args-array.json');
+  await writeFile(arrayArgs, '[1]');
+  const dupArgs = join(dir, 'args-dup.json');
+  await writeFile(dupArgs, '{"a":1,"a":2}');
+  cases.push(
+    { jwks: 'x', agent: 'http://127.0.0.1:1/mcp', agentArgs: arrayArgs },
+    { jwks: 'x', agent: 'http://127.0.0.1:1/mcp', agentArgs: dupArgs },
+    { jwks: 'x', agent: 'http://127.0.0.1:1/mcp', agentArgs: join(dir, 'no-args.json') },
+  );
   for (const flags of cases) {
     await t.rejects(runSenderConformance(flags, io().io), SenderUsage, JSON.stringify(flags));
   }

@@ -86,7 +86,10 @@ t.test('the MCP driver makes a seller agent emit, and the sender is graded', asy
   const report = await gradeSender({
     profile,
     protocolVersion: '3.2',
-    driver: new McpAgentDriver(agent.url, { headers: { authorization: 'Bearer test-token' } }),
+    driver: new McpAgentDriver(agent.url, {
+      headers: { authorization: 'Bearer test-token' },
+      createMediaBuy: { account: { account_id: 'acc_1' }, context: { overridden: true } },
+    }),
     keys: { agentUrl: pub.agentUrl, allowLoopback: true },
     stepTimeoutMs: 8000,
     quietMs: 1200,
@@ -112,6 +115,8 @@ t.test('the MCP driver makes a seller agent emit, and the sender is graded', asy
   t.match(push.url, /\/step\/echo\/cap_/);
   t.notOk(push.url!.includes(push.operation_id!), 'the capture id is not the operation id');
   t.ok(typeof args.idempotency_key === 'string');
+  t.same(args.account, { account_id: 'acc_1' }, 'seller-specific arguments are passed');
+  t.notOk((args.context as Record<string, unknown>).overridden, "the kit's context wins");
 });
 
 t.test(
