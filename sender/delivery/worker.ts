@@ -65,7 +65,7 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   /** Reconciler period and grace; 0 disables the in-process reconciler. */
   reconcileEveryMs?: number;
   reconcileGraceMs?: number;
-  /** Activity purge period; 0 disables it. Default 1 h. */
+  /** Purge period (finished outbox rows past the horizon, activity past 30 days); 0 disables. Default 1 h. */
   purgeEveryMs?: number;
   onAttempt?: (report: AttemptReport) => void;
   /** Start consuming at once (default true). */
@@ -136,8 +136,11 @@ export class DeliveryWorker {
     const reconcileEvery = options.reconcileEveryMs ?? 30_000;
     if (reconcileEvery > 0) this.every(reconcileEvery, () => this.reconcile().then(() => {}));
     const purgeEvery = options.purgeEveryMs ?? 3_600_000;
-    if (purgeEvery > 0 && options.activity) {
-      this.every(purgeEvery, () => options.activity!.purge().then(() => {}));
+    if (purgeEvery > 0) {
+      this.every(purgeEvery, async () => {
+        await this.outbox.purgeFinished();
+        await options.activity?.purge();
+      });
     }
   }
 

@@ -402,6 +402,23 @@ export class Outbox implements EventSink {
     return rows.length;
   }
 
+  /**
+   * Deletes finished rows once the key binding no longer matters: completed more than the
+   * retry horizon (plus `extraSeconds`) ago, so a late duplicate can never meet a reused
+   * row. Pending rows are never deleted.
+   */
+  async purgeFinished(extraSeconds = 86_400, limit = 10_000): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM ${this.schema}.outbox WHERE id IN (
+         SELECT id FROM ${this.schema}.outbox
+          WHERE state <> 'pending'
+            AND completed_at < now() - (horizon_seconds + $1::int) * interval '1 second'
+          LIMIT $2)`,
+      [extraSeconds, limit],
+    );
+    return rowCount ?? 0;
+  }
+
   /** A row's delivery state, for tools and tests. */
   async state(id: string): Promise<{
     state: OutboxState;
