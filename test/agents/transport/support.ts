@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
-import { brandProfile } from '../../../shared/brand.js';
+import { brandProfile, type BrandProfile } from '../../../shared/brand.js';
 import { AGENT_KINDS, type AgentKind } from '../../../agents/auth/principal.js';
 import { createAgentApp } from '../../../agents/server/agent-app.js';
 import type { AgentsCoreOptions } from '../../../agents/service.js';
@@ -24,6 +24,15 @@ interface T {
 export async function startAgents(
   t: T,
   options: Partial<AgentsCoreOptions> & { oauth?: boolean } = {},
+): Promise<Agents> {
+  const profile = options.profile ?? brandProfile('svc');
+  return startWith(t, profile, options);
+}
+
+async function startWith(
+  t: T,
+  profile: BrandProfile,
+  options: Partial<AgentsCoreOptions> & { oauth?: boolean },
 ): Promise<Agents> {
   const servers = {} as Record<AgentKind, Server>;
   const urls = {} as Record<AgentKind, string>;
@@ -48,7 +57,7 @@ export async function startAgents(
     oauth = await createOAuthServer({
       pool: db.pool,
       schema: db.schema,
-      profile: brandProfile('svc'),
+      profile,
       urls,
     });
   }
@@ -65,7 +74,7 @@ export async function startAgents(
     const app = createAgentApp({
       agent,
       core: h.core,
-      profile: brandProfile('svc'),
+      profile,
       ...(oauth ? { extra: [oauth.middleware(agent)] } : {}),
     });
     handlers[agent] = app.callback();
