@@ -32,7 +32,8 @@ export async function accrueBuy(
   until: Date,
   notifications: AgentNotifications,
 ): Promise<boolean> {
-  if (buy.status !== 'active') return false;
+  // Delivery goes on while reporting is delayed; only the reports wait.
+  if (buy.status !== 'active' && buy.status !== 'reporting_delayed') return false;
   const start = buy.start_at.getTime();
   const end = buy.end_at.getTime();
   const from = Math.max(buy.accrued_until?.getTime() ?? start, start);
@@ -124,7 +125,7 @@ export class DeliverySimulator {
     const now = this.clock.now();
     const { rows } = await this.pool.query<{ media_buy_id: string }>(
       `SELECT media_buy_id FROM ${this.schema}.media_buys
-        WHERE status = 'active' AND (accrued_until IS NULL OR accrued_until < LEAST(end_at, $1))
+        WHERE status IN ('active', 'reporting_delayed') AND (accrued_until IS NULL OR accrued_until < LEAST(end_at, $1))
         ORDER BY accrued_until NULLS FIRST LIMIT $2`,
       [now, limit],
     );

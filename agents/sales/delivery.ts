@@ -312,6 +312,16 @@ export class SimulatedDeliverySource {
       const buy = await loadBuy(db, schema, mediaBuyId, null, { forUpdate: true });
       const until = new Date(Math.min(clock.nowMs(), to.getTime()));
       await accrueBuy(db, schema, buy, until, notifications);
+      if (buy.status === 'reporting_delayed') {
+        await db.query('COMMIT');
+        return {
+          late: true as const,
+          currency: buy.currency,
+          ...(buy.reporting_expected_at
+            ? { expectedAvailability: buy.reporting_expected_at.toISOString() }
+            : {}),
+        };
+      }
       const packages = await loadPackages(db, schema, [mediaBuyId]);
       const rows = await sums(db, schema, [mediaBuyId], from, to);
       const { rows: st } = await db.query<{ status: string }>(

@@ -31,6 +31,7 @@ export interface BuyRow {
   task_id: string | null;
   accrued_until: Date | null;
   approved_at: Date | null;
+  reporting_expected_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -482,15 +482,17 @@ async function updateMediaBuy(
     changed.push('targeting');
   }
   if (u.status !== undefined && u.status !== buy.status) {
+    // Resuming a paused buy starts accruing from now; a reporting delay never stopped it.
+    const resumes = u.status === 'active' && buy.status === 'paused';
     if (!TRANSITIONS[buy.status]?.includes(u.status)) {
       throw taskError('INVALID_STATE', `a ${buy.status} media buy cannot become ${u.status}`, {
         field: 'updates.status',
       });
     }
     await ctx.db.query(
-      `UPDATE ${s}.media_buys SET status = $2, updated_at = now()${u.status === 'active' ? ', accrued_until = $3' : ''}
+      `UPDATE ${s}.media_buys SET status = $2, updated_at = now()${resumes ? ', accrued_until = $3' : ''}
         WHERE media_buy_id = $1`,
-      u.status === 'active' ? [buy.media_buy_id, u.status, now] : [buy.media_buy_id, u.status],
+      resumes ? [buy.media_buy_id, u.status, now] : [buy.media_buy_id, u.status],
     );
     changed.push('status');
     if (u.status === 'canceled') {
@@ -787,6 +789,41 @@ export class MediaBuyOperator {
         client: db,
       });
       return result;
+    });
+  }
+
+  /** Delivery numbers are late: reports become `delayed` until `resumeReporting`. */
+  delayReporting(mediaBuyId: string, expectedAvailability?: Date): Promise<void> {
+    return this.inTransaction(async (db) => {
+      const { schema } = this.deps;
+      const buy = await loadBuy(db, schema, mediaBuyId, null, { forUpdate: true });
+      if (buy.status !== 'active') {
+        throw taskError('INVALID_STATE', `media buy is ${buy.status}, not active`, {
+          field: 'media_buy_id',
+        });
+      }
+      await db.query(
+        `UPDATE ${schema}.media_buys SET status = 'reporting_delayed', reporting_expected_at = $2,
+           updated_at = now() WHERE media_buy_id = $1`,
+        [mediaBuyId, expectedAvailability ?? null],
+      );
+    });
+  }
+
+  resumeReporting(mediaBuyId: string): Promise<void> {
+    return this.inTransaction(async (db) => {
+      const { schema } = this.deps;
+      const buy = await loadBuy(db, schema, mediaBuyId, null, { forUpdate: true });
+      if (buy.status !== 'reporting_delayed') {
+        throw taskError('INVALID_STATE', `media buy is ${buy.status}, not reporting_delayed`, {
+          field: 'media_buy_id',
+        });
+      }
+      await db.query(
+        `UPDATE ${schema}.media_buys SET status = 'active', reporting_expected_at = NULL,
+           updated_at = now() WHERE media_buy_id = $1`,
+        [mediaBuyId],
+      );
     });
   }
 

@@ -235,6 +235,10 @@ export const AGENT_MIGRATIONS: Migration[] = [
         speed double precision NOT NULL);
     `,
   },
+  {
+    id: '002_reporting_delay',
+    sql: (s) => `ALTER TABLE ${s}.media_buys ADD COLUMN reporting_expected_at timestamptz;`,
+  },
 ];
 
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {

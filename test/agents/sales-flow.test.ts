@@ -240,7 +240,9 @@ t.test('typical sales flow with approval, webhooks and delivery', async (t) => {
     start: new Date(START).toISOString(),
     end: new Date(START + HOUR - 1000).toISOString(),
   };
-  const report = await h.core.deliverySource.getDelivery(mediaBuyId, period);
+  const got = await h.core.deliverySource.getDelivery(mediaBuyId, period);
+  if ('late' in got) throw new Error('unexpected late delivery');
+  const report = got;
   t.equal(report.status, 'active');
   t.equal(report.by_package.length, 2);
   t.ok(report.totals.spend > 0 && report.totals.spend < 26400 / 24 + 0.01);
@@ -522,4 +524,48 @@ t.test('get_products filters', async (t) => {
     'dailynews.example',
     'citybillboards.example',
   ]);
+});
+
+t.test('reporting delays: late data for the sender, delivery goes on', async (t) => {
+  const h = await harness(t, { settings: { approval: 'never' } });
+  const c = buyer(h);
+  const created = await h.ok('sales', 'create_media_buy', buyParams({ buyer_ref: 'late' }), c);
+  const id = created.media_buy_id as string;
+  h.clock.advance(HOUR);
+  const expected = new Date(START + 6 * HOUR);
+  await h.core.operator.delayReporting(id, expected);
+  const period = {
+    start: new Date(START).toISOString(),
+    end: new Date(START + HOUR - 1000).toISOString(),
+  };
+  t.same(await h.core.deliverySource.getDelivery(id, period), {
+    late: true,
+    currency: 'USD',
+    expectedAvailability: expected.toISOString(),
+  });
+  const buys = await h.ok('sales', 'get_media_buys', { media_buy_ids: [id] }, c);
+  t.equal((buys.media_buys as Array<{ status: string }>)[0]!.status, 'reporting_delayed');
+  h.clock.advance(HOUR);
+  await h.core.simulator.tick();
+  await h.core.operator.resumeReporting(id);
+  const d = await h.core.deliverySource.getDelivery(id, {
+    start: new Date(START).toISOString(),
+    end: new Date(START + 2 * HOUR - 1000).toISOString(),
+  });
+  t.notOk('late' in d);
+  t.ok(
+    Math.abs((d as { totals: { spend: number } }).totals.spend - (26400 * 2) / 24) < 0.02,
+    'the delayed hours were delivered',
+  );
+  await t.rejects(h.core.operator.resumeReporting(id), { code: 'INVALID_STATE' });
+  await h.core.operator.delayReporting(id);
+  const upd = await h.ok(
+    'sales',
+    'update_media_buy',
+    { media_buy_id: id, updates: { status: 'active' } },
+    c,
+  );
+  t.equal(upd.media_buy_status, 'active');
+  await h.ok('sales', 'update_media_buy', { media_buy_id: id, updates: { status: 'paused' } }, c);
+  await t.rejects(h.core.operator.delayReporting(id), { code: 'INVALID_STATE' });
 });
