@@ -89,6 +89,37 @@ function field(c: Capture, name: string): unknown {
     : undefined;
 }
 
+function withoutKey(json: unknown): string | null {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return null;
+  const { idempotency_key: _k, ...rest } = json as Record<string, unknown>;
+  return canonicalJson(rest);
+}
+
+/**
+ * Whether two bodies are deliveries of one event: the same delivery key, or the same
+ * payload under another key (a sender that re-keys its retries). Distinct events of one
+ * operation (working, then completed) differ in both and are told apart.
+ */
+export function sameEvent(a: unknown, b: unknown): boolean {
+  const ka = (a as Record<string, unknown> | null)?.idempotency_key;
+  const kb = (b as Record<string, unknown> | null)?.idempotency_key;
+  if (typeof ka === 'string' && ka === kb) return true;
+  const wa = withoutKey(a);
+  return wa !== null && wa === withoutKey(b);
+}
+
+/** 5xx to the first `n` deliveries of the step's first event, then 200 (others: 200). */
+function retryScript(n: number, status: number): StepScript {
+  let first: unknown;
+  let seen = 0;
+  return (_i, _v, json) => {
+    if (seen === 0) first = json;
+    else if (!sameEvent(json, first)) return 200;
+    seen++;
+    return seen <= n ? status : 200;
+  };
+}
+
 function nonceOf(c: Capture): string | null {
   return /;nonce="([^"]*)"/.exec(header(c, 'signature-input'))?.[1] ?? null;
 }
@@ -130,7 +161,7 @@ export async function gradeSender(o: SenderGradeOptions): Promise<ConformanceRep
       {
         id: 'retry',
         initial: 'async',
-        script: (i) => (i < retries ? retryStatus : 200),
+        script: retryScript(retries, retryStatus),
         instructions: `Same again on a new operation. The kit answers ${retryStatus} to the first ${retries} deliveries, then 200.`,
       },
       {
@@ -176,7 +207,7 @@ export async function gradeSender(o: SenderGradeOptions): Promise<ConformanceRep
       } else if (plan.id === 'retry') {
         step.captures = await server.waitFor(
           plan.id,
-          (c) => c.some((x) => x.answered < 300),
+          (c) => c.some((x) => x.answered < 300 && sameEvent(x.json, c[0]!.json)),
           stepTimeout,
         );
       } else if (plan.id === 'conflict') {
@@ -367,7 +398,8 @@ function judgeSteps(
   // Retry: N answers of 5xx, then 200.
   {
     const r = step('retry');
-    const caps = r.captures;
+    // The retries of the step's first event; later events of the operation are not retries.
+    const caps = r.captures.filter((c) => sameEvent(c.json, r.captures[0]!.json));
     const mk = (id: string, title: string, expected: string) => {
       const rec = new CheckRecorder(id, 'retry', title, expected);
       caps.forEach((c) => rec.add(exchangeOf(c)));
@@ -434,11 +466,7 @@ function judgeSteps(
         if (caps.every((c) => c.body.equals(b0))) out.push(recs.body.pass('byte-identical'));
         else {
           // The key has its own check: compare the rest, so a rotated key is named once.
-          const jcs = (c: Capture) => {
-            if (typeof c.json !== 'object' || c.json === null) return null;
-            const { idempotency_key: _k, ...rest } = c.json as Record<string, unknown>;
-            return canonicalJson(rest);
-          };
+          const jcs = (c: Capture) => withoutKey(c.json);
           const same = caps.every((c) => jcs(c) !== null && jcs(c) === jcs(caps[0]!));
           const keyOnly = keysSeen.some((k) => k !== k0);
           out.push(

@@ -43,8 +43,8 @@ export interface Capture {
   answered: number;
 }
 
-/** A step's answer to its n-th delivery (from 0), given the verification outcome. */
-export type StepScript = (index: number, v: Verification) => number;
+/** A step's answer to its n-th delivery (from 0), given the verification and the body. */
+export type StepScript = (index: number, v: Verification, json: unknown) => number;
 
 /** Default: 2xx for a delivery that verifies, 401 otherwise (as a receiver would). */
 export const acceptVerified: StepScript = (_i, v) => (v.ok ? 200 : 401);
@@ -190,7 +190,7 @@ export class GradingServer {
       if (!(err instanceof JsonParseError)) throw err;
     }
     const index = step.captures.length;
-    const answered = step.script(index, verification);
+    const answered = step.script(index, verification, json);
     step.captures.push({
       stepId: m[1]!,
       captureId: m[2]!,

@@ -4,7 +4,7 @@ import { gradeSender, type SenderGradeOptions } from '../../receiver/conformance
 import { McpAgentDriver, type SenderDriver } from '../../receiver/conformance/driver.js';
 import type { ConformanceReport } from '../../shared/conformance-report/report.js';
 import { profile } from './support/receivers.js';
-import { publishKeys, ScriptedSender, type Flaws } from './support/senders.js';
+import { publishKeys, ScriptedSender, type Behaviour, type Flaws } from './support/senders.js';
 
 const FAST = { stepTimeoutMs: 8000, quietMs: 1200 };
 
@@ -19,7 +19,11 @@ function explain(report: ConformanceReport): string {
     .join('\n');
 }
 
-async function gradeScripted(t: Test, flaws: Flaws = {}, over: Partial<SenderGradeOptions> = {}) {
+async function gradeScripted(
+  t: Test,
+  flaws: Behaviour = {},
+  over: Partial<SenderGradeOptions> = {},
+) {
   const { key } = await generateSigningKey('ed25519');
   const pub = await publishKeys(t, [publishedJwk(key, profile)]);
   const driver: SenderDriver = new ScriptedSender(key, flaws);
@@ -187,3 +191,21 @@ t.test('bad grading options are refused', async (t) => {
     /exactly one key source/,
   );
 });
+
+t.test(
+  'two events per operation (working, then completed) are not taken for retries',
+  async (t) => {
+    const report = await gradeScripted(t, { workingFirst: true });
+    t.same(failed(report), [], explain(report));
+    const retry = report.checks.find((c) => c.id === 'retry.deliveries')!;
+    t.same(
+      retry.exchanges.map((x) => x.sent?.status),
+      [503, 503, 503, 200],
+      'only the first event is held back',
+    );
+    t.equal(report.checks.find((c) => c.id === 'retry.key-stable')?.status, 'passed');
+    // With key rotation on top, the re-keyed retries are still recognised as one event.
+    const rotating = await gradeScripted(t, { workingFirst: true, newKeyOnRetry: true });
+    t.same(failed(rotating), ['retry.key-stable'], explain(rotating));
+  },
+);

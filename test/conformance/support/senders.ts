@@ -83,6 +83,11 @@ export interface Flaws {
   timestampKeys?: boolean;
 }
 
+export interface Behaviour extends Flaws {
+  /** Not a flaw: each operation fires `working` and then `completed`, two events. */
+  workingFirst?: boolean;
+}
+
 /** A sender written against the spec in a few lines, with switchable flaws. */
 export class ScriptedSender implements SenderDriver {
   readonly name = 'scripted-sender';
@@ -90,7 +95,7 @@ export class ScriptedSender implements SenderDriver {
 
   constructor(
     private readonly key: SigningKey,
-    private readonly flaws: Flaws = {},
+    private readonly flaws: Behaviour = {},
   ) {}
 
   static jwks(key: SigningKey): JWK[] {
@@ -103,7 +108,9 @@ export class ScriptedSender implements SenderDriver {
 
   async trigger(step: StepRequest): Promise<TriggerOutcome> {
     if (step.initial === 'terminal' && !this.flaws.webhookOnTerminal) return { triggered: true };
-    this.loops.push(this.deliver(step));
+    if (this.flaws.workingFirst) {
+      this.loops.push(this.deliver(step, 'working').then(() => this.deliver(step, 'completed')));
+    } else this.loops.push(this.deliver(step, 'completed'));
     return { triggered: true };
   }
 
@@ -113,13 +120,17 @@ export class ScriptedSender implements SenderDriver {
       : `whk_${randomUUID().replaceAll('-', '')}`;
   }
 
-  private async deliver(step: StepRequest): Promise<void> {
+  private readonly tasks = new Map<string, string>();
+
+  private async deliver(step: StepRequest, status: string): Promise<void> {
+    const taskId = this.tasks.get(step.url) ?? `task_${randomUUID()}`;
+    this.tasks.set(step.url, taskId);
     const envelope: Record<string, unknown> = {
       idempotency_key: this.newKey(),
       operation_id: step.operationId,
-      task_id: `task_${randomUUID()}`,
+      task_id: taskId,
       task_type: 'create_media_buy',
-      status: 'completed',
+      status,
       timestamp: new Date().toISOString(),
       result: { media_buy_id: 'mb_1' },
     };
