@@ -38,3 +38,25 @@ export function verifyBytes(
     return false;
   }
 }
+
+/**
+ * The same check on libuv's thread pool: the event loop stays free while the curve math
+ * runs, so a server verifying many requests at once uses more than one core.
+ */
+export function verifyBytesOffloaded(
+  alg: SignatureAlg,
+  key: KeyObject,
+  data: Uint8Array,
+  signature: Uint8Array,
+): Promise<boolean> {
+  if (signature.length !== 64) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (err: Error | null, ok: boolean) => resolve(!err && ok);
+    try {
+      if (alg === 'ed25519') cryptoVerify(null, data, key, signature, done);
+      else cryptoVerify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, signature, done);
+    } catch {
+      resolve(false);
+    }
+  });
+}

@@ -14,7 +14,12 @@ import {
   canonicalizeTargetUri,
   TargetUriError,
 } from '../http/target-uri.js';
-import { isSignatureAlg, verifyBytes, type SignatureAlg } from './algorithms.js';
+import {
+  isSignatureAlg,
+  verifyBytes,
+  verifyBytesOffloaded,
+  type SignatureAlg,
+} from './algorithms.js';
 import { canonicalTarget } from './target-cache.js';
 import type { BinaryProfile } from './base64.js';
 import { contentDigestMatches, parseContentDigest } from './content-digest.js';
@@ -83,6 +88,11 @@ export interface VerifyOptions {
   skewSeconds?: number;
   /** Largest allowed expires − created (seconds). */
   maxWindowSeconds?: number;
+  /**
+   * Run the signature check on the thread pool (servers under concurrent load); the
+   * synchronous check is faster for one request at a time.
+   */
+  offloadCrypto?: boolean;
 }
 
 const LABEL = 'sig1';
@@ -277,7 +287,10 @@ export async function verifyWebhookSignature(
   const params_ = shape.canonicalText ?? serializeInnerList(member as InnerList);
   const base = buildSignatureBase(lines, params_);
   const key = await importVerifyKey(resolved.jwk, alg);
-  if (!verifyBytes(alg, key, Buffer.from(base), signature)) {
+  const valid = opts.offloadCrypto
+    ? await verifyBytesOffloaded(alg, key, Buffer.from(base), signature)
+    : verifyBytes(alg, key, Buffer.from(base), signature);
+  if (!valid) {
     fail('webhook_signature_invalid', 10, 'signature does not verify');
   }
 

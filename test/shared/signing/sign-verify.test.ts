@@ -89,6 +89,26 @@ for (const alg of ['ed25519', 'ecdsa-p256-sha256'] as const) {
     t.match(req.headers['signature-input'], /tag="svc\/webhook-signing\/v1"/);
     t.match(req.headers['signature'], /^sig1=:[A-Za-z0-9_-]{86}:$/, 'unpadded base64url, 64 bytes');
     t.match(req.headers['content-digest'], /^sha-256=:[A-Za-z0-9_-]{43}:$/);
+    const offloaded = await verifyWebhookSignature(req, {
+      profile: svc,
+      keys: resolverFor([jwk]),
+      now: NOW,
+      offloadCrypto: true,
+    });
+    t.equal(offloaded.keyid, `k-${alg}`, 'the thread-pool check agrees');
+    const tampered = { ...req, headers: { ...req.headers, signature: `sig1=:${'A'.repeat(86)}:` } };
+    t.equal(
+      await codeOf(
+        verifyWebhookSignature(tampered, {
+          profile: svc,
+          keys: resolverFor([jwk]),
+          now: NOW,
+          offloadCrypto: true,
+        }),
+      ),
+      'webhook_signature_invalid',
+      'and rejects a bad signature',
+    );
     const replay = memoryReplay();
     const ok = await verifyWebhookSignature(req, {
       profile: svc,
