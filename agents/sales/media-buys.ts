@@ -66,7 +66,21 @@ const StartTimeSchema = z.union(
 
 export const CreateMediaBuySchema = z.looseObject({
   buyer_ref: z.string().min(1).max(255),
-  brand_manifest: BrandManifestSchema,
+  /** Required unless the 3.2 `brand: {domain}` form names the brand. */
+  brand_manifest: BrandManifestSchema.optional(),
+  brand: z
+    .looseObject({
+      domain: z.string().regex(/^[A-Za-z0-9.-]{1,253}$/, 'domain must be a host name'),
+    })
+    .optional(),
+  account: z.looseObject({ account_id: z.string().min(1).max(128) }).optional(),
+  total_budget: z
+    .looseObject({
+      amount: positive('total_budget.amount'),
+      currency: z.string().regex(/^[A-Z]{3}$/),
+    })
+    .optional(),
+  proposal_id: z.string().min(1).max(255).optional(),
   packages: z.array(PackageSchema).min(1, 'at least one package is required').max(50),
   start_time: StartTimeSchema,
   end_time: z.union([DateTimeSchema, DateSchema], {
@@ -133,6 +147,45 @@ async function createMediaBuy(params: z.output<typeof CreateMediaBuySchema>, ctx
   const s = ctx.schema;
   const principal = ctx.principal!;
   const now = ctx.clock.now();
+  const brandManifest =
+    params.brand_manifest ?? (params.brand ? { url: `https://${params.brand.domain}` } : null);
+  if (!brandManifest) {
+    throw taskError('VALIDATION_ERROR', 'brand_manifest is required (or brand: {domain})', {
+      field: 'brand_manifest',
+    });
+  }
+  if (params.account) {
+    const { rowCount } = await ctx.db.query(
+      `SELECT 1 FROM ${s}.accounts WHERE agent = 'sales' AND account_id = $1 AND principal_id = $2`,
+      [params.account.account_id, principal.principal_id],
+    );
+    if (!rowCount) {
+      throw taskError(
+        'ACCOUNT_NOT_FOUND',
+        `no account ${params.account.account_id.slice(0, 80)} for this principal`,
+        {
+          field: 'account.account_id',
+        },
+      );
+    }
+  }
+  if (params.total_budget) {
+    const sum = params.packages.reduce((a, p) => a + p.budget, 0);
+    if (Math.abs(sum - params.total_budget.amount) > 0.005) {
+      throw taskError(
+        'VALIDATION_ERROR',
+        `package budgets add up to ${sum}, not total_budget.amount`,
+        {
+          field: 'total_budget.amount',
+        },
+      );
+    }
+    if (params.total_budget.currency !== 'USD') {
+      throw taskError('VALIDATION_ERROR', 'this seller trades in USD', {
+        field: 'total_budget.currency',
+      });
+    }
+  }
   const startAt = startInstant(params.start_time, now);
   const endAt = endInstant(params.end_time);
   if (!(endAt.getTime() > startAt.getTime())) {
@@ -241,7 +294,7 @@ async function createMediaBuy(params: z.output<typeof CreateMediaBuySchema>, ctx
       principal.principal_id,
       params.buyer_ref,
       needsApproval ? 'pending' : 'active',
-      params.brand_manifest,
+      brandManifest,
       startTime,
       startAt,
       endAt,

@@ -368,3 +368,85 @@ t.test('creatives: delete_missing and paging', async (t) => {
     'CREATIVE_NOT_FOUND',
   );
 });
+
+t.test('3.2 create_media_buy members: brand domain, account, total_budget', async (t) => {
+  const h = await harness(t, { settings: { approval: 'never' } });
+  const c = buyer(h);
+  await h.ok('sales', 'sync_accounts', { accounts: [{ account_id: 'acct-32', name: 'Acme' }] }, c);
+  const base = buy('v32');
+  delete (base as Record<string, unknown>).brand_manifest;
+  const r = await h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      ...base,
+      brand: { domain: 'acme.example' },
+      account: { account_id: 'acct-32' },
+      total_budget: { amount: 26000, currency: 'USD' },
+      proposal_id: 'prop-1',
+      idempotency_key: '6f1f3c1e-0c9a-4c55-9d8e-3f1b2a7c9d10',
+      start_time: 'asap',
+    },
+    c,
+  );
+  t.equal(r.status, 'completed');
+  const view = await h.ok('sales', 'get_media_buys', { media_buy_ids: [r.media_buy_id] }, c);
+  t.same((view.media_buys as Array<{ brand_manifest: unknown }>)[0]!.brand_manifest, {
+    url: 'https://acme.example',
+  });
+  t.match(await h.err('sales', 'create_media_buy', { ...base, buyer_ref: 'x1' }, c), {
+    code: 'VALIDATION_ERROR',
+    field: 'brand_manifest',
+  });
+  t.match(
+    await h.err(
+      'sales',
+      'create_media_buy',
+      {
+        ...base,
+        buyer_ref: 'x2',
+        brand: { domain: 'acme.example' },
+        account: { account_id: 'nope' },
+      },
+      c,
+    ),
+    { code: 'ACCOUNT_NOT_FOUND', field: 'account.account_id' },
+  );
+  t.match(
+    await h.err(
+      'sales',
+      'create_media_buy',
+      {
+        ...base,
+        buyer_ref: 'x3',
+        brand: { domain: 'acme.example' },
+        total_budget: { amount: 1, currency: 'USD' },
+      },
+      c,
+    ),
+    { code: 'VALIDATION_ERROR', field: 'total_budget.amount' },
+  );
+  t.match(
+    await h.err(
+      'sales',
+      'create_media_buy',
+      {
+        ...base,
+        buyer_ref: 'x4',
+        brand: { domain: 'acme.example' },
+        total_budget: { amount: 26000, currency: 'EUR' },
+      },
+      c,
+    ),
+    { code: 'VALIDATION_ERROR', field: 'total_budget.currency' },
+  );
+  t.match(
+    await h.err(
+      'sales',
+      'create_media_buy',
+      { ...base, buyer_ref: 'x5', brand: { domain: 'not a domain' } },
+      c,
+    ),
+    { code: 'VALIDATION_ERROR', field: 'brand.domain' },
+  );
+});
