@@ -138,6 +138,10 @@ export class McpAgentDriver implements SenderDriver {
         ? {
             // The seller's own arguments first: the kit's members must win.
             ...this.opts.createMediaBuy,
+            // Each step is a new buy: a given buyer_ref gets the step's operation id.
+            ...(typeof this.opts.createMediaBuy?.buyer_ref === 'string'
+              ? { buyer_ref: `${this.opts.createMediaBuy.buyer_ref}-${step.operationId}` }
+              : {}),
             idempotency_key: randomUUID(),
             push_notification_config: push,
             context: step.context,
