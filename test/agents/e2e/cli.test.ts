@@ -175,3 +175,24 @@ t.test('svc mcp: call_svc_agent over stdio', async (t) => {
   t.equal(malformed.isError, true);
   t.match(malformed.structuredContent, { error: { code: 'VALIDATION_ERROR', field: 'agent_url' } });
 });
+
+t.test('svc start: an unreachable database or a taken port ends with a message', async (t) => {
+  const noDb = await run(['start'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });
+  t.equal(noDb.code, 1);
+  t.match(noDb.stderr, /PostgreSQL .* does not answer/);
+  const { urls } = await startAgents(t);
+  const port = new URL(urls.sales).port;
+  const dataDir = await mkdtemp(join(tmpdir(), 'g2-port-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const taken = await run(['start'], {
+    SVC_SALES_PORT: port,
+    SVC_CREATIVE_PORT: '0',
+    SVC_SIGNALS_PORT: '0',
+    SVC_DATA_DIR: dataDir,
+  });
+  t.equal(taken.code, 1);
+  t.match(taken.stderr, /EADDRINUSE|in use/);
+  const badEnv = await run(['start'], { SVC_APPROVAL: 'sometimes' });
+  t.equal(badEnv.code, 2);
+  t.match(badEnv.stderr, /SVC_APPROVAL/);
+});
