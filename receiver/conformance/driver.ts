@@ -90,6 +90,12 @@ export class McpAgentDriver implements SenderDriver {
     } = {},
   ) {}
 
+  /** The agent's URL as given, or its `/mcp` endpoint when given its origin. */
+  get endpoint(): string {
+    const u = new URL(this.agentUrl);
+    return u.pathname === '/' && !u.search ? `${u.origin}/mcp` : this.agentUrl;
+  }
+
   private async rpc(method: string, params: unknown): Promise<unknown> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -98,7 +104,7 @@ export class McpAgentDriver implements SenderDriver {
     };
     if (this.sessionId) headers['mcp-session-id'] = this.sessionId;
     const timeout = this.opts.timeoutMs ?? 10_000;
-    const res = await request(this.agentUrl, {
+    const res = await request(this.endpoint, {
       method: 'POST',
       headers,
       body: JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method, params }),

@@ -19,7 +19,7 @@ t.test('our sales agent, driven over MCP, scores every check', async (t) => {
   const report = await gradeSender({
     profile,
     protocolVersion: '3.2',
-    driver: new McpAgentDriver(`${sales}/mcp`, {
+    driver: new McpAgentDriver(sales, {
       headers: { 'x-api-key': apiKey },
       createMediaBuy: {
         buyer_ref: 'conformance',
