@@ -3,9 +3,9 @@
  * `/oauth`: dynamic client registration (`POST /oauth/register`, RFC 7591), the grants
  * it names (`authorization_code` with PKCE, `refresh_token`) and `client_credentials`,
  * discovery at `/oauth/.well-known/openid-configuration` (and the RFC 8414 name at the
- * origin root). Access tokens are JWTs (ES256, RFC 9068) with `sub`, `iat`, `exp`, `aud`
- * = the agent's URL and `scope` = `<brand>:products <brand>:media_buys <brand>:creatives`
- * (those requested), which the agents' Authenticator maps to permissions. A token issued
+ * origin root), and the agent's RFC 9728 protected-resource metadata. Access tokens are
+ * JWTs (ES256, RFC 9068) with `sub`, `iat`, `exp`, `aud` = the agent's URL and `scope` =
+ * `<brand>:products <brand>:media_buys <brand>:creatives` (those requested), which the agents' Authenticator maps to permissions. A token issued
  * at one agent carries that agent's audience and fails at another.
  *
  * Interactive logins (authorization_code) use the library's development interaction
@@ -153,6 +153,17 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
       const handle = providers[agent].callback();
       return async (ctx, next) => {
         let path = ctx.path;
+        if (path === '/.well-known/oauth-protected-resource' && ctx.method === 'GET') {
+          // RFC 9728: where MCP and A2A clients find the server that issues this agent's tokens.
+          ctx.type = 'application/json';
+          ctx.body = {
+            resource: o.urls[agent],
+            authorization_servers: [issuer(agent)],
+            scopes_supported: scopes,
+            bearer_methods_supported: ['header'],
+          };
+          return;
+        }
         if (path === '/.well-known/oauth-authorization-server') {
           path = `${OAUTH_MOUNT}/.well-known/openid-configuration`;
         }

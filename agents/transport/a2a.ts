@@ -205,7 +205,8 @@ class AgentA2aHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Task> {
     const call = this.call(context);
     const message = params.message;
-    const contextId = message?.contextId || randomUUID();
+    // Without a client contextId the task id serves (as the sender and tasks/get do).
+    const givenContext = message?.contextId || undefined;
     let skill = 'unknown';
     let result: TaskResult;
     try {
@@ -220,7 +221,13 @@ class AgentA2aHandler implements A2ARequestHandler {
         dryRun: dryRunOf(call.headers),
         transport: 'a2a',
         ...(push !== undefined && push !== null
-          ? { a2aPush: { version: call.version, config: push, contextId } }
+          ? {
+              a2aPush: {
+                version: call.version,
+                config: push,
+                ...(givenContext ? { contextId: givenContext } : {}),
+              },
+            }
           : {}),
       });
     } catch (err) {
@@ -232,22 +239,24 @@ class AgentA2aHandler implements A2ARequestHandler {
     }
     if (result instanceof TaskError) {
       const { body } = errorResponse(this.o.agent, result);
+      const taskId = `task_${randomUUID()}`;
       return taskOf({
-        taskId: `task_${randomUUID()}`,
-        contextId,
+        taskId,
+        contextId: givenContext ?? taskId,
         skill,
         state: TaskState.TASK_STATE_FAILED,
         body,
         text: `${result.code}: ${result.message}`,
       });
     }
-    const { status, task_id: taskId, ...rest } = result;
+    const { status, task_id: asyncId, ...rest } = result;
+    const taskId = asyncId ?? `task_${randomUUID()}`;
     return taskOf({
-      taskId: taskId ?? `task_${randomUUID()}`,
-      contextId,
+      taskId,
+      contextId: givenContext ?? taskId,
       skill,
       state: STATE_OF[status] ?? TaskState.TASK_STATE_UNSPECIFIED,
-      body: { status, ...(taskId ? { task_id: taskId } : {}), ...rest },
+      body: { status, ...(asyncId ? { task_id: asyncId } : {}), ...rest },
     });
   }
 

@@ -109,6 +109,11 @@ t.test('OAuth: registration, client_credentials, scopes to permissions, audience
   const meta = (await disc.json()) as any;
   t.equal(meta.registration_endpoint, `${urls.sales}/oauth/register`);
   t.equal(meta.token_endpoint, `${urls.sales}/oauth/token`);
+  const prm = (await (
+    await fetch(`${urls.signals}/.well-known/oauth-protected-resource`)
+  ).json()) as any;
+  t.same(prm.authorization_servers, [`${urls.signals}/oauth`]);
+  t.equal(prm.resource, urls.signals);
 });
 
 t.test('OAuth: authorization_code with PKCE, then refresh_token', async (t) => {
