@@ -5,8 +5,9 @@
  * discovery at `/oauth/.well-known/openid-configuration` (and the RFC 8414 name at the
  * origin root), and the agent's RFC 9728 protected-resource metadata. Access tokens are
  * JWTs (ES256, RFC 9068) with `sub`, `iat`, `exp`, `aud` = the agent's URL and `scope` =
- * `<brand>:products <brand>:media_buys <brand>:creatives` (those requested), which the agents' Authenticator maps to permissions. A token issued
- * at one agent carries that agent's audience and fails at another.
+ * `<brand>:products <brand>:media_buys <brand>:creatives` (those requested), which the
+ * agents' Authenticator maps to permissions. A token issued at one agent carries that
+ * agent's audience and fails at another.
  *
  * Interactive logins (authorization_code) use the library's development interaction
  * pages (any user name is accepted, the principal is that name): this is a demo seller
