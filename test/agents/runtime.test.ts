@@ -384,7 +384,7 @@ t.test('every task publishes a description and a JSON Schema', async (t) => {
   }
   const create = h.core.registry.get('sales', 'create_media_buy')!;
   t.match(taskInputJsonSchema(create), {
-    required: ['buyer_ref', 'brand_manifest', 'packages', 'start_time', 'end_time'],
+    required: ['buyer_ref', 'packages', 'start_time', 'end_time'],
   });
 });
 
