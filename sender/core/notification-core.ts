@@ -4,6 +4,7 @@
  * event a fresh CSPRNG key, and hands the envelopes to the outbox, which freezes their
  * bytes and dispatches them.
  */
+import { ACCOUNT_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
 import type { BrandProfile } from '../../shared/brand.js';
 import { buildA2aStatusUpdate, buildA2aTask, type A2aVersion } from '../../shared/envelope/a2a.js';
 import { buildMcpEnvelope } from '../../shared/envelope/mcp.js';
@@ -69,22 +70,7 @@ export class ChannelsNotConfiguredError extends Error {
 }
 
 /** Account-surface notification types (supplement §6.7); anything else is refused there. */
-export const ACCOUNT_NOTIFICATION_TYPES = [
-  'creative.status_changed',
-  'creative.assignment_changed',
-  'indicators.changed',
-  'creative.purged',
-  'account.status_changed',
-  'product.created',
-  'product.updated',
-  'product.priced',
-  'product.removed',
-  'signal.created',
-  'signal.updated',
-  'signal.priced',
-  'signal.removed',
-  'wholesale_feed.bulk_change',
-] as const;
+export { ACCOUNT_NOTIFICATION_TYPES };
 export type AccountNotificationType = (typeof ACCOUNT_NOTIFICATION_TYPES)[number];
 
 export interface NotificationCoreOptions extends TargetRules {
