@@ -7,28 +7,15 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
+import { ACCOUNT_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
 import { LegacyAuthenticationSchema } from '../../shared/envelope/channel-config.js';
 import { proveSubscribers, type SubscriberEntry } from '../common/subscriber-proof.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
 
-export const ACCOUNT_EVENT_TYPES = [
-  'creative.status_changed',
-  'creative.assignment_changed',
-  'indicators.changed',
-  'creative.purged',
-  'account.status_changed',
-  'product.created',
-  'product.updated',
-  'product.priced',
-  'product.removed',
-  'signal.created',
-  'signal.updated',
-  'signal.priced',
-  'signal.removed',
-  'wholesale_feed.bulk_change',
-] as const;
+/** Event types an account-level subscriber may register (supplement §6.7). */
+export const ACCOUNT_EVENT_TYPES = ACCOUNT_NOTIFICATION_TYPES;
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }).max(2048);
 
