@@ -30,6 +30,7 @@ import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import type { ApprovalPolicy, AgentSettings } from '../runtime/settings.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
+import { DEFAULT_AGENTS_SCHEMA } from '../store/migrations.js';
 import type { DemoCredential } from '../seed.js';
 import { createOAuthServer, type OAuthServer } from '../oauth/server.js';
 import { createAgentApp } from './agent-app.js';
@@ -208,7 +209,12 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     const oauth =
       o.oauth === false
         ? null
-        : await createOAuthServer({ pool, schema: o.agentsSchema ?? 'agents', profile, urls });
+        : await createOAuthServer({
+            pool,
+            schema: o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA,
+            profile,
+            urls,
+          });
 
     core = await createAgentsCore({
       pool,

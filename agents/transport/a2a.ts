@@ -89,7 +89,7 @@ interface CallState {
   /** `configuration.pushNotificationConfig` (0.3) / `taskPushNotificationConfig` (1.0) raw. */
   rawPushConfig: unknown;
 }
-const CALL_STATE = 'adcp.call';
+const CALL_STATE = 'agent.call';
 
 function dataPart(value: Record<string, unknown>): Part {
   return {
