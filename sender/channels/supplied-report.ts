@@ -5,6 +5,7 @@
  * `aggregated_totals` or `notification_id` (supplement §6.3).
  */
 import { z } from 'zod';
+import { DELIVERY_ROW_STATUSES } from '../../shared/envelope/delivery-report.js';
 import { channelError } from './errors.js';
 import type { ReportingPeriod } from './types.js';
 
@@ -29,18 +30,7 @@ const reportSchema = z.looseObject({
     .array(
       z.looseObject({
         media_buy_id: z.string().min(1),
-        status: z.enum([
-          'pending_creatives',
-          'pending_start',
-          'pending',
-          'active',
-          'paused',
-          'completed',
-          'rejected',
-          'canceled',
-          'failed',
-          'reporting_delayed',
-        ]),
+        status: z.enum(DELIVERY_ROW_STATUSES),
         totals: metrics,
         by_package: z.array(metrics),
       }),

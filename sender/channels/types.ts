@@ -4,6 +4,8 @@
  * provide.
  */
 
+import { IMPAIRMENT_REASON_CODES } from '../../shared/envelope/impairment.js';
+
 export const REPORTING_FREQUENCIES = ['hourly', 'daily', 'monthly'] as const;
 export type ReportingFrequency = (typeof REPORTING_FREQUENCIES)[number];
 
@@ -41,19 +43,7 @@ export interface ReportingPeriod {
   end: string;
 }
 
-export const IMPAIRMENT_REASON_CODES = [
-  'policy_violation',
-  'consent_expired',
-  'ttl_expired',
-  'pii_audit_failed',
-  'seller_removed',
-  'content_rejected',
-  'identity_authorization_revoked',
-  'identity_authorization_expired',
-  'source_private',
-  'source_offline',
-  'property_depublished',
-] as const;
+export { IMPAIRMENT_REASON_CODES };
 export type ImpairmentReasonCode = (typeof IMPAIRMENT_REASON_CODES)[number];
 
 /** `core/impairment.json` (extra members allowed and carried through). */
