@@ -8,11 +8,7 @@ import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
 import { createPool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
-import {
-  pingRedis,
-  resolveDatabaseUrl,
-  ServiceUnavailableError,
-} from '../../shared/infra/services.js';
+import { pingRedis, resolveDatabaseUrl } from '../../shared/infra/services.js';
 import { channelOptionsFromConfig } from '../../sender/channels/from-config.js';
 import { MediaBuyChannels } from '../../sender/channels/media-buy-channels.js';
 import { NotificationCore } from '../../sender/core/notification-core.js';
@@ -20,6 +16,13 @@ import { DeliveryQueue } from '../../sender/delivery/queue.js';
 import { Outbox } from '../../sender/outbox/outbox.js';
 import { DEFAULT_SENDER_SCHEMA } from '../../sender/schema.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
+
+/** A queue that dispatches nothing: the outbox rows wait for the reconciler. */
+const reconcilerOnlyQueue = {
+  dispatch: async () => {},
+  dispatchBatch: async () => {},
+  close: async () => {},
+};
 
 export async function operatorAction(
   config: Config,
@@ -29,17 +32,18 @@ export async function operatorAction(
 ): Promise<Record<string, unknown>> {
   const profile = brandProfile(config.SVC_BRAND);
   const databaseUrl = await resolveDatabaseUrl(config.DATABASE_URL);
-  if (!(await pingRedis(config.REDIS_URL))) {
-    throw new ServiceUnavailableError(
-      `Redis at REDIS_URL does not answer; approve talks to the same Redis as the running service`,
-    );
-  }
   const pool = createPool({ connectionString: databaseUrl, max: 4 });
-  const redis = createRedis(config.REDIS_URL);
-  const queue = new DeliveryQueue({
-    connection: redis,
-    ...(options.queuePrefix ? { prefix: options.queuePrefix } : {}),
-  });
+  // `svc start` may run on a private redis-server this process cannot see. Without Redis
+  // the webhook rows still land in the outbox and the running worker's reconciler sends
+  // them (within about a minute) instead of the queue at once.
+  const redisUp = await pingRedis(config.REDIS_URL);
+  const redis = redisUp ? createRedis(config.REDIS_URL) : null;
+  const queue: DeliveryQueue = redis
+    ? new DeliveryQueue({
+        connection: redis,
+        ...(options.queuePrefix ? { prefix: options.queuePrefix } : {}),
+      })
+    : (reconcilerOnlyQueue as unknown as DeliveryQueue);
   const senderSchema = options.senderSchema ?? DEFAULT_SENDER_SCHEMA;
   let core: AgentsCore | null = null;
   try {
@@ -76,7 +80,7 @@ export async function operatorAction(
       : await core.operator.approve(mediaBuyId);
   } finally {
     await queue.close().catch(() => {});
-    redis.disconnect();
+    redis?.disconnect();
     await pool.end();
   }
 }

@@ -8,6 +8,7 @@ import t from 'tap';
 import { AgentClient } from '../../../agents/client/agent-client.js';
 import { operatorAction } from '../../../agents/server/operator.js';
 import { loadConfig } from '../../../shared/config.js';
+import { createPool } from '../../../shared/infra/pg.js';
 import { DATABASE_URL, REDIS_URL } from '../../helpers/db.js';
 import { buyerReceiver, startService } from './support.js';
 
@@ -65,6 +66,25 @@ t.test('approve and reject pending buys', async (t) => {
     (b) => b.media_buy_id === r.body.media_buy_id,
   );
   t.equal(rejected?.status, 'rejected');
+
+  // Redis out of reach (svc start on a private redis-server): the row waits in the outbox
+  // for the running worker's reconciler.
+  const q = await create('op-no-redis');
+  await rx.waitFor((e) => e.some((x) => x.operationId === 'op-no-redis' && x.status === 'working'));
+  const offline = loadConfig({
+    DATABASE_URL,
+    REDIS_URL: 'redis://127.0.0.1:1',
+    LOG_LEVEL: 'silent',
+    SVC_SENDER_ALLOW_HOSTS: '127.0.0.1',
+  });
+  await operatorAction(offline, q.body.media_buy_id as string, undefined, opts);
+  const pool = createPool({ connectionString: DATABASE_URL, max: 1 });
+  t.teardown(() => pool.end());
+  const { rows } = await pool.query(
+    `SELECT state FROM ${senderSchema}.outbox WHERE task_id = $1 AND notification_type = 'completed'`,
+    [q.taskId],
+  );
+  t.equal(rows.length, 1, 'the completed webhook is in the outbox');
 
   await t.rejects(operatorAction(config, 'mb_unknown', undefined, opts), {
     code: 'MEDIA_BUY_NOT_FOUND',
