@@ -61,6 +61,8 @@ export async function authenticate(
       revocation: ctx.revocation,
       replay: ctx.replay,
       now: ctx.nowSeconds,
+      // Many deliveries are in flight at once: keep the curve math off the event loop.
+      offloadCrypto: true,
     });
     return { sender: v.senderId, mode: 'rfc9421', keyid: v.keyid, nonce: v.nonce };
   }
