@@ -66,7 +66,12 @@ export function orderableTimestamp(at: string | null): string | null {
   return at;
 }
 
-/** JCS({task_type, status, value}) and its SHA-256: the terminal comparison record. */
+/**
+ * The terminal comparison record JCS({task_type, status, value}), and the fingerprint of
+ * the result itself, SHA-256 of JCS({status, value}): channel-neutral, because an A2A
+ * payload carries no task type. A task-type mismatch, where both name one, is a conflict
+ * decided in SQL from the records.
+ */
 export function terminalRecord(input: {
   taskType: string | null;
   status: string;
@@ -77,7 +82,11 @@ export function terminalRecord(input: {
     status: input.status,
     value: input.value === undefined ? null : input.value,
   });
-  return { record, fingerprint: createHash('sha256').update(record, 'utf8').digest('hex') };
+  const result = canonicalJson({
+    status: input.status,
+    value: input.value === undefined ? null : input.value,
+  });
+  return { record, fingerprint: createHash('sha256').update(result, 'utf8').digest('hex') };
 }
 
 export class TaskConvergence {

@@ -179,3 +179,52 @@ t.test('purge removes expired task state', async (t) => {
     'current',
   );
 });
+
+t.test('the same terminal result through the MCP and the A2A channel converges', async (t) => {
+  const value = { media_buy_id: 'mb_1', status: 'active' };
+  t.equal(
+    (await obs({ taskId: 'tx', key: 'mcp-1', status: 'completed', value })).decision,
+    'terminal_won',
+  );
+  t.equal(
+    (
+      await obs({
+        taskId: 'tx',
+        key: 'payload:a2a',
+        status: 'completed',
+        taskType: null,
+        value,
+        source: 'a2a',
+      })
+    ).decision,
+    'terminal_duplicate',
+    'A2A names no task type: same status and value is the same result',
+  );
+  t.equal(
+    (
+      await obs({
+        taskId: 'tx',
+        key: 'mcp-2',
+        status: 'completed',
+        taskType: 'update_media_buy',
+        value,
+      })
+    ).decision,
+    'terminal_conflict',
+    'a different task type where both name one is a conflict',
+  );
+  t.equal(
+    (
+      await obs({
+        taskId: 'tx',
+        key: 'a2a-2',
+        status: 'completed',
+        taskType: null,
+        value: { x: 1 },
+        source: 'a2a',
+      })
+    ).decision,
+    'terminal_conflict',
+    'a different value is a conflict on any channel',
+  );
+});
