@@ -33,9 +33,8 @@ for (const [name, version] of Object.entries(parent.optionalDependencies ?? {}))
   };
   added++;
 }
-const entries = Object.entries(lock.packages).sort(([a], [b]) =>
-  a === '' ? -1 : b === '' ? 1 : a < b ? -1 : a > b ? 1 : 0,
-);
+// npm's own order, so the rewrite changes nothing but the restored entries.
+const entries = Object.entries(lock.packages).sort(([a], [b]) => a.localeCompare(b, 'en'));
 lock.packages = Object.fromEntries(entries);
 writeFileSync('package-lock.json', JSON.stringify(lock, null, 2) + '\n');
 console.log(`lock-platforms: ${added} platform entr${added === 1 ? 'y' : 'ies'} restored`);
