@@ -15,7 +15,7 @@ export function buildProgram(): Command {
       'after',
       '\nEnvironment:\n' +
         describeVariables()
-          .map((v) => `  ${v.name.padEnd(22)} ${v.accepts}`)
+          .map((v) => `  ${v.name.padEnd(34)} ${v.accepts}`)
           .join('\n'),
     );
   registerCommands(program);

@@ -26,7 +26,7 @@ const variables = {
   },
   DATABASE_URL: {
     schema: url(['postgres:', 'postgresql:']).optional(),
-    accepts: 'a postgres:// URL (unset: the embedded database under .data/)',
+    accepts: 'a postgres:// URL (unset: postgres://postgres@127.0.0.1:5432/test)',
   },
   REDIS_URL: {
     schema: url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
@@ -49,17 +49,6 @@ const variables = {
       .default(''),
     accepts:
       'comma-separated hosts a sender may reach over http or at reserved addresses (testing)',
-  },
-  SVC_CLOCK_SPEED: {
-    schema: z.coerce.number().min(0.001).max(100000).default(1),
-    accepts: "virtual seconds per real second of the agents' clock (demos: e.g. 60)",
-  },
-  SVC_APPROVAL: {
-    schema: z
-      .string()
-      .regex(/^(never|manual|\d{1,7})$/)
-      .default('60'),
-    accepts: 'media buy approval: never, manual (svc approve) or seconds until automatic',
   },
   SVC_SIGNING_KID: {
     schema: z.string().min(1).optional(),

@@ -73,7 +73,7 @@ export async function operatorAction(
       profile,
       notifications,
       seed: false,
-      clockSpeed: config.SVC_CLOCK_SPEED,
+      clockSpeed: config.SVC_AGENTS_CLOCK_SPEED,
     });
     return reject
       ? await core.operator.reject(mediaBuyId, typeof reject === 'string' ? reject : undefined)

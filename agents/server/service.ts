@@ -6,6 +6,7 @@
  * per agent with `/mcp`, `/a2a`, the agent card, the key documents and OAuth.
  * Every part is stopped in reverse order by `stop()`.
  */
+import { agentOptionsFromConfig } from '../config.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -28,7 +29,7 @@ import { keysRouter, type BrandAgent } from '../../sender/keys/router.js';
 import { Outbox } from '../../sender/outbox/outbox.js';
 import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
-import type { ApprovalPolicy, AgentSettings } from '../runtime/settings.js';
+import type { AgentSettings } from '../runtime/settings.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
 import { DEFAULT_AGENTS_SCHEMA } from '../store/migrations.js';
 import type { DemoCredential } from '../seed.js';
@@ -64,11 +65,6 @@ export interface AgentsService {
   redisUrl: string;
   credentials: DemoCredential[];
   stop(): Promise<void>;
-}
-
-export function approvalPolicy(value: string): ApprovalPolicy {
-  if (value === 'never' || value === 'manual') return value;
-  return { autoAfterSeconds: Number(value) };
 }
 
 async function loadOrCreateKeys(dir: string, activeKid?: string): Promise<KeySet> {
@@ -216,17 +212,17 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
             urls,
           });
 
+    const fromConfig = agentOptionsFromConfig(config);
     core = await createAgentsCore({
       pool,
       ...(o.agentsSchema ? { schema: o.agentsSchema } : {}),
       profile,
       notifications,
-      clockSpeed: config.SVC_CLOCK_SPEED,
+      clockSpeed: fromConfig.clockSpeed,
       settings: {
-        protocolVersion: config.SVC_PROTOCOL_VERSION,
+        ...fromConfig.settings,
         urls,
         previewBaseUrl: `${urls.creative}/previews`,
-        approval: approvalPolicy(config.SVC_APPROVAL),
         webhookActivity: activity,
         brandJsonUrl: `${urls.sales}/.well-known/brand.json`,
         ...(o.settings ?? {}),

@@ -192,7 +192,7 @@ t.test('svc start: an unreachable database or a taken port ends with a message',
   });
   t.equal(taken.code, 1);
   t.match(taken.stderr, /EADDRINUSE|in use/);
-  const badEnv = await run(['start'], { SVC_APPROVAL: 'sometimes' });
+  const badEnv = await run(['start'], { SVC_AGENTS_APPROVAL: 'sometimes' });
   t.equal(badEnv.code, 2);
-  t.match(badEnv.stderr, /SVC_APPROVAL/);
+  t.match(badEnv.stderr, /SVC_AGENTS_APPROVAL/);
 });

@@ -140,7 +140,7 @@ t.test('sales flow over MCP and A2A with verified webhooks', async (t) => {
 });
 
 t.test('creative flow over A2A 0.3, signal flow over MCP with a webhook', async (t) => {
-  const { service } = await startService(t, { SVC_CLOCK_SPEED: '3600' });
+  const { service } = await startService(t, { SVC_AGENTS_CLOCK_SPEED: '3600' });
   const { urls } = service;
   const rx = await buyerReceiver(t, `${urls.signals}/.well-known/jwks.json`);
   const cred = (agent: string) =>

@@ -36,7 +36,7 @@ export async function startService(
     REDIS_URL,
     SVC_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
-    SVC_APPROVAL: 'manual',
+    SVC_AGENTS_APPROVAL: 'manual',
     SVC_CHANNEL_TICK_MS: '100',
     ...env,
   });
