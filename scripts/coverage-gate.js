@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// The coverage floor. tap's own check is all-or-nothing; this one is a number we chose:
-// lines and statements of the code under test must stay at or above FLOOR percent.
+// The coverage floor. tap's own check is all-or-nothing; these are numbers we chose, a little
+// under what the suite measured when they were set (lines 97.5 %, branches 89.4 %), so a
+// change that drops tested code fails CI instead of drifting.
 import { readFileSync } from 'node:fs';
 
-const FLOOR = Number(process.env.SVC_COVERAGE_FLOOR ?? 80);
+const FLOOR = Number(process.env.SVC_COVERAGE_FLOOR ?? 95);
+const BRANCH_FLOOR = Number(process.env.SVC_BRANCH_COVERAGE_FLOOR ?? 85);
 let summary;
 try {
   summary = JSON.parse(readFileSync('.tap/report/coverage-summary.json', 'utf8'));
@@ -11,11 +13,11 @@ try {
   console.error('coverage-gate: no .tap/report/coverage-summary.json (did the tests run?)');
   process.exit(1);
 }
-const { lines, statements, functions } = summary.total;
+const { lines, statements, functions, branches } = summary.total;
 console.log(
-  `coverage: lines ${lines.pct}%, statements ${statements.pct}%, functions ${functions.pct}% (floor ${FLOOR}% on lines and statements)`,
+  `coverage: lines ${lines.pct}%, statements ${statements.pct}%, branches ${branches.pct}%, functions ${functions.pct}% (floors: ${FLOOR}% lines and statements, ${BRANCH_FLOOR}% branches)`,
 );
-if (lines.pct < FLOOR || statements.pct < FLOOR) {
-  console.error(`coverage-gate: below the ${FLOOR}% floor`);
+if (lines.pct < FLOOR || statements.pct < FLOOR || branches.pct < BRANCH_FLOOR) {
+  console.error('coverage-gate: below the floor');
   process.exit(1);
 }
