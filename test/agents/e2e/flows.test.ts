@@ -201,3 +201,69 @@ t.test('creative flow over A2A 0.3, signal flow over MCP with a webhook', async 
   });
   t.match(unknown.body, { errors: [{ code: 'SIGNAL_AGENT_SEGMENT_NOT_FOUND' }] });
 });
+
+t.test('creative flow over MCP, signal flow over A2A 1.0 with a webhook', async (t) => {
+  const { service } = await startService(t, { SVC_AGENTS_CLOCK_SPEED: '3600' });
+  const { urls } = service;
+  const rx = await buyerReceiver(t, `${urls.signals}/.well-known/jwks.json`);
+  const cred = (agent: string) =>
+    service.credentials.find((c) => c.agent === agent && c.principal_id === 'demo-buyer')!.api_key;
+
+  const creative = new AgentClient({ agentUrl: urls.creative, apiKey: cred('creative') });
+  t.teardown(() => creative.close());
+  const formats = await creative.call('list_creative_formats', { type: 'display' });
+  t.ok((formats.body.formats as unknown[]).length > 0, 'formats over MCP');
+  const built = await creative.call('build_creative', {
+    target_format_id: { agent_url: urls.creative, id: 'display_300x250' },
+    message: 'Autumn sale',
+    brand_manifest: { name: 'Acme', url: 'https://acme.example' },
+  });
+  t.equal(built.ok, true, JSON.stringify(built.body));
+  const manifest = built.body.creative_manifest as Record<string, unknown>;
+  const preview = await creative.call('preview_creative', {
+    request_type: 'batch',
+    requests: [{ format_id: manifest.format_id, creative_manifest: manifest }],
+    output_format: 'html',
+  });
+  t.equal(preview.ok, true, JSON.stringify(preview.body));
+  t.match(JSON.stringify(preview.body.previews), /Autumn sale/, 'batch preview as HTML over MCP');
+  const plain = await creative.call('build_creative', {
+    target_format_id: 'display_300x250',
+    message: 'x',
+  });
+  t.match(plain.body, { error: { code: 'INVALID_FORMAT_ID' } }, 'plain-string format id over MCP');
+
+  const signals = new AgentClient({
+    agentUrl: urls.signals,
+    transport: 'a2a',
+    a2aVersion: '1.0',
+    apiKey: cred('signals'),
+  });
+  t.teardown(() => signals.close());
+  const ttd = { type: 'platform', platform: 'the-trade-desk' };
+  const found = await signals.call('get_signals', {
+    signal_spec: 'luxury car buyers in market',
+    deliver_to: { deployments: [ttd], countries: ['US'] },
+  });
+  const segment = (found.body.signals as Array<{ signal_agent_segment_id: string }>)[0]!;
+  const act = await signals.call('activate_signal', {
+    signal_agent_segment_id: segment.signal_agent_segment_id,
+    deployments: [ttd],
+    push_notification_config: { url: `${rx.url}/signals`, operation_id: 'op-sig-a2a' },
+  });
+  t.ok(['working', 'submitted'].includes(String(act.status)), `async over A2A (${act.status})`);
+  await rx.waitFor((e) =>
+    e.some((x) => x.operationId === 'op-sig-a2a' && x.status === 'completed'),
+  );
+  const result = JSON.stringify(rx.events.find((x) => x.operationId === 'op-sig-a2a')!.payload);
+  t.match(result, /activation_key/, 'the verified webhook carries the activation key');
+  const unknown = await signals.call('activate_signal', {
+    signal_agent_segment_id: 'sig_nope',
+    deployments: [ttd],
+  });
+  t.match(
+    JSON.stringify(unknown.body),
+    /SIGNAL_AGENT_SEGMENT_NOT_FOUND/,
+    'signal agent error over A2A',
+  );
+});
