@@ -4,11 +4,16 @@
  * Exit 0 when every applicable check passed, 1 otherwise, 2 on a usage error.
  */
 import { readFile } from 'node:fs/promises';
-import { createInterface } from 'node:readline/promises';
 import { Option, type Command } from 'commander';
-import { brandProfile, DEFAULT_BRAND, isBrand } from '../../shared/brand.js';
 import { parseStrictJson } from '../../shared/json/strict-parse.js';
 import { emitReport } from '../../shared/conformance-report/output.js';
+import {
+  brandFromFlag,
+  checkUrl,
+  terminalIo,
+  UsageError,
+} from '../../shared/conformance-report/command-line.js';
+export { UsageError };
 import { ManualDriver, McpAgentDriver, type ManualIo, type SenderDriver } from './driver.js';
 import { gradeSender } from './grade-sender.js';
 import { SenderKeyError } from './sender-keys.js';
@@ -33,21 +38,10 @@ export interface SenderCommandFlags {
   junit?: string;
 }
 
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
-
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 
 function url(value: string | undefined, flag: string): string | undefined {
-  if (value === undefined) return undefined;
-  try {
-    const u = new URL(value);
-    if (u.protocol === 'http:' || u.protocol === 'https:') return value;
-  } catch {
-    // fall through
-  }
-  throw new UsageError(`${flag} "${value}" is not an http(s) URL`);
+  return value === undefined ? undefined : checkUrl(value, flag);
 }
 
 function intIn(
@@ -94,25 +88,12 @@ export interface SenderCommandIo extends ManualIo {
   out: (text: string) => void;
 }
 
-const defaultIo: SenderCommandIo = {
-  out: (s) => process.stdout.write(s),
-  err: (s) => process.stderr.write(s),
-  confirm: process.stdin.isTTY
-    ? async (prompt) => {
-        const rl = createInterface({ input: process.stdin, output: process.stderr });
-        await rl.question(prompt);
-        rl.close();
-      }
-    : undefined,
-};
-
 export async function runSenderConformance(
   flags: SenderCommandFlags,
-  io: SenderCommandIo = defaultIo,
+  io: SenderCommandIo = terminalIo,
   driverOverride?: SenderDriver,
 ): Promise<number> {
-  const brand = flags.brand ?? process.env.SVC_BRAND ?? DEFAULT_BRAND;
-  if (!isBrand(brand)) throw new UsageError(`--brand must be svc or adcp, not "${brand}"`);
+  const profile = brandFromFlag(flags.brand);
   const version = flags.protocolVersion ?? '3.2';
   if (version !== '3.1' && version !== '3.2')
     throw new UsageError('--protocol-version is 3.1 or 3.2');
@@ -148,7 +129,7 @@ export async function runSenderConformance(
   const stepSeconds = intIn(flags.stepTimeout, '--step-timeout', 1, 600) ?? 90;
   const quietSeconds = intIn(flags.quiet, '--quiet', 1, 600) ?? 10;
   const report = await gradeSender({
-    profile: brandProfile(brand),
+    profile,
     protocolVersion: version,
     driver,
     keys: {

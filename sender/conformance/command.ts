@@ -2,10 +2,15 @@
  * `svc conformance receiver <url>`: act as a sender and grade the receiver at <url>.
  * Exit 0 when every applicable check passed, 1 otherwise, 2 on a usage error.
  */
-import { createInterface } from 'node:readline/promises';
 import { Option, type Command } from 'commander';
-import { brandProfile, DEFAULT_BRAND, isBrand } from '../../shared/brand.js';
 import { emitReport } from '../../shared/conformance-report/output.js';
+import {
+  brandFromFlag,
+  checkUrl,
+  terminalIo,
+  UsageError,
+} from '../../shared/conformance-report/command-line.js';
+export { UsageError };
 import type { SigningKey } from '../../shared/signing/keys.js';
 import { gradeReceiver } from './grade-receiver.js';
 import { VectorLoadError } from './vectors.js';
@@ -38,20 +43,6 @@ export interface ReceiverCommandFlags {
   yes?: boolean;
 }
 
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
-
-function checkUrl(value: string, flag: string): string {
-  try {
-    const u = new URL(value);
-    if (u.protocol === 'http:' || u.protocol === 'https:') return value;
-  } catch {
-    // fall through
-  }
-  throw new UsageError(`${flag} "${value}" is not an http(s) URL`);
-}
-
 async function single(path: string | undefined, flag: string): Promise<SigningKey | undefined> {
   if (!path) return undefined;
   const keys = await readKeyFile(path);
@@ -66,27 +57,13 @@ export interface CommandIo {
   confirm?: (prompt: string) => Promise<void>;
 }
 
-const defaultIo: CommandIo = {
-  out: (s) => process.stdout.write(s),
-  err: (s) => process.stderr.write(s),
-  confirm: process.stdin.isTTY
-    ? async (prompt) => {
-        const rl = createInterface({ input: process.stdin, output: process.stderr });
-        await rl.question(prompt);
-        rl.close();
-      }
-    : undefined,
-};
-
 /** Runs the command; returns the exit code. */
 export async function runReceiverConformance(
   url: string,
   flags: ReceiverCommandFlags,
-  io: CommandIo = defaultIo,
+  io: CommandIo = terminalIo,
 ): Promise<number> {
-  const brand = flags.brand ?? process.env.SVC_BRAND ?? DEFAULT_BRAND;
-  if (!isBrand(brand)) throw new UsageError(`--brand must be svc or adcp, not "${brand}"`);
-  const profile = brandProfile(brand);
+  const profile = brandFromFlag(flags.brand);
   const version = flags.protocolVersion ?? '3.2';
   if (version !== '3.1' && version !== '3.2')
     throw new UsageError('--protocol-version is 3.1 or 3.2');

@@ -1,0 +1,47 @@
+/**
+ * What both conformance commands need from a terminal: usage errors, flag checks and the
+ * interactive IO (output, errors, and a pause while the tester installs keys).
+ */
+import { createInterface } from 'node:readline/promises';
+import { brandProfile, DEFAULT_BRAND, isBrand, type BrandProfile } from '../brand.js';
+
+/** A mistake in the command line: exit code 2 and the message, no stack. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export interface TerminalIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** Waits for the tester (interactive runs only). */
+  confirm?: (prompt: string) => Promise<void>;
+}
+
+export const terminalIo: TerminalIo = {
+  out: (s) => process.stdout.write(s),
+  err: (s) => process.stderr.write(s),
+  confirm: process.stdin.isTTY
+    ? async (prompt) => {
+        const rl = createInterface({ input: process.stdin, output: process.stderr });
+        await rl.question(prompt);
+        rl.close();
+      }
+    : undefined,
+};
+
+export function checkUrl(value: string, flag: string): string {
+  try {
+    const u = new URL(value);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return value;
+  } catch {
+    // fall through
+  }
+  throw new UsageError(`${flag} "${value}" is not an http(s) URL`);
+}
+
+/** `--brand`, else SVC_BRAND, else the default. */
+export function brandFromFlag(flag: string | undefined): BrandProfile {
+  const brand = flag ?? process.env.SVC_BRAND ?? DEFAULT_BRAND;
+  if (!isBrand(brand)) throw new UsageError(`--brand must be svc or adcp, not "${brand}"`);
+  return brandProfile(brand);
+}
