@@ -7,7 +7,6 @@ import Koa from 'koa';
 import { brandProfile } from '../../shared/brand.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import { generateSigningKey } from '../../shared/signing/keys.js';
-import { verifyWebhookSignature, type KeyResolver } from '../../shared/signing/verify.js';
 import {
   ActivityLog,
   recordedUrl,
@@ -21,7 +20,7 @@ import { newIdempotencyKey } from '../../sender/outbox/keys.js';
 import type { OutboundEvent } from '../../sender/outbox/types.js';
 import { migrateSender } from '../../sender/schema.js';
 import { testDatabase } from '../helpers/db.js';
-import { senderHarness, startReceiver } from './harness.js';
+import { senderHarness, startReceiver, verifyReceived } from './harness.js';
 
 const BASE = Date.now() - 3_600_000;
 
@@ -210,26 +209,13 @@ t.test('ES256 and the adcp brand sign deliveries that verify; metrics count them
   t.equal(await h.waitForState(id!), 'delivered');
   const jwks = new KeySet([key]).jwks(profile);
   t.equal((jwks.keys[0] as Record<string, unknown>).adcp_use, 'request-signing');
-  const resolver: KeyResolver = {
-    resolve: async (kid) => {
-      const jwk = jwks.keys.find((k) => k.kid === kid);
-      return jwk ? { jwk, senderId: 'seller' } : null;
-    },
-  };
+
   for (const r of rx.received) {
     t.match(
       String(r.headers['signature-input']),
       /alg="ecdsa-p256-sha256";tag="adcp\/webhook-signing\/v1"/,
     );
-    const v = await verifyWebhookSignature(
-      {
-        method: r.method,
-        url: `http://127.0.0.1:${rx.port}${r.url}`,
-        headers: r.headers,
-        body: r.body,
-      },
-      { profile, keys: resolver },
-    );
+    const v = await verifyReceived(rx, r, key, profile);
     t.equal(v.alg, 'ecdsa-p256-sha256');
   }
   const text = await metrics.registry.metrics();

@@ -4,7 +4,9 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { brandProfile } from '../../shared/brand.js';
+import { brandProfile, type BrandProfile } from '../../shared/brand.js';
+import { verifyWebhookSignature, type VerifiedSignature } from '../../shared/signing/verify.js';
+import { KeySet } from '../../sender/keys/key-set.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { generateSigningKey, type SigningKey } from '../../shared/signing/keys.js';
 import { ActivityLog } from '../../sender/activity/activity-log.js';
@@ -199,4 +201,34 @@ export async function senderHarness(
       throw new Error(`outbox row ${id} still ${s?.state ?? 'missing'}`);
     },
   };
+}
+
+/**
+ * Verifies one delivery the loopback receiver got, with the receiver-side verifier over the
+ * JWKS the seller publishes for `key` (the sender identity is `seller`).
+ */
+export async function verifyReceived(
+  rx: Receiver,
+  r: Received,
+  key: SigningKey,
+  profile: BrandProfile,
+): Promise<VerifiedSignature> {
+  const jwks = new KeySet([key]).jwks(profile);
+  return verifyWebhookSignature(
+    {
+      method: r.method,
+      url: `http://127.0.0.1:${rx.port}${r.url}`,
+      headers: r.headers,
+      body: r.body,
+    },
+    {
+      profile,
+      keys: {
+        resolve: async (kid) => {
+          const jwk = jwks.keys.find((k) => k.kid === kid);
+          return jwk ? { jwk, senderId: 'seller' } : null;
+        },
+      },
+    },
+  );
 }

@@ -1,7 +1,6 @@
 import t, { type Test } from 'tap';
 import { createHmac } from 'node:crypto';
 import { brandProfile } from '../../shared/brand.js';
-import { verifyWebhookSignature, type KeyResolver } from '../../shared/signing/verify.js';
 import {
   ChannelsNotConfiguredError,
   NotificationCore,
@@ -9,8 +8,7 @@ import {
 } from '../../sender/core/notification-core.js';
 import { RegistrationError } from '../../sender/core/registration.js';
 import { DuplicateKeyInputError, TaskError } from '../../shared/errors/task-errors.js';
-import { KeySet } from '../../sender/keys/key-set.js';
-import { senderHarness, startReceiver } from './harness.js';
+import { senderHarness, startReceiver, verifyReceived } from './harness.js';
 
 const profile = brandProfile('svc');
 
@@ -88,24 +86,8 @@ t.test(
       t.match(b.idempotency_key, /^[A-Za-z0-9_.:-]{16,255}$/);
     }
     // Verify every delivery with the receiver-side verifier over the published JWKS.
-    const keys = new KeySet([h.key]);
-    const jwks = keys.jwks(profile);
-    const resolver: KeyResolver = {
-      resolve: async (kid) => {
-        const jwk = jwks.keys.find((k) => k.kid === kid);
-        return jwk ? { jwk, senderId: 'seller' } : null;
-      },
-    };
     for (const r of rx.received) {
-      const v = await verifyWebhookSignature(
-        {
-          method: r.method,
-          url: `http://127.0.0.1:${rx.port}${r.url}`,
-          headers: r.headers,
-          body: r.body,
-        },
-        { profile, keys: resolver },
-      );
+      const v = await verifyReceived(rx, r, h.key, profile);
       t.equal(v.keyid, h.key.kid);
     }
   },

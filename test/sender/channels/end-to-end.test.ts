@@ -5,11 +5,9 @@
  */
 import t from 'tap';
 import { brandProfile } from '../../../shared/brand.js';
-import { verifyWebhookSignature, type KeyResolver } from '../../../shared/signing/verify.js';
 import { MediaBuyChannels } from '../../../sender/channels/media-buy-channels.js';
 import { NotificationCore } from '../../../sender/core/notification-core.js';
-import { KeySet } from '../../../sender/keys/key-set.js';
-import { senderHarness, startReceiver } from '../harness.js';
+import { senderHarness, startReceiver, verifyReceived } from '../harness.js';
 import { impairment, TestDataSource } from './helpers.js';
 
 const profile = brandProfile('svc');
@@ -93,24 +91,8 @@ t.test('reports and impairments are delivered, signed, in the shared sender sche
   for (const r of rows) t.equal(await h.waitForState(r.id), 'delivered');
   await rx.waitFor(5);
 
-  const keys = new KeySet([h.key]);
-  const jwks = keys.jwks(profile);
-  const resolver: KeyResolver = {
-    resolve: async (kid) => {
-      const jwk = jwks.keys.find((k) => k.kid === kid);
-      return jwk ? { jwk, senderId: 'seller' } : null;
-    },
-  };
   for (const r of rx.received) {
-    const v = await verifyWebhookSignature(
-      {
-        method: r.method,
-        url: `http://127.0.0.1:${rx.port}${r.url}`,
-        headers: r.headers,
-        body: r.body,
-      },
-      { profile, keys: resolver },
-    );
+    const v = await verifyReceived(rx, r, h.key, profile);
     t.equal(v.keyid, h.key.kid, `${r.url} verifies`);
   }
   type Body = Record<string, unknown> & { result: Record<string, unknown> };
