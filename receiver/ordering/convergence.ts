@@ -12,8 +12,7 @@
  * - The same `notification_id` under a new `idempotency_key` is a re-emission: recorded and
  *   reported to the publisher as a flag, never collapsed into a retry.
  */
-import { createHash } from 'node:crypto';
-import { canonicalJson } from '../../shared/json/canonical.js';
+import { canonicalJson, fingerprint } from '../../shared/json/canonical.js';
 import { assertSchemaName, migrate, type Pool } from '../../shared/infra/pg.js';
 import { MIN_RETENTION_SECONDS } from '../idempotency/store.js';
 import { ORDERING_MIGRATIONS } from './schema.js';
@@ -77,16 +76,9 @@ export function terminalRecord(input: {
   status: string;
   value: unknown;
 }): { record: string; fingerprint: string } {
-  const record = canonicalJson({
-    task_type: input.taskType,
-    status: input.status,
-    value: input.value === undefined ? null : input.value,
-  });
-  const result = canonicalJson({
-    status: input.status,
-    value: input.value === undefined ? null : input.value,
-  });
-  return { record, fingerprint: createHash('sha256').update(result, 'utf8').digest('hex') };
+  const value = input.value === undefined ? null : input.value;
+  const record = canonicalJson({ task_type: input.taskType, status: input.status, value });
+  return { record, fingerprint: fingerprint({ status: input.status, value }) };
 }
 
 export class TaskConvergence {

@@ -17,13 +17,12 @@
  * table gives 422 to schema validation failures, and `EnvelopeError.status` says 422 for
  * every shared consumer; it is a 4xx, so senders do not retry a body that cannot change.
  */
-import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { BrandProfile } from '../../shared/brand.js';
 import { WebhookVerificationError } from '../../shared/errors/webhook-codes.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, migrate, type Pool } from '../../shared/infra/pg.js';
-import { canonicalJson } from '../../shared/json/canonical.js';
+import { fingerprint } from '../../shared/json/canonical.js';
 import { JsonParseError, parseStrictJson, sanitizeForLog } from '../../shared/json/strict-parse.js';
 import { EnvelopeError } from '../../shared/envelope/errors.js';
 import { parseWebhookPayload, type WebhookEvent } from '../../shared/envelope/parse.js';
@@ -355,7 +354,7 @@ export class WebhookReceiver {
     }
 
     // 5. Claim and convergence, one round trip.
-    const fp = createHash('sha256').update(canonicalJson(value), 'utf8').digest('hex');
+    const fp = fingerprint(value);
     const key = event.idempotencyKey ?? `payload:${fp}`;
     const sender = auth.sender;
     if (await this.idempotency.atBound(sender, key)) {
