@@ -1,8 +1,9 @@
 /**
  * Publisher pins (supplement §2.7): adagents.json `authorized_agents[].signing_keys[]` for
  * the sending agent. When a pin exists it is authoritative: a kid outside the pinned set is
- * unknown whatever the JWKS says, a pinned key whose `revoked_at` has passed is refused,
- * and pinned key material (when given) must match the JWKS key. On an unknown kid the
+ * unknown whatever the JWKS says, a signature made at or after its pinned key's `revoked_at`
+ * is refused (the signature's `created`, not the time of arrival: a delivery signed before
+ * the revocation and retried after it is still good), and pinned key material (when given) must match the JWKS key. On an unknown kid the
  * adagents.json is refetched bypassing the cache (at most once per cooldown, so forged
  * traffic cannot turn the receiver into a fetch amplifier).
  */
@@ -51,10 +52,9 @@ export function pinsForAgent(doc: unknown, agentUrl: string): Map<string, Pinned
   return out;
 }
 
-function judge(pin: PinnedKey, jwk: JWK, nowMs: number): PinVerdict {
-  // The verifier only hands us a kid, not the signature's `created`; a key whose revoked_at
-  // has passed is refused outright, which errs on the safe side for late deliveries.
-  if (pin.revoked_at !== undefined && nowMs >= Date.parse(pin.revoked_at)) return 'revoked';
+/** `signedAtMs`: the signature's `created` (ms); the clock when the caller has none. */
+function judge(pin: PinnedKey, jwk: JWK, signedAtMs: number): PinVerdict {
+  if (pin.revoked_at !== undefined && signedAtMs >= Date.parse(pin.revoked_at)) return 'revoked';
   for (const m of MATERIAL) {
     const pinned = (pin as Record<string, unknown>)[m];
     if (pinned !== undefined && pinned !== (jwk as Record<string, unknown>)[m]) return 'mismatch';
@@ -84,29 +84,30 @@ export class PublisherPinSet {
     }
   }
 
-  async check(kid: string, jwk: JWK): Promise<PinVerdict> {
-    if (this.config.signing_keys) return this.verdict(kid, jwk);
+  /** `signedAtMs`: the signature's `created` in ms (default: now). */
+  async check(kid: string, jwk: JWK, signedAtMs?: number): Promise<PinVerdict> {
+    if (this.config.signing_keys) return this.verdict(kid, jwk, signedAtMs);
     const now = this.clock();
     if (now - this.fetchedAt >= this.ttlMs && now - this.failedAt >= this.settings.negativeTtlMs) {
       await this.refresh();
     }
     if (!this.loaded) return 'unavailable';
-    let verdict = this.verdict(kid, jwk);
+    let verdict = this.verdict(kid, jwk, signedAtMs);
     if (verdict === 'unknown') {
       const t = this.clock();
       if (this.lastForcedAt === null || t - this.lastForcedAt >= this.settings.cooldownMs) {
         this.lastForcedAt = t;
         await this.refresh();
-        verdict = this.verdict(kid, jwk);
+        verdict = this.verdict(kid, jwk, signedAtMs);
       }
     }
     return verdict;
   }
 
-  private verdict(kid: string, jwk: JWK): PinVerdict {
+  private verdict(kid: string, jwk: JWK, signedAtMs?: number): PinVerdict {
     if (this.pins === null) return 'unpinned';
     const pin = this.pins.get(kid);
-    return pin ? judge(pin, jwk, this.clock()) : 'unknown';
+    return pin ? judge(pin, jwk, signedAtMs ?? this.clock()) : 'unknown';
   }
 
   private refresh(): Promise<void> {

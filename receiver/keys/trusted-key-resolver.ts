@@ -145,12 +145,14 @@ export class TrustedKeyResolver implements KeyResolver {
     });
   }
 
-  async resolve(keyid: string): Promise<ResolvedKey | null> {
+  /** `context.created`: the signature's (Unix seconds), judged against pins' `revoked_at`. */
+  async resolve(keyid: string, context?: { created: number }): Promise<ResolvedKey | null> {
     const found = await this.lookup(keyid);
     if (!found) return null;
     const { sender, jwk } = found;
     if (sender.pins) {
-      const verdict: PinVerdict = await sender.pins.check(keyid, jwk);
+      const signedAtMs = context ? context.created * 1000 : undefined;
+      const verdict: PinVerdict = await sender.pins.check(keyid, jwk, signedAtMs);
       if (verdict !== 'ok' && verdict !== 'unpinned') {
         this.logger?.info({ keyid, sender: sender.id, verdict }, 'publisher pin refused key');
         return null;

@@ -35,8 +35,11 @@ export interface ResolvedKey {
 }
 
 export interface KeyResolver {
-  /** Resolves a kid, refetching once on a miss as the resolver's policy allows; null if unknown. */
-  resolve(keyid: string): Promise<ResolvedKey | null>;
+  /**
+   * Resolves a kid, refetching once on a miss as the resolver's policy allows; null if unknown.
+   * `created` (Unix seconds) is the signature's, for pins that are revoked from a time on.
+   */
+  resolve(keyid: string, context?: { created: number }): Promise<ResolvedKey | null>;
 }
 
 export interface RevocationCheck {
@@ -231,7 +234,7 @@ export async function verifyWebhookSignature(
   }
 
   // Step 7: resolve the key to a sender.
-  const resolved = await opts.keys.resolve(kid);
+  const resolved = await opts.keys.resolve(kid, { created: c });
   if (!resolved) fail('webhook_signature_key_unknown', 7, 'keyid is not in the sender key set');
 
   // Step 8: the key's purpose and shape.
