@@ -68,6 +68,14 @@ export const senderMigrations: Migration[] = [
       CREATE INDEX webhook_activity_age ON ${s}.webhook_activity ((coalesce(completed_at, fired_at)));
     `,
   },
+  {
+    // One record per attempt, completed in place: an attempt's pending record and its
+    // outcome meet on this key.
+    id: '003_webhook_activity_attempt',
+    sql: (s) => `
+      CREATE UNIQUE INDEX webhook_activity_attempt ON ${s}.webhook_activity (outbox_id, attempt);
+    `,
+  },
 ];
 
 /** Creates or upgrades the sender's tables in `schema`. */

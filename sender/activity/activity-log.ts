@@ -1,7 +1,14 @@
 /**
  * webhook_activity (supplement §4.4): one record per attempt, written in batches (one
- * INSERT per flush, whatever the number of rows), read per media buy and principal,
+ * statement per flush, whatever the number of rows), read per media buy and principal,
  * most recent first, purged after the retention period.
+ *
+ * An attempt is recorded `pending` when it starts and completed with its outcome when it
+ * ends. Both go through the buffer: a start and its outcome that meet in one flush are
+ * written once, as the completed record; an attempt still in flight at a flush is written
+ * `pending` and completed by a later flush (an upsert on `(outbox_id, attempt)`). A
+ * pending record whose attempt never reported (its worker died) is closed when the next
+ * attempt of the same event starts.
  */
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
 import type { Logger } from '../../shared/infra/logger.js';
@@ -31,6 +38,12 @@ export interface AttemptRecord {
   completedAt: Date | null;
 }
 
+/** An attempt as it starts: everything but the outcome. */
+export type AttemptStart = Omit<
+  AttemptRecord,
+  'status' | 'completedAt' | 'httpStatusCode' | 'responseTimeMs' | 'errorMessage'
+>;
+
 /** The wire record (`webhook-activity-record.json`): nullable fields explicit null. */
 export interface WebhookActivityRecord {
   idempotency_key: string;
@@ -50,6 +63,9 @@ export interface WebhookActivityRecord {
 }
 
 export const DEFAULT_RETENTION_DAYS = 30;
+
+/** error_message of a pending record closed because its attempt never reported. */
+export const INTERRUPTED_ATTEMPT = 'attempt_interrupted';
 
 /** The URL as recorded: no query, no fragment (they may carry tokens). */
 export function recordedUrl(url: string): string {
@@ -81,7 +97,8 @@ export class ActivityLog {
   private readonly maxBatch: number;
   private readonly flushEveryMs: number;
   private readonly logger: Logger;
-  private buffer: AttemptRecord[] = [];
+  /** By `outboxId:attempt`: a start and its outcome in the same flush make one row. */
+  private buffer = new Map<string, AttemptRecord>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -93,27 +110,46 @@ export class ActivityLog {
     this.logger = options.logger ?? silentLogger;
   }
 
+  /** An attempt starts: recorded `pending` (no outcome yet) unless its outcome comes first. */
+  start(record: AttemptStart): void {
+    const key = `${record.outboxId}:${record.attempt}`;
+    if (this.buffer.has(key)) return;
+    this.put(key, {
+      ...record,
+      status: 'pending',
+      completedAt: null,
+      httpStatusCode: null,
+      responseTimeMs: null,
+      errorMessage: null,
+    });
+  }
+
+  /** An attempt's outcome (or any complete record): replaces its pending record. */
   add(record: AttemptRecord): void {
-    this.buffer.push({
+    this.put(`${record.outboxId}:${record.attempt}`, record);
+  }
+
+  private put(key: string, record: AttemptRecord): void {
+    this.buffer.set(key, {
       ...record,
       url: recordedUrl(record.url),
       errorMessage: record.errorMessage?.slice(0, 500) ?? null,
     });
-    if (this.buffer.length >= this.maxBatch) void this.flush();
+    if (this.buffer.size >= this.maxBatch) void this.flush();
     else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), this.flushEveryMs);
       this.timer.unref();
     }
   }
 
-  /** Writes what is buffered in one INSERT; flushes run one after another. */
+  /** Writes what is buffered in one statement; flushes run one after another. */
   flush(): Promise<void> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    const rows = this.buffer;
-    this.buffer = [];
+    const rows = [...this.buffer.values()];
+    this.buffer = new Map();
     if (rows.length === 0) return this.flushing;
     this.flushing = this.flushing.then(() => this.write(rows));
     return this.flushing;
@@ -122,14 +158,39 @@ export class ActivityLog {
   private async write(rows: AttemptRecord[]): Promise<void> {
     const col = <T>(f: (r: AttemptRecord) => T) => rows.map(f);
     try {
+      // Each (outbox_id, attempt) appears once per statement (the buffer is keyed by it).
+      // A pending record never overwrites an outcome; an outcome replaces the pending
+      // record. Starts of later attempts close what an interrupted earlier attempt left
+      // pending (the CTE skips rows this statement also writes: one change per row).
       await this.pool.query(
-        `INSERT INTO ${this.schema}.webhook_activity (outbox_id, media_buy_id, principal_id,
-           subscriber_id, idempotency_key, notification_id, notification_type, sequence_number,
-           attempt, status, url, http_status_code, response_time_ms, payload_size_bytes,
-           error_message, fired_at, completed_at)
-         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
-           $6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[], $12::int[],
-           $13::int[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[])`,
+        `WITH v AS (
+           SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+             $6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[], $12::int[],
+             $13::int[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[])
+             AS v(outbox_id, media_buy_id, principal_id, subscriber_id, idempotency_key,
+               notification_id, notification_type, sequence_number, attempt, status, url,
+               http_status_code, response_time_ms, payload_size_bytes, error_message, fired_at,
+               completed_at)
+         ), interrupted AS (
+           UPDATE ${this.schema}.webhook_activity a
+              SET status = 'timeout', error_message = '${INTERRUPTED_ATTEMPT}',
+                  completed_at = v.fired_at
+             FROM v
+            WHERE v.attempt > 1 AND a.outbox_id = v.outbox_id AND a.attempt < v.attempt
+              AND a.status = 'pending'
+              AND NOT EXISTS (SELECT 1 FROM v w
+                               WHERE w.outbox_id = a.outbox_id AND w.attempt = a.attempt)
+         )
+         INSERT INTO ${this.schema}.webhook_activity AS a (outbox_id, media_buy_id,
+           principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
+           sequence_number, attempt, status, url, http_status_code, response_time_ms,
+           payload_size_bytes, error_message, fired_at, completed_at)
+         SELECT * FROM v
+         ON CONFLICT (outbox_id, attempt) DO UPDATE
+           SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
+               response_time_ms = EXCLUDED.response_time_ms,
+               error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at
+           WHERE EXCLUDED.status <> 'pending'`,
         [
           col((r) => r.outboxId),
           col((r) => r.mediaBuyId),
@@ -157,9 +218,10 @@ export class ActivityLog {
   }
 
   /**
-   * Most recent first; `limit` 1-200, default 50. An event still waiting for its next
-   * attempt shows as one `pending` record (attempt = the coming one, fired_at = when it
-   * is due, completed_at null), next to the records of its past attempts.
+   * Most recent first; `limit` 1-200, default 50. An attempt in flight is its `pending`
+   * record; an event waiting for its next attempt shows as one `pending` record too
+   * (attempt = the coming one, fired_at = when it is due, completed_at null), next to the
+   * records of its past attempts.
    */
   async list(query: {
     principalId: string;
@@ -180,8 +242,11 @@ export class ActivityLog {
        SELECT idempotency_key, notification_id, subscriber_id, notification_type,
               sequence_number, attempts + 1, 'pending', target_url, NULL, NULL,
               octet_length(body), NULL, next_attempt_at, NULL, 0
-         FROM ${this.schema}.outbox
+         FROM ${this.schema}.outbox o
         WHERE principal_id = $1 AND media_buy_id = $2 AND state = 'pending'
+          AND NOT EXISTS (SELECT 1 FROM ${this.schema}.webhook_activity a
+                           WHERE a.outbox_id = o.id AND a.attempt = o.attempts
+                             AND a.status = 'pending')
         ORDER BY fired_at DESC, id DESC LIMIT $3`,
       [query.principalId, query.mediaBuyId, limit],
     );

@@ -114,7 +114,12 @@ export class DeliveryWorker {
       1,
       Math.min(options.perOriginConcurrency ?? 16, Math.floor(jobSlots / 2)),
     );
-    this.limiter = new OriginLimiter(perOrigin);
+    // The per-origin limit holds across every worker process on this Redis (leased slots).
+    this.limiter = new OriginLimiter(perOrigin, Math.random, process.env.OLIM_LOCAL ? undefined : {
+      redis: () => this.worker.client,
+      prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
+      onError: (err) => this.logger.warn({ err }, 'origin slot lease failed'),
+    });
     this.slots = new Semaphore(options.maxInFlight ?? 256);
     // Past the attempt's own timeout, so a lease never ends while its attempt still runs.
     this.leaseMs = (options.totalTimeoutMs ?? 30_000) + 5000;
@@ -191,7 +196,7 @@ export class DeliveryWorker {
 
   /** One row: admission, claim, attempt. Says whether the row needs another run, and when. */
   private async step(id: string, origin: string, jobTimestamp: number): Promise<Step> {
-    const admission = this.limiter.tryAcquire(origin);
+    const admission = await this.limiter.acquire(origin);
     if (!admission.ok) return { kind: 'later', at: Date.now() + admission.waitMs };
     try {
       const claimed = await this.outbox.claim(id, this.leaseMs);
@@ -225,6 +230,22 @@ export class DeliveryWorker {
   private async attempt(c: ClaimedEvent, origin: string): Promise<number | null> {
     const headers = attemptHeaders(c.url, c.body, c.auth, this.signer);
     const firedAt = new Date();
+    const record = {
+      outboxId: c.id,
+      mediaBuyId: c.mediaBuyId,
+      principalId: c.principalId,
+      subscriberId: c.subscriberId,
+      idempotencyKey: c.idempotencyKey,
+      notificationId: c.notificationId,
+      notificationType: c.notificationType,
+      sequenceNumber: c.sequenceNumber,
+      attempt: c.attempt,
+      url: c.url,
+      payloadSizeBytes: c.body.length,
+      firedAt,
+    };
+    // Buffered: written `pending` only if the attempt is still running at the next flush.
+    this.options.activity?.start(record);
     const started = performance.now();
     const result = await this.transport.post(c.url, c.body, headers);
     const elapsed = performance.now() - started;
@@ -273,22 +294,11 @@ export class DeliveryWorker {
     if (state !== 'pending') metrics?.deliveries.inc({ outcome: state });
 
     this.options.activity?.add({
-      outboxId: c.id,
-      mediaBuyId: c.mediaBuyId,
-      principalId: c.principalId,
-      subscriberId: c.subscriberId,
-      idempotencyKey: c.idempotencyKey,
-      notificationId: c.notificationId,
-      notificationType: c.notificationType,
-      sequenceNumber: c.sequenceNumber,
-      attempt: c.attempt,
+      ...record,
       status,
-      url: c.url,
       httpStatusCode: httpStatus(result),
       responseTimeMs: result.kind === 'response' ? Math.round(elapsed) : null,
-      payloadSizeBytes: c.body.length,
       errorMessage: errorMessage(result, verdict),
-      firedAt,
       completedAt,
     });
     this.logger.debug(
@@ -320,6 +330,7 @@ export class DeliveryWorker {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await this.worker.close();
+    await this.limiter.close();
     await this.options.activity?.flush();
     await this.transport.close();
   }

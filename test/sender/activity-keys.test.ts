@@ -9,8 +9,10 @@ import type { Pool } from '../../shared/infra/pg.js';
 import { generateSigningKey } from '../../shared/signing/keys.js';
 import {
   ActivityLog,
+  INTERRUPTED_ATTEMPT,
   recordedUrl,
   type AttemptRecord,
+  type AttemptStart,
 } from '../../sender/activity/activity-log.js';
 import { KeySet, KeySetError, writeNewKey } from '../../sender/keys/key-set.js';
 import type { brandJson } from '../../sender/keys/router.js';
@@ -128,6 +130,108 @@ t.test('webhook_activity: batched writes, every field, newest first, limits, pur
   t.equal((await log.list({ principalId: 'p_1', mediaBuyId: 'mb_1', limit: 200 })).length, 61);
   t.equal(recordedUrl('not a url?x=1'), 'not a url');
   t.equal(recordedUrl('https://u:p@h.example/a?b#c'), 'https://h.example/a');
+});
+
+function started(r: AttemptRecord): AttemptStart {
+  const {
+    status: _s,
+    completedAt: _c,
+    httpStatusCode: _h,
+    responseTimeMs: _r,
+    errorMessage: _e,
+    ...rest
+  } = r;
+  return rest;
+}
+
+t.test('webhook_activity: pending when an attempt starts, completed in place', async (t) => {
+  const { pool, schema } = testDatabase(t, 'actp');
+  await migrateSender(pool, schema);
+  const c = counting(pool);
+  const log = new ActivityLog({ pool: c.pool, schema, flushEveryMs: 60_000 });
+  const list = () => log.list({ principalId: 'p_1', mediaBuyId: 'mb_1' });
+
+  // An attempt still running at a flush is written pending, every required field set.
+  const a1 = record(1, { outboxId: '10', attempt: 1 });
+  log.start(started(a1));
+  await log.flush();
+  t.equal(c.inserts(), 1, 'one statement per flush');
+  t.same(await list(), [
+    {
+      idempotency_key: a1.idempotencyKey,
+      fired_at: a1.firedAt.toISOString(),
+      completed_at: null,
+      notification_type: 'scheduled',
+      sequence_number: 1,
+      attempt: 1,
+      status: 'pending',
+      http_status_code: null,
+      response_time_ms: null,
+      payload_size_bytes: 321,
+      url: 'https://buyer.example/hook',
+      error_message: null,
+    },
+  ]);
+
+  // Its outcome completes the same row; a stale start arriving later changes nothing.
+  log.add({ ...a1, status: 'failed', httpStatusCode: 503, errorMessage: 'http_503' });
+  await log.flush();
+  log.start(started(a1));
+  await log.flush();
+  let rows = await list();
+  t.equal(rows.length, 1, 'still one record for the attempt');
+  t.match(rows[0], {
+    status: 'failed',
+    http_status_code: 503,
+    response_time_ms: 12,
+    error_message: 'http_503',
+    completed_at: a1.completedAt!.toISOString(),
+  });
+
+  // A start and its outcome in the same flush: one row, written once, completed.
+  const b1 = record(2, { outboxId: '11', attempt: 1 });
+  log.start(started(b1));
+  log.add(b1);
+  await log.flush();
+  rows = await list();
+  t.equal(rows.length, 2);
+  t.match(rows[0], { idempotency_key: b1.idempotencyKey, status: 'success', attempt: 1 });
+
+  // A worker died mid-attempt: its pending record is closed when the next attempt starts.
+  const d1 = record(3, { outboxId: '12', attempt: 1 });
+  const d2 = record(4, { outboxId: '12', attempt: 2, idempotencyKey: d1.idempotencyKey });
+  log.start(started(d1));
+  await log.flush();
+  log.start(started(d2));
+  await log.flush();
+  rows = (await list()).filter((r) => r.idempotency_key === d1.idempotencyKey);
+  t.same(
+    rows.map((r) => [r.attempt, r.status, r.error_message, r.completed_at]),
+    [
+      [2, 'pending', null, null],
+      [1, 'timeout', INTERRUPTED_ATTEMPT, d2.firedAt.toISOString()],
+    ],
+  );
+
+  // The same attempt finishing and the next one starting in one flush (a fast retry).
+  const e1 = record(5, { outboxId: '13', attempt: 1 });
+  const e2 = record(6, { outboxId: '13', attempt: 2, idempotencyKey: e1.idempotencyKey });
+  log.start(started(e1));
+  await log.flush();
+  log.add({ ...e1, status: 'failed', httpStatusCode: 500, errorMessage: 'http_500' });
+  log.start(started(e2));
+  await log.flush();
+  rows = (await list()).filter((r) => r.idempotency_key === e1.idempotencyKey);
+  t.same(
+    rows.map((r) => [r.attempt, r.status, r.http_status_code]),
+    [
+      [2, 'pending', null],
+      [1, 'failed', 500],
+    ],
+    'the real outcome, not an interruption',
+  );
+  t.equal(c.inserts(), 8, 'one statement per flush throughout (8 flushes)');
+  await log.close();
 });
 
 t.test('key set: directory, rotation, errors; JWKS and brand.json served', async (t) => {

@@ -80,6 +80,59 @@ t.test(
   },
 );
 
+t.test('an attempt in flight reads as one pending record, completed in place', async (t) => {
+  const h = await senderHarness(t);
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const rx = await startReceiver(async () => {
+    await held;
+    return { status: 200 };
+  });
+  t.teardown(() => {
+    release();
+    return rx.close();
+  });
+  h.startWorker();
+  const e = event(rx.url);
+  const [id] = await h.outbox.enqueue([e]);
+  await rx.waitFor(1);
+  const list = () => h.activity.list({ principalId: 'p_1', mediaBuyId: 'mb_1' });
+  // The harness flushes every 20 ms: wait (bounded) for the pending record to land.
+  let log = await list();
+  for (let i = 0; i < 100 && !log.some((r) => r.status === 'pending' && r.attempt === 1); i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    log = await list();
+  }
+  t.equal(log.length, 1, 'the in-flight attempt, not also a queued one');
+  t.match(log[0], {
+    idempotency_key: e.idempotencyKey,
+    attempt: 1,
+    status: 'pending',
+    notification_type: 'completed',
+    url: rx.url,
+    completed_at: null,
+    http_status_code: null,
+    response_time_ms: null,
+    error_message: null,
+    payload_size_bytes: rx.received[0]!.body.length,
+  });
+  const firedAt = log[0]!.fired_at;
+  release();
+  t.equal(await h.waitForState(id!), 'delivered');
+  await h.activity.flush();
+  log = await list();
+  t.equal(log.length, 1, 'completed in place');
+  t.equal(log[0]!.status, 'success');
+  t.equal(log[0]!.http_status_code, 200);
+  t.equal(log[0]!.fired_at, firedAt, 'fired_at kept from the start');
+  t.ok(log[0]!.completed_at, 'completed_at set');
+  const { rows } = await h.pool.query(
+    `SELECT count(*)::int AS n FROM ${h.schema}.webhook_activity WHERE outbox_id = $1`,
+    [id],
+  );
+  t.equal(rows[0].n, 1);
+});
+
 t.test('409 stops the key; the next event to the same target is still delivered', async (t) => {
   const h = await senderHarness(t);
   const rx = await startReceiver((_r, i) => ({ status: i === 0 ? 409 : 200 }));
