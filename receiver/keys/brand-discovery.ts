@@ -4,6 +4,11 @@
  * `authoritative_location` or `house` redirect variant; the `agents[]` entry whose `url`
  * byte-equals the agent URL (no canonicalisation, per security.mdx); its `jwks_uri`, or
  * `/.well-known/jwks.json` at the agent URL's origin.
+ *
+ * The bootstrap alternative (`discoverViaBrandJsonUrl`) starts from the seller's
+ * capabilities `identity.brand_json_url` instead: no redirect of any kind, and the agent
+ * URL's registrable domain must equal the brand.json URL's, or be one of the brand.json's
+ * `authorized_operators[]` (pinned Public Suffix List snapshot, registrable-domain.ts).
  */
 import {
   checkFetchableUrl,
@@ -12,11 +17,16 @@ import {
   fetchJson,
   isLoopbackHost,
 } from './fetch-json.js';
+import { registrableDomain } from './registrable-domain.js';
 import type { Clock, FetchSettings } from './remote-key-set.js';
 
+/** The supplement's discovery failures (each answered as `request_signature_<reason>`). */
 export type DiscoveryFailure =
+  | 'brand_json_url_missing'
+  | 'capabilities_unreachable'
   | 'brand_json_unreachable'
   | 'brand_json_malformed'
+  | 'brand_origin_mismatch'
   | 'agent_not_in_brand_json'
   | 'brand_json_ambiguous';
 
@@ -91,6 +101,16 @@ export async function discoverJwksUri(agentUrl: string, settings: FetchSettings)
       if (!isObject(doc)) throw new BrandDiscoveryError('brand_json_malformed', 'not an object');
     }
   }
+  return jwksUriOfAgent(doc, agentUrl, origin, allowLoopback);
+}
+
+/** The `agents[]` entry whose url byte-equals the agent URL, and its `jwks_uri`. */
+function jwksUriOfAgent(
+  doc: Record<string, unknown>,
+  agentUrl: string,
+  agentOrigin: string,
+  allowLoopback: boolean,
+): string {
   if (!Array.isArray(doc.agents)) {
     throw new BrandDiscoveryError('agent_not_in_brand_json', 'brand.json lists no agents');
   }
@@ -104,7 +124,7 @@ export async function discoverJwksUri(agentUrl: string, settings: FetchSettings)
     throw new BrandDiscoveryError('brand_json_ambiguous', `${agentUrl} is listed twice`);
   }
   const entry = matches[0]!;
-  if (entry.jwks_uri === undefined) return `${origin}/.well-known/jwks.json`;
+  if (entry.jwks_uri === undefined) return `${agentOrigin}/.well-known/jwks.json`;
   if (typeof entry.jwks_uri !== 'string') {
     throw new BrandDiscoveryError('brand_json_malformed', 'jwks_uri is not a string');
   }
@@ -116,7 +136,88 @@ export async function discoverJwksUri(agentUrl: string, settings: FetchSettings)
   return entry.jwks_uri;
 }
 
-/** Cached discovery for one agent URL: TTL on success, negative cache on failure. */
+/**
+ * Registrable domains a brand.json delegates to through `authorized_operators[]`: each item
+ * a domain string or an object with a `domain` string. Anything else is malformed.
+ */
+function authorizedOperators(doc: Record<string, unknown>): Set<string> {
+  const list = doc.authorized_operators;
+  const out = new Set<string>();
+  if (list === undefined) return out;
+  if (!Array.isArray(list)) {
+    throw new BrandDiscoveryError('brand_json_malformed', 'authorized_operators is not an array');
+  }
+  for (const item of list) {
+    const domain = typeof item === 'string' ? item : isObject(item) ? item.domain : undefined;
+    if (typeof domain !== 'string' || !DOMAIN.test(domain.toLowerCase())) {
+      throw new BrandDiscoveryError(
+        'brand_json_malformed',
+        'authorized_operators[] item is not a domain',
+      );
+    }
+    out.add(registrableDomain(domain));
+  }
+  return out;
+}
+
+/**
+ * Bootstrap through capabilities `identity.brand_json_url` (supplement §2.6): the document
+ * is fetched from that URL alone (no `authoritative_location` / `house` hop, no HTTP
+ * redirect), then bound to the agent by registrable domain before its `agents[]` is read.
+ */
+export async function discoverViaBrandJsonUrl(
+  agentUrl: string,
+  brandJsonUrl: unknown,
+  settings: FetchSettings,
+): Promise<string> {
+  const allowLoopback = settings.allowLoopback ?? false;
+  if (typeof brandJsonUrl !== 'string' || brandJsonUrl === '') {
+    throw new BrandDiscoveryError(
+      'brand_json_url_missing',
+      'capabilities have no identity.brand_json_url',
+    );
+  }
+  let agent: URL;
+  let brand: URL;
+  try {
+    agent = checkFetchableUrl(agentUrl, allowLoopback);
+  } catch (err) {
+    throw new BrandDiscoveryError('brand_json_unreachable', (err as Error).message);
+  }
+  try {
+    brand = checkFetchableUrl(brandJsonUrl, allowLoopback);
+  } catch (err) {
+    // Not an https URL: as good as no pointer at all.
+    throw new BrandDiscoveryError('brand_json_url_missing', (err as Error).message);
+  }
+  const doc = await fetchBrandJson(brand.toString(), settings);
+  if (!isObject(doc)) throw new BrandDiscoveryError('brand_json_malformed', 'not an object');
+  if (
+    !Array.isArray(doc.agents) &&
+    (doc.authoritative_location !== undefined || typeof doc.house === 'string')
+  ) {
+    throw new BrandDiscoveryError(
+      'brand_json_malformed',
+      'a redirect variant: brand_json_url bootstrap follows no redirect',
+    );
+  }
+  const agentDomain = registrableDomain(agent.hostname);
+  if (
+    agentDomain !== registrableDomain(brand.hostname) &&
+    !authorizedOperators(doc).has(agentDomain)
+  ) {
+    throw new BrandDiscoveryError(
+      'brand_origin_mismatch',
+      `${agent.hostname} is neither under ${registrableDomain(brand.hostname)} nor an authorized operator`,
+    );
+  }
+  return jwksUriOfAgent(doc, agentUrl, agent.origin, allowLoopback);
+}
+
+/**
+ * Cached discovery for one agent URL: TTL on success, negative cache on failure. `discover`
+ * replaces the agent-origin walk (the capabilities bootstrap passes its own).
+ */
 export class BrandJsonDiscovery {
   private jwksUri: string | null = null;
   private fetchedAt = Number.NEGATIVE_INFINITY;
@@ -130,6 +231,7 @@ export class BrandJsonDiscovery {
     private readonly ttlMs: number,
     private readonly negativeTtlMs: number,
     private readonly settings: FetchSettings,
+    private readonly discover: () => Promise<string> = () => discoverJwksUri(agentUrl, settings),
   ) {}
 
   /** The current `jwks_uri` (previous good one if a refresh fails), or null. */
@@ -146,7 +248,7 @@ export class BrandJsonDiscovery {
 
   private async load(): Promise<void> {
     try {
-      const uri = await discoverJwksUri(this.agentUrl, this.settings);
+      const uri = await this.discover();
       if (this.jwksUri !== null && uri !== this.jwksUri) {
         // Buyers SHOULD alarm when the URL itself changes (supplement §2.6).
         this.settings.logger?.warn(

@@ -1,6 +1,6 @@
 /**
- * Fetching the small JSON documents key discovery depends on (brand.json, JWKS,
- * adagents.json, revocation lists) within the supplement's budgets (§2.6): a byte cap per
+ * Fetching the small JSON documents key discovery depends on (capabilities, brand.json,
+ * JWKS, adagents.json, revocation lists) within the supplement's budgets (§2.6): a byte cap per
  * document, connect 5 s, total 10 s, no redirects, strict JSON (duplicate keys rejected).
  *
  * The transport is a `RawFetch` with the contract of `shared/net/safe-fetch.ts` (SSRF
@@ -12,6 +12,7 @@ import { safeFetch } from '../../shared/net/safe-fetch.js';
 export const KIB = 1024;
 /** Supplement §2.6 budgets. */
 export const FETCH_BUDGETS = {
+  capabilitiesBytes: 64 * KIB,
   jwksBytes: 64 * KIB,
   brandJsonBytes: 256 * KIB,
   adagentsBytes: 256 * KIB,

@@ -68,6 +68,11 @@ export class RemoteKeySet {
     this.url = url;
   }
 
+  /** True when a fetch was tried and no good set was ever loaded (the keys are unavailable). */
+  unavailable(): boolean {
+    return this.good === null && this.fetches > 0 && this.inflight === null;
+  }
+
   /** The cached set if it is fresh, without I/O. */
   peek(): KeySet | null {
     return this.clock() - this.fetchedAt < this.policy.ttlMs ? this.good : null;

@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { JsonParseError, parseStrictJson } from '../../shared/json/strict-parse.js';
 import { legacyCredentialProblem } from '../../shared/legacy/credential.js';
+import { isKeyOriginDeclaration } from '../keys/key-origin.js';
 
 /** A URL the receiver fetches: https, or http for loopback tests (the fetch layer decides). */
 const fetchUrl = z.string().refine(
@@ -61,6 +62,14 @@ const pins = z
     }
   });
 
+/** An origin (`https://keys.seller.example`) or bare host serving the sender's webhook keys. */
+const keyOrigin = z.string().refine(isKeyOriginDeclaration, {
+  message: 'must be an origin (https://host[:port]) or a host name',
+});
+
+/** Inline twin of capabilities `identity.key_origins` (only the webhook purpose is used). */
+const keyOrigins = z.strictObject({ webhook_signing: keyOrigin });
+
 const senderId = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, 'must be 1-100 of [A-Za-z0-9._:-]');
@@ -76,6 +85,14 @@ const sender = z
     jwks: jwks.optional(),
     jwks_uri: fetchUrl.optional(),
     agent_url: fetchUrl.optional(),
+    /**
+     * The seller's capability document (GET, JSON): its `identity.key_origins`, its
+     * `delivery_retry_horizon_seconds`, and, with `agent_url`, the `identity.brand_json_url`
+     * bootstrap instead of the agent origin's brand.json.
+     */
+    capabilities_url: fetchUrl.optional(),
+    /** Overrides the capabilities' `identity.key_origins`. */
+    key_origins: keyOrigins.optional(),
     pins: pins.optional(),
     revocation_url: fetchUrl.optional(),
     delivery_retry_horizon_seconds: horizon.optional(),
@@ -101,6 +118,13 @@ const sender = z
       }
       kids.add(k.kid);
     });
+    if (s.key_origins && s.jwks) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['key_origins'],
+        message: 'only with jwks_uri or agent_url (an inline jwks is served from nowhere)',
+      });
+    }
     if (s.pins?.adagents_url && !s.pins.agent_url && !s.agent_url) {
       ctx.addIssue({
         code: 'custom',

@@ -25,17 +25,42 @@ export const WEBHOOK_ERROR_CODES = [
 
 export type WebhookErrorCode = (typeof WEBHOOK_ERROR_CODES)[number];
 
+/**
+ * Key discovery failures (supplement §2.6). The webhook namespace has no twins of these, so
+ * the receiver answers them with the request-namespace codes the supplement lists (still a
+ * 401 `Signature error="<code>"`); a sender that does not know them retries, as for any
+ * 401 it cannot classify, which suits failures an operator can fix.
+ */
+export const KEY_DISCOVERY_CODES = [
+  'request_signature_brand_json_url_missing',
+  'request_signature_capabilities_unreachable',
+  'request_signature_brand_json_unreachable',
+  'request_signature_brand_json_malformed',
+  'request_signature_brand_origin_mismatch',
+  'request_signature_agent_not_in_brand_json',
+  'request_signature_brand_json_ambiguous',
+  'request_signature_key_origin_mismatch',
+  'request_signature_key_origin_missing',
+  'request_signature_jwks_unavailable',
+] as const;
+
+export type KeyDiscoveryCode = (typeof KEY_DISCOVERY_CODES)[number];
+
 export function isWebhookErrorCode(value: unknown): value is WebhookErrorCode {
   return typeof value === 'string' && (WEBHOOK_ERROR_CODES as readonly string[]).includes(value);
 }
 
 /** A verification failure: the code is the contract, the message is for logs only. */
 export class WebhookVerificationError extends Error {
-  readonly code: WebhookErrorCode;
+  readonly code: WebhookErrorCode | KeyDiscoveryCode;
   /** The checklist step that failed (1-14; "9a" for the per-keyid cap), informational. */
   readonly step: string;
   readonly status = 401;
-  constructor(code: WebhookErrorCode, step: number | string, message?: string) {
+  constructor(
+    code: WebhookErrorCode | KeyDiscoveryCode,
+    step: number | string,
+    message?: string,
+  ) {
     super(message ?? code);
     this.name = 'WebhookVerificationError';
     this.code = code;

@@ -7,7 +7,7 @@ import {
 import { TrustedKeyResolver } from '../../../receiver/keys/trusted-key-resolver.js';
 import { parseTrust } from '../../../receiver/trust/trust-file.js';
 import { docServer, manualClock } from './doc-server.js';
-import { jwks } from './key-fixtures.js';
+import { jwks, outcome } from './key-fixtures.js';
 
 const settings = { allowLoopback: true };
 
@@ -73,7 +73,11 @@ t.test('agent not listed, listed twice, or URL not byte-equal: no keys', async (
     parseTrust({ senders: [{ id: 's', agent_url: agentUrl }] }),
     settings,
   );
-  t.equal(await r.resolve('k'), null, 'unlisted agent resolves nothing');
+  t.equal(
+    await outcome(r.resolve('k')),
+    'request_signature_agent_not_in_brand_json',
+    'unlisted agent resolves nothing, and the answer says why',
+  );
 
   srv.json('/.well-known/brand.json', {
     agents: [{ type: 'sales', id: 'x', url: `${agentUrl}/` }],

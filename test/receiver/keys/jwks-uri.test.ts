@@ -2,7 +2,7 @@ import t from 'tap';
 import { TrustedKeyResolver } from '../../../receiver/keys/trusted-key-resolver.js';
 import { parseTrust } from '../../../receiver/trust/trust-file.js';
 import { docServer, manualClock } from './doc-server.js';
-import { jwks } from './key-fixtures.js';
+import { jwks, outcome } from './key-fixtures.js';
 
 const SECOND = 1000;
 
@@ -103,15 +103,16 @@ t.test('slow endpoint: timeout keeps previous keys; unknown kid is null', async 
   t.ok(await resolver.resolve('k1'), 'a failed refetch does not make known kids unknown');
 });
 
-t.test('slow endpoint on first load: null, then negative cache', async (t) => {
+t.test('slow endpoint on first load: jwks_unavailable, then negative cache', async (t) => {
   const { srv, clock, resolver } = await setup(t, { totalTimeoutMs: 200 });
   srv.slow('/jwks.json', 5_000, await jwks('k1'));
-  t.equal(await resolver.resolve('k1'), null);
+  const unavailable = 'request_signature_jwks_unavailable';
+  t.equal(await outcome(resolver.resolve('k1')), unavailable);
   clock.advance(10 * SECOND);
-  t.equal(await resolver.resolve('k1'), null);
+  t.equal(await outcome(resolver.resolve('k1')), unavailable);
   t.equal(srv.hits('/jwks.json'), 2, 'one load plus one miss-refetch, nothing more');
   clock.advance(5 * SECOND);
-  t.equal(await resolver.resolve('k1'), null);
+  t.equal(await outcome(resolver.resolve('k1')), unavailable);
   t.equal(srv.hits('/jwks.json'), 2, 'failure is negatively cached');
   srv.json('/jwks.json', await jwks('k1'));
   clock.advance(30 * SECOND);
@@ -152,7 +153,11 @@ for (const [name, breakIt] of broken) {
   t.test(`${name}: rejected, previous good set kept`, async (t) => {
     const { srv, clock, resolver } = await setup(t);
     await breakIt(srv);
-    t.equal(await resolver.resolve('k2'), null, 'first load rejected');
+    t.equal(
+      await outcome(resolver.resolve('k2')),
+      'request_signature_jwks_unavailable',
+      'first load rejected: no key can be had, and the answer says why',
+    );
 
     const { srv: srv2, clock: clock2, resolver: r2 } = await setup(t);
     srv2.json('/jwks.json', await jwks('k1'));
@@ -170,7 +175,10 @@ t.test('plain http is refused unless loopback is allowed', async (t) => {
   const srv = await docServer(t);
   srv.json('/jwks.json', await jwks('k1'));
   const trust = parseTrust({ senders: [{ id: 's', jwks_uri: srv.url('/jwks.json') }] });
-  t.equal(await new TrustedKeyResolver(trust).resolve('k1'), null);
+  t.equal(
+    await outcome(new TrustedKeyResolver(trust).resolve('k1')),
+    'request_signature_jwks_unavailable',
+  );
   t.equal(srv.hits('/jwks.json'), 0, 'never connected');
   t.ok(await new TrustedKeyResolver(trust, { allowLoopback: true }).resolve('k1'));
 });

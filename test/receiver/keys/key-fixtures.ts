@@ -12,3 +12,14 @@ export async function publicJwk(kid: string): Promise<JWK> {
 export async function jwks(...kids: string[]): Promise<{ keys: JWK[] }> {
   return { keys: await Promise.all(kids.map(publicJwk)) };
 }
+
+/** What a resolution came to: the sender id, `null`, or the error code it was refused with. */
+export async function outcome(p: Promise<{ senderId: string } | null>): Promise<string | null> {
+  try {
+    return (await p)?.senderId ?? null;
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    throw err;
+  }
+}

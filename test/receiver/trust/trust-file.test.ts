@@ -171,3 +171,55 @@ t.test('routeRegistration picks the mode from the path, longest prefix first', a
   });
   t.equal(routeRegistration(root, '/anything').mode, 'bearer');
 });
+
+t.test('capabilities_url and key_origins: strict, each malformed member named', async (t) => {
+  const ok = parseTrust({
+    senders: [
+      {
+        id: 'a',
+        agent_url: 'https://a.example/mcp',
+        capabilities_url: 'https://a.example/capabilities.json',
+        key_origins: { webhook_signing: 'https://keys.a.example' },
+      },
+      { id: 'b', jwks_uri: 'https://b.example/j', key_origins: { webhook_signing: 'b.example' } },
+      { id: 'c', jwks: { keys: [] }, capabilities_url: 'https://c.example/caps' },
+    ],
+  });
+  t.equal(ok.senders[0]?.capabilities_url, 'https://a.example/capabilities.json');
+  t.equal(ok.senders[1]?.key_origins?.webhook_signing, 'b.example');
+  const field = (sender: Record<string, unknown>): string => {
+    try {
+      parseTrust({ senders: [{ id: 's', ...sender }] });
+    } catch (err) {
+      if (err instanceof TrustFileError) return err.field;
+      throw err;
+    }
+    return 'accepted';
+  };
+  const uri = { jwks_uri: 'https://s.example/j' };
+  t.equal(field({ ...uri, capabilities_url: 'ftp://s.example/c' }), 'senders[0].capabilities_url');
+  t.equal(
+    field({ ...uri, capabilities_url: 'https://u:p@s.example/c' }),
+    'senders[0].capabilities_url',
+  );
+  t.equal(field({ ...uri, key_origins: 'keys.s.example' }), 'senders[0].key_origins');
+  t.equal(field({ ...uri, key_origins: {} }), 'senders[0].key_origins.webhook_signing');
+  t.equal(
+    field({ ...uri, key_origins: { webhook_signing: 'https://k.example/path' } }),
+    'senders[0].key_origins.webhook_signing',
+  );
+  t.equal(
+    field({ ...uri, key_origins: { webhook_signing: 42 } }),
+    'senders[0].key_origins.webhook_signing',
+  );
+  t.equal(
+    field({ ...uri, key_origins: { webhook_signing: 'k.example', request_signing: 'k.example' } }),
+    'senders[0].key_origins.request_signing',
+    'unknown member named',
+  );
+  t.equal(
+    field({ jwks: { keys: [] }, key_origins: { webhook_signing: 'k.example' } }),
+    'senders[0].key_origins',
+    'an inline jwks has no origin to check',
+  );
+});
