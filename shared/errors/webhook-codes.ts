@@ -56,11 +56,7 @@ export class WebhookVerificationError extends Error {
   /** The checklist step that failed (1-14; "9a" for the per-keyid cap), informational. */
   readonly step: string;
   readonly status = 401;
-  constructor(
-    code: WebhookErrorCode | KeyDiscoveryCode,
-    step: number | string,
-    message?: string,
-  ) {
+  constructor(code: WebhookErrorCode | KeyDiscoveryCode, step: number | string, message?: string) {
     super(message ?? code);
     this.name = 'WebhookVerificationError';
     this.code = code;
