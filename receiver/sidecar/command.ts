@@ -150,6 +150,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     keys: deps.keys,
     revocation: deps.revocation,
     replay: deps.replay,
+    advertisedHorizonSeconds: deps.advertisedHorizonSeconds,
     queueToken: config.SVC_RECEIVER_QUEUE_TOKEN,
     scheme: scheme as 'http' | 'https' | undefined,
     logger,

@@ -19,6 +19,8 @@ export interface VerifierDependencies {
   keys: KeyResolver;
   revocation?: RevocationCheck;
   replay: ReplayStore;
+  /** A sender's capabilities `delivery_retry_horizon_seconds` (cached with its keys). */
+  advertisedHorizonSeconds(sender: string): number | undefined;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,9 @@ export async function verifierDependencies(o: {
     logger: o.logger,
     allowLoopback: o.allowLoopback,
   });
+  // Keys and capabilities (advertised retry horizons) are fetched ahead of the first
+  // delivery; a failure here is only logged, and retried when a delivery needs them.
+  void keys.warm().catch(() => {});
   // Revocation lists named by the trust file, polled per next_update; with none configured
   // there is nothing to be stale about and step 9 only sees revoked kids (none).
   const sources = revocationSourcesFromTrust(o.trust);
@@ -63,6 +68,7 @@ export async function verifierDependencies(o: {
     keys,
     revocation,
     replay,
+    advertisedHorizonSeconds: (sender) => keys.advertisedHorizonSeconds(sender),
     close: async () => {
       revocation?.stop();
       await replay.stop();

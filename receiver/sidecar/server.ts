@@ -48,6 +48,8 @@ export interface SidecarOptions {
   purgeIntervalMs?: number;
   /** Forward timeout for the app's answer (default 10 s). */
   forwardTimeoutMs?: number;
+  /** A sender's advertised `delivery_retry_horizon_seconds` (its capabilities); trust file wins. */
+  advertisedHorizonSeconds?: (sender: string) => number | undefined;
   clock?: () => number;
 }
 
@@ -89,12 +91,12 @@ export class Sidecar {
       queue = new DurableQueue({ pool: o.pool, schema, queue: o.target.queue });
       publisher = queue;
     }
-    const horizons = new Map(
-      o.trust.senders.map((s) => [
-        s.id,
-        s.delivery_retry_horizon_seconds ?? o.trust.delivery_retry_horizon_seconds,
-      ]),
-    );
+    // The sender's own trust value, else what it advertises, else the trust file default.
+    const own = new Map(o.trust.senders.map((s) => [s.id, s.delivery_retry_horizon_seconds]));
+    const horizon = (sender: string) =>
+      own.get(sender) ??
+      o.advertisedHorizonSeconds?.(sender) ??
+      o.trust.delivery_retry_horizon_seconds;
     const metrics = new ReceiverMetrics();
     const receiver = new WebhookReceiver({
       pool: o.pool,
@@ -112,8 +114,7 @@ export class Sidecar {
       clock: o.clock,
       leaseMs: o.leaseMs,
       maxKeysPerSender: o.maxKeysPerSender,
-      retryHorizonSeconds: (sender) =>
-        horizons.has(sender) ? horizons.get(sender) : o.trust.delivery_retry_horizon_seconds,
+      retryHorizonSeconds: horizon,
       metrics,
     });
     await receiver.migrate();
@@ -129,12 +130,12 @@ export class Sidecar {
       if (queue) {
         // Acked rows keep their key bound as long as the longest sender retention.
         const q = queue;
-        const keep = Math.max(
-          86_400,
-          o.trust.delivery_retry_horizon_seconds ?? 0,
-          ...o.trust.senders.map((s) => s.delivery_retry_horizon_seconds ?? 0),
-        );
         const timer = setInterval(() => {
+          const keep = Math.max(
+            86_400,
+            o.trust.delivery_retry_horizon_seconds ?? 0,
+            ...o.trust.senders.map((s) => horizon(s.id) ?? 0),
+          );
           q.purgeAcked(keep).catch(() => {});
         }, purge);
         timer.unref();
