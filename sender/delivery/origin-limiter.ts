@@ -1,40 +1,322 @@
 /**
- * Per-origin admission inside one worker process: at most N attempts in flight per
- * origin, and an origin that answered 429 paused for its Retry-After. A job refused here
- * is pushed back to the delayed set, so a slow or throttled buyer holds none of the
- * worker's slots that the other buyers need.
+ * Per-origin admission: at most N attempts in flight per origin, and an origin that
+ * answered 429 paused for its Retry-After. A job refused here is pushed back to the delayed
+ * set (before any claim, so it stays the same row, key and bytes), and a slow or throttled
+ * buyer holds none of the worker's slots that the other buyers need.
+ *
+ * With `shared`, N holds across every worker process on one Redis: a slot is a lease, a
+ * member of a sorted set per origin scored by its expiry, under the queue's hash-tagged
+ * prefix (one Cluster slot). A process leases slots in small blocks and reuses them locally
+ * while it keeps using them, so the hot path stays a counter check; a block unused for
+ * `lingerMs` goes back, and leases are renewed every `ttlMs / 3`. A SIGKILLed worker's
+ * slots come back when their TTL ends. Nothing here is durable, nor needs to be.
  */
+import { randomBytes } from 'node:crypto';
+
 export type Admission = { ok: true; release: () => void } | { ok: false; waitMs: number };
 
-export class OriginLimiter {
-  private readonly active = new Map<string, number>();
-  private readonly pausedUntil = new Map<string, number>();
+export interface SharedSlotsOptions {
+  /** The Redis client to lease on: the worker's BullMQ client, or an ioredis client. */
+  redis: () => SlotRedis | Promise<SlotRedis>;
+  /** The queue's key prefix, with its hash tag, e.g. `{svc}`. */
+  prefix: string;
+  /** Attempts in flight per origin across all processes (default: the per-process limit). */
+  limit?: number;
+  /** Lease lifetime without renewal (default 15 s): how long a dead worker's slots stay taken. */
+  ttlMs?: number;
+  /** Unused leased slots go back after this long (default 250 ms). */
+  lingerMs?: number;
+  /** Errors talking to Redis (admission then waits; nothing is sent over the limit). */
+  onError?: (err: unknown) => void;
+}
 
+interface OriginState {
+  active: number;
+  /** Leased slot members (shared mode). */
+  held: string[];
+  /** Highest `active` since the last sweep: what the next sweep keeps leased. */
+  peak: number;
+  leasing: Promise<number> | null;
+  /** Acquirers waiting for a lease call. */
+  waiting: number;
+}
+
+/** Takes up to ARGV[2] free slots of ARGV[1], each leased for ARGV[3] ms; returns how many. */
+const LEASE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local free = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1])
+local grant = math.min(tonumber(ARGV[2]), free)
+if grant <= 0 then return 0 end
+local ttl = tonumber(ARGV[3])
+for i = 0, grant - 1 do
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[4] .. ':' .. (tonumber(ARGV[5]) + i))
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return grant`;
+
+/**
+ * Renews the leases ARGV[3..]; one that expired (or a flushed Redis lost) is taken again
+ * only while the origin has room. Returns the members kept.
+ */
+const RENEW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local limit = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+local kept = {}
+for i = 3, #ARGV do
+  local m = ARGV[i]
+  if redis.call('ZSCORE', KEYS[1], m) or redis.call('ZCARD', KEYS[1]) < limit then
+    redis.call('ZADD', KEYS[1], now + ttl, m)
+    kept[#kept + 1] = m
+  end
+end
+if #kept > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return kept`;
+
+/** Gives the leases ARGV[1..] back. */
+const RELEASE = `return redis.call('ZREM', KEYS[1], unpack(ARGV))`;
+
+/** What the limiter needs of a client: ioredis, or BullMQ's adapter of it (`runCommand`). */
+export interface SlotRedis {
+  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
+  runCommand?(name: string, args: unknown[]): Promise<unknown>;
+}
+
+const SCRIPTS = { originLease: LEASE, originRenew: RENEW, originRelease: RELEASE };
+const defined = new WeakSet<object>();
+
+function script(
+  redis: SlotRedis,
+  name: keyof typeof SCRIPTS,
+  args: (string | number)[],
+): Promise<unknown> {
+  if (!defined.has(redis)) {
+    for (const [n, lua] of Object.entries(SCRIPTS))
+      redis.defineCommand(n, { numberOfKeys: 1, lua });
+    defined.add(redis);
+  }
+  if (redis.runCommand) return redis.runCommand(name, args);
+  const fn = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name]!;
+  return fn.apply(redis, args);
+}
+
+export class OriginLimiter {
+  private readonly origins = new Map<string, OriginState>();
+  private readonly pausedUntil = new Map<string, number>();
+  private readonly shared: Required<Omit<SharedSlotsOptions, 'onError' | 'limit'>> | null;
+  private readonly limit: number;
+  private readonly onError: (err: unknown) => void;
+  private readonly owner = randomBytes(6).toString('base64url');
+  private readonly block: number;
+  private seq = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private lastRenew = Date.now();
+  private sweeping: Promise<void> | null = null;
+
+  /**
+   * `perOrigin`: attempts in flight per origin in this process; in shared mode `limit`
+   * (default the same) bounds them across every process.
+   */
   constructor(
     private readonly perOrigin: number,
     private readonly random: () => number = Math.random,
-  ) {}
+    shared?: SharedSlotsOptions,
+  ) {
+    this.shared = shared
+      ? {
+          redis: shared.redis,
+          prefix: shared.prefix,
+          ttlMs: shared.ttlMs ?? 15_000,
+          lingerMs: shared.lingerMs ?? 250,
+        }
+      : null;
+    this.onError = shared?.onError ?? (() => {});
+    this.limit = Math.max(1, shared?.limit ?? perOrigin);
+    // Leases come in blocks of a quarter of the limit: a busy origin costs a Redis call
+    // per block, a slow one (small limit) leases one slot at a time.
+    this.block = Math.max(1, Math.ceil(perOrigin / 4));
+  }
 
-  tryAcquire(origin: string, now = Date.now()): Admission {
-    const until = this.pausedUntil.get(origin);
-    if (until !== undefined) {
-      if (until > now) return { ok: false, waitMs: until - now + Math.floor(this.random() * 100) };
-      this.pausedUntil.delete(origin);
+  private state(origin: string): OriginState {
+    let s = this.origins.get(origin);
+    if (!s) {
+      s = { active: 0, held: [], peak: 0, leasing: null, waiting: 0 };
+      this.origins.set(origin, s);
     }
-    const n = this.active.get(origin) ?? 0;
-    if (n >= this.perOrigin) return { ok: false, waitMs: 50 + Math.floor(this.random() * 200) };
-    this.active.set(origin, n + 1);
+    return s;
+  }
+
+  private pausedFor(origin: string, now: number): number {
+    const until = this.pausedUntil.get(origin);
+    if (until === undefined) return 0;
+    if (until > now) return until - now;
+    this.pausedUntil.delete(origin);
+    return 0;
+  }
+
+  private admit(s: OriginState): Admission {
+    s.active++;
+    if (s.active > s.peak) s.peak = s.active;
     let released = false;
     return {
       ok: true,
       release: () => {
         if (released) return;
         released = true;
-        const left = (this.active.get(origin) ?? 1) - 1;
-        if (left <= 0) this.active.delete(origin);
-        else this.active.set(origin, left);
+        s.active--;
       },
     };
+  }
+
+  private full(): Admission {
+    return { ok: false, waitMs: 50 + Math.floor(this.random() * 200) };
+  }
+
+  /**
+   * Admission decided in this process alone: a free slot under the limit (in shared mode,
+   * a slot this process already leased), or a refusal with how long to wait.
+   */
+  tryAcquire(origin: string, now = Date.now()): Admission {
+    const paused = this.pausedFor(origin, now);
+    if (paused > 0) return { ok: false, waitMs: paused + Math.floor(this.random() * 100) };
+    const s = this.state(origin);
+    if (s.active >= this.perOrigin) return this.full();
+    if (this.shared && s.active >= s.held.length) return this.full();
+    return this.admit(s);
+  }
+
+  /**
+   * Admission across processes: locally when this process holds a free leased slot (no
+   * I/O), else after leasing a block from Redis. Never throws; a Redis failure refuses.
+   */
+  acquire(origin: string, now = Date.now()): Admission | Promise<Admission> {
+    const local = this.tryAcquire(origin, now);
+    if (local.ok || !this.shared) return local;
+    const s = this.state(origin);
+    // Refused for want of a leased slot, not paused nor at the limit: lease more.
+    if (this.pausedFor(origin, now) > 0 || s.held.length >= this.perOrigin) return local;
+    return this.leaseAndAdmit(origin, s);
+  }
+
+  private async leaseAndAdmit(origin: string, s: OriginState): Promise<Admission> {
+    s.waiting++;
+    try {
+      // Acquirers arriving together share lease calls; one that found its call's grant
+      // taken by the others asks again while the origin has room (bounded by the limit).
+      for (let i = 0; i <= this.perOrigin; i++) {
+        if (s.active < s.held.length && s.active < this.perOrigin) return this.admit(s);
+        if (s.held.length >= this.perOrigin) break;
+        if ((await this.lease(origin, s)) === 0) break;
+      }
+      return s.active < s.held.length && s.active < this.perOrigin ? this.admit(s) : this.full();
+    } finally {
+      s.waiting--;
+    }
+  }
+
+  /**
+   * One lease call per origin at a time, for as many slots as acquirers are waiting (at
+   * least a block); resolves to the number granted.
+   */
+  private lease(origin: string, s: OriginState): Promise<number> {
+    if (s.leasing) return s.leasing;
+    const shared = this.shared!;
+    s.leasing = (async () => {
+      try {
+        const redis = await shared.redis();
+        // Sized after the await, so acquirers of the same tick are counted.
+        const want = Math.min(Math.max(this.block, s.waiting), this.perOrigin - s.held.length);
+        if (want <= 0) return 0;
+        const first = this.seq;
+        this.seq += want;
+        const granted = Number(
+          await script(redis, 'originLease', [
+            this.key(origin),
+            this.limit,
+            want,
+            shared.ttlMs,
+            this.owner,
+            first,
+          ]),
+        );
+        for (let i = 0; i < granted; i++) s.held.push(`${this.owner}:${first + i}`);
+        this.ensureTimer();
+        return granted;
+      } catch (err) {
+        this.onError(err);
+        return 0;
+      } finally {
+        s.leasing = null;
+      }
+    })();
+    return s.leasing;
+  }
+
+  private key(origin: string): string {
+    return `${this.shared!.prefix}:origin-slots:${origin}`;
+  }
+
+  private ensureTimer(): void {
+    if (this.timer || !this.shared) return;
+    this.timer = setInterval(() => {
+      if (this.sweeping) return;
+      this.sweeping = this.sweep().finally(() => {
+        this.sweeping = null;
+      });
+    }, this.shared.lingerMs);
+    this.timer.unref();
+  }
+
+  /**
+   * Gives back leased slots unused since the last sweep, and renews the rest every third
+   * of the TTL. Resolves once Redis answered.
+   */
+  async sweep(now = Date.now()): Promise<void> {
+    const shared = this.shared;
+    if (!shared) return;
+    const renew = now - this.lastRenew >= shared.ttlMs / 3;
+    if (renew) this.lastRenew = now;
+    try {
+      const redis = await shared.redis();
+      const calls: Promise<unknown>[] = [];
+      for (const [origin, s] of this.origins) {
+        const keep = Math.max(s.active, s.peak);
+        s.peak = s.active;
+        if (s.held.length > keep && !s.leasing) {
+          const surplus = s.held.splice(keep);
+          calls.push(script(redis, 'originRelease', [this.key(origin), ...surplus]));
+        }
+        if (renew && s.held.length > 0 && !s.leasing) {
+          const members = s.held;
+          calls.push(
+            script(redis, 'originRenew', [
+              this.key(origin),
+              this.limit,
+              shared.ttlMs,
+              ...members,
+            ]).then((result) => {
+              const kept = result as string[];
+              // Lost leases (expired, or Redis flushed and the room taken) leave the
+              // process with fewer slots: new attempts wait until it is under them.
+              if (kept.length < members.length) {
+                const k = new Set(kept);
+                s.held = s.held.filter((m) => k.has(m) || !members.includes(m));
+              }
+            }),
+          );
+        }
+        if (s.held.length === 0 && s.active === 0 && !s.leasing && s.waiting === 0) {
+          this.origins.delete(origin);
+        }
+      }
+      await Promise.all(calls);
+    } catch (err) {
+      this.onError(err);
+    }
   }
 
   pause(origin: string, ms: number, now = Date.now()): void {
@@ -43,6 +325,31 @@ export class OriginLimiter {
   }
 
   inFlight(origin: string): number {
-    return this.active.get(origin) ?? 0;
+    return this.origins.get(origin)?.active ?? 0;
+  }
+
+  /** Slots this process holds leased for `origin` (shared mode). */
+  leased(origin: string): number {
+    return this.origins.get(origin)?.held.length ?? 0;
+  }
+
+  /** Stops the sweeper and gives every leased slot back (graceful shutdown). */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.sweeping;
+    const shared = this.shared;
+    if (!shared) return;
+    const held = [...this.origins].filter(([, s]) => s.held.length > 0);
+    if (held.length === 0) return;
+    try {
+      const redis = await shared.redis();
+      await Promise.all(
+        held.map(([origin, s]) => script(redis, 'originRelease', [this.key(origin), ...s.held])),
+      );
+      for (const [, s] of held) s.held = [];
+    } catch (err) {
+      this.onError(err);
+    }
   }
 }

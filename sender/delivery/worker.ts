@@ -51,7 +51,7 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   concurrency?: number;
   /** Attempts of batch jobs in flight per process; default 256. */
   maxInFlight?: number;
-  /** Attempts in flight per origin per process; default 16, at most concurrency / 2. */
+  /** Attempts in flight per origin across all worker processes; default 16 (per process at most concurrency / 2). */
   perOriginConcurrency?: number;
   backoff?: BackoffOptions;
   activity?: ActivityLog;
@@ -115,9 +115,10 @@ export class DeliveryWorker {
       Math.min(options.perOriginConcurrency ?? 16, Math.floor(jobSlots / 2)),
     );
     // The per-origin limit holds across every worker process on this Redis (leased slots).
-    this.limiter = new OriginLimiter(perOrigin, Math.random, process.env.OLIM_LOCAL ? undefined : {
+    this.limiter = new OriginLimiter(perOrigin, Math.random, {
       redis: () => this.worker.client,
       prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
+      limit: options.perOriginConcurrency ?? 16,
       onError: (err) => this.logger.warn({ err }, 'origin slot lease failed'),
     });
     this.slots = new Semaphore(options.maxInFlight ?? 256);
