@@ -4,7 +4,7 @@
  * the receiver middleware publishing to an in-process handler), `sidecar` (the sidecar
  * forwarding to APP_URL), `sidecar-2` (two sidecar processes sharing the port, as
  * `svc receiver --workers 2`). Prints `READY <port>`; on SIGTERM prints `PUBLISHED <n>`.
- * env: DATABASE_URL, SCHEMA, SENDER_ID, JWK (public).
+ * env: DATABASE_URL, SCHEMA, SENDER_ID, JWK (public), PG_APPLICATION_NAME (for the CPU meter).
  */
 import cluster from 'node:cluster';
 import { createServer } from 'node:http';
@@ -70,7 +70,11 @@ if (mode === 'sidecar-2' && cluster.isPrimary) {
   server.keepAliveTimeout = 30_000;
   server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
 } else {
-  const pool = createPool({ connectionString: env.DATABASE_URL as string, max: 24 });
+  const pool = createPool({
+    connectionString: env.DATABASE_URL as string,
+    max: 24,
+    applicationName: env.PG_APPLICATION_NAME,
+  });
   const schema = env.SCHEMA as string;
   const jwk = JSON.parse(env.JWK as string);
   const sender = env.SENDER_ID as string;

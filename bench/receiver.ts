@@ -11,7 +11,8 @@
  * (Ed25519, durable PostgreSQL replay cache), deduplicated (PostgreSQL claim) and published.
  *
  * Options: --count N (throughput deliveries, default 12000), --seconds S (cap per phase,
- * default 20), --rate R (default 1000), --rate-seconds S (default 8), --concurrency C (64).
+ * default 20), --rate R (default 1000), --rate-seconds S (default 8), --concurrency C (64),
+ * --modes floor,library,sidecar,sidecar-2 (which targets to run; default all).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -22,6 +23,7 @@ import { brandProfile } from '../shared/brand.js';
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
 import { generateSigningKey, publishedJwk, type SigningKey } from '../shared/signing/keys.js';
 import { signWebhook } from '../shared/signing/sign.js';
+import { CpuMeter, type CpuPerEvent } from './cpu-meter.js';
 
 const profile = brandProfile('svc');
 const SERVER = fileURLToPath(new URL('./receiver-server.ts', import.meta.url));
@@ -32,7 +34,10 @@ interface Opts {
   rate: number;
   rateSeconds: number;
   concurrency: number;
+  modes: string[];
 }
+
+const MODES = ['floor', 'library', 'sidecar', 'sidecar-2'];
 
 function parseArgs(args: string[]): Opts {
   const get = (name: string, dflt: number) => {
@@ -47,7 +52,17 @@ function parseArgs(args: string[]): Opts {
     rate: Math.min(get('rate', 1000), 20_000),
     rateSeconds: Math.min(get('rate-seconds', 8), 60),
     concurrency: Math.min(get('concurrency', 64), 512),
+    modes: modesArg(args),
   };
+}
+
+function modesArg(args: string[]): string[] {
+  const i = args.indexOf('--modes');
+  if (i < 0) return MODES;
+  const modes = String(args[i + 1] ?? '').split(',');
+  const bad = modes.filter((m) => !MODES.includes(m));
+  if (bad.length) throw new Error(`--modes takes a comma list of ${MODES.join(', ')}`);
+  return modes;
 }
 
 interface Prepared {
@@ -180,6 +195,11 @@ async function fixedRate(pool: Pool, items: Prepared[], rate: number) {
   return { p50: q(0.5), p99: q(0.99), ok: lat.length, other };
 }
 
+function cpuColumns(cpu: CpuPerEvent): string[] {
+  const f = (v: number | null) => (v === null ? '-' : v.toFixed(0));
+  return [f(cpu.server), f(cpu.database), f(cpu.loadGenerator)];
+}
+
 export async function run(args: string[]): Promise<void> {
   const o = parseArgs(args);
   const databaseUrl = process.env.DATABASE_URL ?? LOCAL_DATABASE_URL;
@@ -192,6 +212,7 @@ export async function run(args: string[]): Promise<void> {
     SCHEMA: schema,
     JWK: JSON.stringify(jwk),
     SENDER_ID: 'bench-seller',
+    PG_APPLICATION_NAME: schema,
   };
 
   // The app behind the sidecar: answers 200 to every forwarded event.
@@ -209,7 +230,7 @@ export async function run(args: string[]): Promise<void> {
 
   const rows: string[][] = [];
   try {
-    for (const mode of ['floor', 'library', 'sidecar', 'sidecar-2']) {
+    for (const mode of o.modes) {
       const server = await startServer(mode, { ...env, APP_URL: appUrl });
       const pool = new Pool(server.origin, {
         connections: o.concurrency,
@@ -219,7 +240,9 @@ export async function run(args: string[]): Promise<void> {
         const warm = prepare(server.origin, key, 500);
         await throughput(pool, warm, 16, 10);
         const items = prepare(server.origin, key, o.count);
+        const meter = await CpuMeter.start(server.child.pid as number, admin, schema);
         const tp = await throughput(pool, items, o.concurrency, o.seconds);
+        const cpu = await meter.perEvent(tp.ok);
         const fixed = prepare(server.origin, key, Math.round(o.rate * o.rateSeconds));
         const lat = await fixedRate(pool, fixed, o.rate);
         const published = await server.stop();
@@ -237,6 +260,7 @@ export async function run(args: string[]): Promise<void> {
           lat.p50.toFixed(2),
           lat.p99.toFixed(2),
           expected,
+          ...cpuColumns(cpu),
         ]);
       } finally {
         await pool.close();
@@ -257,6 +281,9 @@ export async function run(args: string[]): Promise<void> {
     `p50 ms @${o.rate}/s`,
     `p99 ms @${o.rate}/s`,
     'published',
+    'CPU µs/event: server',
+    'database',
+    'bench',
   ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i] as number)).join(' | ')} |`;
@@ -267,6 +294,7 @@ export async function run(args: string[]): Promise<void> {
       `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,
       ...rows.map(line),
       `app behind the sidecar received ${appHits} events`,
+      'CPU µs/event: CPU time per accepted event in the throughput phase, of the server process(es), of its PostgreSQL backends, and of this process (load generator and the app behind the sidecar); it holds when other work shares the machine, events/s and latency do not.',
       '',
     ].join('\n'),
   );

@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { assertSchemaName, migrate, type Pool } from '../../shared/infra/pg.js';
+import { prepared, withValues, type PreparedQuery } from '../../shared/infra/prepared.js';
 import { IDEMPOTENCY_MIGRATIONS } from './schema.js';
 
 export type ProtocolVersion = '3.1' | '3.2';
@@ -86,7 +87,23 @@ export class IdempotencyStore {
     this.maxKeys = options.maxKeysPerSender ?? DEFAULT_MAX_KEYS_PER_SENDER;
     this.countRefreshMs = options.countRefreshMs ?? 5_000;
     this.asyncDoneMark = options.asyncDoneMark ?? true;
+    const s = this.schema;
+    this.sql = {
+      complete: prepared(
+        'idem_complete',
+        `SELECT ${s}.idem_complete($1, $2, $3, $4, $5, $6) AS ok`,
+      ),
+      completeMany: prepared(
+        'idem_complete_many',
+        `SELECT b.ord::int AS ord,
+                ${s}.idem_complete(b.sender, b.key, b.owner, b.gen, b.outcome, $6) AS ok
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[])
+           WITH ORDINALITY AS b(sender, key, owner, gen, outcome, ord)`,
+      ),
+    };
   }
+
+  private readonly sql: { complete: PreparedQuery; completeMany: PreparedQuery };
 
   /** Creates or upgrades the tables (idempotent, safe from concurrent processes). */
   async migrate(): Promise<void> {
@@ -176,8 +193,14 @@ export class IdempotencyStore {
    */
   async complete(claim: Claim, outcome: string): Promise<boolean> {
     const { rows } = await this.pool.query<{ ok: boolean }>(
-      `SELECT ${this.schema}.idem_complete($1, $2, $3, $4, $5, $6) AS ok`,
-      [claim.sender, claim.key, claim.owner, claim.generation, outcome, this.asyncDoneMark],
+      withValues(this.sql.complete, [
+        claim.sender,
+        claim.key,
+        claim.owner,
+        claim.generation,
+        outcome,
+        this.asyncDoneMark,
+      ]),
     );
     return rows[0]?.ok === true;
   }
@@ -185,18 +208,14 @@ export class IdempotencyStore {
   /** `complete` for many claims in one statement (the pipeline's batcher). */
   async completeMany(items: Array<{ claim: Claim; outcome: string }>): Promise<boolean[]> {
     const { rows } = await this.pool.query<{ ord: number; ok: boolean }>(
-      `SELECT b.ord::int AS ord,
-              ${this.schema}.idem_complete(b.sender, b.key, b.owner, b.gen, b.outcome, $6) AS ok
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[])
-         WITH ORDINALITY AS b(sender, key, owner, gen, outcome, ord)`,
-      [
+      withValues(this.sql.completeMany, [
         items.map((i) => i.claim.sender),
         items.map((i) => i.claim.key),
         items.map((i) => i.claim.owner),
         items.map((i) => i.claim.generation),
         items.map((i) => i.outcome),
         this.asyncDoneMark,
-      ],
+      ]),
     );
     const out = new Array<boolean>(items.length).fill(false);
     for (const r of rows) out[r.ord - 1] = r.ok === true;

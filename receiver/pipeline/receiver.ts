@@ -22,6 +22,7 @@ import type { BrandProfile } from '../../shared/brand.js';
 import { WebhookVerificationError } from '../../shared/errors/webhook-codes.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, migrate, type Pool } from '../../shared/infra/pg.js';
+import { prepared, withValues, type PreparedQuery } from '../../shared/infra/prepared.js';
 import { fingerprint } from '../../shared/json/canonical.js';
 import { JsonParseError, parseStrictJson, sanitizeForLog } from '../../shared/json/strict-parse.js';
 import { EnvelopeError } from '../../shared/envelope/errors.js';
@@ -131,10 +132,10 @@ export class WebhookReceiver {
   private readonly maxBody: number;
   private readonly clock: () => number;
   private readonly retryAfter: number;
-  private readonly acceptSql: string;
+  private readonly acceptSql: PreparedQuery;
   private readonly replay: ReplayStore;
   private readonly synchronousCommit: boolean;
-  private readonly acceptManySql: string;
+  private readonly acceptManySql: PreparedQuery;
   private readonly accepts: Batcher<unknown[], AcceptRow | undefined>;
   private readonly completes: Batcher<{ claim: Claim; outcome: string }, boolean>;
 
@@ -164,19 +165,26 @@ export class WebhookReceiver {
       retryHorizonSeconds: options.retryHorizonSeconds,
     });
     const params = Array.from({ length: 16 }, (_, i) => `$${i + 1}`).join(', ');
-    this.acceptSql = `SELECT * FROM ${this.schema}.accept_delivery(${params})`;
-    this.acceptManySql = `SELECT b.ord::int AS ord, a.* FROM unnest($1::text[], $2::text[],
+    this.acceptSql = prepared(
+      'rcv_accept',
+      `SELECT * FROM ${this.schema}.accept_delivery(${params})`,
+    );
+    this.acceptManySql = prepared(
+      'rcv_accept_many',
+      `SELECT b.ord::int AS ord, a.* FROM unnest($1::text[], $2::text[],
         $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[], $8::text[], $9::timestamptz[],
         $10::text[], $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[])
       WITH ORDINALITY AS b(sender, key, fp, owner, lease, retention, checkfp, task_id, at,
         status, terminal, term_fp, record, source, nid, ord)
       CROSS JOIN LATERAL ${this.schema}.accept_delivery(b.sender, b.key, b.fp, b.owner, b.lease,
         b.retention, b.checkfp, b.task_id, b.at, b.status, b.terminal, b.term_fp, b.record,
-        b.source, b.nid, $16) a`;
+        b.source, b.nid, $16) a`,
+    );
     // Concurrent deliveries share one claim statement and one done-mark statement.
     this.accepts = new Batcher(
       (items) => this.acceptMany(items),
-      async (item) => (await this.o.pool.query<AcceptRow>(this.acceptSql, item)).rows[0],
+      async (item) =>
+        (await this.o.pool.query<AcceptRow>(withValues(this.acceptSql, item))).rows[0],
     );
     this.completes = new Batcher(
       (items) => this.idempotency.completeMany(items),
@@ -208,8 +216,7 @@ export class WebhookReceiver {
     );
     columns.push(!this.synchronousCommit);
     const { rows } = await this.o.pool.query<AcceptRow & { ord: number }>(
-      this.acceptManySql,
-      columns,
+      withValues(this.acceptManySql, columns),
     );
     const out = new Array<AcceptRow | undefined>(items.length);
     for (const r of rows) out[order[r.ord - 1] as number] = r;

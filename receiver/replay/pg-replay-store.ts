@@ -29,6 +29,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { assertSchemaName, migrate, type Migration, type Pool } from '../../shared/infra/pg.js';
+import { prepared, withValues, type PreparedQuery } from '../../shared/infra/prepared.js';
 import { MicroBatcher } from './micro-batcher.js';
 
 interface Pending {
@@ -105,7 +106,7 @@ export class PgReplayStore {
   private readonly lastCapPurge = new Map<string, number>();
   private purgeTimer: NodeJS.Timeout | null = null;
   private purging: Promise<number> | null = null;
-  private readonly sql: { insert: string; counts: string; seen: string };
+  private readonly sql: { insert: PreparedQuery; counts: PreparedQuery; seen: PreparedQuery };
   private readonly insertBatcher: MicroBatcher<Pending, InsertOutcome>;
   private readonly seenBatcher: MicroBatcher<{ keyid: string; nonce: string }, boolean>;
 
@@ -122,18 +123,32 @@ export class PgReplayStore {
     this.asyncCommit = opts.asyncCommit ?? false;
     const s = this.schema;
     const now = 'coalesce($4::timestamptz, now())';
+    // Async commit is set inside the statement (its implicit transaction commits right after),
+    // so a batch costs one round trip rather than BEGIN, SET, the insert and COMMIT.
+    const commitMode = this.asyncCommit
+      ? `CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS cfg(v)`
+      : '';
     this.sql = {
       // $1 keyids, $2 nonces, $3 ttls (s), $4 now|null, $5 shard, $6 per-keyid cap, $7 aggregate cap
-      insert: `
+      insert: prepared(
+        'replay_insert',
+        `
         WITH input AS (
           SELECT keyid, nonce, ttl, ord
           FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS t(keyid, nonce, ttl, ord)
         ), first AS (
-          SELECT DISTINCT ON (keyid, nonce) keyid, nonce, ttl, ord,
-                 EXISTS (SELECT 1 FROM ${s}.replay_nonces r
-                         WHERE r.keyid = input.keyid AND r.nonce = input.nonce
-                           AND r.expires_at > ${now}) AS live
-          FROM input ORDER BY keyid, nonce, ord
+          -- One index probe per nonce: a LATERAL ... LIMIT 1 cannot become a hashed subplan
+          -- that reads the whole table, which a cached generic plan made while the table was
+          -- small would otherwise keep doing as it grows.
+          SELECT DISTINCT ON (input.keyid, input.nonce) input.keyid, input.nonce, input.ttl,
+                 input.ord, l.live IS NOT NULL AS live
+          FROM input
+          LEFT JOIN LATERAL (
+            SELECT true AS live FROM ${s}.replay_nonces r
+            WHERE r.keyid = input.keyid AND r.nonce = input.nonce AND r.expires_at > ${now}
+            LIMIT 1
+          ) l ON true
+          ORDER BY input.keyid, input.nonce, input.ord
         ), cur AS (
           SELECT keyid, sum(n) AS n FROM ${s}.replay_counts WHERE keyid = ANY ($1::text[]) GROUP BY keyid
         ), total AS (
@@ -167,15 +182,27 @@ export class PgReplayStore {
         JOIN first f ON f.keyid = i.keyid AND f.nonce = i.nonce
         LEFT JOIN ins ON ins.keyid = i.keyid AND ins.nonce = i.nonce
         LEFT JOIN admitted a ON a.keyid = i.keyid AND a.nonce = i.nonce
+        ${commitMode}
         ORDER BY i.ord`,
-      counts: `SELECT (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts WHERE keyid = $1)::bigint AS key_n,
-                      (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts)::bigint AS all_n`,
+      ),
+      counts: prepared(
+        'replay_counts',
+        `SELECT (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts WHERE keyid = $1)::bigint AS key_n,
+                (SELECT coalesce(sum(n), 0) FROM ${s}.replay_counts)::bigint AS all_n`,
+      ),
       // $1 keyids, $2 nonces, $3 now|null: the ordinals of the live ones
-      seen: `
+      seen: prepared(
+        'replay_seen',
+        `
         SELECT t.ord::int AS ord
         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(keyid, nonce, ord)
-        JOIN ${s}.replay_nonces r ON r.keyid = t.keyid AND r.nonce = t.nonce
-        WHERE r.expires_at > coalesce($3::timestamptz, now())`,
+        CROSS JOIN LATERAL (
+          SELECT 1 FROM ${s}.replay_nonces r
+          WHERE r.keyid = t.keyid AND r.nonce = t.nonce
+            AND r.expires_at > coalesce($3::timestamptz, now())
+          LIMIT 1
+        ) r`,
+      ),
     };
     this.insertBatcher = new MicroBatcher((items) => this.insertBatch(items));
     this.seenBatcher = new MicroBatcher((items) => this.seenBatch(items));
@@ -191,9 +218,9 @@ export class PgReplayStore {
   }
 
   private async counts(keyid: string): Promise<{ keyN: number; allN: number }> {
-    const { rows } = await this.pool.query<{ key_n: string; all_n: string }>(this.sql.counts, [
-      keyid,
-    ]);
+    const { rows } = await this.pool.query<{ key_n: string; all_n: string }>(
+      withValues(this.sql.counts, [keyid]),
+    );
     return { keyN: Number(rows[0]!.key_n), allN: Number(rows[0]!.all_n) };
   }
 
@@ -236,34 +263,21 @@ export class PgReplayStore {
   }
 
   private async seenBatch(items: Array<{ keyid: string; nonce: string }>): Promise<boolean[]> {
-    const { rows } = await this.pool.query<{ ord: number }>(this.sql.seen, [
-      items.map((i) => i.keyid),
-      items.map((i) => i.nonce),
-      this.nowParam(),
-    ]);
+    const { rows } = await this.pool.query<{ ord: number }>(
+      withValues(this.sql.seen, [
+        items.map((i) => i.keyid),
+        items.map((i) => i.nonce),
+        this.nowParam(),
+      ]),
+    );
     const live = new Set(rows.map((r) => r.ord));
     return items.map((_, i) => live.has(i + 1));
   }
 
-  private async runInsert(
+  private runInsert(
     params: unknown[],
   ): Promise<{ rows: Array<{ inserted: boolean; admitted: boolean }> }> {
-    if (!this.asyncCommit) return this.pool.query(this.sql.insert, params);
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN; SET LOCAL synchronous_commit = off');
-      const res = await client.query<{ inserted: boolean; admitted: boolean }>(
-        this.sql.insert,
-        params,
-      );
-      await client.query('COMMIT');
-      return res;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    return this.pool.query(withValues(this.sql.insert, params));
   }
 
   private async insertBatch(items: Pending[]): Promise<InsertOutcome[]> {

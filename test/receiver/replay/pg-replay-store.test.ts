@@ -224,3 +224,31 @@ t.test('one batch mixing new, duplicate, replayed and capped nonces', async (t) 
   const seen = await Promise.all([s.seen('km', 'a'), s.seen('km', 'c'), s.seen('other', 'a')]);
   t.same(seen, [true, false, true]);
 });
+
+t.test(
+  'the cached generic plan probes the index per nonce, even when made on an empty table',
+  async (t) => {
+    // A prepared statement keeps the generic plan it made first; made while the table was
+    // empty, an EXISTS could become a hashed subplan reading the whole table per batch.
+    const { s, pool } = await store(t, { asyncCommit: true });
+    const text = (s as unknown as { sql: { insert: { text: string } } }).sql.insert.text;
+    const client = await pool.connect();
+    try {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE replay_plan AS ${text}`);
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN EXECUTE replay_plan(ARRAY['k'], ARRAY['n'], ARRAY[300], NULL, 0, 100, 1000)`,
+      );
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      t.notMatch(plan, /hashed SubPlan/i, 'no hashed subplan');
+      t.notMatch(plan, /Seq Scan on replay_nonces/, 'no scan of the whole nonce table');
+      t.match(plan, /Index (Only )?Scan using replay_nonces_pkey/, 'an index probe per nonce');
+    } finally {
+      await client.query('DEALLOCATE ALL').catch(() => {});
+      client.release();
+    }
+    // And the statement itself still works as a named prepared statement, twice on one pool.
+    t.equal(await s.insert('kp', 'n1', 300), 'inserted');
+    t.equal(await s.insert('kp', 'n1', 300), 'replayed');
+  },
+);
