@@ -113,6 +113,38 @@ const variables = {
     schema: z.enum(['http', 'https']).optional(),
     accepts: 'http or https: the scheme senders sign (https behind a TLS proxy)',
   },
+  SVC_RECEIVER_ADMISSION_SHORT_RATIO: {
+    schema: z.coerce.number().positive().max(1000).optional(),
+    accepts:
+      'new-keyid alarm (a): multiple of the 24 h moving average per 5 min (unset: randomised around 3)',
+  },
+  SVC_RECEIVER_ADMISSION_MEDIUM_RATIO: {
+    schema: z.coerce.number().positive().max(1000).optional(),
+    accepts:
+      'new-keyid alarm (b): multiple of the 30-day P95 per 5 min (unset: randomised around 2)',
+  },
+  SVC_RECEIVER_ADMISSION_LONG_RATIO: {
+    schema: z.coerce.number().positive().max(1000).optional(),
+    accepts:
+      'new-keyid alarm (c): multiple of max(90-day P99, the (d) ceiling) (unset: randomised around 1.5)',
+  },
+  SVC_RECEIVER_ADMISSION_CEILING_MIN: {
+    schema: z.coerce.number().positive().max(1_000_000).optional(),
+    accepts: 'new-keyid alarm (d): floor of the per-5-min ceiling (unset: randomised around 20)',
+  },
+  SVC_RECEIVER_ADMISSION_CEILING_FRACTION: {
+    schema: z.coerce.number().positive().max(1).optional(),
+    accepts:
+      'new-keyid alarm (d): fraction of the 30-day unique keyids per 5 min (unset: randomised around 0.1)',
+  },
+  SVC_RECEIVER_ADMISSION_MIN_NEW: {
+    schema: z.coerce.number().int().min(1).max(1_000_000).default(3),
+    accepts: 'new keyids a 5-min window needs before alarm (a) or (b) may trip, >= 1',
+  },
+  SVC_RECEIVER_ADMISSION_EVALUATE_SECONDS: {
+    schema: z.coerce.number().int().min(5).max(3600).default(60),
+    accepts: 'seconds between new-keyid admission evaluations, 5-3600',
+  },
   SVC_REPLAY_PER_KEYID_CAP: {
     schema: z.coerce.number().int().min(1).max(100_000_000).default(100_000),
     accepts: 'replay-cache entries per keyid before rate_abuse, 1-100000000',

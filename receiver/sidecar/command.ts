@@ -137,6 +137,17 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     logger,
     schema,
     redisUrl: config.REDIS_URL,
+    admission: {
+      thresholds: {
+        shortRatio: config.SVC_RECEIVER_ADMISSION_SHORT_RATIO,
+        mediumRatio: config.SVC_RECEIVER_ADMISSION_MEDIUM_RATIO,
+        longRatio: config.SVC_RECEIVER_ADMISSION_LONG_RATIO,
+        ceilingMin: config.SVC_RECEIVER_ADMISSION_CEILING_MIN,
+        ceilingFraction: config.SVC_RECEIVER_ADMISSION_CEILING_FRACTION,
+      },
+      minNew: config.SVC_RECEIVER_ADMISSION_MIN_NEW,
+      evaluateEveryMs: config.SVC_RECEIVER_ADMISSION_EVALUATE_SECONDS * 1000,
+    },
   });
   const sidecar = await Sidecar.start({
     host: listen.host,
@@ -155,6 +166,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     scheme: scheme as 'http' | 'https' | undefined,
     logger,
   });
+  deps.admission.attachMetrics(sidecar.metrics.registry);
   process.stdout.write(`receiver listening on ${sidecar.url}\n`);
   let stopping = false;
   const stop = (signal: string) => {

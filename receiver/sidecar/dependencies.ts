@@ -1,12 +1,14 @@
 /**
  * The verifier's collaborators for the sidecar, built from the trust file: key resolution
- * over every trusted sender, the polled revocation lists, and the durable (keyid, nonce)
- * replay cache in PostgreSQL, shared by every sidecar instance on the same database.
+ * over every trusted sender, the polled revocation lists, the durable (keyid, nonce)
+ * replay cache in PostgreSQL, shared by every sidecar instance on the same database, and
+ * new-keyid admission tracking, told of every keyid the resolver resolves.
  */
 import type { BrandProfile } from '../../shared/brand.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
+import { AdmissionTracker, type AdmissionOptions } from '../admission/tracker.js';
 import { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
 import { PgReplayStore } from '../replay/pg-replay-store.js';
 import {
@@ -21,6 +23,8 @@ export interface VerifierDependencies {
   replay: ReplayStore;
   /** A sender's capabilities `delivery_retry_horizon_seconds` (cached with its keys). */
   advertisedHorizonSeconds(sender: string): number | undefined;
+  /** New-keyid admission pressure (its metrics go on the sidecar's registry). */
+  admission: AdmissionTracker;
   close(): Promise<void>;
 }
 
@@ -33,10 +37,20 @@ export async function verifierDependencies(o: {
   redisUrl?: string;
   /** Plain http to loopback key endpoints (local testing only). */
   allowLoopback?: boolean;
+  /** Thresholds and periods of admission tracking (shared/config SVC_RECEIVER_ADMISSION_*). */
+  admission?: Omit<AdmissionOptions, 'pool' | 'schema' | 'logger'>;
 }): Promise<VerifierDependencies> {
+  const admission = new AdmissionTracker({
+    ...o.admission,
+    pool: o.pool,
+    schema: o.schema ?? 'receiver',
+    logger: o.logger,
+  });
+  await admission.start();
   const keys = new TrustedKeyResolver(o.trust, {
     logger: o.logger,
     allowLoopback: o.allowLoopback,
+    observer: admission,
   });
   // Keys and capabilities (advertised retry horizons) are fetched ahead of the first
   // delivery; a failure here is only logged, and retried when a delivery needs them.
@@ -69,8 +83,10 @@ export async function verifierDependencies(o: {
     revocation,
     replay,
     advertisedHorizonSeconds: (sender) => keys.advertisedHorizonSeconds(sender),
+    admission,
     close: async () => {
       revocation?.stop();
+      await admission.stop();
       await replay.stop();
     },
   };
