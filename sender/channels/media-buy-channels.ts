@@ -94,6 +94,13 @@ export interface ChannelsConfiguredInput extends CallOptions {
   currency?: string;
   /** The product's `expected_delay_minutes`: each period fires this long after it ends. */
   expectedDelayMinutes?: number;
+  /**
+   * The buy's flight (`start_time` / `end_time`, ISO 8601 date-times; `null` clears). No
+   * period is reported before the start; the end ends the schedule: its last period is
+   * cut at the end, then the `final` report, and the channels close (§4.7).
+   */
+  flightStart?: string | null;
+  flightEnd?: string | null;
 }
 
 export interface CallOptions {
@@ -135,6 +142,10 @@ export interface MediaBuyTerminalInput extends CallOptions {
 interface BuyRow extends BuyChannels {
   terminal_status: string | null;
   expected_delay_minutes: number;
+  flight_start: Date | null;
+  flight_end: Date | null;
+  /** Start of the first period reported (when no flight start is known). */
+  reporting_from: Date | null;
 }
 
 interface ScheduleRow {
@@ -145,6 +156,7 @@ interface ScheduleRow {
 }
 
 const CURRENCY = /^[A-Z]{3}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 
 export class MediaBuyChannels implements MediaBuyChannelsApi {
   readonly schema: string;
@@ -231,6 +243,8 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
         'expected_delay_minutes',
       );
     }
+    const flightStart = checkInstant(input.flightStart, 'start_time');
+    const flightEnd = checkInstant(input.flightEnd, 'end_time');
     const now = this.now();
     const s = this.schema;
     await this.transaction(input.client, async (c) => {
@@ -243,6 +257,20 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
           'channels closed: configuration after terminal ignored',
         );
         return;
+      }
+      const start = flightStart === undefined ? buy.flight_start?.getTime() : flightStart;
+      const end = flightEnd === undefined ? buy.flight_end?.getTime() : flightEnd;
+      if (start != null && end != null && end <= start) {
+        throw channelError('VALIDATION_ERROR', 'end_time must be after start_time', 'end_time');
+      }
+      if (flightStart !== undefined || flightEnd !== undefined) {
+        await c.query(
+          `UPDATE ${s}.channel_media_buys SET flight_start = $2, flight_end = $3
+           WHERE media_buy_id = $1`,
+          [id, start == null ? null : new Date(start), end == null ? null : new Date(end)],
+        );
+        buy.flight_start = start == null ? null : new Date(start);
+        buy.flight_end = end == null ? null : new Date(end);
       }
       await c.query(
         `UPDATE ${s}.channel_media_buys SET
@@ -295,19 +323,47 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
           const current = await this.schedule(c, id);
           if (!current || current.frequency !== reporting.reporting_frequency) {
             const freq = reporting.reporting_frequency;
-            const start = periodStartContaining(freq, now);
-            const delayMs = (delay ?? buy.expected_delay_minutes) * 60_000;
+            // The first period is the one containing now, or the flight's start if later.
+            const first = periodStartContaining(freq, Math.max(now, start ?? now));
             await c.query(
               `INSERT INTO ${s}.channel_report_schedules
                  (media_buy_id, frequency, period_start, next_fire_at, delayed_sent)
-               VALUES ($1, $2, $3, $4, false)
+               VALUES ($1, $2, $3, $3, false)
                ON CONFLICT (media_buy_id) DO UPDATE SET frequency = excluded.frequency,
                  period_start = excluded.period_start, next_fire_at = excluded.next_fire_at,
                  delayed_sent = false`,
-              [id, freq, new Date(start), new Date(nextPeriodStart(freq, start) + delayMs)],
+              [id, freq, new Date(first)],
+            );
+            await c.query(
+              `UPDATE ${s}.channel_media_buys SET reporting_from = coalesce(reporting_from, $2)
+               WHERE media_buy_id = $1`,
+              [id, new Date(first)],
             );
           }
         }
+      }
+      // The open period's fire time follows the flight end and the delay as they are now;
+      // a schedule that has not begun follows a moved flight start.
+      const schedule = await this.schedule(c, id);
+      if (schedule && flightStart !== undefined && schedule.period_start.getTime() > now) {
+        const first = periodStartContaining(schedule.frequency, Math.max(now, start ?? now));
+        schedule.period_start = new Date(first);
+        await c.query(
+          `UPDATE ${s}.channel_report_schedules SET period_start = $2 WHERE media_buy_id = $1`,
+          [id, schedule.period_start],
+        );
+        await c.query(
+          `UPDATE ${s}.channel_media_buys SET reporting_from = $2 WHERE media_buy_id = $1`,
+          [id, schedule.period_start],
+        );
+      }
+      if (schedule && !schedule.delayed_sent) {
+        const b = { ...buy, expected_delay_minutes: delay ?? buy.expected_delay_minutes };
+        const fireAt = this.fireTime(b, schedule.frequency, schedule.period_start.getTime());
+        await c.query(
+          `UPDATE ${s}.channel_report_schedules SET next_fire_at = $2 WHERE media_buy_id = $1`,
+          [id, new Date(fireAt)],
+        );
       }
     });
   }
@@ -455,7 +511,6 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
       );
     }
     const now = this.now();
-    const s = this.schema;
     return this.transaction(input.client, async (c) => {
       await this.ensureBuy(c, id, input);
       const buy = await this.lockBuy(c, id, false);
@@ -464,30 +519,53 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
         this.logger.info({ mediaBuyId: id }, 'channels already closed: terminal call ignored');
         return [];
       }
-      const events = await this.flushImpairments(c, buy, now, false);
-      const schedule = await this.schedule(c, id);
-      if (schedule && buy.reporting_config) {
-        events.push(...(await this.runSchedule(c, buy, now)));
-        const open = (await this.schedule(c, id)) ?? schedule;
-        const start = open.period_start.getTime();
-        const period = { start: isoSeconds(start), end: isoSeconds(Math.max(start, now)) };
-        const data = await this.dataSource.getDelivery(id, period);
-        events.push(
-          await this.report(c, buy, { type: 'final', period, data, now, terminalStatus: status }),
-        );
-      }
-      await c.query(
-        `UPDATE ${s}.channel_media_buys SET terminal_status = $2, terminal_at = $3
-         WHERE media_buy_id = $1`,
-        [id, status, new Date(now)],
-      );
-      await c.query(`DELETE FROM ${s}.channel_report_schedules WHERE media_buy_id = $1`, [id]);
-      await c.query(`DELETE FROM ${s}.channel_impairment_pending WHERE media_buy_id = $1`, [id]);
-      await c.query(`UPDATE ${s}.channel_impairments SET open = false WHERE media_buy_id = $1`, [
-        id,
-      ]);
+      // Ended by the flight already, the buy is reported up to the flight end.
+      const end = Math.min(now, buy.flight_end?.getTime() ?? Infinity);
+      const events = await this.finish(c, buy, status, end, now);
       return events.length > 0 ? this.sink.enqueue(events, c) : [];
     });
+  }
+
+  /**
+   * Ends the buy's channels at `end` (§4.7): queued impairments fire first, then every
+   * period ended by `end` still unreported, then the `final` report over the whole span
+   * [flight start or first period, end) (a period cut short by `end` is reported there
+   * only); then the channels close and every later call for the buy is a logged no-op.
+   * So a flight of N periods gets N reports plus the final: `(duration / frequency) + 1`.
+   */
+  private async finish(
+    c: PoolClient,
+    buy: BuyRow,
+    status: TerminalBuyStatus,
+    end: number,
+    now: number,
+  ): Promise<OutboundEvent[]> {
+    const id = buy.media_buy_id;
+    const s = this.schema;
+    const events = await this.flushImpairments(c, buy, now, false);
+    const schedule = await this.schedule(c, id);
+    if (schedule && buy.reporting_config) {
+      events.push(...(await this.runSchedule(c, buy, now, end)));
+      const from = Math.min(
+        buy.flight_start?.getTime() ?? buy.reporting_from?.getTime() ?? Infinity,
+        schedule.period_start.getTime(),
+        end,
+      );
+      const period = reportingPeriod(from, end);
+      const data = await this.dataSource.getDelivery(id, period);
+      events.push(
+        await this.report(c, buy, { type: 'final', period, data, now, terminalStatus: status }),
+      );
+    }
+    await c.query(
+      `UPDATE ${s}.channel_media_buys SET terminal_status = $2, terminal_at = $3
+       WHERE media_buy_id = $1`,
+      [id, status, new Date(now)],
+    );
+    await c.query(`DELETE FROM ${s}.channel_report_schedules WHERE media_buy_id = $1`, [id]);
+    await c.query(`DELETE FROM ${s}.channel_impairment_pending WHERE media_buy_id = $1`, [id]);
+    await c.query(`UPDATE ${s}.channel_impairments SET open = false WHERE media_buy_id = $1`, [id]);
+    return events;
   }
 
   // ---------------------------------------------------------------- the runner
@@ -505,7 +583,12 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
            WHERE fire_at <= $1 GROUP BY media_buy_id
          UNION ALL
          SELECT media_buy_id, next_fire_at FROM ${s}.channel_report_schedules
-           WHERE next_fire_at <= $1) d
+           WHERE next_fire_at <= $1
+         UNION ALL
+         SELECT media_buy_id, flight_end + expected_delay_minutes * interval '1 minute'
+           FROM ${s}.channel_media_buys
+           WHERE terminal_status IS NULL AND flight_end <= $1
+             AND flight_end + expected_delay_minutes * interval '1 minute' <= $1) d
        GROUP BY media_buy_id ORDER BY min(due) LIMIT $2`,
       [new Date(now), this.tickBatch],
     );
@@ -532,6 +615,12 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
       return await this.transaction(undefined, async (c) => {
         const buy = await this.lockBuy(c, id, true);
         if (!buy || buy.terminal_status) return 0;
+        const flightEnd = buy.flight_end?.getTime();
+        if (flightEnd !== undefined && flightEnd + buy.expected_delay_minutes * 60_000 <= now) {
+          // The flight is over: its last periods, the final report, and the channels close.
+          const events = await this.finish(c, buy, 'completed', flightEnd, now);
+          return events.length > 0 ? (await this.sink.enqueue(events, c)).length : 0;
+        }
         const events = [
           ...(await this.flushImpairments(c, buy, now, true)),
           ...(await this.runSchedule(c, buy, now)),
@@ -611,7 +700,8 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
   private async lockBuy(c: PoolClient, id: string, skipLocked: boolean): Promise<BuyRow | null> {
     const { rows } = await c.query<BuyRow>(
       `SELECT media_buy_id, principal_id, task_id, task_type, context, push_config,
-              reporting_config, currency, expected_delay_minutes, terminal_status
+              reporting_config, currency, expected_delay_minutes, terminal_status,
+              flight_start, flight_end, reporting_from
        FROM ${this.schema}.channel_media_buys WHERE media_buy_id = $1
        FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
       [id],
@@ -665,21 +755,30 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
   }
 
   /**
-   * Reports every period whose fire time has passed, oldest first. Late data sends one
-   * `delayed` for the period and asks again after `delayedRetrySeconds`.
+   * Reports every period whose fire time has passed, oldest first; with `until` (the buy
+   * ends there) every period ended by then, due or not. A period the flight end (or
+   * `until`) cuts short is left to the final report. Late data sends one `delayed` for the
+   * period and asks again after `delayedRetrySeconds`.
    */
-  private async runSchedule(c: PoolClient, buy: BuyRow, now: number): Promise<OutboundEvent[]> {
+  private async runSchedule(
+    c: PoolClient,
+    buy: BuyRow,
+    now: number,
+    until?: number,
+  ): Promise<OutboundEvent[]> {
     const schedule = await this.schedule(c, buy.media_buy_id);
     if (!schedule || !buy.reporting_config) return [];
     const freq = schedule.frequency;
-    const delayMs = buy.expected_delay_minutes * 60_000;
+    const stop = Math.min(until ?? Infinity, buy.flight_end?.getTime() ?? Infinity);
+    const from = buy.flight_start?.getTime() ?? -Infinity;
     let start = schedule.period_start.getTime();
     let fireAt = schedule.next_fire_at.getTime();
     let delayedSent = schedule.delayed_sent;
     const events: OutboundEvent[] = [];
-    for (let i = 0; i < this.maxCatchUp && fireAt <= now; i++) {
+    for (let i = 0; i < this.maxCatchUp && (fireAt <= now || until !== undefined); i++) {
       const end = nextPeriodStart(freq, start);
-      const period = reportingPeriod(start, end);
+      if (end > stop) break;
+      const period = reportingPeriod(Math.max(start, from), end);
       const data = await this.dataSource.getDelivery(buy.media_buy_id, period);
       if (isLate(data)) {
         const retryAt = now + this.delayedRetryMs;
@@ -693,14 +792,15 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
         fireAt = retryAt;
         break;
       }
-      const nextFire = nextPeriodStart(freq, end) + delayMs;
+      // After the flight's last period, the next fire is the final report.
+      const nextFire = this.fireTime(buy, freq, end);
       events.push(
         await this.report(c, buy, {
           type: 'scheduled',
           period,
           data,
           now,
-          nextExpectedAt: isoSeconds(nextFire),
+          nextExpectedAt: isoSeconds(until === undefined ? nextFire : Math.min(nextFire, now)),
         }),
       );
       start = end;
@@ -713,6 +813,16 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
       [buy.media_buy_id, new Date(start), new Date(fireAt), delayedSent],
     );
     return events;
+  }
+
+  /**
+   * When the period starting at `start` fires: its end plus the product's delay, or, when
+   * the flight ends first, when the final report fires (flight end plus the delay).
+   */
+  private fireTime(buy: BuyRow, freq: ReportingFrequency, start: number): number {
+    const delayMs = buy.expected_delay_minutes * 60_000;
+    const flightEnd = buy.flight_end?.getTime() ?? Infinity;
+    return Math.min(nextPeriodStart(freq, start), flightEnd) + delayMs;
   }
 
   /** Takes the next sequence number of the buy's current reporting URL and builds the fire. */
@@ -751,6 +861,16 @@ function checkMediaBuyId(id: unknown): string {
     );
   }
   return id;
+}
+
+/** An optional ISO 8601 date-time input (`null` clears it) as Unix ms. */
+function checkInstant(value: unknown, field: string): number | null | undefined {
+  if (value === undefined || value === null) return value;
+  const ms = typeof value === 'string' && DATE_TIME.test(value) ? Date.parse(value) : NaN;
+  if (Number.isNaN(ms)) {
+    throw channelError('VALIDATION_ERROR', `${field} must be an ISO 8601 date-time`, field);
+  }
+  return ms;
 }
 
 function checkPeriod(period: ReportingPeriod | undefined): ReportingPeriod {

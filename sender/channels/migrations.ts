@@ -72,4 +72,17 @@ export const CHANNEL_MIGRATIONS: Migration[] = [
       CREATE INDEX channel_impairment_pending_due ON ${s}.channel_impairment_pending (fire_at);
     `,
   },
+  {
+    // Flight dates end the reporting schedule; reporting_from is where the final report's
+    // span starts when no flight start is known.
+    id: 'ch_002_flight',
+    sql: (s) => `
+      ALTER TABLE ${s}.channel_media_buys
+        ADD COLUMN flight_start timestamptz,
+        ADD COLUMN flight_end timestamptz,
+        ADD COLUMN reporting_from timestamptz;
+      CREATE INDEX channel_media_buys_flight_end ON ${s}.channel_media_buys (flight_end)
+        WHERE terminal_status IS NULL AND flight_end IS NOT NULL;
+    `,
+  },
 ];

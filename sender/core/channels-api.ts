@@ -14,6 +14,9 @@ export interface MediaBuyChannelsConfig {
   pushNotificationConfig?: Record<string, unknown> | null;
   /** `reporting_webhook` of the buy (delivery reports). */
   reportingWebhook?: Record<string, unknown> | null;
+  /** The buy's `start_time` / `end_time` (ISO 8601): the flight end ends the schedule. */
+  flightStart?: string | null;
+  flightEnd?: string | null;
   /** Join the agent's transaction (create/update of the buy). */
   client?: PoolClient;
 }

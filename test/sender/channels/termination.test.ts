@@ -31,7 +31,11 @@ t.test('terminal: queued impairments, then due reports, then final; nothing afte
   const final = resultOf(events[4]!);
   t.equal(final.sequence_number, 3);
   t.notOk('next_expected_at' in final, 'no next_expected_at on final');
-  t.same(final.reporting_period, { start: '2026-03-10T12:00:00Z', end: '2026-03-10T12:10:00Z' });
+  t.same(
+    final.reporting_period,
+    { start: '2026-03-10T10:00:00Z', end: '2026-03-10T12:09:59Z' },
+    'the final covers the whole span reported, up to the terminal',
+  );
   const row = final.media_buy_deliveries[0]!;
   t.equal(row.status, 'completed', 'row carries the buy state');
   t.equal(row.is_final, true);
