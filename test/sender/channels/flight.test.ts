@@ -7,7 +7,6 @@ import t from 'tap';
 import { acceleratedClock } from '../../../sender/channels/clock.js';
 import { impairment, harness, PUSH, REPORTING, resultOf, shapeFailures } from './helpers.js';
 
-const MIN = 60_000;
 const at = (iso: string) => Date.parse(iso);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
