@@ -22,8 +22,3 @@ export function registrableDomain(host: string): string {
   const domain = getDomain(h, { allowPrivateDomains: true });
   return domain ?? h;
 }
-
-/** True when both hosts have the same registrable domain. */
-export function sameRegistrableDomain(a: string, b: string): boolean {
-  return registrableDomain(a) === registrableDomain(b);
-}

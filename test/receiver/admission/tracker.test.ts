@@ -111,6 +111,49 @@ t.test('observe is memory-only; new keyids are written behind, once', async (t) 
   await other.stop();
 });
 
+t.test('a failed write keeps the queued keyids for the next flush', async (t) => {
+  const schema = freshSchema(t);
+  const { logger, lines } = logCapture();
+  const make = (flushDelayMs: number) =>
+    new AdmissionTracker({
+      pool,
+      schema,
+      logger,
+      thresholds: ALL_SET,
+      evaluateEveryMs: 0,
+      flushDelayMs,
+    });
+  const explicit = make(60_000);
+  const timed = make(1);
+  await explicit.start();
+  await timed.start();
+  const away = () =>
+    pool.query(`ALTER TABLE ${schema}.keyid_admissions RENAME TO keyid_admissions_away`);
+  const back = () =>
+    pool.query(`ALTER TABLE ${schema}.keyid_admissions_away RENAME TO keyid_admissions`);
+  await away();
+  explicit.observe('k-retried', 'seller');
+  await t.rejects(explicit.flush(), /keyid_admissions/);
+  await back();
+  t.equal(await explicit.flush(), 1, 'written on the next flush');
+  // The timer-driven flush logs its failures instead of throwing.
+  await away();
+  timed.observe('k-timer', 'seller');
+  for (let i = 0; i < 200 && !lines.some((l) => l.event === 'keyid_admission_flush_failed'); i++) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  t.ok(lines.some((l) => l.event === 'keyid_admission_flush_failed'));
+  await back();
+  await timed.stop();
+  await explicit.stop();
+  const { rows } = await pool.query(`SELECT keyid FROM ${schema}.keyid_admissions ORDER BY 1`);
+  t.same(
+    rows.map((r) => r.keyid),
+    ['k-retried', 'k-timer'],
+    'stop() flushed what was left',
+  );
+});
+
 t.test('a burst of new keyids over HTTP: alarms name the clause, nothing is revoked', async (t) => {
   const schema = freshSchema(t);
   const { logger, lines } = logCapture();
