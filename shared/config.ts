@@ -71,6 +71,11 @@ const variables = {
     schema: z.coerce.number().int().min(50).max(60000).default(1000),
     accepts: 'how often reporting schedules and impairment windows are checked, 50-60000 ms',
   },
+  SVC_REPORT_AGGREGATION: {
+    schema: z.enum(['0', '1']).default('0'),
+    accepts:
+      '1 to send reports of buys with identical reporting registrations, due together, as one payload',
+  },
   SVC_WORKER_CONCURRENCY: {
     schema: z.coerce.number().int().min(1).max(2000).default(64),
     accepts: 'deliveries in flight per worker process, 1-2000',

@@ -11,10 +11,11 @@ export function channelOptionsFromConfig(
     | 'SVC_CHANNEL_TICK_MS'
     | 'SVC_SENDER_ALLOW_HOSTS'
     | 'SVC_PROTOCOL_VERSION'
+    | 'SVC_REPORT_AGGREGATION'
   >,
 ): Pick<
   MediaBuyChannelsOptions,
-  'coalescence' | 'reportingClock' | 'allowHosts' | 'protocolVersion'
+  'coalescence' | 'reportingClock' | 'allowHosts' | 'protocolVersion' | 'aggregateReports'
 > {
   return {
     protocolVersion: config.SVC_PROTOCOL_VERSION,
@@ -24,5 +25,6 @@ export function channelOptionsFromConfig(
     },
     reportingClock: wallClock(config.SVC_CHANNEL_TICK_MS),
     allowHosts: config.SVC_SENDER_ALLOW_HOSTS.split(',').filter((h) => h.length > 0),
+    aggregateReports: config.SVC_REPORT_AGGREGATION === '1',
   };
 }

@@ -27,6 +27,7 @@ import {
   type CoalescenceWindows,
 } from './impairment-kinds.js';
 import { CHANNEL_MIGRATIONS } from './migrations.js';
+import { aggregatedReportEvent, groupFires, streamKey, type ScheduledFire } from './aggregation.js';
 import { validateSuppliedReport } from './supplied-report.js';
 import {
   impairmentEvent,
@@ -74,6 +75,12 @@ export interface MediaBuyChannelsOptions {
   tickBatchSize?: number;
   /** Buys a tick handles at once, each in its own transaction (default 4). */
   tickConcurrency?: number;
+  /**
+   * Reports of several buys due in one tick share a payload when their registrations and
+   * report headers are identical (§4.6; see `aggregation.ts`). Default off. The tick then
+   * handles its due buys in one transaction (`tickConcurrency` does not apply).
+   */
+  aggregateReports?: boolean;
   /** After a failed fire (data source error), when the buy's schedule is tried again (default 60 s). */
   failureRetrySeconds?: number;
 }
@@ -175,6 +182,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
   private readonly tickBatch: number;
   private readonly tickConcurrency: number;
   private readonly failureRetryMs: number;
+  private readonly aggregateReports: boolean;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> | null = null;
 
@@ -201,6 +209,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
     this.tickBatch = options.tickBatchSize ?? 200;
     this.tickConcurrency = Math.max(1, options.tickConcurrency ?? 4);
     this.failureRetryMs = (options.failureRetrySeconds ?? 60) * 1000;
+    this.aggregateReports = options.aggregateReports ?? false;
   }
 
   /** Creates or upgrades the channel tables. */
@@ -593,6 +602,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
       [new Date(now), this.tickBatch],
     );
     const ids = rows.map((r) => r.media_buy_id);
+    if (this.aggregateReports && ids.length > 0) return this.tickAggregated(ids, now);
     let enqueued = 0;
     let next = 0;
     // Buys are independent (each locks its own row): a few in flight at once.
@@ -766,6 +776,17 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
     now: number,
     until?: number,
   ): Promise<OutboundEvent[]> {
+    return (await this.scheduleItems(c, buy, now, until, false)) as OutboundEvent[];
+  }
+
+  /** `runSchedule`; with `collect`, `scheduled` fires come back unbuilt (to aggregate). */
+  private async scheduleItems(
+    c: PoolClient,
+    buy: BuyRow,
+    now: number,
+    until: number | undefined,
+    collect: boolean,
+  ): Promise<Array<OutboundEvent | ScheduledFire>> {
     const schedule = await this.schedule(c, buy.media_buy_id);
     if (!schedule || !buy.reporting_config) return [];
     const freq = schedule.frequency;
@@ -774,7 +795,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
     let start = schedule.period_start.getTime();
     let fireAt = schedule.next_fire_at.getTime();
     let delayedSent = schedule.delayed_sent;
-    const events: OutboundEvent[] = [];
+    const events: Array<OutboundEvent | ScheduledFire> = [];
     for (let i = 0; i < this.maxCatchUp && (fireAt <= now || until !== undefined); i++) {
       const end = nextPeriodStart(freq, start);
       if (end > stop) break;
@@ -784,9 +805,9 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
         const retryAt = now + this.delayedRetryMs;
         if (!delayedSent) {
           const nextExpectedAt = data.expectedAvailability ?? isoSeconds(retryAt);
-          events.push(
-            await this.report(c, buy, { type: 'delayed', period, data, now, nextExpectedAt }),
-          );
+          const fire = { type: 'delayed' as const, period, data, now, nextExpectedAt };
+          // Collected too, so the buy's sequence numbers follow its reports' order.
+          events.push(collect ? { buy, fire } : await this.report(c, buy, fire));
           delayedSent = true;
         }
         fireAt = retryAt;
@@ -794,15 +815,14 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
       }
       // After the flight's last period, the next fire is the final report.
       const nextFire = this.fireTime(buy, freq, end);
-      events.push(
-        await this.report(c, buy, {
-          type: 'scheduled',
-          period,
-          data,
-          now,
-          nextExpectedAt: isoSeconds(until === undefined ? nextFire : Math.min(nextFire, now)),
-        }),
-      );
+      const fire = {
+        type: 'scheduled' as const,
+        period,
+        data,
+        now,
+        nextExpectedAt: isoSeconds(until === undefined ? nextFire : Math.min(nextFire, now)),
+      };
+      events.push(collect ? { buy, fire } : await this.report(c, buy, fire));
       start = end;
       fireAt = nextFire;
       delayedSent = false;
@@ -840,15 +860,87 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
        RETURNING last_sequence`,
       [buy.media_buy_id, url],
     );
-    if (!isLate(fire.data) && !('rows' in fire.data) && fire.data.currency !== buy.currency) {
-      // Remember the currency so a later `delayed` report (no data) can state it.
-      await c.query(
-        `UPDATE ${this.schema}.channel_media_buys SET currency = $2 WHERE media_buy_id = $1`,
-        [buy.media_buy_id, fire.data.currency],
-      );
-      buy.currency = fire.data.currency;
-    }
+    await this.rememberCurrency(c, buy, fire);
     return reportEvent(buy, { ...fire, sequenceNumber: rows[0]!.last_sequence });
+  }
+
+  /** Remembers the data's currency so a later `delayed` report (no data) can state it. */
+  private async rememberCurrency(
+    c: PoolClient,
+    buy: BuyRow,
+    fire: Pick<ReportFire, 'data'>,
+  ): Promise<void> {
+    if (isLate(fire.data) || 'rows' in fire.data || fire.data.currency === buy.currency) return;
+    await c.query(
+      `UPDATE ${this.schema}.channel_media_buys SET currency = $2 WHERE media_buy_id = $1`,
+      [buy.media_buy_id, fire.data.currency],
+    );
+    buy.currency = fire.data.currency;
+  }
+
+  /**
+   * The due buys of one tick in one transaction, so reports of several buys can share a
+   * payload: each buy runs in a savepoint (a failing data source rolls back and postpones
+   * that buy alone), its `scheduled` fires are collected, grouped (`groupFires`) and sent
+   * as one payload per group of two or more, the others as ordinary per-buy reports.
+   */
+  private async tickAggregated(ids: string[], now: number): Promise<number> {
+    return this.transaction(undefined, async (c) => {
+      const items: Array<OutboundEvent | ScheduledFire> = [];
+      for (const id of ids) {
+        const mark = items.length;
+        await c.query('SAVEPOINT channel_buy');
+        try {
+          const buy = await this.lockBuy(c, id, true);
+          if (buy && !buy.terminal_status) {
+            const flightEnd = buy.flight_end?.getTime();
+            if (flightEnd !== undefined && flightEnd + buy.expected_delay_minutes * 60_000 <= now) {
+              items.push(...(await this.finish(c, buy, 'completed', flightEnd, now)));
+            } else {
+              items.push(...(await this.flushImpairments(c, buy, now, true)));
+              items.push(...(await this.scheduleItems(c, buy, now, undefined, true)));
+            }
+          }
+          await c.query('RELEASE SAVEPOINT channel_buy');
+        } catch (err) {
+          items.length = mark;
+          await c.query('ROLLBACK TO SAVEPOINT channel_buy');
+          this.logger.error({ err, mediaBuyId: id }, 'channel tick failed for buy');
+          await c.query(
+            `UPDATE ${this.schema}.channel_report_schedules SET next_fire_at = $2
+             WHERE media_buy_id = $1 AND next_fire_at <= $3`,
+            [id, new Date(now + this.failureRetryMs), new Date(now)],
+          );
+        }
+      }
+      const fires = items.filter((x): x is ScheduledFire => 'fire' in x);
+      const groupOf = new Map<ScheduledFire, ScheduledFire[]>();
+      for (const g of groupFires(fires)) for (const f of g) groupOf.set(f, g);
+      const events: OutboundEvent[] = [];
+      for (const item of items) {
+        if (!('fire' in item)) {
+          events.push(item);
+          continue;
+        }
+        const group = groupOf.get(item)!;
+        if (group.length === 1) {
+          events.push(await this.report(c, item.buy as BuyRow, item.fire));
+        } else if (group[0] === item) {
+          for (const f of group) await this.rememberCurrency(c, f.buy as BuyRow, f.fire);
+          const stream = streamKey(item.buy);
+          const { rows } = await c.query<{ last_sequence: number }>(
+            `INSERT INTO ${this.schema}.channel_report_streams (stream_key, last_sequence)
+             VALUES ($1, 1)
+             ON CONFLICT (stream_key) DO UPDATE
+               SET last_sequence = ${this.schema}.channel_report_streams.last_sequence + 1
+             RETURNING last_sequence`,
+            [stream],
+          );
+          events.push(aggregatedReportEvent(group, stream, rows[0]!.last_sequence));
+        }
+      }
+      return events.length > 0 ? (await this.sink.enqueue(events, c)).length : 0;
+    });
   }
 }
 

@@ -85,4 +85,14 @@ export const CHANNEL_MIGRATIONS: Migration[] = [
         WHERE terminal_status IS NULL AND flight_end IS NOT NULL;
     `,
   },
+  {
+    // Aggregated reports (opt-in): sequence_number per stream of identical registrations.
+    id: 'ch_003_report_streams',
+    sql: (s) => `
+      CREATE TABLE ${s}.channel_report_streams (
+        stream_key text PRIMARY KEY,
+        last_sequence integer NOT NULL
+      );
+    `,
+  },
 ];

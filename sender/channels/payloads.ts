@@ -96,33 +96,12 @@ export function reportEvent(buy: BuyChannels, fire: ReportFire): OutboundEvent {
   const fireTime = new Date(fire.now).toISOString();
   if ('rows' in fire.data) return suppliedReportEvent(buy, config, fire, fire.data, fireTime);
   const late = isLate(fire.data);
-  const row: Record<string, unknown> = { media_buy_id: buy.media_buy_id };
-  if (isLate(fire.data)) {
-    row.status = 'reporting_delayed';
-    if (fire.data.expectedAvailability) row.expected_availability = fire.data.expectedAvailability;
-    row.totals = { spend: 0 };
-    row.by_package = [];
-  } else {
-    row.status = fire.data.status;
-    if (fire.data.pricing_model !== undefined) row.pricing_model = fire.data.pricing_model;
-    if (fire.data.pacing_index !== undefined) row.pacing_index = fire.data.pacing_index;
-    const requested = config.requested_metrics;
-    row.totals = onlyRequested(fire.data.totals, requested);
-    row.by_package = fire.data.by_package.map((p) => onlyRequested(p, requested));
-  }
-  if (fire.type === 'adjusted' || fire.type === 'window_update') row.is_adjusted = true;
-  if (fire.type === 'final') {
-    if (fire.terminalStatus && !late) row.status = fire.terminalStatus;
-    row.is_final = !late;
-    if (!late) row.finalized_at = fireTime;
-  }
-  const currency = fire.data.currency ?? buy.currency ?? 'USD';
   const result: Record<string, unknown> = {
     notification_type: fire.type,
     sequence_number: fire.sequenceNumber,
     reporting_period: fire.period,
-    currency,
-    media_buy_deliveries: [row],
+    currency: reportCurrency(buy, fire),
+    media_buy_deliveries: [deliveryRow(buy, fire)],
   };
   if (late) {
     result.partial_data = true;
@@ -130,6 +109,42 @@ export function reportEvent(buy: BuyChannels, fire: ReportFire): OutboundEvent {
   }
   if (fire.type !== 'final' && fire.nextExpectedAt) result.next_expected_at = fire.nextExpectedAt;
   return reportEnvelopeEvent(buy, config, fire, result, fireTime);
+}
+
+/** The report's `currency`: the data's, else the buy's last known one. */
+export function reportCurrency(buy: BuyChannels, fire: Pick<ReportFire, 'data'>): string {
+  return fire.data.currency ?? buy.currency ?? 'USD';
+}
+
+/** The buy's row of `media_buy_deliveries` for a fire from the data source. */
+export function deliveryRow(
+  buy: BuyChannels,
+  fire: Pick<ReportFire, 'type' | 'data' | 'now' | 'terminalStatus'>,
+): Record<string, unknown> {
+  const data = fire.data;
+  if ('rows' in data) throw new Error('a supplied report carries its own rows');
+  const late = isLate(data);
+  const row: Record<string, unknown> = { media_buy_id: buy.media_buy_id };
+  if (isLate(data)) {
+    row.status = 'reporting_delayed';
+    if (data.expectedAvailability) row.expected_availability = data.expectedAvailability;
+    row.totals = { spend: 0 };
+    row.by_package = [];
+  } else {
+    row.status = data.status;
+    if (data.pricing_model !== undefined) row.pricing_model = data.pricing_model;
+    if (data.pacing_index !== undefined) row.pacing_index = data.pacing_index;
+    const requested = buy.reporting_config?.requested_metrics;
+    row.totals = onlyRequested(data.totals, requested);
+    row.by_package = data.by_package.map((p) => onlyRequested(p, requested));
+  }
+  if (fire.type === 'adjusted' || fire.type === 'window_update') row.is_adjusted = true;
+  if (fire.type === 'final') {
+    if (fire.terminalStatus && !late) row.status = fire.terminalStatus;
+    row.is_final = !late;
+    if (!late) row.finalized_at = new Date(fire.now).toISOString();
+  }
+  return row;
 }
 
 function suppliedReportEvent(

@@ -6,6 +6,11 @@ t.test('channel options come from the environment, within the spec ceilings', as
   const defaults = channelOptionsFromConfig(loadConfig({}));
   t.same(defaults.coalescence, { generalSeconds: 300, latencySensitiveSeconds: 0 });
   t.equal(defaults.reportingClock?.tickIntervalMs, 1000);
+  t.equal(defaults.aggregateReports, false, 'aggregated reports are opt-in');
+  t.equal(
+    channelOptionsFromConfig(loadConfig({ SVC_REPORT_AGGREGATION: '1' })).aggregateReports,
+    true,
+  );
   const set = channelOptionsFromConfig(
     loadConfig({
       SVC_IMPAIRMENT_WINDOW_SECONDS: '60',
@@ -22,6 +27,7 @@ t.test('channel options come from the environment, within the spec ceilings', as
     ['SVC_IMPAIRMENT_FAST_WINDOW_SECONDS', '60'],
     ['SVC_IMPAIRMENT_WINDOW_SECONDS', '-1'],
     ['SVC_CHANNEL_TICK_MS', 'often'],
+    ['SVC_REPORT_AGGREGATION', 'yes'],
   ] as const) {
     const err = t.throws(() => loadConfig({ [name]: value })) as unknown;
     t.type(err, ConfigError, `${name}=${value}`);
