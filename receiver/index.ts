@@ -32,6 +32,16 @@ export {
 export { Sidecar, type SidecarOptions, type SidecarTarget } from './sidecar/server.js';
 export { verifierDependencies } from './sidecar/dependencies.js';
 export {
+  TrustedKeyResolver,
+  type TrustedKeyResolverOptions,
+} from './keys/trusted-key-resolver.js';
+export { PgReplayStore } from './replay/pg-replay-store.js';
+export {
+  AdmissionTracker,
+  type AdmissionOptions,
+  type KeyObserver,
+} from './admission/tracker.js';
+export {
   loadTrustFile,
   parseTrust,
   routeRegistration,

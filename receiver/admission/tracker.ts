@@ -32,6 +32,15 @@ export const ALL_SENDERS = '*';
 /** `threshold_tuning_overdue` after this long at a shipped default. */
 export const TUNING_GRACE_MS = 30 * DAY_MS;
 
+/**
+ * Told of each keyid whose signature verified (cheap, synchronous). The pipeline calls it
+ * after the signature and digest checks, so forged traffic naming a published but unused
+ * kid cannot count as a new keyid.
+ */
+export interface KeyObserver {
+  observe(keyid: string, senderId: string): void;
+}
+
 export interface AdmissionOptions {
   pool: Pool;
   /** PostgreSQL schema (default `receiver`). */
@@ -70,7 +79,7 @@ interface Pending {
   at: number;
 }
 
-export class AdmissionTracker {
+export class AdmissionTracker implements KeyObserver {
   readonly alarms: Counter<'clause' | 'scope'>;
   readonly alarmState: Gauge<'clause' | 'scope'>;
   readonly window: Gauge<'scope'>;

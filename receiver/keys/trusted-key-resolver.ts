@@ -34,11 +34,6 @@ import {
   type FetchSettings,
 } from './remote-key-set.js';
 
-/** Told once per resolved keyid (cheap, synchronous): new-keyid admission tracking. */
-export interface KeyObserver {
-  observe(keyid: string, senderId: string): void;
-}
-
 export interface TrustedKeyResolverOptions extends Partial<CachePolicy> {
   /** Transport (default: safeFetch from shared/net, with its SSRF guard and IP pinning). */
   fetch?: RawFetch;
@@ -49,8 +44,6 @@ export interface TrustedKeyResolverOptions extends Partial<CachePolicy> {
   connectTimeoutMs?: number;
   totalTimeoutMs?: number;
   logger?: Logger;
-  /** Sees every keyid that resolved (receiver/admission). */
-  observer?: KeyObserver;
 }
 
 interface KeySource {
@@ -154,7 +147,6 @@ export class TrustedKeyResolver implements KeyResolver {
   private readonly byId: Map<string, Sender>;
   private readonly clock: Clock;
   private readonly logger: Logger | undefined;
-  private readonly observer: KeyObserver | undefined;
   /** kid -> sender id of the last successful resolution (revocation lists are per sender). */
   private readonly lastSender = new Map<string, string>();
 
@@ -162,7 +154,6 @@ export class TrustedKeyResolver implements KeyResolver {
     const policy = clampPolicy(opts);
     this.clock = opts.clock ?? Date.now;
     this.logger = opts.logger;
-    this.observer = opts.observer;
     const settings: FetchSettings = {
       fetch: opts.fetch,
       allowLoopback: opts.allowLoopback,
@@ -237,7 +228,6 @@ export class TrustedKeyResolver implements KeyResolver {
       }
     }
     this.lastSender.set(keyid, sender.id);
-    this.observer?.observe(keyid, sender.id);
     return { jwk, senderId: sender.id };
   }
 

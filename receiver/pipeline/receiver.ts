@@ -30,6 +30,7 @@ import { parseWebhookPayload, type WebhookEvent } from '../../shared/envelope/pa
 import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
 import { IdempotencyStore, type Claim, type ProtocolVersion } from '../idempotency/store.js';
 import { TaskConvergence, type OrderingDecision } from '../ordering/convergence.js';
+import type { KeyObserver } from '../admission/tracker.js';
 import type { Publisher, ReceivedEvent } from '../publish/types.js';
 import type { RouteDecision } from '../trust/trust-file.js';
 import { authenticate, type Authenticated } from './auth.js';
@@ -93,6 +94,8 @@ export interface WebhookReceiverOptions {
   /** Seconds in the Retry-After of a 503 (default 5). */
   retryAfterSeconds?: number;
   metrics?: ReceiverMetrics;
+  /** New-keyid admission tracking, told of each keyid once its signature verified. */
+  admission?: KeyObserver;
   /**
    * Wait for the WAL flush when committing claims and done-marks (default false). Off, a
    * database crash can cost at most one extra publication of a key delivered again, never
@@ -310,6 +313,7 @@ export class WebhookReceiver {
       throw err;
     }
     this.metrics.verified.inc();
+    if (auth.keyid !== null) this.o.admission?.observe(auth.keyid, auth.sender);
     // Every exit from here on first settles step 13 (the nonce insert), except the claim
     // path, which runs it concurrently with the claim.
     const burn = async (

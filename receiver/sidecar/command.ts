@@ -161,6 +161,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     keys: deps.keys,
     revocation: deps.revocation,
     replay: deps.replay,
+    admission: deps.admission,
     advertisedHorizonSeconds: deps.advertisedHorizonSeconds,
     queueToken: config.SVC_RECEIVER_QUEUE_TOKEN,
     scheme: scheme as 'http' | 'https' | undefined,

@@ -2,7 +2,7 @@
  * The verifier's collaborators for the sidecar, built from the trust file: key resolution
  * over every trusted sender, the polled revocation lists, the durable (keyid, nonce)
  * replay cache in PostgreSQL, shared by every sidecar instance on the same database, and
- * new-keyid admission tracking, told of every keyid the resolver resolves.
+ * new-keyid admission tracking (which the sidecar tells of every keyid that verified).
  */
 import type { BrandProfile } from '../../shared/brand.js';
 import type { Logger } from '../../shared/infra/logger.js';
@@ -50,7 +50,6 @@ export async function verifierDependencies(o: {
   const keys = new TrustedKeyResolver(o.trust, {
     logger: o.logger,
     allowLoopback: o.allowLoopback,
-    observer: admission,
   });
   // Keys and capabilities (advertised retry horizons) are fetched ahead of the first
   // delivery; a failure here is only logged, and retried when a delivery needs them.

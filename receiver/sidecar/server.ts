@@ -12,6 +12,7 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
 import { receiverRequest, writeReceiverResponse } from '../http.js';
+import type { KeyObserver } from '../admission/tracker.js';
 import type { ProtocolVersion } from '../idempotency/store.js';
 import { ReceiverMetrics } from '../pipeline/metrics.js';
 import { WebhookReceiver } from '../pipeline/receiver.js';
@@ -35,6 +36,8 @@ export interface SidecarOptions {
   keys: KeyResolver;
   revocation?: RevocationCheck;
   replay: ReplayStore;
+  /** New-keyid admission tracking (receiver/admission), told of every verified keyid. */
+  admission?: KeyObserver;
   /** Bearer token of the queue pull API; without it the API is off. */
   queueToken?: string;
   /** Scheme the senders sign (a TLS-terminating proxy in front: `https`). */
@@ -106,6 +109,7 @@ export class Sidecar {
       keys: o.keys,
       revocation: o.revocation,
       replay: o.replay,
+      admission: o.admission,
       route: (path) => routeRegistration(o.trust, path),
       publisher,
       logger: log,

@@ -40,6 +40,7 @@ t.test('resolved keyids are tracked and exported on /metrics', async (t) => {
     schema,
     keys: deps.keys,
     replay: deps.replay,
+    admission: deps.admission,
     purgeIntervalMs: 0,
   });
   deps.admission.attachMetrics(sidecar.metrics.registry);
@@ -50,6 +51,19 @@ t.test('resolved keyids are tracked and exported on /metrics', async (t) => {
   });
   const url = `${sidecar.url}/hooks/x`;
   const body = Buffer.from(JSON.stringify(envelope()));
+
+  // A forgery naming the published kid, signed with another key: refused, and not counted
+  // (the pipeline tells the tracker only after the signature verified).
+  const forger = await signingKey(key.kid);
+  const forged = await post(
+    url,
+    body,
+    signWebhook({ method: 'POST', url, body }, { key: forger, profile }),
+  );
+  t.equal(forged.status, 401);
+  t.match(forged.headers['www-authenticate'], /webhook_signature_invalid/);
+  t.equal(await deps.admission.flush(), 0, 'a forged signature admits no keyid');
+
   const res = await post(url, body, signWebhook({ method: 'POST', url, body }, { key, profile }));
   t.equal(res.status, 200);
   t.equal(await deps.admission.flush(), 1);

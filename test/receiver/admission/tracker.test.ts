@@ -175,9 +175,8 @@ t.test('a burst of new keyids over HTTP: alarms name the clause, nothing is revo
   );
   const resolver = new TrustedKeyResolver(
     parseTrust({ senders: [{ id: 'seller', jwks: jwksOf(...keys) }] }),
-    { observer: tracker },
   );
-  const { deliver, events } = await receiverOver(t, pool, schema, resolver);
+  const { deliver, events } = await receiverOver(t, pool, schema, resolver, undefined, tracker);
   for (const k of keys) t.equal((await deliver(k)).status, 200);
   await tracker.flush();
   const ev = await tracker.evaluate();

@@ -4,6 +4,7 @@
  * that serves chosen host names from a local document server (real HTTP, names pinned to
  * 127.0.0.1) so registrable-domain rules can be exercised with real domain names.
  */
+import type { KeyObserver } from '../../../receiver/admission/tracker.js';
 import { randomBytes } from 'node:crypto';
 import type { Test } from 'tap';
 import type { RawFetch } from '../../../receiver/keys/fetch-json.js';
@@ -57,6 +58,7 @@ export async function receiverOver(
   schema: string,
   keys: KeyResolver,
   retryHorizonSeconds?: (sender: string) => number | undefined,
+  admission?: KeyObserver,
 ): Promise<{
   events: ReceivedEvent[];
   receiver: WebhookReceiver;
@@ -74,6 +76,7 @@ export async function receiverOver(
       events.push(e);
     }),
     retryHorizonSeconds,
+    admission,
   });
   await receiver.migrate();
   const { url, server } = await listen(receiver);
