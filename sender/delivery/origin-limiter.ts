@@ -26,6 +26,8 @@ export interface SharedSlotsOptions {
   ttlMs?: number;
   /** Unused leased slots go back after this long (default 250 ms). */
   lingerMs?: number;
+  /** How long a job may wait for a busy slot of this process before it is refused (100 ms). */
+  queueWaitMs?: number;
   /** Errors talking to Redis (admission then waits; nothing is sent over the limit). */
   onError?: (err: unknown) => void;
 }
@@ -39,6 +41,8 @@ interface OriginState {
   leasing: Promise<number> | null;
   /** Acquirers waiting for a lease call. */
   waiting: number;
+  /** Acquirers waiting for a slot of this process to come back. */
+  queue: Array<() => void>;
 }
 
 /** Takes up to ARGV[2] free slots of ARGV[1], each leased for ARGV[3] ms; returns how many. */
@@ -107,7 +111,10 @@ function script(
 export class OriginLimiter {
   private readonly origins = new Map<string, OriginState>();
   private readonly pausedUntil = new Map<string, number>();
-  private readonly shared: Required<Omit<SharedSlotsOptions, 'onError' | 'limit'>> | null;
+  private readonly shared: Required<
+    Omit<SharedSlotsOptions, 'onError' | 'limit' | 'queueWaitMs'>
+  > | null;
+  private readonly queueWaitMs: number;
   private readonly limit: number;
   private readonly onError: (err: unknown) => void;
   private readonly owner = randomBytes(6).toString('base64url');
@@ -136,6 +143,7 @@ export class OriginLimiter {
       : null;
     this.onError = shared?.onError ?? (() => {});
     this.limit = Math.max(1, shared?.limit ?? perOrigin);
+    this.queueWaitMs = shared?.queueWaitMs ?? 100;
     // Leases come in blocks of a quarter of the limit: a busy origin costs a Redis call
     // per block, a slow one (small limit) leases one slot at a time.
     this.block = Math.max(1, Math.ceil(perOrigin / 4));
@@ -144,13 +152,13 @@ export class OriginLimiter {
   private state(origin: string): OriginState {
     let s = this.origins.get(origin);
     if (!s) {
-      s = { active: 0, held: [], peak: 0, leasing: null, waiting: 0 };
+      s = { active: 0, held: [], peak: 0, leasing: null, waiting: 0, queue: [] };
       this.origins.set(origin, s);
     }
     return s;
   }
 
-  private pausedFor(origin: string, now: number): number {
+  private pausedFor(origin: string, now = Date.now()): number {
     const until = this.pausedUntil.get(origin);
     if (until === undefined) return 0;
     if (until > now) return until - now;
@@ -168,6 +176,7 @@ export class OriginLimiter {
         if (released) return;
         released = true;
         s.active--;
+        s.queue.shift()?.();
       },
     };
   }
@@ -197,8 +206,8 @@ export class OriginLimiter {
     const local = this.tryAcquire(origin, now);
     if (local.ok || !this.shared) return local;
     const s = this.state(origin);
-    // Refused for want of a leased slot, not paused nor at the limit: lease more.
-    if (this.pausedFor(origin, now) > 0 || s.held.length >= this.perOrigin) return local;
+    // Refused for want of a free leased slot (not paused): lease more, or wait for one.
+    if (this.pausedFor(origin, now) > 0) return local;
     return this.leaseAndAdmit(origin, s);
   }
 
@@ -208,14 +217,42 @@ export class OriginLimiter {
       // Acquirers arriving together share lease calls; one that found its call's grant
       // taken by the others asks again while the origin has room (bounded by the limit).
       for (let i = 0; i <= this.perOrigin; i++) {
-        if (s.active < s.held.length && s.active < this.perOrigin) return this.admit(s);
+        if (this.free(s)) return this.admit(s);
         if (s.held.length >= this.perOrigin) break;
         if ((await this.lease(origin, s)) === 0) break;
       }
-      return s.active < s.held.length && s.active < this.perOrigin ? this.admit(s) : this.full();
     } finally {
       s.waiting--;
     }
+    if (this.free(s)) return this.admit(s);
+    // Every slot the origin has is taken. While this process holds some, a few jobs (a
+    // block's worth) wait briefly for one of them to come back instead of going round
+    // the delayed set; the rest, and these after `queueWaitMs`, are refused.
+    const deadline = Date.now() + this.queueWaitMs;
+    while (s.held.length > 0 && s.queue.length < this.block && this.pausedFor(origin) === 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      const woken = await new Promise<boolean>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        const timer = setTimeout(() => {
+          const i = s.queue.indexOf(wake);
+          if (i >= 0) s.queue.splice(i, 1);
+          resolve(false);
+        }, left);
+        s.queue.push(wake);
+      });
+      if (this.free(s)) return this.admit(s);
+      if (!woken) break;
+    }
+    return this.full();
+  }
+
+  /** A leased slot of this process is free. */
+  private free(s: OriginState): boolean {
+    return s.active < s.held.length && s.active < this.perOrigin;
   }
 
   /**
@@ -309,7 +346,13 @@ export class OriginLimiter {
             }),
           );
         }
-        if (s.held.length === 0 && s.active === 0 && !s.leasing && s.waiting === 0) {
+        if (
+          s.held.length === 0 &&
+          s.active === 0 &&
+          !s.leasing &&
+          s.waiting === 0 &&
+          !s.queue.length
+        ) {
           this.origins.delete(origin);
         }
       }

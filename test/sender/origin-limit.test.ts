@@ -85,6 +85,25 @@ t.test('two limiters on one Redis share the limit; released slots move over', as
   t.equal(paused.ok, false);
 });
 
+t.test('a job waits briefly for a busy slot of its process, then is refused', async (t) => {
+  const prefix = `{${uniqueName('olim')}}`;
+  const redis = redisFor(t, prefix);
+  const l = new OriginLimiter(1, () => 0, { redis: () => redis, prefix, queueWaitMs: 5000 });
+  t.teardown(() => l.close());
+  const first = await l.acquire('https://one.example');
+  t.ok(first.ok);
+  const waiting = l.acquire('https://one.example');
+  const other = await l.acquire('https://two.example');
+  t.ok(other.ok, 'another origin is not held up by the waiter');
+  if (first.ok) first.release();
+  const second = await waiting;
+  t.ok(second.ok, 'the released slot went to the waiting job');
+  const quick = new OriginLimiter(1, () => 0, { redis: () => redis, prefix, queueWaitMs: 20 });
+  t.teardown(() => quick.close());
+  const refused = await quick.acquire('https://one.example');
+  t.equal(refused.ok, false, 'no slot of its own to wait for: refused at once');
+});
+
 t.test('a SIGKILLed process leaves its slots to expire', async (t) => {
   const prefix = `{${uniqueName('olim')}}`;
   const redis = redisFor(t, prefix);
