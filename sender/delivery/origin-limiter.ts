@@ -166,7 +166,7 @@ export class OriginLimiter {
     return 0;
   }
 
-  private admit(s: OriginState): Admission {
+  private admit(s: OriginState, origin: string): Admission {
     s.active++;
     if (s.active > s.peak) s.peak = s.active;
     let released = false;
@@ -177,6 +177,8 @@ export class OriginLimiter {
         released = true;
         s.active--;
         s.queue.shift()?.();
+        // In-process mode has no sweeper: an idle origin is forgotten at once.
+        if (!this.shared && s.active === 0) this.origins.delete(origin);
       },
     };
   }
@@ -195,7 +197,7 @@ export class OriginLimiter {
     const s = this.state(origin);
     if (s.active >= this.perOrigin) return this.full();
     if (this.shared && s.active >= s.held.length) return this.full();
-    return this.admit(s);
+    return this.admit(s, origin);
   }
 
   /**
@@ -217,14 +219,14 @@ export class OriginLimiter {
       // Acquirers arriving together share lease calls; one that found its call's grant
       // taken by the others asks again while the origin has room (bounded by the limit).
       for (let i = 0; i <= this.perOrigin; i++) {
-        if (this.free(s)) return this.admit(s);
+        if (this.free(s)) return this.admit(s, origin);
         if (s.held.length >= this.perOrigin) break;
         if ((await this.lease(origin, s)) === 0) break;
       }
     } finally {
       s.waiting--;
     }
-    if (this.free(s)) return this.admit(s);
+    if (this.free(s)) return this.admit(s, origin);
     // Every slot the origin has is taken. While this process holds some, a few jobs (a
     // block's worth) wait briefly for one of them to come back instead of going round
     // the delayed set; the rest, and these after `queueWaitMs`, are refused.
@@ -244,7 +246,7 @@ export class OriginLimiter {
         }, left);
         s.queue.push(wake);
       });
-      if (this.free(s)) return this.admit(s);
+      if (this.free(s)) return this.admit(s, origin);
       if (!woken) break;
     }
     return this.full();
