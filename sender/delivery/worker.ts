@@ -68,7 +68,7 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   /** Purge period (finished outbox rows past the horizon, activity past 30 days); 0 disables. Default 1 h. */
   purgeEveryMs?: number;
   onAttempt?: (report: AttemptReport) => void;
-  /** Start consuming at once (default true). */
+  /** Start consuming at once (default true); otherwise call `start()`. */
   autorun?: boolean;
 }
 
@@ -100,6 +100,7 @@ export class DeliveryWorker {
   private readonly slots: Semaphore;
   private readonly leaseMs: number;
   private closed = false;
+  private started: Promise<void> | null = null;
 
   constructor(options: DeliveryWorkerOptions) {
     this.options = options;
@@ -135,10 +136,12 @@ export class DeliveryWorker {
         stalledInterval: options.stalledIntervalMs ?? 30_000,
         // Running a stalled job again is safe (same row, same key, same bytes).
         maxStalledCount: 1000,
-        autorun: options.autorun ?? true,
+        // Jobs are taken only once `start()` has warmed the connections up.
+        autorun: false,
       },
     );
     this.worker.on('error', (err) => this.logger.error({ err }, 'delivery worker error'));
+    if (options.autorun ?? true) void this.start();
     const reconcileEvery = options.reconcileEveryMs ?? 30_000;
     if (reconcileEvery > 0) this.every(reconcileEvery, () => this.reconcile().then(() => {}));
     const purgeEvery = options.purgeEveryMs ?? 3_600_000;
@@ -148,6 +151,42 @@ export class DeliveryWorker {
         await options.activity?.purge();
       });
     }
+  }
+
+  /**
+   * Connects (Redis, the claim and settle sessions, each with its statements run once)
+   * and signs a few times before taking the first job: a cold worker would otherwise take
+   * jobs a warm one could send sooner, and make their first attempts wait on connection
+   * set-up. Resolves once jobs are being taken; a warm-up that fails or takes over 5 s is
+   * logged and the worker runs anyway (each part retries by itself).
+   */
+  start(): Promise<void> {
+    this.started ??= (async () => {
+      const probe = Buffer.from('{}');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([
+          this.worker.waitUntilReady(),
+          this.outbox.warmUp(),
+          Promise.resolve().then(() => {
+            for (let i = 0; i < 20; i++) {
+              attemptHeaders('https://warm-up.invalid/', probe, { mode: 'rfc9421' }, this.signer);
+            }
+          }),
+        ]),
+        // A database or Redis that is down must not keep the worker from starting.
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('warm-up took over 5 s')), 5000);
+        }),
+      ])
+        .catch((err: unknown) => this.logger.warn({ err }, 'delivery worker warm-up failed'))
+        .finally(() => clearTimeout(timer));
+      if (this.closed) return;
+      this.worker.run().catch((err: unknown) => {
+        this.logger.error({ err }, 'delivery worker stopped taking jobs');
+      });
+    })();
+    return this.started;
   }
 
   private every(ms: number, fn: () => Promise<void>): void {

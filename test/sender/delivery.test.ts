@@ -133,6 +133,21 @@ t.test('an attempt in flight reads as one pending record, completed in place', a
   t.equal(rows[0].n, 1);
 });
 
+t.test('a worker made with autorun false takes jobs only once started', async (t) => {
+  const h = await senderHarness(t);
+  const rx = await startReceiver();
+  t.teardown(() => rx.close());
+  const w = h.startWorker({ autorun: false });
+  const [id] = await h.outbox.enqueue([event(rx.url)]);
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(rx.received.length, 0, 'nothing sent before start()');
+  t.equal((await h.queue.depth()).waiting, 1, 'the job still waits');
+  await w.start();
+  t.equal(await w.start().then(() => 'same'), 'same', 'start() twice is harmless');
+  t.equal(await h.waitForState(id!), 'delivered');
+  t.equal(rx.received.length, 1);
+});
+
 t.test('409 stops the key; the next event to the same target is still delivered', async (t) => {
   const h = await senderHarness(t);
   const rx = await startReceiver((_r, i) => ({ status: i === 0 ? 409 : 200 }));
