@@ -1,17 +1,14 @@
 /**
- * The sidecar wiring of admission tracking (as `svc receiver` builds it): every keyid the
- * trust-file resolver resolves reaches the tracker, and its metrics are on the sidecar's
+ * The sidecar wiring of admission tracking (as `svc receiver` builds it): every keyid whose
+ * signature verified reaches the tracker, and its metrics are on the sidecar's
  * own /metrics. Real sidecar, real HTTP, real keys, real PostgreSQL.
  */
 import t from 'tap';
 import { request } from 'undici';
-import { verifierDependencies } from '../../../receiver/sidecar/dependencies.js';
-import { Sidecar } from '../../../receiver/sidecar/server.js';
 import { parseTrust } from '../../../receiver/trust/trust-file.js';
-import { silentLogger } from '../../../shared/infra/logger.js';
 import { signWebhook } from '../../../shared/signing/sign.js';
 import { testDatabase } from '../../helpers/db.js';
-import { startApp } from '../support/app.js';
+import { startTrustedSidecar } from '../support/trusted-sidecar.js';
 import { envelope } from '../support/fixtures.js';
 import { post } from '../support/server.js';
 import { jwksOf, profile, signingKey } from '../keys/e2e.js';
@@ -21,34 +18,14 @@ const { pool, schema } = testDatabase(t, 'radmside');
 t.test('resolved keyids are tracked and exported on /metrics', async (t) => {
   const key = await signingKey('sidecar-admission-k');
   const trust = parseTrust({ senders: [{ id: 'seller', jwks: jwksOf(key) }] });
-  const deps = await verifierDependencies({
+  const { sidecar, deps } = await startTrustedSidecar(t, {
     trust,
     profile,
     pool,
-    logger: silentLogger,
     schema,
     admission: { evaluateEveryMs: 0, flushDelayMs: 60_000 },
   });
-  const app = await startApp();
-  const sidecar = await Sidecar.start({
-    port: 0,
-    trust,
-    profile,
-    protocolVersion: '3.2',
-    target: { forward: app.url },
-    pool,
-    schema,
-    keys: deps.keys,
-    replay: deps.replay,
-    admission: deps.admission,
-    purgeIntervalMs: 0,
-  });
   deps.admission.attachMetrics(sidecar.metrics.registry);
-  t.teardown(async () => {
-    await sidecar.close();
-    await deps.close();
-    await app.close();
-  });
   const url = `${sidecar.url}/hooks/x`;
   const body = Buffer.from(JSON.stringify(envelope()));
 

@@ -7,14 +7,11 @@
  * real keys, real PostgreSQL.
  */
 import t from 'tap';
-import { verifierDependencies } from '../../../receiver/sidecar/dependencies.js';
-import { Sidecar } from '../../../receiver/sidecar/server.js';
 import { parseTrust } from '../../../receiver/trust/trust-file.js';
-import { silentLogger } from '../../../shared/infra/logger.js';
 import { signWebhook } from '../../../shared/signing/sign.js';
 import type { SigningKey } from '../../../shared/signing/keys.js';
 import { testDatabase } from '../../helpers/db.js';
-import { startApp } from '../support/app.js';
+import { startTrustedSidecar } from '../support/trusted-sidecar.js';
 import { envelope } from '../support/fixtures.js';
 import { post } from '../support/server.js';
 import { docServer, manualClock } from './doc-server.js';
@@ -56,33 +53,12 @@ t.test('retention follows the advertised horizon, the trust file overriding', as
       sender('later', { capabilities_url: srv.url('/later/caps.json') }),
     ],
   });
-  const deps = await verifierDependencies({
+  const { sidecar, deps } = await startTrustedSidecar(t, {
     trust,
     profile,
     pool,
-    logger: silentLogger,
     schema,
     allowLoopback: true,
-  });
-  const app = await startApp();
-  const sidecar = await Sidecar.start({
-    port: 0,
-    trust,
-    profile,
-    protocolVersion: '3.2',
-    target: { forward: app.url },
-    pool,
-    schema,
-    keys: deps.keys,
-    revocation: deps.revocation,
-    replay: deps.replay,
-    advertisedHorizonSeconds: deps.advertisedHorizonSeconds,
-    purgeIntervalMs: 0,
-  });
-  t.teardown(async () => {
-    await sidecar.close();
-    await deps.close();
-    await app.close();
   });
 
   const deliver = async (id: string) => {
