@@ -29,6 +29,7 @@ import { EnvelopeError } from '../../shared/envelope/errors.js';
 import { parseWebhookPayload, type WebhookEvent } from '../../shared/envelope/parse.js';
 import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
 import { IdempotencyStore, type Claim, type ProtocolVersion } from '../idempotency/store.js';
+import { channelNotificationType } from '../ordering/channel-notification.js';
 import { TaskConvergence, type OrderingDecision } from '../ordering/convergence.js';
 import type { KeyObserver } from '../admission/tracker.js';
 import type { Publisher, ReceivedEvent } from '../publish/types.js';
@@ -380,7 +381,8 @@ export class WebhookReceiver {
     const { args, owner } = this.idempotency.claimArgs({ sender, key, fingerprint: fp });
     const obs = this.convergence.callArgs({
       sender,
-      taskId: event.taskId,
+      // Reports and impairments are not task results: no ordering or convergence for them.
+      taskId: channelNotificationType(event) === null ? event.taskId : null,
       key,
       at: event.timestamp,
       status: event.status,

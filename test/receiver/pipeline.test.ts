@@ -458,3 +458,66 @@ t.test('refused before the body is read: answered at once, connection closed', a
   t.ok(text.status === 415 || text.status === -1);
   t.equal((await post(url + '/x', '', {}, 'GET')).status, 405, 'still serving');
 });
+
+t.test('delivery reports and impairments are not task results: no 409, no stale', async (t) => {
+  const { deliver, events } = await setup(t);
+  const buyTask = `t-buy-${newKey()}`;
+  // The buy's own create result settles first.
+  const created = envelope({
+    task_id: buyTask,
+    task_type: 'create_media_buy',
+    status: 'completed',
+    result: { media_buy_id: 'mb-1', packages: [] },
+  });
+  t.equal((await deliver(created)).status, 200);
+  const report = (seq: number, at: string) =>
+    envelope({
+      task_id: buyTask,
+      task_type: 'media_buy_delivery',
+      status: 'completed',
+      timestamp: at,
+      result: {
+        notification_type: 'scheduled',
+        sequence_number: seq,
+        reporting_period: { start: '2026-05-26T00:00:00Z', end: '2026-05-26T01:00:00Z' },
+        currency: 'USD',
+        media_buy_deliveries: [],
+      },
+    });
+  t.equal((await deliver(report(1, '2026-05-26T01:05:00Z'))).status, 200, 'first report');
+  t.equal((await deliver(report(2, '2026-05-26T02:05:00Z'))).status, 200, 'second report');
+  t.equal(
+    (await deliver(report(3, '2026-05-26T00:30:00Z'))).status,
+    200,
+    'a report arriving out of order',
+  );
+  const impairment = envelope({
+    task_id: buyTask,
+    task_type: 'create_media_buy',
+    status: 'completed',
+    notification_id: 'imp-1',
+    result: { notification_type: 'impairment', impairment_id: 'imp-1', health: 'impaired' },
+  });
+  t.equal((await deliver(impairment)).status, 200, 'an impairment under the buy task id');
+  const again = { ...impairment, idempotency_key: newKey() };
+  t.equal((await deliver(again)).status, 200, 'its re-emission');
+
+  t.equal(events.length, 6, 'every one published');
+  t.same(
+    events.slice(1).map((e) => [e.stale, e.terminal]),
+    Array.from({ length: 5 }, () => [false, false]),
+    'none stale, none read as the terminal result',
+  );
+  t.same(
+    events.slice(4).map((e) => e.reEmission),
+    [false, true],
+    'the impairment re-emission is surfaced',
+  );
+  // The task's own convergence still holds: a different create result is a conflict.
+  const other = envelope({
+    task_id: buyTask,
+    task_type: 'create_media_buy',
+    status: 'failed',
+  });
+  t.equal((await deliver(other)).status, 409);
+});
