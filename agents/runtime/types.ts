@@ -34,6 +34,9 @@ export interface AgentNotifications {
     principalId: string;
     pushNotificationConfig?: Record<string, unknown> | null;
     reportingWebhook?: Record<string, unknown> | null;
+    /** The flight (ISO 8601): reports stop at its end, with the final one. */
+    flightStart?: string;
+    flightEnd?: string;
     client?: PoolClient;
   }): Promise<void>;
   impairmentObserved(input: {

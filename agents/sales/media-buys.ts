@@ -342,6 +342,8 @@ async function createMediaBuy(params: z.output<typeof CreateMediaBuySchema>, ctx
         ? { pushNotificationConfig: ctx.request.pushNotificationConfig }
         : {}),
       ...(reporting ? { reportingWebhook: reporting } : {}),
+      flightStart: startAt.toISOString(),
+      flightEnd: endAt.toISOString(),
       client: ctx.db,
     });
   }
@@ -463,6 +465,8 @@ async function updateMediaBuy(
   const packages = await loadPackages(ctx.db, s, [buy.media_buy_id]);
   const changed: string[] = [];
 
+  // The reporting schedule ends with the flight: a new end_time moves the channels' end too.
+  let flightEnd: string | undefined;
   if (u.end_time !== undefined) {
     const end = new Date(u.end_time);
     if (end.getTime() <= Math.max(now.getTime(), buy.start_at.getTime())) {
@@ -474,6 +478,7 @@ async function updateMediaBuy(
       buy.media_buy_id,
       end,
     ]);
+    flightEnd = end.toISOString();
     changed.push('end_time');
   }
   if (u.budget_change !== undefined && u.budget_change !== 0) {
@@ -590,11 +595,25 @@ async function updateMediaBuy(
         principalId: buy.principal_id,
         ...(push !== undefined ? { pushNotificationConfig: push } : {}),
         ...(reporting !== undefined ? { reportingWebhook: reporting } : {}),
+        ...(flightEnd !== undefined ? { flightEnd } : {}),
         client: ctx.db,
       });
     }
     if (push !== undefined) changed.push('push_notification_config');
     if (reporting !== undefined) changed.push('reporting_webhook');
+  }
+  if (
+    flightEnd !== undefined &&
+    push === undefined &&
+    reporting === undefined &&
+    (buy.push_notification_config || buy.reporting_webhook)
+  ) {
+    await ctx.notifications.mediaBuyChannelsConfigured({
+      mediaBuyId: buy.media_buy_id,
+      principalId: buy.principal_id,
+      flightEnd,
+      client: ctx.db,
+    });
   }
   const fresh = await loadBuy(ctx.db, s, buy.media_buy_id, null);
   return {

@@ -96,6 +96,10 @@ t.test('typical sales flow with approval, webhooks and delivery', async (t) => {
   const channels = h.notifications.of('mediaBuyChannelsConfigured')[0]!;
   t.equal(channels.mediaBuyId, mediaBuyId);
   t.same(channels.pushNotificationConfig, push);
+  t.ok(
+    Date.parse(channels.flightEnd as string) > Date.parse(channels.flightStart as string),
+    'the flight goes with the channels, so the schedule ends with it',
+  );
   t.equal(
     (channels.reportingWebhook as { reporting_frequency: string }).reporting_frequency,
     'hourly',

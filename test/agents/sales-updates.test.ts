@@ -87,6 +87,19 @@ t.test('update_media_buy variants', async (t) => {
   t.equal(rotated.length, 1);
   t.match(rotated[0]!.reportingWebhook, { url: 'https://b.example/r2' });
   t.equal(rotated[0]!.pushNotificationConfig, undefined);
+  t.equal(rotated[0]!.flightEnd, new Date(START + 20 * HOUR).toISOString(), 'the new flight end');
+  const later = new Date(START + 21 * HOUR).toISOString();
+  await h.ok(
+    'sales',
+    'update_media_buy',
+    { media_buy_id: created.media_buy_id, updates: { end_time: later } },
+    c,
+  );
+  t.match(
+    h.notifications.of('mediaBuyChannelsConfigured')[1],
+    { flightEnd: later, reportingWebhook: undefined, pushNotificationConfig: undefined },
+    'an end_time alone moves the schedule end',
+  );
   const removed = await h.ok(
     'sales',
     'update_media_buy',
@@ -95,9 +108,23 @@ t.test('update_media_buy variants', async (t) => {
   );
   t.same(removed.changes_applied, ['reporting_webhook']);
   t.equal(
-    h.notifications.of('mediaBuyChannelsConfigured')[1]!.reportingWebhook,
+    h.notifications.of('mediaBuyChannelsConfigured')[2]!.reportingWebhook,
     null,
     'null removes the channel',
+  );
+  await h.ok(
+    'sales',
+    'update_media_buy',
+    {
+      media_buy_id: created.media_buy_id,
+      updates: { end_time: new Date(START + 20 * HOUR).toISOString() },
+    },
+    c,
+  );
+  t.equal(
+    h.notifications.of('mediaBuyChannelsConfigured').length,
+    3,
+    'no channels left: nothing to tell the sender',
   );
   const view = await h.ok('sales', 'get_media_buys', { buyer_refs: ['u1'] }, c);
   t.notOk('reporting_webhook' in (view.media_buys as Array<Record<string, unknown>>)[0]!);
