@@ -9,17 +9,10 @@
  * So they skip task ordering and terminal convergence; their delivery key is still claimed
  * once and their `notification_id` re-emissions are still tracked.
  */
+import { MEDIA_BUY_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
 import type { WebhookEvent } from '../../shared/envelope/parse.js';
 
-/** The media-buy surface's notification types (supplement §6.7 anchors). */
-const CHANNEL_NOTIFICATION_TYPES: ReadonlySet<string> = new Set([
-  'scheduled',
-  'final',
-  'delayed',
-  'adjusted',
-  'window_update',
-  'impairment',
-]);
+const CHANNEL_NOTIFICATION_TYPES: ReadonlySet<string> = new Set(MEDIA_BUY_NOTIFICATION_TYPES);
 
 /** The channel notification type of an event, or null for a task status notification. */
 export function channelNotificationType(event: WebhookEvent): string | null {

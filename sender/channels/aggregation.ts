@@ -18,12 +18,10 @@
  */
 import { fingerprint } from '../../shared/json/canonical.js';
 import type { OutboundEvent } from '../outbox/types.js';
-import { newIdempotencyKey } from '../outbox/keys.js';
-import { deliveryAuthFor } from './config-validation.js';
-import { channelEnvelope } from './envelope.js';
 import {
   deliveryRow,
   reportCurrency,
+  reportEnvelopeEvent,
   reportingOperationId,
   type BuyChannels,
   type ReportFire,
@@ -92,26 +90,12 @@ export function aggregatedReportEvent(
     media_buy_deliveries: group.map((f) => deliveryRow(f.buy, f.fire)),
   };
   if (fire.nextExpectedAt) result.next_expected_at = fire.nextExpectedAt;
-  const idempotencyKey = newIdempotencyKey();
-  const taskId = streamTaskId(stream);
-  const payload = channelEnvelope({
-    idempotencyKey,
-    operationId: reportingOperationId(buy),
-    taskId,
-    taskType: 'media_buy_delivery',
-    status: 'completed',
-    timestamp: new Date(fire.now).toISOString(),
-    ...(config.token !== undefined && { token: config.token }),
-    ...(buy.context && { context: buy.context }),
+  return reportEnvelopeEvent(
+    buy,
+    config,
+    { type: fire.type, sequenceNumber },
     result,
-  });
-  return {
-    target: { url: config.url, auth: deliveryAuthFor(config), channel: 'reporting' },
-    payload,
-    idempotencyKey,
-    notificationType: fire.type,
-    ...(buy.principal_id && { principalId: buy.principal_id }),
-    taskId,
-    sequenceNumber,
-  };
+    new Date(fire.now).toISOString(),
+    { taskId: streamTaskId(stream) },
+  );
 }

@@ -166,18 +166,27 @@ function suppliedReportEvent(
   return reportEnvelopeEvent(buy, config, fire, result, fireTime);
 }
 
-function reportEnvelopeEvent(
+/**
+ * The outbound event of a delivery report: the envelope under the reporting registration.
+ * `taskId` and `mediaBuyId` are the buy's own, or (aggregated reports) the stream's handle
+ * and none.
+ */
+export function reportEnvelopeEvent(
   buy: BuyChannels,
   config: ReportingWebhook,
-  fire: ReportFire,
+  fire: { type: ReportNotificationType; sequenceNumber: number },
   result: Record<string, unknown>,
   fireTime: string,
+  ids: { taskId: string; mediaBuyId?: string } = {
+    taskId: buy.task_id,
+    mediaBuyId: buy.media_buy_id,
+  },
 ): OutboundEvent {
   const idempotencyKey = newIdempotencyKey();
   const payload = channelEnvelope({
     idempotencyKey,
     operationId: reportingOperationId(buy),
-    taskId: buy.task_id,
+    taskId: ids.taskId,
     taskType: 'media_buy_delivery',
     status: 'completed',
     timestamp: fireTime,
@@ -190,9 +199,9 @@ function reportEnvelopeEvent(
     payload,
     idempotencyKey,
     notificationType: fire.type,
-    mediaBuyId: buy.media_buy_id,
+    ...(ids.mediaBuyId !== undefined && { mediaBuyId: ids.mediaBuyId }),
     ...(buy.principal_id && { principalId: buy.principal_id }),
-    taskId: buy.task_id,
+    taskId: ids.taskId,
     sequenceNumber: fire.sequenceNumber,
   };
 }
