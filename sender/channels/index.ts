@@ -1,13 +1,12 @@
 /** A media buy's persistent channels: what agents and NotificationCore use. */
-export {
-  MediaBuyChannels,
-  type MediaBuyChannelsOptions,
-  type ChannelsConfiguredInput,
-  type DeliveryReportDueInput,
-  type ImpairmentObservedInput,
-  type MediaBuyTerminalInput,
-  type CallOptions,
-} from './media-buy-channels.js';
+export { MediaBuyChannels, type MediaBuyChannelsOptions } from './media-buy-channels.js';
+export type {
+  ChannelsConfiguredInput,
+  DeliveryReportDueInput,
+  ImpairmentObservedInput,
+  MediaBuyTerminalInput,
+  CallOptions,
+} from './inputs.js';
 export { acceleratedClock, wallClock, type ReportingClock } from './clock.js';
 export {
   validatePushNotificationConfig,
