@@ -1,19 +1,35 @@
 /**
- * `npm run bench -- sender`: events enqueued through NotificationCore (outbox write
- * included) and delivered, signed (Ed25519), to a loopback receiver answering 200.
- * Reports end-to-end deliveries/s with 1 and 2 worker processes, and enqueue-to-2xx
- * p50/p99 at a fixed 500 events/s. Bounded in count and time.
+ * `npm run bench -- sender [total] [seconds] [warm-up seconds]`: events enqueued through
+ * NotificationCore (outbox write included) and delivered, signed (Ed25519), to a loopback
+ * receiver answering 200. Reports end-to-end deliveries/s with 1 and 2 worker processes
+ * (`total` events each, default 20,000; 0 skips them), and enqueue-to-2xx p50/p99 at a
+ * fixed 500 events/s for `seconds` (default 10) after `warm-up seconds` (default 2) at the
+ * same rate, whose figures are printed on their own row: a fresh worker's first second
+ * (JIT, first connections) is not the steady state asked for. The latency scenario also
+ * prints a per-stage breakdown (bench/sender/breakdown.ts). Bounded in count and time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { brandProfile } from '../shared/brand.js';
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
 import { createRedis } from '../shared/infra/redis.js';
 import { generateSigningKey } from '../shared/signing/keys.js';
 import { NotificationCore } from '../sender/core/notification-core.js';
-import { DeliveryQueue } from '../sender/delivery/queue.js';
+import { DeliveryQueue, type DispatchItem } from '../sender/delivery/queue.js';
 import { migrateSender } from '../sender/schema.js';
+import {
+  breakdown,
+  cpuSince,
+  cpuSnapshot,
+  pct,
+  type QueueTrace,
+  type WorkerTrace,
+} from './sender/breakdown.js';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? LOCAL_DATABASE_URL;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -39,14 +55,23 @@ function child(
   });
 }
 
-function pct(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+/** The bench's queue: notes when each row's INSERT committed and when its job was added. */
+class TracedQueue extends DeliveryQueue implements QueueTrace {
+  readonly committed = new Map<string, number>();
+  readonly added = new Map<string, number>();
+  override async dispatchBatch(items: DispatchItem[], batchSize?: number): Promise<void> {
+    const t = now();
+    for (const i of items) this.committed.set(i.id, t);
+    await super.dispatchBatch(items, batchSize);
+    const t2 = now();
+    for (const i of items) this.added.set(i.id, t2);
+  }
 }
 
 export async function run(args: string[]): Promise<void> {
   const total = Number(args[0] ?? 20_000);
   const rateSeconds = Number(args[1] ?? 10);
+  const warmSeconds = Number(args[2] ?? 2);
   const pool = createPool({ connectionString: DATABASE_URL, max: 16 });
   const schema = `bench_sender_${randomBytes(4).toString('hex')}`;
   const redis = createRedis(REDIS_URL);
@@ -63,10 +88,16 @@ export async function run(args: string[]): Promise<void> {
     const scenario = async (
       workers: number,
       label: string,
-      drive: (core: NotificationCore) => Promise<number>,
+      drive: (
+        core: NotificationCore,
+        queue: TracedQueue,
+        workers: ChildProcess[],
+      ) => Promise<number>,
+      workerEnv: Record<string, string> = {},
     ) => {
       const prefix = `{bench-${randomBytes(4).toString('hex')}}`;
-      queue = new DeliveryQueue({ connection: redis, prefix });
+      const traced = new TracedQueue({ connection: redis, prefix });
+      queue = traced;
       const core = new NotificationCore({
         pool,
         schema,
@@ -83,12 +114,13 @@ export async function run(args: string[]): Promise<void> {
           BENCH_PREFIX: prefix,
           BENCH_SCHEMA: schema,
           BENCH_KEY: JSON.stringify(privateJwk),
+          ...workerEnv,
         });
         ws.push(w.proc);
         procs.push(w.proc);
       }
       await fetch(`${rxBase}/reset`);
-      await drive(core);
+      await drive(core, traced, ws);
       for (const w of ws) w.kill('SIGTERM');
       await Promise.all(ws.map((w) => new Promise((r) => w.once('exit', r))));
       await queue.queue.obliterate({ force: true });
@@ -104,7 +136,7 @@ export async function run(args: string[]): Promise<void> {
         status: 'completed',
         initialStatus: 'submitted',
         pushNotificationConfig: { url: `${rxBase}/hook`, operation_id: `op_${i}` },
-        context: { bench_t0: now() },
+        context: { bench_t0: now(), bench_i: i },
         result: { media_buy_id: `mb_${i}`, packages: [{ package_id: 'p1', status: 'active' }] },
       });
 
@@ -118,6 +150,7 @@ export async function run(args: string[]): Promise<void> {
       return (await (await fetch(`${rxBase}/stats`)).json()) as {
         count: number;
         latencies: number[];
+        arrivals: Record<string, number>;
       };
     };
 
@@ -145,30 +178,99 @@ export async function run(args: string[]): Promise<void> {
       });
     }
 
-    await scenario(1, 'latency', async (core) => {
-      const rate = 500;
-      const n = rate * rateSeconds;
-      const t0 = now();
-      const pending: Promise<unknown>[] = [];
-      for (let i = 0; i < n; i++) {
-        const due = t0 + (i * 1000) / rate;
-        const wait = due - now();
-        if (wait > 1) await sleep(wait);
-        pending.push(event(core, i));
+    // The latency scenario also breaks each delivery down by stage (BENCH_TRACE in the
+    // worker): where the slowest 1 % spent their time, and what ran at that moment.
+    const traceFile = join(tmpdir(), `bench-sender-trace-${randomBytes(4).toString('hex')}.json`);
+    const t0s: number[] = [];
+    const idOf: string[] = [];
+    let traced: TracedQueue | null = null;
+    let received: Record<string, number> = {};
+    let cpuNote = '';
+    const benchGcs: Array<{ at: number; ms: number }> = [];
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        benchGcs.push({ at: performance.timeOrigin + e.startTime, ms: e.duration });
       }
-      const lastCall = now();
-      await Promise.all(pending);
-      const enqueueLag = now() - lastCall;
-      const s = await waitDelivered(n, 60_000);
-      const sorted = [...s.latencies].sort((a, b) => a - b);
-      rows.push([
-        `latency at ${rate}/s for ${rateSeconds} s, 1 worker`,
-        `${s.count}/${n}`,
-        `p50 ${pct(sorted, 50).toFixed(1)} ms`,
-        `p99 ${pct(sorted, 99).toFixed(1)} ms (max ${sorted.at(-1)?.toFixed(1)} ms; last enqueue resolved ${enqueueLag.toFixed(0)} ms after its call)`,
-      ]);
-      return s.count;
     });
+    const benchLoop = monitorEventLoopDelay({ resolution: 10 });
+    await scenario(
+      1,
+      'latency',
+      async (core, q, ws) => {
+        traced = q;
+        const ours = [process.pid, rx.proc.pid!, ...ws.map((w) => w.pid!)];
+        const rate = 500;
+        // Paced at `rate`; `record` keeps each call's start and outbox id for the breakdown.
+        const paced = async (count: number, first: number, record: boolean) => {
+          const start = now();
+          const calls: Promise<unknown>[] = [];
+          for (let j = 0; j < count; j++) {
+            const due = start + (j * 1000) / rate;
+            const wait = due - now();
+            if (wait > 1) await sleep(wait);
+            const i = first + j;
+            if (record) t0s[i] = now();
+            calls.push(
+              event(core, i).then((ids) => {
+                if (record) idOf[i] = ids[0]!;
+              }),
+            );
+          }
+          return calls;
+        };
+        // The worker's first second (JIT, first connections) is measured on its own, then
+        // the receiver is reset: the figure asked for is the steady state at 500/s.
+        if (warmSeconds > 0) {
+          const warmN = rate * warmSeconds;
+          await Promise.all(await paced(warmN, 10_000_000, false));
+          const w = await waitDelivered(warmN, 60_000);
+          const sorted = [...w.latencies].sort((a, b) => a - b);
+          rows.push([
+            `warm-up at ${rate}/s for ${warmSeconds} s, a fresh worker (not in the figure below)`,
+            `${w.count}/${warmN}`,
+            `p50 ${pct(sorted, 50).toFixed(1)} ms`,
+            `p99 ${pct(sorted, 99).toFixed(1)} ms (max ${sorted.at(-1)?.toFixed(1)} ms)`,
+          ]);
+          await fetch(`${rxBase}/reset`);
+        }
+        const cpu0 = cpuSnapshot(ours);
+        gcObserver.observe({ entryTypes: ['gc'] });
+        benchLoop.enable();
+        const n = rate * rateSeconds;
+        const pending = await paced(n, 0, true);
+        const lastCall = now();
+        await Promise.all(pending);
+        const enqueueLag = now() - lastCall;
+        const s = await waitDelivered(n, 60_000);
+        cpuNote = cpuSince(cpu0, cpuSnapshot(ours));
+        benchLoop.disable();
+        gcObserver.disconnect();
+        received = s.arrivals;
+        const sorted = [...s.latencies].sort((a, b) => a - b);
+        rows.push([
+          `latency at ${rate}/s for ${rateSeconds} s, 1 worker`,
+          `${s.count}/${n}`,
+          `p50 ${pct(sorted, 50).toFixed(1)} ms`,
+          `p99 ${pct(sorted, 99).toFixed(1)} ms (max ${sorted.at(-1)?.toFixed(1)} ms; last enqueue resolved ${enqueueLag.toFixed(0)} ms after its call)`,
+        ]);
+        return s.count;
+      },
+      { BENCH_TRACE: traceFile },
+    );
+    try {
+      const trace = JSON.parse(readFileSync(traceFile, 'utf8')) as WorkerTrace;
+      process.stdout.write(
+        breakdown(t0s, idOf, traced!, trace, received, benchGcs, {
+          p99: benchLoop.percentile(99) / 1e6,
+          max: benchLoop.max / 1e6,
+        }),
+      );
+      process.stdout.write(`${cpuNote}\n`);
+    } catch (err) {
+      process.stderr.write(`bench sender: no stage breakdown (${String(err)})\n`);
+    } finally {
+      rmSync(traceFile, { force: true });
+    }
 
     process.stdout.write('\n| scenario | delivered | result | note |\n|---|---|---|---|\n');
     for (const r of rows) process.stdout.write(`| ${r.join(' | ')} |\n`);

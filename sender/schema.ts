@@ -76,6 +76,15 @@ export const senderMigrations: Migration[] = [
       CREATE UNIQUE INDEX webhook_activity_attempt ON ${s}.webhook_activity (outbox_id, attempt);
     `,
   },
+  {
+    // The few records still pending, for closing an interrupted attempt's record without
+    // scanning the log (30 days of attempts).
+    id: '004_webhook_activity_pending',
+    sql: (s) => `
+      CREATE INDEX webhook_activity_pending ON ${s}.webhook_activity (outbox_id)
+        WHERE status = 'pending';
+    `,
+  },
 ];
 
 /** Creates or upgrades the sender's tables in `schema`. */

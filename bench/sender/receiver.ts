@@ -8,6 +8,8 @@ import type { AddressInfo } from 'node:net';
 
 let count = 0;
 let latencies: number[] = [];
+// bench_i -> receipt time (Unix ms), for the per-stage breakdown.
+let arrivals: Record<string, number> = {};
 const now = () => performance.timeOrigin + performance.now();
 
 const server = createServer((req, res) => {
@@ -15,12 +17,13 @@ const server = createServer((req, res) => {
     if (req.url === '/reset') {
       count = 0;
       latencies = [];
+      arrivals = {};
       res.end('{}');
       return;
     }
     res.setHeader('content-type', 'application/json');
     // Polled often: the count alone, so polling costs the receiver nothing.
-    res.end(JSON.stringify(req.url === '/count' ? { count } : { count, latencies }));
+    res.end(JSON.stringify(req.url === '/count' ? { count } : { count, latencies, arrivals }));
     return;
   }
   const chunks: Buffer[] = [];
@@ -28,8 +31,10 @@ const server = createServer((req, res) => {
   req.on('end', () => {
     count++;
     try {
-      const t0 = JSON.parse(Buffer.concat(chunks).toString()).context?.bench_t0;
-      if (typeof t0 === 'number') latencies.push(now() - t0);
+      const t = now();
+      const context = JSON.parse(Buffer.concat(chunks).toString()).context;
+      if (typeof context?.bench_t0 === 'number') latencies.push(t - context.bench_t0);
+      if (typeof context?.bench_i === 'number') arrivals[context.bench_i] = t;
     } catch {
       // not a bench payload
     }

@@ -1,14 +1,18 @@
 /** A bench delivery worker process; configuration from env (BENCH_*). */
+import { writeFileSync } from 'node:fs';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { brandProfile } from '../../shared/brand.js';
 import { createPool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { importSigningKey } from '../../shared/signing/keys.js';
 import { ActivityLog } from '../../sender/activity/activity-log.js';
-import { DeliveryQueue } from '../../sender/delivery/queue.js';
+import { DeliveryQueue, isBatchJob } from '../../sender/delivery/queue.js';
 import { DeliveryWorker } from '../../sender/delivery/worker.js';
+import type { Transport } from '../../sender/delivery/transport.js';
 import { createStatePool, Outbox } from '../../sender/outbox/outbox.js';
 
 const env = process.env;
+const now = () => performance.timeOrigin + performance.now();
 const pool = createPool({ connectionString: env.BENCH_DATABASE_URL!, max: 16 });
 const queue = new DeliveryQueue({
   connection: createRedis(env.BENCH_REDIS_URL!),
@@ -19,6 +23,39 @@ const statePool = createStatePool(env.BENCH_DATABASE_URL!);
 const outbox = new Outbox({ pool, queue, schema, statePool });
 const key = await importSigningKey(JSON.parse(env.BENCH_KEY!));
 const http: number[] = [];
+
+// BENCH_TRACE=FILE: per-row stage times (Unix ms) for the bench to break the latency down:
+// job active, row claimed, request sent (signed); plus GC pauses and event-loop delay.
+const tracing = Boolean(env.BENCH_TRACE);
+const stages = new Map<string, { active?: number; claimed?: number; sent?: number }>();
+const stage = (id: string) => {
+  let s = stages.get(id);
+  if (!s) stages.set(id, (s = {}));
+  return s;
+};
+const bodies = new WeakMap<Buffer, string>();
+const gcs: Array<{ at: number; ms: number; kind: number }> = [];
+const loop = monitorEventLoopDelay({ resolution: 10 });
+if (tracing) {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcs.push({
+        at: performance.timeOrigin + e.startTime,
+        ms: e.duration,
+        kind: (e as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0,
+      });
+    }
+  }).observe({ entryTypes: ['gc'] });
+  loop.enable();
+  const claim = outbox.claim.bind(outbox);
+  outbox.claim = async (id, leaseMs) => {
+    const out = await claim(id, leaseMs);
+    stage(id).claimed ??= now();
+    if (!('kind' in out)) bodies.set(out.body, id);
+    return out;
+  };
+}
+
 const worker = new DeliveryWorker({
   outbox,
   signer: { key, profile: brandProfile('svc') },
@@ -35,6 +72,23 @@ const worker = new DeliveryWorker({
   reconcileEveryMs: 0,
   purgeEveryMs: 0,
 });
+if (tracing) {
+  worker.worker.on('active', (job) => {
+    const t = now();
+    const ids = isBatchJob(job.data) ? job.data.ids : [job.data.id];
+    for (const id of ids) stage(id).active ??= t;
+  });
+  // post() is called right after signing: the request leaves now.
+  const transport = (worker as unknown as { transport: Transport }).transport;
+  const post = transport.post.bind(transport);
+  transport.post = async (url, body, headers) => {
+    const id = bodies.get(body);
+    if (id) stage(id).sent ??= now();
+    return post(url, body, headers);
+  };
+}
+// Ready once the worker has connected and is taking jobs.
+await worker.start();
 process.stdout.write('ready\n');
 const startCpu = process.cpuUsage();
 process.on('SIGTERM', () => {
@@ -45,6 +99,16 @@ process.on('SIGTERM', () => {
       const p = (q: number) => sorted[Math.floor(q * sorted.length)] ?? NaN;
       process.stderr.write(
         `worker cpu ${((u.user + u.system) / 1000).toFixed(0)} ms; http p50 ${p(0.5)} ms p99 ${p(0.99)} ms\n`,
+      );
+    }
+    if (tracing) {
+      writeFileSync(
+        env.BENCH_TRACE!,
+        JSON.stringify({
+          stages: Object.fromEntries(stages),
+          gcs,
+          loop: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
+        }),
       );
     }
     process.exit(0);
