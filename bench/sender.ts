@@ -114,6 +114,7 @@ export async function run(args: string[]): Promise<void> {
           BENCH_PREFIX: prefix,
           BENCH_SCHEMA: schema,
           BENCH_KEY: JSON.stringify(privateJwk),
+          BENCH_PER_ORIGIN: String(256 * workers),
           ...workerEnv,
         });
         ws.push(w.proc);
