@@ -56,6 +56,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     pool,
     queue,
     schema,
+    statePool,
     horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
     logger,
   });
