@@ -85,6 +85,25 @@ export const senderMigrations: Migration[] = [
         WHERE status = 'pending';
     `,
   },
+  {
+    // An aggregated report's row covers several buys and has no media_buy_id: the buys
+    // its payload covers, for reading its pending attempt per buy. No index: list() finds
+    // it among the pending rows as it finds per-buy ones.
+    id: '005_outbox_media_buy_ids',
+    sql: (s) => `
+      ALTER TABLE ${s}.outbox ADD COLUMN media_buy_ids text[];
+    `,
+  },
+  {
+    // The same buys on each attempt record, so list() shows it under every one of them.
+    // Partial GIN: only aggregated records are indexed, per-buy inserts do no extra work.
+    id: '006_webhook_activity_media_buy_ids',
+    sql: (s) => `
+      ALTER TABLE ${s}.webhook_activity ADD COLUMN media_buy_ids text[];
+      CREATE INDEX webhook_activity_buys ON ${s}.webhook_activity USING gin (media_buy_ids)
+        WHERE media_buy_ids IS NOT NULL;
+    `,
+  },
 ];
 
 /** Creates or upgrades the sender's tables in `schema`. */

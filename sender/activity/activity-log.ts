@@ -21,6 +21,8 @@ export type ActivityStatus = 'success' | 'failed' | 'timeout' | 'connection_erro
 export interface AttemptRecord {
   outboxId: string;
   mediaBuyId: string | null;
+  /** The buys an aggregated report covers (its `mediaBuyId` is null); listed under each. */
+  mediaBuyIds?: string[] | null;
   principalId: string | null;
   subscriberId: string | null;
   idempotencyKey: string;
@@ -79,6 +81,30 @@ export function recordedUrl(url: string): string {
   } catch {
     return url.split(/[?#]/, 1)[0] ?? '';
   }
+}
+
+/**
+ * list()'s statement ($1 principal, $2 media buy, $3 limit). A record is the buy's when it
+ * names the buy (`media_buy_id`) or covers it (`media_buy_ids`, aggregated reports): two
+ * index lookups (btree, partial GIN) OR-ed in a bitmap, never a scan of the log.
+ */
+export function listSql(schema: string): string {
+  return `SELECT idempotency_key, notification_id, subscriber_id, notification_type,
+              sequence_number, attempt, status, url, http_status_code, response_time_ms,
+              payload_size_bytes, error_message, fired_at, completed_at, id
+         FROM ${schema}.webhook_activity
+        WHERE principal_id = $1 AND (media_buy_id = $2 OR media_buy_ids @> ARRAY[$2::text])
+       UNION ALL
+       SELECT idempotency_key, notification_id, subscriber_id, notification_type,
+              sequence_number, attempts + 1, 'pending', target_url, NULL, NULL,
+              octet_length(body), NULL, next_attempt_at, NULL, 0
+         FROM ${schema}.outbox o
+        WHERE principal_id = $1 AND (media_buy_id = $2 OR media_buy_ids @> ARRAY[$2::text])
+          AND state = 'pending'
+          AND NOT EXISTS (SELECT 1 FROM ${schema}.webhook_activity a
+                           WHERE a.outbox_id = o.id AND a.attempt = o.attempts
+                             AND a.status = 'pending')
+        ORDER BY fired_at DESC, id DESC LIMIT $3`;
 }
 
 export interface ActivityLogOptions {
@@ -166,11 +192,12 @@ export class ActivityLog {
         `WITH v AS (
            SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
              $6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[], $12::int[],
-             $13::int[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[])
+             $13::int[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[],
+             $18::text[])
              AS v(outbox_id, media_buy_id, principal_id, subscriber_id, idempotency_key,
                notification_id, notification_type, sequence_number, attempt, status, url,
                http_status_code, response_time_ms, payload_size_bytes, error_message, fired_at,
-               completed_at)
+               completed_at, buys)
          ), interrupted AS (
            UPDATE ${this.schema}.webhook_activity a
               SET status = 'timeout', error_message = '${INTERRUPTED_ATTEMPT}',
@@ -184,8 +211,14 @@ export class ActivityLog {
          INSERT INTO ${this.schema}.webhook_activity AS a (outbox_id, media_buy_id,
            principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
            sequence_number, attempt, status, url, http_status_code, response_time_ms,
-           payload_size_bytes, error_message, fired_at, completed_at)
-         SELECT * FROM v
+           payload_size_bytes, error_message, fired_at, completed_at, media_buy_ids)
+         SELECT outbox_id, media_buy_id, principal_id, subscriber_id, idempotency_key,
+                notification_id, notification_type, sequence_number, attempt, status, url,
+                http_status_code, response_time_ms, payload_size_bytes, error_message,
+                fired_at, completed_at,
+                CASE WHEN buys IS NOT NULL
+                  THEN ARRAY(SELECT jsonb_array_elements_text(buys::jsonb)) END
+           FROM v
          ON CONFLICT (outbox_id, attempt) DO UPDATE
            SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
                response_time_ms = EXCLUDED.response_time_ms,
@@ -209,6 +242,8 @@ export class ActivityLog {
           col((r) => r.errorMessage),
           col((r) => r.firedAt),
           col((r) => r.completedAt),
+          // One array per row: unnest cannot take ragged text[][], so JSON text (or null).
+          col((r) => (r.mediaBuyIds ? JSON.stringify(r.mediaBuyIds) : null)),
         ],
       );
     } catch (err) {
@@ -232,24 +267,11 @@ export class ActivityLog {
     if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
       throw new RangeError('webhook_activity_limit must be an integer from 1 to 200');
     }
-    const { rows } = await this.pool.query(
-      `SELECT idempotency_key, notification_id, subscriber_id, notification_type,
-              sequence_number, attempt, status, url, http_status_code, response_time_ms,
-              payload_size_bytes, error_message, fired_at, completed_at, id
-         FROM ${this.schema}.webhook_activity
-        WHERE principal_id = $1 AND media_buy_id = $2
-       UNION ALL
-       SELECT idempotency_key, notification_id, subscriber_id, notification_type,
-              sequence_number, attempts + 1, 'pending', target_url, NULL, NULL,
-              octet_length(body), NULL, next_attempt_at, NULL, 0
-         FROM ${this.schema}.outbox o
-        WHERE principal_id = $1 AND media_buy_id = $2 AND state = 'pending'
-          AND NOT EXISTS (SELECT 1 FROM ${this.schema}.webhook_activity a
-                           WHERE a.outbox_id = o.id AND a.attempt = o.attempts
-                             AND a.status = 'pending')
-        ORDER BY fired_at DESC, id DESC LIMIT $3`,
-      [query.principalId, query.mediaBuyId, limit],
-    );
+    const { rows } = await this.pool.query(listSql(this.schema), [
+      query.principalId,
+      query.mediaBuyId,
+      limit,
+    ]);
     return rows.map((r) => {
       const rec: WebhookActivityRecord = {
         idempotency_key: r.idempotency_key,

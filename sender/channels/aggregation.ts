@@ -14,7 +14,8 @@
  *
  * The buys of a group form a stream of their own: `sequence_number` counts its payloads
  * (per stream key, in PostgreSQL) and `task_id` is the stream's handle, since no one buy's
- * task is the subject of the payload.
+ * task is the subject of the payload. The event names every buy it covers (`mediaBuyIds`),
+ * so its webhook_activity records are listed under each of them.
  */
 import { fingerprint } from '../../shared/json/canonical.js';
 import type { OutboundEvent } from '../outbox/types.js';
@@ -90,7 +91,7 @@ export function aggregatedReportEvent(
     media_buy_deliveries: group.map((f) => deliveryRow(f.buy, f.fire)),
   };
   if (fire.nextExpectedAt) result.next_expected_at = fire.nextExpectedAt;
-  return reportEnvelopeEvent(
+  const event = reportEnvelopeEvent(
     buy,
     config,
     { type: fire.type, sequenceNumber },
@@ -98,4 +99,6 @@ export function aggregatedReportEvent(
     new Date(fire.now).toISOString(),
     { taskId: streamTaskId(stream) },
   );
+  // Not in the payload (it has its rows): the outbox lists the attempts under each buy.
+  return { ...event, mediaBuyIds: group.map((f) => f.buy.media_buy_id) };
 }

@@ -273,6 +273,7 @@ export class DeliveryWorker {
     const record = {
       outboxId: c.id,
       mediaBuyId: c.mediaBuyId,
+      mediaBuyIds: c.mediaBuyIds,
       principalId: c.principalId,
       subscriberId: c.subscriberId,
       idempotencyKey: c.idempotencyKey,

@@ -29,6 +29,8 @@ export interface ClaimedEvent {
   notificationType: string;
   notificationId: string | null;
   mediaBuyId: string | null;
+  /** The buys an aggregated report covers; null for any other event. */
+  mediaBuyIds: string[] | null;
   principalId: string | null;
   subscriberId: string | null;
   sequenceNumber: number | null;
@@ -119,6 +121,15 @@ function checkEvent(e: OutboundEvent): void {
     new URL(e.target.url);
   } catch {
     throw new OutboxError('target url is not a valid URL');
+  }
+  const buys: unknown = e.mediaBuyIds;
+  if (
+    buys !== undefined &&
+    (!Array.isArray(buys) ||
+      buys.length === 0 ||
+      buys.some((b) => typeof b !== 'string' || b.length === 0))
+  ) {
+    throw new OutboxError('mediaBuyIds must be a non-empty array of non-empty strings');
   }
 }
 
@@ -231,6 +242,7 @@ export class Outbox implements EventSink {
       type: [] as string[],
       nid: [] as (string | null)[],
       buy: [] as (string | null)[],
+      buys: [] as (string | null)[],
       principal: [] as (string | null)[],
       task: [] as (string | null)[],
       seq: [] as (number | null)[],
@@ -255,6 +267,8 @@ export class Outbox implements EventSink {
       cols.type.push(e.notificationType);
       cols.nid.push(e.notificationId ?? null);
       cols.buy.push(e.mediaBuyId ?? null);
+      // One array per row: unnest cannot take ragged text[][], so JSON text (or null).
+      cols.buys.push(e.mediaBuyIds ? JSON.stringify(e.mediaBuyIds) : null);
       cols.principal.push(e.principalId ?? null);
       cols.task.push(e.taskId ?? null);
       cols.seq.push(e.sequenceNumber ?? null);
@@ -263,12 +277,14 @@ export class Outbox implements EventSink {
     const sql = `
       INSERT INTO ${this.schema}.outbox (idempotency_key, body, target_url, auth_mode, auth_secret,
         channel, notification_type, notification_id, media_buy_id, principal_id, task_id,
-        sequence_number, subscriber_id, horizon_seconds)
-      SELECT k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, $14
+        sequence_number, subscriber_id, horizon_seconds, media_buy_ids)
+      SELECT k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, $14,
+             CASE WHEN mbs IS NOT NULL
+               THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END
         FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
                     $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
-                    $13::text[])
-          WITH ORDINALITY AS x(k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, ord)
+                    $13::text[], $15::text[])
+          WITH ORDINALITY AS x(k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, mbs, ord)
         ORDER BY ord
       RETURNING id::text`;
     const params = [
@@ -286,6 +302,7 @@ export class Outbox implements EventSink {
       cols.seq,
       cols.sub,
       this.horizonSeconds,
+      cols.buys,
     ];
     let rows: Array<{ id: string }>;
     try {
@@ -351,8 +368,8 @@ export class Outbox implements EventSink {
           AND (o.first_attempt_at IS NULL
                OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
         RETURNING o.id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
-          notification_type, notification_id, media_buy_id, principal_id, subscriber_id,
-          sequence_number, attempts, horizon_seconds,
+          notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
+          subscriber_id, sequence_number, attempts, horizon_seconds,
           (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
           (extract(epoch from now()) * 1000)::float8 AS now_ms`,
       [ids, items.map((i) => Math.round(i.leaseMs))],
@@ -369,6 +386,7 @@ export class Outbox implements EventSink {
         notificationType: r.notification_type,
         notificationId: r.notification_id,
         mediaBuyId: r.media_buy_id,
+        mediaBuyIds: r.media_buy_ids,
         principalId: r.principal_id,
         subscriberId: r.subscriber_id,
         sequenceNumber: r.sequence_number,

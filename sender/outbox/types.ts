@@ -26,6 +26,11 @@ export interface OutboundEvent {
   notificationType: string;
   notificationId?: string;
   mediaBuyId?: string;
+  /**
+   * Every buy the payload covers, when it covers several (an aggregated report, which has
+   * no `mediaBuyId`): its attempts are then listed under each. Bookkeeping only, never sent.
+   */
+  mediaBuyIds?: string[];
   principalId?: string;
   taskId?: string;
   sequenceNumber?: number;
