@@ -106,4 +106,52 @@ t.test('an aggregated report is delivered, verified and accepted by our receiver
   // Reports are not task results: the stream's second report is no terminal conflict.
   t.equal(state, 'delivered', 'the second report of a stream is accepted too');
   t.equal(published.length, 2);
+
+  // Each attempt is in webhook_activity under every buy the payload covers.
+  const activity = async (principalId: string, mediaBuyId: string, want: number) => {
+    for (let i = 0; i < 100; i++) {
+      await h.activity.flush();
+      const list = await h.activity.list({ principalId, mediaBuyId });
+      if (list.length >= want || i === 99) {
+        return list.map((r) => [r.notification_type, r.sequence_number, r.status, r.attempt]);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return [];
+  };
+  for (const id of ['mb_1', 'mb_2', 'mb_3']) {
+    t.same(
+      await activity('p_acme', id, 2),
+      [
+        ['scheduled', 2, 'success', 1],
+        ['scheduled', 1, 'success', 1],
+      ],
+      `${id}: both aggregated attempts, newest first`,
+    );
+  }
+  t.same(await activity('p_other', 'mb_1', 0), [], 'another principal sees none');
+
+  // A buy outside the stream gets its own report, listed under it alone.
+  clock.now = Date.parse('2026-03-10T12:20:00Z');
+  await channels.mediaBuyChannelsConfigured({
+    mediaBuyId: 'mb_4',
+    principalId: 'p_acme',
+    reportingWebhook: { ...registration, operation_id: 'op_reports_mb4' },
+  });
+  t.equal(await channels.tick(Date.parse('2026-03-10T13:00:01Z')), 2, 'the stream and mb_4');
+  const third = await h.pool.query<{ id: string }>(
+    `SELECT id::text FROM ${h.schema}.outbox ORDER BY id`,
+  );
+  t.equal(third.rows.length, 4);
+  for (const r of third.rows.slice(2)) t.equal(await h.waitForState(r.id), 'delivered');
+  const own = await activity('p_acme', 'mb_4', 1);
+  t.equal(own.length, 1, 'mb_4 sees its own report only, none of the stream');
+  t.match(own[0], ['scheduled', Number, 'success', 1]);
+  for (const id of ['mb_1', 'mb_2', 'mb_3']) {
+    t.same(
+      (await activity('p_acme', id, 3)).map((r) => r[1]),
+      [3, 2, 1],
+      `${id}: the stream's three payloads, not mb_4's report`,
+    );
+  }
 });
