@@ -31,16 +31,9 @@ export {
 } from './ordering/convergence.js';
 export { Sidecar, type SidecarOptions, type SidecarTarget } from './sidecar/server.js';
 export { verifierDependencies } from './sidecar/dependencies.js';
-export {
-  TrustedKeyResolver,
-  type TrustedKeyResolverOptions,
-} from './keys/trusted-key-resolver.js';
+export { TrustedKeyResolver, type TrustedKeyResolverOptions } from './keys/trusted-key-resolver.js';
 export { PgReplayStore } from './replay/pg-replay-store.js';
-export {
-  AdmissionTracker,
-  type AdmissionOptions,
-  type KeyObserver,
-} from './admission/tracker.js';
+export { AdmissionTracker, type AdmissionOptions, type KeyObserver } from './admission/tracker.js';
 export {
   loadTrustFile,
   parseTrust,
