@@ -183,6 +183,30 @@ export class ActivityLog {
 
   private async write(rows: AttemptRecord[]): Promise<void> {
     const col = <T>(f: (r: AttemptRecord) => T) => rows.map(f);
+    // Only a batch with a record covering several buys pays for their column: the others
+    // run the statement as it was before it existed.
+    const buys = rows.some((r) => r.mediaBuyIds);
+    const params: unknown[] = [
+      col((r) => r.outboxId),
+      col((r) => r.mediaBuyId),
+      col((r) => r.principalId),
+      col((r) => r.subscriberId),
+      col((r) => r.idempotencyKey),
+      col((r) => r.notificationId),
+      col((r) => r.notificationType),
+      col((r) => r.sequenceNumber),
+      col((r) => r.attempt),
+      col((r) => r.status),
+      col((r) => r.url),
+      col((r) => r.httpStatusCode),
+      col((r) => r.responseTimeMs),
+      col((r) => r.payloadSizeBytes),
+      col((r) => r.errorMessage),
+      col((r) => r.firedAt),
+      col((r) => r.completedAt),
+    ];
+    // One array per row: unnest cannot take ragged text[][], so JSON text (or null).
+    if (buys) params.push(col((r) => (r.mediaBuyIds ? JSON.stringify(r.mediaBuyIds) : null)));
     try {
       // Each (outbox_id, attempt) appears once per statement (the buffer is keyed by it).
       // A pending record never overwrites an outcome; an outcome replaces the pending
@@ -192,12 +216,12 @@ export class ActivityLog {
         `WITH v AS (
            SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
              $6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[], $12::int[],
-             $13::int[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[],
-             $18::text[])
+             $13::int[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[]
+             ${buys ? ', $18::text[]' : ''})
              AS v(outbox_id, media_buy_id, principal_id, subscriber_id, idempotency_key,
                notification_id, notification_type, sequence_number, attempt, status, url,
                http_status_code, response_time_ms, payload_size_bytes, error_message, fired_at,
-               completed_at, buys)
+               completed_at${buys ? ', buys' : ''})
          ), interrupted AS (
            UPDATE ${this.schema}.webhook_activity a
               SET status = 'timeout', error_message = '${INTERRUPTED_ATTEMPT}',
@@ -211,40 +235,24 @@ export class ActivityLog {
          INSERT INTO ${this.schema}.webhook_activity AS a (outbox_id, media_buy_id,
            principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
            sequence_number, attempt, status, url, http_status_code, response_time_ms,
-           payload_size_bytes, error_message, fired_at, completed_at, media_buy_ids)
-         SELECT outbox_id, media_buy_id, principal_id, subscriber_id, idempotency_key,
-                notification_id, notification_type, sequence_number, attempt, status, url,
-                http_status_code, response_time_ms, payload_size_bytes, error_message,
-                fired_at, completed_at,
-                CASE WHEN buys IS NOT NULL
-                  THEN ARRAY(SELECT jsonb_array_elements_text(buys::jsonb)) END
-           FROM v
+           payload_size_bytes, error_message, fired_at, completed_at${buys ? ', media_buy_ids' : ''})
+         ${
+           buys
+             ? `SELECT outbox_id, media_buy_id, principal_id, subscriber_id, idempotency_key,
+                  notification_id, notification_type, sequence_number, attempt, status, url,
+                  http_status_code, response_time_ms, payload_size_bytes, error_message,
+                  fired_at, completed_at,
+                  CASE WHEN buys IS NOT NULL
+                    THEN ARRAY(SELECT jsonb_array_elements_text(buys::jsonb)) END
+                FROM v`
+             : 'SELECT * FROM v'
+         }
          ON CONFLICT (outbox_id, attempt) DO UPDATE
            SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
                response_time_ms = EXCLUDED.response_time_ms,
                error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at
            WHERE EXCLUDED.status <> 'pending'`,
-        [
-          col((r) => r.outboxId),
-          col((r) => r.mediaBuyId),
-          col((r) => r.principalId),
-          col((r) => r.subscriberId),
-          col((r) => r.idempotencyKey),
-          col((r) => r.notificationId),
-          col((r) => r.notificationType),
-          col((r) => r.sequenceNumber),
-          col((r) => r.attempt),
-          col((r) => r.status),
-          col((r) => r.url),
-          col((r) => r.httpStatusCode),
-          col((r) => r.responseTimeMs),
-          col((r) => r.payloadSizeBytes),
-          col((r) => r.errorMessage),
-          col((r) => r.firedAt),
-          col((r) => r.completedAt),
-          // One array per row: unnest cannot take ragged text[][], so JSON text (or null).
-          col((r) => (r.mediaBuyIds ? JSON.stringify(r.mediaBuyIds) : null)),
-        ],
+        params,
       );
     } catch (err) {
       // The activity log is for debugging: losing a batch must not stop deliveries.

@@ -274,20 +274,27 @@ export class Outbox implements EventSink {
       cols.seq.push(e.sequenceNumber ?? null);
       cols.sub.push(e.subscriberId ?? null);
     }
+    // Only a batch with an event covering several buys pays for their column: the others
+    // run the statement as it was before it existed.
+    const buys = cols.buys.some((b) => b !== null);
     const sql = `
       INSERT INTO ${this.schema}.outbox (idempotency_key, body, target_url, auth_mode, auth_secret,
         channel, notification_type, notification_id, media_buy_id, principal_id, task_id,
-        sequence_number, subscriber_id, horizon_seconds, media_buy_ids)
-      SELECT k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, $14,
+        sequence_number, subscriber_id, horizon_seconds${buys ? ', media_buy_ids' : ''})
+      SELECT k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, $14${
+        buys
+          ? `,
              CASE WHEN mbs IS NOT NULL
-               THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END
+               THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END`
+          : ''
+      }
         FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
                     $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
-                    $13::text[], $15::text[])
-          WITH ORDINALITY AS x(k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, mbs, ord)
+                    $13::text[]${buys ? ', $15::text[]' : ''})
+          WITH ORDINALITY AS x(k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, ${buys ? 'mbs, ' : ''}ord)
         ORDER BY ord
       RETURNING id::text`;
-    const params = [
+    const params: unknown[] = [
       cols.key,
       cols.body,
       cols.url,
@@ -302,8 +309,8 @@ export class Outbox implements EventSink {
       cols.seq,
       cols.sub,
       this.horizonSeconds,
-      cols.buys,
     ];
+    if (buys) params.push(cols.buys);
     let rows: Array<{ id: string }>;
     try {
       ({ rows } = await (client ?? this.pool).query<{ id: string }>(sql, params));

@@ -164,6 +164,23 @@ t.test('the outbox keeps the buys, lists a waiting event per buy, refuses bad on
   t.same(await h.activity.list({ principalId: 'p_1', mediaBuyId: 'mb_c' }), []);
   t.same(await h.activity.list({ principalId: 'p_2', mediaBuyId: 'mb_a' }), []);
 
+  // One batch mixing a per-buy event and an aggregated one: each row keeps its own.
+  const mixed = await h.outbox.enqueue([
+    event({ mediaBuyId: 'mb_c' }),
+    event({ mediaBuyIds: ['mb_c', 'mb_d'] }),
+  ]);
+  const both = await h.pool.query(
+    `SELECT media_buy_id, media_buy_ids FROM ${h.schema}.outbox WHERE id = ANY($1::bigint[])
+      ORDER BY id`,
+    [mixed],
+  );
+  t.same(both.rows, [
+    { media_buy_id: 'mb_c', media_buy_ids: null },
+    { media_buy_id: null, media_buy_ids: ['mb_c', 'mb_d'] },
+  ]);
+  t.equal((await h.activity.list({ principalId: 'p_1', mediaBuyId: 'mb_c' })).length, 2);
+  t.equal((await h.activity.list({ principalId: 'p_1', mediaBuyId: 'mb_d' })).length, 1);
+
   const bad: unknown[] = [[], [1], ['mb_a', null], [''], 'mb_a', { 0: 'mb_a' }];
   for (const mediaBuyIds of bad) {
     await t.rejects(
@@ -173,5 +190,5 @@ t.test('the outbox keeps the buys, lists a waiting event per buy, refuses bad on
     );
   }
   const count = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.outbox`);
-  t.equal(count.rows[0].n, 1, 'nothing written for a refused event');
+  t.equal(count.rows[0].n, 3, 'nothing written for a refused event');
 });
