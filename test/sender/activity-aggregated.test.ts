@@ -4,37 +4,13 @@
  * an index probe; a malformed `mediaBuyIds` is refused by the outbox.
  */
 import t from 'tap';
-import { ActivityLog, listSql, type AttemptRecord } from '../../sender/activity/activity-log.js';
+import { ActivityLog, listSql } from '../../sender/activity/activity-log.js';
 import { newIdempotencyKey } from '../../sender/outbox/keys.js';
 import type { OutboundEvent } from '../../sender/outbox/types.js';
 import { migrateSender } from '../../sender/schema.js';
 import { testDatabase } from '../helpers/db.js';
+import { attemptRecord as record } from './fixtures/attempt-record.js';
 import { senderHarness } from './harness.js';
-
-const BASE = Date.now() - 3_600_000;
-
-function record(i: number, extra: Partial<AttemptRecord> = {}): AttemptRecord {
-  return {
-    outboxId: String(i),
-    mediaBuyId: 'mb_1',
-    principalId: 'p_1',
-    subscriberId: null,
-    idempotencyKey: `whk_${String(i).padStart(16, '0')}`,
-    notificationId: null,
-    notificationType: 'scheduled',
-    sequenceNumber: i,
-    attempt: 1,
-    status: 'success',
-    url: 'https://buyer.example/hook',
-    httpStatusCode: 200,
-    responseTimeMs: 12,
-    payloadSizeBytes: 321,
-    errorMessage: null,
-    firedAt: new Date(BASE + i * 1000),
-    completedAt: new Date(BASE + i * 1000 + 500),
-    ...extra,
-  };
-}
 
 t.test('an attempt covering several buys is listed under each of them only', async (t) => {
   const { pool, schema } = testDatabase(t, 'actagg');
