@@ -6,7 +6,6 @@
 import t from 'tap';
 import { brandProfile } from '../../../shared/brand.js';
 import { DeliveryReportSchema } from '../../../shared/envelope/index.js';
-import { MediaBuyChannels } from '../../../sender/channels/media-buy-channels.js';
 import { KeySet } from '../../../sender/keys/key-set.js';
 import { WebhookReceiver } from '../../../receiver/pipeline/receiver.js';
 import { HandlerPublisher } from '../../../receiver/publish/handler.js';
@@ -15,7 +14,7 @@ import { testDatabase } from '../../helpers/db.js';
 import { MemoryReplayStore } from '../../receiver/support/fixtures.js';
 import { listen } from '../../receiver/support/server.js';
 import { senderHarness } from '../harness.js';
-import { REPORTING, TestDataSource } from './helpers.js';
+import { outboxChannels, REPORTING } from './helpers.js';
 
 const profile = brandProfile('svc');
 
@@ -43,18 +42,7 @@ t.test('an aggregated report is delivered, verified and accepted by our receiver
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
 
   const clock = { now: Date.parse('2026-03-10T10:20:00Z') };
-  const channels = new MediaBuyChannels({
-    pool: h.pool,
-    schema: h.schema,
-    sink: h.outbox,
-    profile,
-    protocolVersion: '3.2',
-    dataSource: new TestDataSource(),
-    clock: () => clock.now,
-    allowHosts: ['127.0.0.1'],
-    aggregateReports: true,
-  });
-  await channels.migrate();
+  const { channels } = await outboxChannels(h, clock, { aggregateReports: true });
   h.startWorker();
   const registration = {
     ...REPORTING,

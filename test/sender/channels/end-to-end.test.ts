@@ -5,10 +5,9 @@
  */
 import t from 'tap';
 import { brandProfile } from '../../../shared/brand.js';
-import { MediaBuyChannels } from '../../../sender/channels/media-buy-channels.js';
 import { NotificationCore } from '../../../sender/core/notification-core.js';
 import { senderHarness, startReceiver, verifyReceived } from '../harness.js';
-import { impairment, TestDataSource } from './helpers.js';
+import { impairment, outboxChannels } from './helpers.js';
 
 const profile = brandProfile('svc');
 const T0 = Date.parse('2026-03-10T10:20:00Z');
@@ -18,17 +17,8 @@ t.test('reports and impairments are delivered, signed, in the shared sender sche
   const rx = await startReceiver();
   t.teardown(() => rx.close());
   const clock = { now: T0 };
-  const channels = new MediaBuyChannels({
-    pool: h.pool,
-    schema: h.schema,
-    sink: h.outbox,
-    profile,
-    protocolVersion: '3.2',
-    dataSource: new TestDataSource(),
-    clock: () => clock.now,
-    allowHosts: ['127.0.0.1'],
-  });
-  t.ok((await channels.migrate()).includes('ch_001_registry'), 'ch_ migrations beside the outbox');
+  const { channels, migrations } = await outboxChannels(h, clock);
+  t.ok(migrations.includes('ch_001_registry'), 'ch_ migrations beside the outbox');
   const core = new NotificationCore({
     pool: h.pool,
     schema: h.schema,

@@ -3,6 +3,7 @@
  * inside the caller's transaction (a rolled-back call leaves nothing, as with the real
  * outbox), and an in-test DeliveryDataSource.
  */
+import type { SenderHarness } from '../harness.js';
 import { brandProfile } from '../../../shared/brand.js';
 import type { Pool, PoolClient } from '../../../shared/infra/pg.js';
 import type { EventSink, OutboundEvent } from '../../../sender/outbox/types.js';
@@ -176,4 +177,27 @@ export function shapeFailures(events: OutboundEvent[]): string[] {
     if (parsed.idempotencyKey !== e.idempotencyKey) failures.push(`${i}: key not read back`);
   }
   return failures;
+}
+
+/**
+ * MediaBuyChannels on a sender harness's schema, writing to its real outbox (the end-to-end
+ * tests: the harness's worker delivers what the channels fire), loopback targets allowed.
+ */
+export async function outboxChannels(
+  h: Pick<SenderHarness, 'pool' | 'schema' | 'outbox'>,
+  clock: { now: number },
+  options: Partial<MediaBuyChannelsOptions> = {},
+): Promise<{ channels: MediaBuyChannels; migrations: string[] }> {
+  const channels = new MediaBuyChannels({
+    pool: h.pool,
+    schema: h.schema,
+    sink: h.outbox,
+    profile: brandProfile('svc'),
+    protocolVersion: '3.2',
+    dataSource: new TestDataSource(),
+    clock: () => clock.now,
+    allowHosts: ['127.0.0.1'],
+    ...options,
+  });
+  return { channels, migrations: await channels.migrate() };
 }
