@@ -24,6 +24,23 @@ t.test('clock readings are found: seconds, milliseconds, dates', async (t) => {
   t.equal(timestampIn('whk_1234567890123456', at), null);
 });
 
+t.test('keys carrying clock readings are flagged when most of them do', async (t) => {
+  const base = Math.floor(at / 1000);
+  const stamped = [0, 1, 2].map((i) => ({
+    key: `whk_${base + i}_${randomBytes(8).toString('hex')}`,
+    at,
+  }));
+  t.equal(judgeKeyRandomness(stamped).problems.length, 3, 'every stamped key named');
+  t.match(judgeKeyRandomness(stamped).problems[0], /contains a clock reading/);
+  t.equal(judgeKeyRandomness(stamped.slice(0, 1)).problems.length, 1, 'a single stamped key');
+  // One random key that happens to hold a reading among CSPRNG keys: chance, not a clock.
+  const mixed = [
+    stamped[0]!,
+    ...[0, 1].map(() => ({ key: `whk_${randomBytes(16).toString('hex')}`, at })),
+  ];
+  t.same(judgeKeyRandomness(mixed).problems, []);
+});
+
 t.test('counters and narrow keys are flagged', async (t) => {
   const counter = judgeKeyRandomness(
     ['evt-000000000101', 'evt-000000000102', 'evt-000000000107'].map((key) => ({ key, at })),
