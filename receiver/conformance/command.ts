@@ -10,6 +10,7 @@ import { emitReport } from '../../shared/conformance-report/output.js';
 import {
   brandFromFlag,
   checkUrl,
+  runCommand,
   terminalIo,
   UsageError,
 } from '../../shared/conformance-report/command-line.js';
@@ -195,20 +196,9 @@ export function registerSenderConformanceCommand(conformance: Command): void {
     .option('--retry-status <status>', 'status of those answers: 429, 500, 502, 503 or 504', '503')
     .option('--json', 'print the report as JSON')
     .option('--junit <file>', 'also write a JUnit XML report')
-    .action(async (flags: SenderCommandFlags) => {
-      try {
-        process.exitCode = await runSenderConformance(flags);
-      } catch (err) {
-        if (
-          err instanceof UsageError ||
-          err instanceof SenderKeyError ||
-          err instanceof RangeError
-        ) {
-          process.stderr.write(`svc conformance sender: ${err.message}\n`);
-          process.exitCode = 2;
-          return;
-        }
-        throw err;
-      }
-    });
+    .action((flags: SenderCommandFlags) =>
+      runCommand('svc conformance sender', [SenderKeyError, RangeError], () =>
+        runSenderConformance(flags),
+      ),
+    );
 }

@@ -7,6 +7,7 @@ import { emitReport } from '../../shared/conformance-report/output.js';
 import {
   brandFromFlag,
   checkUrl,
+  runCommand,
   terminalIo,
   UsageError,
 } from '../../shared/conformance-report/command-line.js';
@@ -161,20 +162,9 @@ export function registerReceiverConformanceCommand(conformance: Command): void {
     .option('--junit <file>', 'also write a JUnit XML report')
     .option('--timeout <ms>', 'per request', '10000')
     .option('-y, --yes', 'do not pause after generating keys')
-    .action(async (url: string | undefined, flags: ReceiverCommandFlags) => {
-      try {
-        process.exitCode = await runReceiverConformance(url ?? '', flags);
-      } catch (err) {
-        if (
-          err instanceof UsageError ||
-          err instanceof TesterKeyError ||
-          err instanceof VectorLoadError
-        ) {
-          process.stderr.write(`svc conformance receiver: ${err.message}\n`);
-          process.exitCode = 2;
-          return;
-        }
-        throw err;
-      }
-    });
+    .action((url: string | undefined, flags: ReceiverCommandFlags) =>
+      runCommand('svc conformance receiver', [TesterKeyError, VectorLoadError], () =>
+        runReceiverConformance(url ?? '', flags),
+      ),
+    );
 }

@@ -45,3 +45,25 @@ export function brandFromFlag(flag: string | undefined): BrandProfile {
   if (!isBrand(brand)) throw new UsageError(`--brand must be svc or adcp, not "${brand}"`);
   return brandProfile(brand);
 }
+
+/**
+ * Runs a command's action and sets the exit code it returns; an error of one of the
+ * `usageErrors` classes (bad flags, keys or vectors) prints as `<command>: message` and
+ * exits 2, without a stack. Anything else is a bug and propagates.
+ */
+export async function runCommand(
+  command: string,
+  usageErrors: ReadonlyArray<abstract new (...args: never[]) => Error>,
+  action: () => Promise<number>,
+): Promise<void> {
+  try {
+    process.exitCode = await action();
+  } catch (err) {
+    if (err instanceof UsageError || usageErrors.some((E) => err instanceof E)) {
+      process.stderr.write(`${command}: ${(err as Error).message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+}
