@@ -5,7 +5,7 @@
  * agent secret, so running it at every start changes nothing and prints the same keys.
  */
 import type { Pool } from '../shared/infra/pg.js';
-import { assertSchemaName } from '../shared/infra/pg.js';
+import { assertSchemaName, withTransaction } from '../shared/infra/pg.js';
 import { demoApiKey, hashApiKey, issueToken, loadAgentSecrets } from './auth/authenticate.js';
 import { ALL_PERMISSIONS, type AgentKind, type Permissions } from './auth/principal.js';
 import { clearFormatCache, STANDARD_FORMATS } from './creative/formats.js';
@@ -412,9 +412,7 @@ export interface DemoCredential {
 export async function seedCatalog(pool: Pool, schema: string): Promise<void> {
   const s = assertSchemaName(schema);
   const secrets = await loadAgentSecrets(pool, s);
-  const db = await pool.connect();
-  try {
-    await db.query('BEGIN');
+  await withTransaction(pool, async (db) => {
     for (const f of STANDARD_FORMATS) {
       await db.query(
         `INSERT INTO ${s}.formats (format_id, name, type, width, height, duration_ms, is_responsive,
@@ -528,13 +526,7 @@ export async function seedCatalog(pool: Pool, schema: string): Promise<void> {
         ],
       );
     }
-    await db.query('COMMIT');
-  } catch (err) {
-    await db.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    db.release();
-  }
+  });
   clearFormatCache();
 }
 

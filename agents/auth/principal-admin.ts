@@ -3,7 +3,7 @@
  * and issue it an API key. Only the key's SHA-256 is stored; the key is shown once.
  */
 import { randomBytes } from 'node:crypto';
-import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
+import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
 import { hashApiKey } from './authenticate.js';
 import { PermissionsSchema, type AgentKind, type Permissions } from './principal.js';
@@ -38,9 +38,7 @@ export async function onboardPrincipal(
     );
   }
   const apiKey = `${input.agent}_${randomBytes(24).toString('base64url')}`;
-  const db = await pool.connect();
-  try {
-    await db.query('BEGIN');
+  await withTransaction(pool, async (db) => {
     await db.query(
       `INSERT INTO ${s}.principals (agent, principal_id, name, permissions, signals_access)
        VALUES ($1, $2, $3, $4, $5)
@@ -58,13 +56,7 @@ export async function onboardPrincipal(
       `INSERT INTO ${s}.api_keys (key_hash, agent, principal_id) VALUES ($1, $2, $3)`,
       [hashApiKey(apiKey), input.agent, input.principalId],
     );
-    await db.query('COMMIT');
-  } catch (err) {
-    await db.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    db.release();
-  }
+  });
   return { agent: input.agent, principal_id: input.principalId, api_key: apiKey };
 }
 

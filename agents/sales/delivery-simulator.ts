@@ -4,7 +4,7 @@
  * end time, into hourly buckets. Pure arithmetic, no randomness: the same clock gives the
  * same numbers. A buy whose end time has passed completes (final report via the sender).
  */
-import type { Pool, PoolClient } from '../../shared/infra/pg.js';
+import { withTransaction, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { AgentClock } from '../runtime/clock.js';
 import type { AgentNotifications } from '../runtime/types.js';
 import { loadPackages, type BuyRow, type PackageRow } from './media-buy-records.js';
@@ -135,20 +135,12 @@ export class DeliverySimulator {
 
   /** Accrues one buy up to `until` in its own transaction. */
   async accrue(mediaBuyId: string, until: Date = this.clock.now()): Promise<void> {
-    const db = await this.pool.connect();
-    try {
-      await db.query('BEGIN');
+    await withTransaction(this.pool, async (db) => {
       const { rows } = await db.query<BuyRow>(
         `SELECT * FROM ${this.schema}.media_buys WHERE media_buy_id = $1 FOR UPDATE SKIP LOCKED`,
         [mediaBuyId],
       );
       if (rows[0]) await accrueBuy(db, this.schema, rows[0], until, this.notifications);
-      await db.query('COMMIT');
-    } catch (err) {
-      await db.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      db.release();
-    }
+    });
   }
 }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ReportingWebhookSchema } from '../../shared/envelope/channel-config.js';
-import type { Pool, PoolClient } from '../../shared/infra/pg.js';
+import { withTransaction, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { AgentClock } from '../runtime/clock.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -800,19 +800,8 @@ export class MediaBuyOperator {
     },
   ) {}
 
-  private async inTransaction<T>(fn: (db: PoolClient) => Promise<T>): Promise<T> {
-    const db = await this.deps.pool.connect();
-    try {
-      await db.query('BEGIN');
-      const out = await fn(db);
-      await db.query('COMMIT');
-      return out;
-    } catch (err) {
-      await db.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      db.release();
-    }
+  private inTransaction<T>(fn: (db: PoolClient) => Promise<T>): Promise<T> {
+    return withTransaction(this.deps.pool, fn);
   }
 
   /** Approves a pending buy: it goes active and its task completes (webhook). */

@@ -6,7 +6,13 @@
  * events to the outbox in one `enqueue` so their order is the order written here.
  */
 import type { BrandProfile } from '../../shared/brand.js';
-import { migrate, assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
+import {
+  assertSchemaName,
+  migrate,
+  withTransaction,
+  type Pool,
+  type PoolClient,
+} from '../../shared/infra/pg.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { WEBHOOK_TASK_TYPES } from '../../shared/envelope/index.js';
 import type { MediaBuyChannelsApi } from '../core/channels-api.js';
@@ -625,19 +631,7 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
     client: PoolClient | undefined,
     fn: (c: PoolClient) => Promise<T>,
   ): Promise<T> {
-    if (client) return fn(client);
-    const c = await this.pool.connect();
-    try {
-      await c.query('BEGIN');
-      const result = await fn(c);
-      await c.query('COMMIT');
-      return result;
-    } catch (err) {
-      await c.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      c.release();
-    }
+    return client ? fn(client) : withTransaction(this.pool, fn);
   }
 
   private async ensureBuy(

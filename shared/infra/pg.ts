@@ -25,6 +25,25 @@ export function createPool(options: PoolOptions): Pool {
   return pool;
 }
 
+/** Runs `fn` in a transaction on a client of its own: committed if it returns, else rolled back. */
+export async function withTransaction<T>(
+  pool: Pool,
+  fn: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
 /** What the tests and local runs connect to when DATABASE_URL is unset. */
 export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { assertSchemaName, migrate } from '../../shared/infra/pg.js';
+import { assertSchemaName, migrate, withTransaction } from '../../shared/infra/pg.js';
 import { testDatabase } from '../helpers/db.js';
 
 t.test('migrations apply once, in order, and record themselves', async (t) => {
@@ -40,4 +40,26 @@ t.test('a failing migration rolls back and names itself', async (t) => {
 t.test('schema names are checked', async (t) => {
   t.throws(() => assertSchemaName('x; DROP TABLE y'), /invalid schema name/);
   t.equal(assertSchemaName('receiver'), 'receiver');
+});
+
+t.test('withTransaction commits what returns and rolls back what throws', async (t) => {
+  const { pool, schema } = testDatabase(t);
+  await pool.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.x (v int)`);
+  t.equal(
+    await withTransaction(pool, async (c) => {
+      await c.query(`INSERT INTO ${schema}.x VALUES (1)`);
+      return 'done';
+    }),
+    'done',
+  );
+  await t.rejects(
+    withTransaction(pool, async (c) => {
+      await c.query(`INSERT INTO ${schema}.x VALUES (2)`);
+      throw new Error('boom');
+    }),
+    /boom/,
+  );
+  const { rows } = await pool.query<{ v: number }>(`SELECT v FROM ${schema}.x`);
+  t.same(rows, [{ v: 1 }], 'the failed one left nothing');
+  t.equal(pool.idleCount + pool.waitingCount, pool.totalCount, 'clients released');
 });
