@@ -192,18 +192,8 @@ export class TaskDispatcher {
           return { ...replay, replayed: true };
         }
       }
-      const ctx: TaskContext = {
-        agent: req.agent,
-        principal,
-        db,
-        dryRun,
-        clock: this.options.clock,
-        notifications: dryRun ? silentNotifications : this.options.notifications,
-        settings: this.options.settings,
-        schema: this.schema,
-        taskId: newTaskId(),
-        request: meta,
-      };
+      const notifications = dryRun ? silentNotifications : this.options.notifications;
+      const ctx = this.context(req, principal, db, dryRun, notifications, meta);
       const outcome = await def.handle(parsed.data, ctx);
       const response: TaskSuccess = { status: outcome.status };
       if (outcome.async && !isTerminalStatus(outcome.status)) {
@@ -262,23 +252,35 @@ export class TaskDispatcher {
     const db = {
       query: (text: string, values?: unknown[]) => pool.query(text, values),
     } as unknown as PoolClient;
-    const ctx: TaskContext = {
-      agent: req.agent,
-      principal,
-      db,
-      dryRun,
-      clock: this.options.clock,
-      notifications: silentNotifications,
-      settings: this.options.settings,
-      schema: this.schema,
-      taskId: newTaskId(),
-      request: meta,
-    };
+    const ctx = this.context(req, principal, db, dryRun, silentNotifications, meta);
     const outcome = await def.handle(params, ctx);
     const response: TaskSuccess = { status: outcome.status, ...outcome.body };
     if (meta.context !== undefined) response.context = meta.context;
     if (dryRun) response.dry_run = true;
     return response;
+  }
+
+  /** What a handler sees of its call; a fresh task id in case it turns out asynchronous. */
+  private context(
+    req: InvokeRequest,
+    principal: Principal | null,
+    db: PoolClient,
+    dryRun: boolean,
+    notifications: AgentNotifications,
+    meta: RequestMeta,
+  ): TaskContext {
+    return {
+      agent: req.agent,
+      principal,
+      db,
+      dryRun,
+      clock: this.options.clock,
+      notifications,
+      settings: this.options.settings,
+      schema: this.schema,
+      taskId: newTaskId(),
+      request: meta,
+    };
   }
 
   private authorize(def: TaskDefinition, principal: Principal | null): void {
