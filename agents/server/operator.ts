@@ -9,13 +9,10 @@ import { createLogger } from '../../shared/infra/logger.js';
 import { createPool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { pingRedis, resolveDatabaseUrl } from '../../shared/infra/services.js';
-import { channelOptionsFromConfig } from '../../sender/channels/from-config.js';
-import { MediaBuyChannels } from '../../sender/channels/media-buy-channels.js';
-import { NotificationCore } from '../../sender/core/notification-core.js';
 import { DeliveryQueue } from '../../sender/delivery/queue.js';
-import { Outbox } from '../../sender/outbox/outbox.js';
 import { DEFAULT_SENDER_SCHEMA } from '../../sender/schema.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
+import { senderWiring } from './sender-wiring.js';
 
 /** A queue that dispatches nothing: the outbox rows wait for the reconciler. */
 const reconcilerOnlyQueue = {
@@ -47,25 +44,14 @@ export async function operatorAction(
   const senderSchema = options.senderSchema ?? DEFAULT_SENDER_SCHEMA;
   let core: AgentsCore | null = null;
   try {
-    const outbox = new Outbox({ pool, queue, schema: senderSchema });
-    const channels = new MediaBuyChannels({
+    const { notifications } = senderWiring({
       pool,
-      schema: senderSchema,
-      sink: outbox,
-      profile,
-      ...channelOptionsFromConfig(config),
-      dataSource: { getDelivery: (id, period) => core!.deliverySource.getDelivery(id, period) },
-    });
-    const notifications = new NotificationCore({
-      pool,
-      schema: senderSchema,
       queue,
+      schema: senderSchema,
+      config,
       profile,
-      protocolVersion: config.SVC_PROTOCOL_VERSION,
-      allowHosts: config.SVC_SENDER_ALLOW_HOSTS.split(',').filter(Boolean),
-      channels,
-      sink: outbox,
       logger: createLogger({ level: 'warn' }),
+      core: () => core,
     });
     core = await createAgentsCore({
       pool,

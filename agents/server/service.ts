@@ -19,14 +19,10 @@ import { createPool, type Pool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { ensureRedis, resolveDatabaseUrl, type RedisHandle } from '../../shared/infra/services.js';
 import { ActivityLog } from '../../sender/activity/activity-log.js';
-import { channelOptionsFromConfig } from '../../sender/channels/from-config.js';
-import { MediaBuyChannels } from '../../sender/channels/media-buy-channels.js';
-import { NotificationCore } from '../../sender/core/notification-core.js';
 import { DeliveryQueue } from '../../sender/delivery/queue.js';
 import { DeliveryWorker } from '../../sender/delivery/worker.js';
 import { KeySet, writeNewKey } from '../../sender/keys/key-set.js';
 import { keysRouter, type BrandAgent } from '../../sender/keys/router.js';
-import { Outbox } from '../../sender/outbox/outbox.js';
 import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import type { AgentSettings } from '../runtime/settings.js';
@@ -35,6 +31,7 @@ import { DEFAULT_AGENTS_SCHEMA } from '../store/migrations.js';
 import type { DemoCredential } from '../seed.js';
 import { createOAuthServer, type OAuthServer } from '../oauth/server.js';
 import { createAgentApp } from './agent-app.js';
+import { senderWiring } from './sender-wiring.js';
 
 export interface AgentsServiceOptions {
   config: Config;
@@ -161,46 +158,19 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     const prefix = o.queuePrefix ? { prefix: o.queuePrefix } : {};
     const queue = new DeliveryQueue({ connection: redis, ...prefix });
     stops.push(() => queue.close());
-    const outbox = new Outbox({
+    const activity = new ActivityLog({ pool, schema: senderSchema, logger });
+    let core: AgentsCore | null = null;
+    const { outbox, channels, notifications, allowHosts } = senderWiring({
       pool,
       queue,
       schema: senderSchema,
-      horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
-    });
-    const activity = new ActivityLog({ pool, schema: senderSchema, logger });
-    const allowHosts = [
-      ...config.SVC_SENDER_ALLOW_HOSTS.split(',').filter(Boolean),
-      ...(o.allowHosts ?? []),
-    ];
-    let core: AgentsCore | null = null;
-    const channelOptions = channelOptionsFromConfig(config);
-    const channels = new MediaBuyChannels({
-      pool,
-      schema: senderSchema,
-      sink: outbox,
+      config,
       profile,
-      ...channelOptions,
-      reportingClock: {
-        now: () => (core ? core.clock.nowMs() : Date.now()),
-        tickIntervalMs: config.SVC_CHANNEL_TICK_MS,
-      },
-      allowHosts,
-      dataSource: { getDelivery: (id, period) => core!.deliverySource.getDelivery(id, period) },
+      allowHosts: o.allowHosts,
       logger,
+      core: () => core,
     });
     await channels.migrate();
-    const notifications = new NotificationCore({
-      pool,
-      schema: senderSchema,
-      queue,
-      profile,
-      protocolVersion: config.SVC_PROTOCOL_VERSION,
-      allowHosts,
-      channels,
-      sink: outbox,
-      horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
-      logger,
-    });
 
     const oauth =
       o.oauth === false
