@@ -36,6 +36,9 @@ t.test('spec error codes', async (t) => {
     if (field !== undefined) t.equal(e.field, field);
     return e;
   };
+  /** create_media_buy with `extra` merged into a valid buy: refused with `code` at `field`. */
+  const badBuy = (extra: Record<string, unknown>, code: string, field: string) =>
+    expect(h.err('sales', 'create_media_buy', buy(extra), c), code, 400, field);
 
   await expect(h.err('sales', 'no_such_task', {}), 'UNKNOWN_TASK', 404);
   await expect(h.err('creative', 'get_products', {}), 'UNKNOWN_TASK', 404);
@@ -102,26 +105,14 @@ t.test('spec error codes', async (t) => {
     400,
     'packages[0].pricing_option_id',
   );
-  await expect(
-    h.err(
-      'sales',
-      'create_media_buy',
-      buy({ packages: [pkg({ pricing_option_id: 'olv_news_auction' })] }),
-      c,
-    ),
+  await badBuy(
+    { packages: [pkg({ pricing_option_id: 'olv_news_auction' })] },
     'VALIDATION_ERROR',
-    400,
     'packages[0].bid_price',
   );
-  await expect(
-    h.err(
-      'sales',
-      'create_media_buy',
-      buy({ packages: [pkg({ pricing_option_id: 'olv_news_auction', bid_price: 1 })] }),
-      c,
-    ),
+  await badBuy(
+    { packages: [pkg({ pricing_option_id: 'olv_news_auction', bid_price: 1 })] },
     'VALIDATION_ERROR',
-    400,
     'packages[0].bid_price',
   );
   await expect(
@@ -183,54 +174,30 @@ t.test('spec error codes', async (t) => {
   );
 
   // Webhook registration without operation_id: INVALID_REQUEST; bad reporting webhook too.
-  await expect(
-    h.err(
-      'sales',
-      'create_media_buy',
-      buy({ push_notification_config: { url: 'https://b.example/h' } }),
-      c,
-    ),
+  await badBuy(
+    { push_notification_config: { url: 'https://b.example/h' } },
     'INVALID_REQUEST',
-    400,
     'push_notification_config.operation_id',
   );
-  await expect(
-    h.err(
-      'sales',
-      'create_media_buy',
-      buy({ push_notification_config: { url: 'not a url', operation_id: 'x' } }),
-      c,
-    ),
+  await badBuy(
+    { push_notification_config: { url: 'not a url', operation_id: 'x' } },
     'INVALID_REQUEST',
-    400,
     'push_notification_config.url',
   );
-  await expect(
-    h.err(
-      'sales',
-      'create_media_buy',
-      buy({
-        push_notification_config: {
-          url: 'https://b.example/h',
-          operation_id: 'o',
-          authentication: { schemes: ['HMAC-SHA256'], credentials: 'short' },
-        },
-      }),
-      c,
-    ),
+  await badBuy(
+    {
+      push_notification_config: {
+        url: 'https://b.example/h',
+        operation_id: 'o',
+        authentication: { schemes: ['HMAC-SHA256'], credentials: 'short' },
+      },
+    },
     'INVALID_REQUEST',
-    400,
     'push_notification_config.authentication.credentials',
   );
-  await expect(
-    h.err(
-      'sales',
-      'create_media_buy',
-      buy({ reporting_webhook: { url: 'https://b.example/r', reporting_frequency: 'weekly' } }),
-      c,
-    ),
+  await badBuy(
+    { reporting_webhook: { url: 'https://b.example/r', reporting_frequency: 'weekly' } },
     'INVALID_REQUEST',
-    400,
     'reporting_webhook.reporting_frequency',
   );
   await expect(
