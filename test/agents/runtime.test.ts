@@ -18,6 +18,23 @@ import { fieldPath, parseParams } from '../../agents/runtime/validation.js';
 import { migrateAgents } from '../../agents/store/migrations.js';
 import { buyer, harness, START } from './support/core.js';
 
+/** A one-package DOOH buy starting now, ending a day later, with `extra` merged in. */
+const transitBuy = (buyerRef: string, extra: Record<string, unknown> = {}) => ({
+  buyer_ref: buyerRef,
+  brand_manifest: { url: 'https://acme.example' },
+  packages: [
+    {
+      buyer_ref: 'p',
+      product_id: 'dooh_transit_network',
+      pricing_option_id: 'transit_cpm',
+      budget: 2000,
+    },
+  ],
+  start_time: { type: 'asap' },
+  end_time: new Date(START + 86400_000).toISOString(),
+  ...extra,
+});
+
 t.test('a pending task resumes in a new process', async (t) => {
   const h = await harness(t, {
     settings: { approval: { autoAfterSeconds: 30 }, taskStepMs: 1000 },
@@ -25,22 +42,10 @@ t.test('a pending task resumes in a new process', async (t) => {
   const created = await h.ok(
     'sales',
     'create_media_buy',
-    {
-      buyer_ref: 'durable',
-      brand_manifest: { url: 'https://acme.example' },
-      packages: [
-        {
-          buyer_ref: 'p',
-          product_id: 'dooh_transit_network',
-          pricing_option_id: 'transit_cpm',
-          budget: 2000,
-        },
-      ],
-      start_time: { type: 'asap' },
-      end_time: new Date(START + 86400_000).toISOString(),
+    transitBuy('durable', {
       push_notification_config: { url: 'https://b.example/h', operation_id: 'op-durable' },
       context: { k: 'v' },
-    },
+    }),
     buyer(h),
   );
   // "Restart": a second core over the same schema, its own notifications and clock.
@@ -199,21 +204,9 @@ t.test('the background loop advances tasks on its own', async (t) => {
   await h.ok(
     'sales',
     'create_media_buy',
-    {
-      buyer_ref: 'bg',
-      brand_manifest: { url: 'https://acme.example' },
-      packages: [
-        {
-          buyer_ref: 'p',
-          product_id: 'dooh_transit_network',
-          pricing_option_id: 'transit_cpm',
-          budget: 2000,
-        },
-      ],
-      start_time: { type: 'asap' },
-      end_time: new Date(START + 86400_000).toISOString(),
+    transitBuy('bg', {
       push_notification_config: { url: 'https://b.example/h', operation_id: 'op-bg' },
-    },
+    }),
     buyer(h),
   );
   h.core.start();
@@ -303,21 +296,9 @@ t.test('cancelTask: pending buy and in-progress activation', async (t) => {
   const created = await h.ok(
     'sales',
     'create_media_buy',
-    {
-      buyer_ref: 'to-cancel',
-      brand_manifest: { url: 'https://acme.example' },
-      packages: [
-        {
-          buyer_ref: 'p',
-          product_id: 'dooh_transit_network',
-          pricing_option_id: 'transit_cpm',
-          budget: 2000,
-        },
-      ],
-      start_time: { type: 'asap' },
-      end_time: new Date(START + 86400_000).toISOString(),
+    transitBuy('to-cancel', {
       push_notification_config: { url: 'https://b.example/h', operation_id: 'op-cancel' },
-    },
+    }),
     c,
   );
   const principal = await h.core.dispatcher.authenticate('sales', c);
