@@ -26,6 +26,16 @@ function run(args: string[], env: Record<string, string> = {}) {
   return { child, exited, out: () => out, err: () => err };
 }
 
+/** Waits (bounded) until the process printed `count` "listening on" lines or exited. */
+async function listening(p: ReturnType<typeof run>, count = 1, ms = 30_000): Promise<string[]> {
+  const urls = () => [...p.out().matchAll(/listening on (\S+)/g)].map((m) => m[1] as string);
+  const deadline = Date.now() + ms;
+  while (urls().length < count && Date.now() < deadline && p.child.exitCode === null) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return urls();
+}
+
 t.test('usage errors exit 2 with a message', async (t) => {
   const trust = join(dir, 'empty.json');
   writeFileSync(trust, JSON.stringify({ senders: [] }));
@@ -66,15 +76,9 @@ t.test('a real delivery through the process, durable replay, graceful SIGTERM', 
     'svc',
   ]);
   t.teardown(() => p.child.kill('SIGKILL'));
-  const deadline = Date.now() + 20_000;
-  while (!/listening on (\S+)/.test(p.out()) && Date.now() < deadline) {
-    if (p.child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const m = /listening on (\S+)/.exec(p.out());
-  t.ok(m, `started (${p.err().slice(0, 300)})`);
-  if (!m) return;
-  const base = m[1] as string;
+  const base = (await listening(p, 1, 20_000))[0];
+  t.ok(base, `started (${p.err().slice(0, 300)})`);
+  if (!base) return;
   const url = `${base}/hooks/seller-cli`;
   const body = JSON.stringify(envelope({ task_id: 'cli-1' }));
   const s = signed(url, body, seller);
@@ -108,18 +112,10 @@ t.test('a revocation list that cannot be loaded fails closed: revocation_stale',
   t.teardown(() => app.close());
   const p = run(['--listen', '127.0.0.1:0', '--trust', trust, '--forward', app.url]);
   t.teardown(() => p.child.kill('SIGKILL'));
-  const deadline = Date.now() + 30_000;
-  while (
-    !/listening on (\S+)/.test(p.out()) &&
-    Date.now() < deadline &&
-    p.child.exitCode === null
-  ) {
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const m = /listening on (\S+)/.exec(p.out());
-  t.ok(m, `started (${p.err().slice(0, 300)})`);
-  if (!m) return;
-  const url = `${m[1]}/hooks/rev`;
+  const base = (await listening(p))[0];
+  t.ok(base, `started (${p.err().slice(0, 300)})`);
+  if (!base) return;
+  const url = `${base}/hooks/rev`;
   const body = JSON.stringify(envelope({ task_id: 'rev-1' }));
   const s = signed(url, body, seller);
   const res = await post(url, s.body, s.headers);
@@ -154,12 +150,7 @@ t.test('--workers 2: processes share the port and stop together', async (t) => {
     '2',
   ]);
   t.teardown(() => p.child.kill('SIGKILL'));
-  const deadline = Date.now() + 30_000;
-  while ((p.out().match(/listening on/g) ?? []).length < 2 && Date.now() < deadline) {
-    if (p.child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const urls = [...p.out().matchAll(/listening on (\S+)/g)].map((m) => m[1]);
+  const urls = await listening(p, 2);
   t.equal(urls.length, 2, `two workers (${p.err().slice(0, 300)})`);
   t.equal(urls[0], urls[1], 'one shared address');
   if (urls.length < 1) return;
