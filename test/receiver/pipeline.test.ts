@@ -200,6 +200,112 @@ t.test('no body is read before the head authenticates', async (t) => {
 });
 
 t.test(
+  'legacy routes: Bearer and the HMAC headers checked before the body, the MAC after',
+  async (t) => {
+    const SECRET = 'hmac-secret-0123456789-ABCDEFGHIJKLMNOP';
+    const TOKEN = 'bearer-token-0123456789-abcdefghijklmnop';
+    const { receiver, url, events } = await setup(t, {
+      route: (path) =>
+        path.startsWith('/hmac')
+          ? {
+              mode: 'hmac',
+              registration: {
+                path_prefix: '/hmac',
+                sender: 'seller-h',
+                scheme: 'HMAC-SHA256',
+                secrets: [SECRET],
+              },
+            }
+          : {
+              mode: 'bearer',
+              registration: {
+                path_prefix: '/bearer',
+                sender: 'seller-b',
+                scheme: 'Bearer',
+                token: TOKEN,
+              },
+            },
+    });
+    const body = JSON.stringify(envelope({ task_id: 't-legacy' }));
+    const tracked = (text: string) => {
+      let read = false;
+      const r = new Readable({
+        read() {
+          read = true;
+          this.push(text);
+          this.push(null);
+        },
+      });
+      return { r, wasRead: () => read };
+    };
+    const call = (path: string, headers: Record<string, string>, b: Readable) =>
+      receiver.handle({
+        method: 'POST',
+        url: url + path,
+        headers: { 'content-type': 'application/json', ...headers },
+        body: b,
+      });
+    const ts = String(Math.floor(Date.now() / 1000));
+    for (const [name, path, headers, code] of [
+      ['bearer, wrong token', '/bearer', { authorization: 'Bearer nope' }, null],
+      ['hmac, no headers', '/hmac', {}, 'webhook_signature_header_malformed'],
+      [
+        'hmac, stale timestamp',
+        '/hmac',
+        { 'x-svc-signature': `sha256=${'0'.repeat(64)}`, 'x-svc-timestamp': '1000' },
+        'webhook_signature_window_invalid',
+      ],
+      [
+        'hmac, malformed signature',
+        '/hmac',
+        { 'x-svc-signature': 'sha256=00', 'x-svc-timestamp': ts },
+        'webhook_signature_header_malformed',
+      ],
+    ] as const) {
+      const b = tracked(body);
+      const res = await call(path, headers, b.r);
+      t.equal(res.status, 401, name);
+      if (code) t.equal(res.headers['www-authenticate'], `Signature error="${code}"`, name);
+      t.notOk(b.wasRead(), `${name}: body never read`);
+    }
+    // A well-formed HMAC head needs the body: read, then the MAC decides.
+    const forged = tracked(body);
+    const bad = await call(
+      '/hmac',
+      { 'x-svc-signature': `sha256=${'0'.repeat(64)}`, 'x-svc-timestamp': ts },
+      forged.r,
+    );
+    t.ok(forged.wasRead());
+    t.equal(bad.headers['www-authenticate'], 'Signature error="webhook_signature_invalid"');
+    const { hmacHeaders } = await import('../../shared/legacy/hmac.js');
+    const good = await call(
+      '/hmac',
+      Object.fromEntries(
+        Object.entries(hmacHeaders({ secret: SECRET, body, profile })).map(([k, v]) => [
+          k.toLowerCase(),
+          v,
+        ]),
+      ),
+      tracked(body).r,
+    );
+    t.equal(good.status, 200);
+    const bearer = await call(
+      '/bearer',
+      { authorization: `Bearer ${TOKEN}` },
+      tracked(JSON.stringify(envelope({ task_id: 't-bearer' }))).r,
+    );
+    t.equal(bearer.status, 200);
+    t.same(
+      events.map((e) => [e.sender, e.auth.mode]),
+      [
+        ['seller-h', 'hmac'],
+        ['seller-b', 'bearer'],
+      ],
+    );
+  },
+);
+
+t.test(
   'body budget: a body that would exceed it is 503 + Retry-After, before it is read',
   async (t) => {
     const { receiver, seller, url, events } = await setup(t, {
@@ -225,7 +331,10 @@ t.test(
       headers: { ...s1.headers, 'content-length': '900' },
       body: held,
     });
-    await new Promise((r) => setTimeout(r, 50));
+    // Bounded wait until its head verified and its declared length was taken.
+    for (let i = 0; i < 200 && receiver.bodyBudget.inFlight === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     t.equal(receiver.bodyBudget.inFlight, 900);
     // Declared 700 more: over 1500, refused before reading.
     const s2 = signed(url + '/b', pad(700), seller);
