@@ -168,6 +168,10 @@ export async function readBodyCapped(
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // With a declared length the bytes go straight into one buffer of that size: no second
+    // copy at the end, and no socket read buffers kept alive by slices while a body is held.
+    let whole: Buffer | null =
+      declared !== null && declared > 0 ? Buffer.allocUnsafe(declared) : null;
     let timer: NodeJS.Timeout | null = null;
     let deadlineTimer: NodeJS.Timeout | null = null;
     const arm = () => {
@@ -184,7 +188,8 @@ export async function readBodyCapped(
       if (err) {
         body.pause();
         reject(err);
-      } else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      } else if (whole) resolve(size === whole.length ? whole : whole.subarray(0, size));
+      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
     const onData = (chunk: Buffer | string) => {
       const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
@@ -203,7 +208,15 @@ export async function readBodyCapped(
         finish(new BodyBudgetError());
         return;
       }
-      chunks.push(buf);
+      if (whole && size <= whole.length) buf.copy(whole, size - buf.length);
+      else {
+        if (whole) {
+          // More than declared (only a non-HTTP stream can do that): back to a chunk list.
+          chunks.push(whole.subarray(0, size - buf.length));
+          whole = null;
+        }
+        chunks.push(buf);
+      }
       arm();
     };
     const onEnd = () => finish(null);
