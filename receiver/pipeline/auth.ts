@@ -47,6 +47,11 @@ function has(headers: Headers, name: string): boolean {
 
 /** A request whose head passed; `complete` runs the checks that need its body. */
 export interface PendingAuth {
+  /**
+   * True when the head alone proves the sender (RFC 9421 signature, Bearer token); false for
+   * HMAC, whose MAC needs the body: anyone can send such a body, so it gets a smaller budget.
+   */
+  headAuthenticated: boolean;
   complete(body: Buffer): Promise<Authenticated>;
 }
 
@@ -77,6 +82,7 @@ export async function authenticateHead(
       offloadCrypto: true,
     });
     return {
+      headAuthenticated: true,
       complete: async (body) => {
         const v = await verifySignedBody(head, body, { replay: ctx.replay });
         return { sender: v.senderId, mode: 'rfc9421', keyid: v.keyid, nonce: v.nonce };
@@ -92,6 +98,7 @@ export async function authenticateHead(
     const timestamp = headerValue(h, hmacTs) ?? undefined;
     checkHmacHeaders({ signature, timestamp, now: ctx.nowSeconds });
     return {
+      headAuthenticated: false,
       complete: async (body) => {
         verifyHmac({ secrets: reg.secrets, signature, timestamp, body, now: ctx.nowSeconds });
         return { sender: reg.sender, mode: 'hmac', keyid: null, nonce: null };
@@ -102,6 +109,7 @@ export async function authenticateHead(
     if (hasHmac) mismatch('HMAC headers on a Bearer route');
     verifyBearer({ tokens: [reg.token], authorization: h.authorization });
     return {
+      headAuthenticated: true,
       complete: async () => ({ sender: reg.sender, mode: 'bearer', keyid: null, nonce: null }),
     };
   }

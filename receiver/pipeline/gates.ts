@@ -95,11 +95,15 @@ export function declaredTooLarge(
 /**
  * The bytes of request bodies a receiver holds at once, across all its requests. Each
  * request takes from it through its own `BodyAccount` (its declared length up front, or
- * each chunk as it comes) and gives everything back when it is answered.
+ * each chunk as it comes) and gives everything back when it is answered. A budget `within`
+ * another is a share of it: bytes count against both.
  */
 export class BodyBudget {
   private used = 0;
-  constructor(readonly limitBytes: number) {
+  constructor(
+    readonly limitBytes: number,
+    private readonly within?: BodyBudget,
+  ) {
     if (!Number.isInteger(limitBytes) || limitBytes < 1) {
       throw new RangeError('the body budget is a positive number of bytes');
     }
@@ -110,18 +114,27 @@ export class BodyBudget {
     return this.used;
   }
 
+  private fits(n: number): boolean {
+    return this.used + n <= this.limitBytes && (this.within?.fits(n) ?? true);
+  }
+
+  private add(n: number): void {
+    this.used += n;
+    this.within?.add(n);
+  }
+
   open(): BodyAccount {
     let held = 0;
     return {
       take: (n) => {
-        if (this.used + n > this.limitBytes) return false;
-        this.used += n;
+        if (!this.fits(n)) return false;
+        this.add(n);
         held += n;
         return true;
       },
       held: () => held,
       release: () => {
-        this.used -= held;
+        this.add(-held);
         held = 0;
       },
     };

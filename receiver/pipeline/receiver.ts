@@ -103,6 +103,13 @@ export interface WebhookReceiverOptions {
    * it is read (its declared length counts up front). Only streamed bodies count.
    */
   bodyBudgetBytes?: number;
+  /**
+   * The share of `bodyBudgetBytes` for bodies whose sender is not known before they are read
+   * (legacy HMAC routes: anyone can write well-formed HMAC headers), so a flood of them cannot
+   * take the whole budget from authenticated senders (default a quarter of the budget, at
+   * least `maxBodyBytes`).
+   */
+  unauthenticatedBodyBudgetBytes?: number;
   /** Milliseconds since the epoch; defaults to Date.now. */
   clock?: () => number;
   /** Claim lease before another process may take an unfinished key over (default 30 s). */
@@ -155,6 +162,8 @@ export class WebhookReceiver {
   readonly protocolVersion: ProtocolVersion;
   /** Request bodies in flight, in bytes, against their budget. */
   readonly bodyBudget: BodyBudget;
+  /** The share of it for bodies read before their sender is known (legacy HMAC). */
+  readonly unauthenticatedBodyBudget: BodyBudget;
   private readonly o: WebhookReceiverOptions;
   private readonly schema: string;
   private readonly log: Logger;
@@ -179,6 +188,14 @@ export class WebhookReceiver {
       throw new RangeError(`bodyBudgetBytes (${budget}) must be at least maxBodyBytes`);
     }
     this.bodyBudget = new BodyBudget(budget);
+    const share =
+      options.unauthenticatedBodyBudgetBytes ?? Math.max(this.maxBody, Math.floor(budget / 4));
+    if (!(share >= this.maxBody && share <= budget)) {
+      throw new RangeError(
+        `unauthenticatedBodyBudgetBytes (${share}) must be between maxBodyBytes and bodyBudgetBytes`,
+      );
+    }
+    this.unauthenticatedBodyBudget = new BodyBudget(share, this.bodyBudget);
     this.clock = options.clock ?? Date.now;
     this.retryAfter = options.retryAfterSeconds ?? 5;
     this.metrics = options.metrics ?? new ReceiverMetrics();
@@ -260,14 +277,14 @@ export class WebhookReceiver {
   /** Runs one delivery through every stage; never throws, never answers 500. */
   async handle(req: ReceiverRequest): Promise<ReceiverResponse> {
     let res: ReceiverResponse;
-    const account = this.bodyBudget.open();
+    const accounts: BodyAccount[] = [];
     try {
-      res = await this.run(req, account, Date.now());
+      res = await this.run(req, accounts, Date.now());
     } catch (err) {
       this.log.error({ event: 'webhook_internal_error', err }, 'receiver internal failure');
       res = retryLater('receiver_unavailable', 'temporarily unavailable', this.retryAfter);
     } finally {
-      account.release();
+      for (const a of accounts) a.release();
     }
     this.metrics.responses.inc({ status: String(res.status) });
     return res;
@@ -281,7 +298,7 @@ export class WebhookReceiver {
 
   private async run(
     req: ReceiverRequest,
-    account: BodyAccount,
+    accounts: BodyAccount[],
     startedMs: number,
   ): Promise<ReceiverResponse> {
     // 1. Gates, before any crypto.
@@ -327,6 +344,10 @@ export class WebhookReceiver {
     }
 
     // 3. The body, then what needs it: the digest and the nonce (or the HMAC itself).
+    const account = (
+      pending.headAuthenticated ? this.bodyBudget : this.unauthenticatedBodyBudget
+    ).open();
+    accounts.push(account);
     const read = await this.readBody(req, declared, account, startedMs);
     if (!Buffer.isBuffer(read)) return read;
     const body = read;

@@ -57,3 +57,24 @@ t.test(
     t.equal(budget.inFlight, 0);
   },
 );
+
+t.test('a budget within another: bytes count against both', async (t) => {
+  const all = new BodyBudget(10);
+  const share = new BodyBudget(4, all);
+  const a = share.open();
+  t.ok(a.take(4));
+  t.notOk(a.take(1), 'the share is full');
+  t.equal(all.inFlight, 4);
+  const b = all.open();
+  t.ok(b.take(6));
+  const c = share.open();
+  t.notOk(c.take(1), 'the share is full');
+  a.release();
+  t.ok(b.take(4), 'the whole budget is full again');
+  t.notOk(c.take(1), 'the whole budget is full even though the share is not');
+  b.release();
+  t.ok(c.take(4));
+  c.release();
+  t.equal(all.inFlight, 0);
+  t.equal(share.inFlight, 0);
+});

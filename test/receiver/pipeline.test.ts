@@ -306,6 +306,79 @@ t.test(
 );
 
 t.test(
+  'bodies read before their sender is known (HMAC) get their own share of the budget',
+  async (t) => {
+    const SECRET = 'hmac-secret-0123456789-ABCDEFGHIJKLMNOP';
+    const hmacRoute = {
+      mode: 'hmac' as const,
+      registration: {
+        path_prefix: '/hmac',
+        sender: 'seller-h',
+        scheme: 'HMAC-SHA256' as const,
+        secrets: [SECRET],
+      },
+    };
+    const { receiver, seller, url } = await setup(t, {
+      maxBodyBytes: 1000,
+      bodyBudgetBytes: 4000,
+      route: (path) => (path.startsWith('/hmac') ? hmacRoute : { mode: 'rfc9421' }),
+    });
+    t.equal(
+      receiver.unauthenticatedBodyBudget.limitBytes,
+      1000,
+      'a quarter, at least maxBodyBytes',
+    );
+    t.throws(
+      () =>
+        new WebhookReceiver({
+          ...(receiver as unknown as { o: WebhookReceiverOptions }).o,
+          maxBodyBytes: 1000,
+          bodyBudgetBytes: 4000,
+          unauthenticatedBodyBudgetBytes: 5000,
+        }),
+      RangeError,
+    );
+    const ts = String(Math.floor(Date.now() / 1000));
+    const forged = {
+      'content-type': 'application/json',
+      'x-svc-signature': `sha256=${'0'.repeat(64)}`,
+      'x-svc-timestamp': ts,
+    };
+    const held = new Readable({ read() {} });
+    const first = receiver.handle({
+      method: 'POST',
+      url: url + '/hmac/x',
+      headers: { ...forged, 'content-length': '900' },
+      body: held,
+    });
+    for (let i = 0; i < 200 && receiver.bodyBudget.inFlight === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    t.equal(receiver.unauthenticatedBodyBudget.inFlight, 900);
+    const second = await receiver.handle({
+      method: 'POST',
+      url: url + '/hmac/x',
+      headers: { ...forged, 'content-length': '200' },
+      body: Readable.from([Buffer.alloc(200, 0x20)]),
+    });
+    t.equal(second.status, 503, 'the HMAC share is full');
+    const body = JSON.stringify(envelope({ task_id: 't-share' }));
+    const s = signed(url + '/h', body + ' '.repeat(900 - body.length), seller);
+    const signedRes = await receiver.handle({
+      method: 'POST',
+      url: url + '/h',
+      headers: { ...s.headers, 'content-length': '900' },
+      body: Readable.from([s.body]),
+    });
+    t.equal(signedRes.status, 200, 'an authenticated sender still has the rest of the budget');
+    held.push(Buffer.alloc(900, 0x20));
+    held.push(null);
+    t.equal((await first).status, 401, 'the forged MAC, once its body is read');
+    t.equal(receiver.bodyBudget.inFlight, 0);
+  },
+);
+
+t.test(
   'body budget: a body that would exceed it is 503 + Retry-After, before it is read',
   async (t) => {
     const { receiver, seller, url, events } = await setup(t, {
