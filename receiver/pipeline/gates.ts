@@ -141,6 +141,28 @@ export class BodyBudget {
   }
 }
 
+/**
+ * A receiver's budgets: the whole one, and the share of it for bodies read before their
+ * sender is known (default a quarter, at least one maximal body).
+ */
+export function bodyBudgets(
+  maxBody: number,
+  total: number,
+  unauthenticated?: number,
+): { all: BodyBudget; unauthenticated: BodyBudget } {
+  if (!(total >= maxBody)) {
+    throw new RangeError(`bodyBudgetBytes (${total}) must be at least maxBodyBytes`);
+  }
+  const share = unauthenticated ?? Math.max(maxBody, Math.floor(total / 4));
+  if (!(share >= maxBody && share <= total)) {
+    throw new RangeError(
+      `unauthenticatedBodyBudgetBytes (${share}) must be between maxBodyBytes and bodyBudgetBytes`,
+    );
+  }
+  const all = new BodyBudget(total);
+  return { all, unauthenticated: new BodyBudget(share, all) };
+}
+
 export interface BodyAccount {
   /** Takes n more bytes; false (and nothing taken) when the budget would be exceeded. */
   take(n: number): boolean;

@@ -10,11 +10,11 @@
  *  3. the body: cap while streaming (413), idle and total deadlines (400 / 408), the
  *     in-flight byte budget (503 + Retry-After); raw bytes kept; then the checks that need
  *     it (digest, nonce; the HMAC itself), 401 with the exact code;
- *  3. strict parse, duplicate keys -> `webhook_body_malformed` (401, logged per step 14b);
- *  4. envelope validation (422, JSON error naming the envelope error id and fields);
- *  5. durable claim of (sender, idempotency_key) and the task's ordering/convergence check,
+ *  4. strict parse, duplicate keys -> `webhook_body_malformed` (401, logged per step 14b);
+ *  5. envelope validation (422, JSON error naming the envelope error id and fields);
+ *  6. durable claim of (sender, idempotency_key) and the task's ordering/convergence check,
  *     in one round trip (200 duplicate / 503 in flight / 409 conflict / 429 at the bound);
- *  6. publication, then the durable done-mark, then 200.
+ *  7. publication, then the durable done-mark, then 200.
  * An internal failure (database or publisher down) is a 503 with Retry-After, never a 500.
  *
  * Why 422 for an invalid envelope (the supplement leaves 400 or 422 open): the spec's status
@@ -42,12 +42,9 @@ import { authenticateHead, type Authenticated, type PendingAuth } from './auth.j
 import { Batcher } from './batcher.js';
 import { coalesceAtCap, DeferredReplay } from './deferred-replay.js';
 import {
-  BodyBudget,
-  BodyBudgetError,
-  BodyDeadlineError,
-  BodyReadError,
-  BodyTooLargeError,
+  bodyBudgets,
   DEFAULT_MAX_BODY_BYTES,
+  type BodyBudget,
   declaredTooLarge,
   headerValue,
   isJsonContentType,
@@ -57,8 +54,10 @@ import {
 } from './gates.js';
 import { ReceiverMetrics } from './metrics.js';
 import {
+  bodyRefusal,
   errorResponse,
   ok,
+  payloadTooLarge,
   retryLater,
   verificationFailure,
   type ReceiverResponse,
@@ -183,19 +182,13 @@ export class WebhookReceiver {
     this.protocolVersion = options.protocolVersion;
     this.log = options.logger ?? silentLogger;
     this.maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    const budget = options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES;
-    if (!(budget >= this.maxBody)) {
-      throw new RangeError(`bodyBudgetBytes (${budget}) must be at least maxBodyBytes`);
-    }
-    this.bodyBudget = new BodyBudget(budget);
-    const share =
-      options.unauthenticatedBodyBudgetBytes ?? Math.max(this.maxBody, Math.floor(budget / 4));
-    if (!(share >= this.maxBody && share <= budget)) {
-      throw new RangeError(
-        `unauthenticatedBodyBudgetBytes (${share}) must be between maxBodyBytes and bodyBudgetBytes`,
-      );
-    }
-    this.unauthenticatedBodyBudget = new BodyBudget(share, this.bodyBudget);
+    const budgets = bodyBudgets(
+      this.maxBody,
+      options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES,
+      options.unauthenticatedBodyBudgetBytes,
+    );
+    this.bodyBudget = budgets.all;
+    this.unauthenticatedBodyBudget = budgets.unauthenticated;
     this.clock = options.clock ?? Date.now;
     this.retryAfter = options.retryAfterSeconds ?? 5;
     this.metrics = options.metrics ?? new ReceiverMetrics();
@@ -375,7 +368,7 @@ export class WebhookReceiver {
       return code ? this.reject(res, code, fields) : res;
     };
 
-    // 3. Step 14: strict parse; the signature was valid, the body is ambiguous or broken.
+    // 4. Step 14: strict parse; the signature was valid, the body is ambiguous or broken.
     let value: unknown;
     try {
       value = parseStrictJson(body);
@@ -392,7 +385,7 @@ export class WebhookReceiver {
       });
     }
 
-    // 4. Envelope.
+    // 5. Envelope.
     let event: WebhookEvent;
     try {
       event = parseWebhookPayload(
@@ -412,7 +405,7 @@ export class WebhookReceiver {
       return burn(ok('message'), '');
     }
 
-    // 5. Claim and convergence, one round trip.
+    // 6. Claim and convergence, one round trip.
     const fp = fingerprint(value);
     const key = event.idempotencyKey ?? `payload:${fp}`;
     const sender = auth.sender;
@@ -511,7 +504,7 @@ export class WebhookReceiver {
     const decision = row?.decision ?? 'current';
     const reEmission = row?.re_emission ?? false;
 
-    // 6. Convergence outcome, publication, durable ack.
+    // 7. Convergence outcome, publication, durable ack.
     if (decision === 'terminal_conflict') {
       await this.idempotency.complete(claim, 'conflict');
       if (this.protocolVersion === '3.2') {
@@ -572,12 +565,7 @@ export class WebhookReceiver {
   }
 
   private tooLarge(): ReceiverResponse {
-    return this.reject(
-      errorResponse(413, 'payload_too_large', `body over ${this.maxBody} bytes`, {
-        connection: 'close',
-      }),
-      'payload_too_large',
-    );
+    return this.reject(payloadTooLarge(this.maxBody), 'payload_too_large');
   }
 
   /** Stage 3's read: the body, or the answer when it cannot be had within the bounds. */
@@ -594,25 +582,9 @@ export class WebhookReceiver {
         account,
       });
     } catch (err) {
-      if (err instanceof BodyTooLargeError) return this.tooLarge();
-      const close = { connection: 'close' };
-      if (err instanceof BodyBudgetError) {
-        const busy = retryLater('receiver_busy', 'too many request bodies in flight', 1);
-        return this.reject({ ...busy, headers: { ...busy.headers, ...close } }, 'receiver_busy');
-      }
-      if (err instanceof BodyDeadlineError) {
-        return this.reject(
-          errorResponse(408, 'body_timeout', 'the body did not arrive in time', close),
-          'body_timeout',
-        );
-      }
-      if (err instanceof BodyReadError) {
-        return this.reject(
-          errorResponse(400, 'body_incomplete', 'the body did not arrive whole', close),
-          'body_incomplete',
-        );
-      }
-      throw err;
+      const refusal = bodyRefusal(err, this.maxBody);
+      if (!refusal) throw err;
+      return this.reject(refusal.res, refusal.code);
     }
   }
 
