@@ -5,6 +5,7 @@
  * `/_queue/` (see queue-api.ts). Each verified event is forwarded to the app once, or
  * enqueued durably for it.
  */
+import { Counter, Gauge } from 'prom-client';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { BrandProfile } from '../../shared/brand.js';
@@ -146,8 +147,22 @@ export class Sidecar {
         headersTimeoutMs + (o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS) + 1_000,
       keepAliveTimeoutMs: o.keepAliveTimeoutMs,
     });
+    const dropped = new Counter({
+      name: 'receiver_connections_dropped_total',
+      help: 'Connections closed on arrival because maxConnections were open',
+      registers: [metrics.registry],
+    });
+    new Gauge({
+      name: 'receiver_body_bytes_in_flight',
+      help: 'Bytes of request bodies held (or reserved by their Content-Length) right now',
+      registers: [metrics.registry],
+      collect() {
+        this.set(receiver.bodyBudget.inFlight);
+      },
+    });
     let lastDropLog = 0;
     server.on('drop', () => {
+      dropped.inc();
       // Over maxConnections: Node closed the connection on arrival. Logged at most every 10 s.
       if (Date.now() - lastDropLog < 10_000) return;
       lastDropLog = Date.now();

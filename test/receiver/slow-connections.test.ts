@@ -137,6 +137,9 @@ t.test('connections over the limit are closed on arrival; the rest keep serving'
   const body = JSON.stringify(envelope({ task_id: 'after-limit' }));
   const sig = signed(s.url + '/w', body, seller);
   t.equal((await post(s.url + '/w', sig.body, sig.headers)).status, 200, 'serving again');
+  const metrics = await (await fetch(s.url + '/metrics')).text();
+  t.match(metrics, /^receiver_connections_dropped_total [1-9]/m);
+  t.match(metrics, /^receiver_body_bytes_in_flight 0$/m);
 });
 
 t.test('limitServer: for library servers, before listen, checked', async (t) => {
