@@ -25,6 +25,7 @@ import { post } from './support/server.js';
 
 const { pool, schema } = testDatabase(t, 'rslow');
 const OUTER_MS = 15_000;
+const SECRET = 'hmac-secret-0123456789-ABCDEFGHIJKLMNOP';
 
 let seller: SenderKeys;
 t.before(async () => {
@@ -35,7 +36,11 @@ async function sidecar(t: Test, over: Partial<SidecarOptions> = {}) {
   const app = await startApp(() => 200);
   const s = await Sidecar.start({
     port: 0,
-    trust: trustFor([seller]),
+    trust: trustFor([seller], {
+      legacy: [
+        { path_prefix: '/legacy', sender: 'seller-h', scheme: 'HMAC-SHA256', secrets: [SECRET] },
+      ],
+    }),
     profile,
     protocolVersion: '3.2',
     target: { forward: app.url },
@@ -163,4 +168,30 @@ t.test('limitServer: for library servers, before listen, checked', async (t) => 
   const r = await open(port).done;
   t.ok(r.closed, 'a silent connection to the library server is closed');
   t.match(r.got, /^HTTP\/1\.1 408 /);
+});
+
+t.test('over the wire: bodies past the budget are 503 + Retry-After and closed', async (t) => {
+  // 2 MiB in all, so legacy HMAC bodies (read before their sender is known) get 1 MiB.
+  const { port } = await sidecar(t, { bodyBudgetBytes: 2 * 1024 * 1024, bodyTimeoutMs: 10_000 });
+  const head = (length: number) =>
+    `POST /legacy/x HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+    `X-SVC-Signature: sha256=${'0'.repeat(64)}\r\nX-SVC-Timestamp: ${Math.floor(Date.now() / 1000)}\r\n` +
+    `Content-Length: ${length}\r\n\r\n`;
+  const first = open(port);
+  first.sock.write(head(600_000) + 'x'.repeat(1000)); // then stalls, holding 600,000 bytes
+  // Bounded wait until the sidecar holds it.
+  for (let i = 0; i < 100; i++) {
+    const m = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    if (/^receiver_body_bytes_in_flight 600000$/m.test(m)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const second = open(port);
+  second.sock.write(head(600_000));
+  const r = await second.done;
+  t.ok(r.closed, 'closed by the server');
+  t.match(r.got, /^HTTP\/1\.1 503 /);
+  t.match(r.got, /retry-after: 1/i);
+  t.match(r.got, /receiver_busy/);
+  first.sock.destroy();
+  await first.done;
 });
