@@ -13,15 +13,16 @@
  * - the signing example verifies, and refuses the tampered bytes.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { createPool, dropSchema } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { DATABASE_URL, REDIS_URL, uniqueName } from '../helpers/db.js';
-import { scratchApp, type ScratchApp } from './scratch-app.js';
+import { REPO, scratchApp, type ScratchApp } from './scratch-app.js';
 
 // Packing builds dist/ and the install copies every dependency: minutes on a loaded machine.
 t.setTimeout(540_000);
@@ -147,6 +148,21 @@ t.test('the tarball: build, vectors, docs; no tests, benches or CI', async (t) =
     ),
     [],
     'no tests, benches, CI, scripts or TypeScript sources (examples aside)',
+  );
+  // Modules load their JSON assets relative to import.meta.url: each ships beside its module.
+  const config = JSON.parse(await readFile(join(REPO, 'tsconfig.build.json'), 'utf8')) as {
+    include: string[];
+  };
+  const assets = config.include.flatMap((folder) =>
+    readdirSync(join(REPO, folder), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && e.name.endsWith('.json'))
+      .map((e) => relative(REPO, join(e.parentPath, e.name)).replaceAll('\\', '/'))
+      .filter((a) => !a.split('/').includes('test')),
+  );
+  t.same(
+    assets.filter((a) => !files.includes(`dist/${a}`)),
+    [],
+    `the ${assets.length} JSON assets are in dist/`,
   );
   const manifest = JSON.parse(
     await readFile(join(app.dir, 'node_modules/svc-webhooks/package.json'), 'utf8'),
