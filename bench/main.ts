@@ -15,6 +15,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   agents: async () => (await import('./agents.js')).run,
   conformance: async () => (await import('./conformance.js')).run,
   'agents-core': async () => (await import('./agents-core.js')).run,
+  startup: async () => (await import('./startup/index.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

@@ -2,14 +2,29 @@
  * The `svc` command line: one program, a subcommand per runnable part. Each part
  * registers its commands from its own module so this file stays a table of contents.
  */
+import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { describeVariables } from '../shared/config.js';
 import { registerCommands } from './commands.js';
 
+/** package.json's version: beside cli/ in a checkout, two levels up from dist/cli/ when built. */
+export function packageVersion(): string {
+  const require = createRequire(import.meta.url);
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      const manifest = require(path) as { name?: string; version?: string };
+      if (manifest.name === 'svc-webhooks' && manifest.version) return manifest.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return 'unknown';
+}
+
 export function buildProgram(): Command {
   const program = new Command('svc')
     .description('Webhook delivery and receiver infrastructure for the advertising-agent protocol')
-    .version('0.1.0')
+    .version(packageVersion())
     .showHelpAfterError()
     .addHelpText(
       'after',

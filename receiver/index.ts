@@ -1,8 +1,10 @@
 /**
- * The receiver library's public surface: embed `WebhookReceiver` behind the Koa middleware
- * or the node:http listener, pick a publisher, and give it the trust file's key resolver,
- * revocation check and durable replay cache. See README.md.
+ * The receiver library's public surface, the package entry point `svc-webhooks/receiver`:
+ * embed `WebhookReceiver` behind the Koa middleware or the node:http listener, pick a
+ * publisher, and give it the trust file's key resolver, revocation check and durable replay
+ * cache (`createReceiver` does all of that in one call). See README.md.
  */
+export { createReceiver, type CreateReceiverOptions, type EmbeddedReceiver } from './embed.js';
 export { WebhookReceiver } from './pipeline/receiver.js';
 export type {
   ReceiverRequest,
@@ -24,8 +26,13 @@ export {
   type ServerLimits,
 } from './server-limits.js';
 export { HandlerPublisher, type EventHandler } from './publish/handler.js';
-export { ForwardPublisher, ForwardError, checkForwardUrl } from './publish/forward.js';
-export { DurableQueue, type QueueItem } from './publish/queue.js';
+export {
+  ForwardPublisher,
+  ForwardError,
+  checkForwardUrl,
+  type ForwardPublisherOptions,
+} from './publish/forward.js';
+export { DurableQueue, type DurableQueueOptions, type QueueItem } from './publish/queue.js';
 export type { Publisher, ReceivedEvent } from './publish/types.js';
 export { IdempotencyStore, type Claim, type ClaimResult } from './idempotency/store.js';
 export {
@@ -36,13 +43,39 @@ export {
   type OrderingDecision,
 } from './ordering/convergence.js';
 export { Sidecar, type SidecarOptions, type SidecarTarget } from './sidecar/server.js';
-export { verifierDependencies } from './sidecar/dependencies.js';
+export { verifierDependencies, type VerifierDependencies } from './sidecar/dependencies.js';
 export { TrustedKeyResolver, type TrustedKeyResolverOptions } from './keys/trusted-key-resolver.js';
-export { PgReplayStore } from './replay/pg-replay-store.js';
+export { PgReplayStore, type PgReplayStoreOptions } from './replay/pg-replay-store.js';
+export { RedisReplayStore, type RedisReplayStoreOptions } from './replay/redis-replay-store.js';
+export {
+  PolledRevocationCheck,
+  revocationSourcesFromTrust,
+  type PolledRevocationOptions,
+  type RevocationSource,
+} from './revocation/revocation-check.js';
 export { AdmissionTracker, type AdmissionOptions, type KeyObserver } from './admission/tracker.js';
 export {
   loadTrustFile,
   parseTrust,
   routeRegistration,
+  TrustFileError,
+  type RouteDecision,
+  type SenderTrust,
   type TrustConfig,
 } from './trust/trust-file.js';
+export type { ProtocolVersion } from './idempotency/store.js';
+// What an embedding app needs beside the receiver itself.
+export { brandProfile, BRANDS, type Brand, type BrandProfile } from '../shared/brand.js';
+export { createLogger, type Logger } from '../shared/infra/logger.js';
+export { createPool, type Pool } from '../shared/infra/pg.js';
+export type {
+  KeyResolver,
+  ReplayStore,
+  ResolvedKey,
+  RevocationCheck,
+} from '../shared/signing/verify.js';
+export {
+  WEBHOOK_ERROR_CODES,
+  WebhookVerificationError,
+  type WebhookErrorCode,
+} from '../shared/errors/webhook-codes.js';

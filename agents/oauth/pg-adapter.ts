@@ -30,7 +30,12 @@ export async function migrateOAuthStore(pool: Pool, schema: string): Promise<voi
   )`);
 }
 
-export function pgAdapterFactory(pool: Pool, schema: string, namespace: string) {
+// The declared return type keeps the class's private members out of the emitted .d.ts.
+export function pgAdapterFactory(
+  pool: Pool,
+  schema: string,
+  namespace: string,
+): new (model: string) => Adapter {
   const s = assertSchemaName(schema);
   return class PgAdapter implements Adapter {
     constructor(private readonly model: string) {}

@@ -1,20 +1,11 @@
 /**
  * `svc receiver`: the sidecar from the command line. Every flag has an environment twin
- * declared in shared/config.ts; a flag wins over its variable.
+ * declared in shared/config.ts; a flag wins over its variable. The sidecar itself (run.ts)
+ * loads only when the command runs, so `svc --help` stays fast.
  */
-import cluster from 'node:cluster';
 import { Option, type Command } from 'commander';
-import { brandProfile, isBrand } from '../../shared/brand.js';
-import { loadConfigOrExit } from '../../shared/config.js';
-import { createLogger } from '../../shared/infra/logger.js';
-import { createPool, LOCAL_DATABASE_URL } from '../../shared/infra/pg.js';
-import { checkForwardUrl } from '../publish/forward.js';
-import { QUEUE_NAME } from '../publish/queue.js';
-import { loadTrustFile } from '../trust/trust-file.js';
-import { verifierDependencies } from './dependencies.js';
-import { Sidecar, type SidecarTarget } from './server.js';
 
-interface Flags {
+export interface Flags {
   listen?: string;
   trust?: string;
   brand?: string;
@@ -41,7 +32,7 @@ export function parseListen(value: string): { host: string; port: number } {
 }
 
 /** An integer flag within [min, max], or the variable's (already validated) value. */
-function intFlag(
+export function intFlag(
   name: string,
   value: string | undefined,
   fallback: number,
@@ -112,6 +103,7 @@ export function registerReceiverCommand(program: Command): void {
     )
     .action(async (flags: Flags) => {
       try {
+        const { runReceiver } = await import('./run.js');
         await runReceiver(flags);
       } catch (err) {
         if (err instanceof UsageError || (err as Error).name === 'TrustFileError') {
@@ -122,183 +114,4 @@ export function registerReceiverCommand(program: Command): void {
         throw err;
       }
     });
-}
-
-export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
-  const config = loadConfigOrExit();
-  const listen = parseListen(flags.listen ?? config.SVC_RECEIVER_LISTEN);
-  const trustPath = flags.trust ?? config.SVC_RECEIVER_TRUST;
-  if (!trustPath) throw new UsageError('--trust <file> (or SVC_RECEIVER_TRUST) is required');
-  const brand = flags.brand ?? config.SVC_BRAND;
-  if (!isBrand(brand)) throw new UsageError(`--brand must be svc or adcp`);
-  const version = flags.protocolVersion ?? config.SVC_PROTOCOL_VERSION;
-  if (version !== '3.1' && version !== '3.2')
-    throw new UsageError('--protocol-version: 3.1 or 3.2');
-  const forward = flags.forward ?? config.SVC_RECEIVER_FORWARD;
-  const queue = flags.queue ?? config.SVC_RECEIVER_QUEUE;
-  if ((forward === undefined) === (queue === undefined)) {
-    throw new UsageError('exactly one of --forward <app-url> or --queue <name> is required');
-  }
-  let target: SidecarTarget;
-  if (forward !== undefined) {
-    try {
-      checkForwardUrl(forward);
-    } catch (err) {
-      throw new UsageError(`--forward: ${(err as Error).message}`);
-    }
-    target = { forward };
-  } else {
-    if (!QUEUE_NAME.test(queue as string))
-      throw new UsageError(`--queue: must match ${QUEUE_NAME.source}`);
-    target = { queue: queue as string };
-  }
-  const scheme = flags.scheme ?? config.SVC_RECEIVER_SCHEME;
-  const workers = flags.workers === undefined ? config.SVC_RECEIVER_WORKERS : Number(flags.workers);
-  if (!Number.isInteger(workers) || workers < 1 || workers > 64) {
-    throw new UsageError('--workers: an integer 1-64');
-  }
-  const limits = {
-    maxConnections: intFlag(
-      'max-connections',
-      flags.maxConnections,
-      config.SVC_RECEIVER_MAX_CONNECTIONS,
-      1,
-      1_000_000,
-    ),
-    bodyBudgetBytes:
-      intFlag(
-        'body-budget-mib',
-        flags.bodyBudgetMib,
-        config.SVC_RECEIVER_BODY_BUDGET_MIB,
-        1,
-        65_536,
-      ) *
-      1024 *
-      1024,
-    headersTimeoutMs: intFlag(
-      'headers-timeout-ms',
-      flags.headersTimeoutMs,
-      config.SVC_RECEIVER_HEADERS_TIMEOUT_MS,
-      100,
-      600_000,
-    ),
-    bodyTimeoutMs: intFlag(
-      'body-timeout-ms',
-      flags.bodyTimeoutMs,
-      config.SVC_RECEIVER_BODY_TIMEOUT_MS,
-      100,
-      600_000,
-    ),
-    bodyIdleTimeoutMs: intFlag(
-      'body-idle-timeout-ms',
-      flags.bodyIdleTimeoutMs,
-      config.SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS,
-      100,
-      600_000,
-    ),
-  };
-  const synchronousCommit =
-    flags.synchronousCommit === true || config.SVC_RECEIVER_SYNCHRONOUS_COMMIT === '1';
-  const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
-  const trust = await loadTrustFile(trustPath);
-  if (workers > 1 && cluster.isPrimary) {
-    // Every check above ran once here; the workers repeat them and serve.
-    runPrimary(workers, logger);
-    return null;
-  }
-  if (!config.DATABASE_URL) {
-    logger.warn({ event: 'database_default', url: LOCAL_DATABASE_URL }, 'DATABASE_URL unset');
-  }
-  const pool = createPool({
-    connectionString: config.DATABASE_URL ?? LOCAL_DATABASE_URL,
-    max: 20,
-    applicationName: 'receiver',
-  });
-  const profile = brandProfile(brand);
-  const schema = config.SVC_RECEIVER_SCHEMA;
-  const deps = await verifierDependencies({
-    trust,
-    profile: brandProfile(brand),
-    pool,
-    logger,
-    schema,
-    redisUrl: config.REDIS_URL,
-    synchronousCommit,
-    admission: {
-      thresholds: {
-        shortRatio: config.SVC_RECEIVER_ADMISSION_SHORT_RATIO,
-        mediumRatio: config.SVC_RECEIVER_ADMISSION_MEDIUM_RATIO,
-        longRatio: config.SVC_RECEIVER_ADMISSION_LONG_RATIO,
-        ceilingMin: config.SVC_RECEIVER_ADMISSION_CEILING_MIN,
-        ceilingFraction: config.SVC_RECEIVER_ADMISSION_CEILING_FRACTION,
-      },
-      minNew: config.SVC_RECEIVER_ADMISSION_MIN_NEW,
-      evaluateEveryMs: config.SVC_RECEIVER_ADMISSION_EVALUATE_SECONDS * 1000,
-    },
-  });
-  const sidecar = await Sidecar.start({
-    host: listen.host,
-    port: listen.port,
-    trust,
-    profile,
-    protocolVersion: version,
-    target,
-    pool,
-    schema,
-    keys: deps.keys,
-    revocation: deps.revocation,
-    replay: deps.replay,
-    admission: deps.admission,
-    advertisedHorizonSeconds: deps.advertisedHorizonSeconds,
-    queueToken: config.SVC_RECEIVER_QUEUE_TOKEN,
-    scheme: scheme as 'http' | 'https' | undefined,
-    logger,
-    ...limits,
-    synchronousCommit,
-  });
-  deps.admission.attachMetrics(sidecar.metrics.registry);
-  process.stdout.write(`receiver listening on ${sidecar.url}\n`);
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ event: 'shutdown', signal }, 'finishing in-flight requests');
-    sidecar
-      .close()
-      .then(() => deps.close())
-      .then(() => pool.end())
-      .then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
-  return sidecar;
-}
-
-/**
- * `--workers n`: n processes share the listening socket (node:cluster), so verification
- * uses every core. All state is in PostgreSQL, so workers need no coordination. A worker
- * that dies is replaced; SIGTERM/SIGINT are passed on, and the primary exits when every
- * worker has finished its in-flight requests.
- */
-function runPrimary(n: number, logger: ReturnType<typeof createLogger>): void {
-  let stopping = false;
-  for (let i = 0; i < n; i++) cluster.fork();
-  cluster.on('exit', (worker, code, signal) => {
-    if (!stopping) {
-      logger.warn({ event: 'worker_replaced', pid: worker.process.pid, code, signal });
-      cluster.fork();
-      return;
-    }
-    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
-  });
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill(signal);
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
 }

@@ -2,7 +2,6 @@
  * `svc conformance receiver <url>`: act as a sender and grade the receiver at <url>.
  * Exit 0 when every applicable check passed, 1 otherwise, 2 on a usage error.
  */
-import { Option, type Command } from 'commander';
 import { emitReport } from '../../shared/conformance-report/output.js';
 import {
   brandFromFlag,
@@ -14,7 +13,7 @@ import {
 export { UsageError };
 import type { SigningKey } from '../../shared/signing/keys.js';
 import { gradeReceiver } from './grade-receiver.js';
-import { VectorLoadError } from './vectors.js';
+import { loadSigningVectors, VectorLoadError, vectorsDir } from './vectors.js';
 import {
   generateTesterKeys,
   readKeyFile,
@@ -97,6 +96,8 @@ export async function runReceiverConformance(
   }
   if (!url) throw new UsageError('the receiver URL is required');
   checkUrl(url, 'the receiver URL');
+  // Unreadable vectors fail here, before any generated key is announced for installing.
+  loadSigningVectors(vectorsDir(flags.vectors));
   if (generated) {
     io.err(
       `Generated tester keys. The receiver must trust this JWKS (request-signing purpose):\n${jwks}` +
@@ -122,49 +123,12 @@ export async function runReceiverConformance(
   return emitReport(report, { json: flags.json, junit: flags.junit, write: io.out });
 }
 
-const collect = (value: string, previous: string[] = []) => [...previous, value];
-
-export function registerReceiverConformanceCommand(conformance: Command): void {
-  conformance
-    .command('receiver')
-    .description('Act as a sender and grade the webhook receiver at <url>')
-    .argument('[url]', "the receiver's webhook URL (as a sender would be given it)")
-    .addOption(
-      new Option('--brand <brand>', 'protocol brand word (env SVC_BRAND)').choices(['svc', 'adcp']),
-    )
-    .option(
-      '--key <file>',
-      'private JWK (or {"keys": [...]}) the receiver trusts; repeatable',
-      collect,
-    )
-    .option('--save-key <file>', 'where to keep generated private keys')
-    .option('--print-jwks', 'print the public JWKS of the tester keys and exit')
-    .addOption(
-      new Option('--protocol-version <version>', 'duplicate semantics to grade')
-        .choices(['3.1', '3.2'])
-        .default('3.2'),
-    )
-    .option('--hmac-secret <secret>', 'secret of a legacy HMAC-SHA256 registration on the receiver')
-    .option('--hmac-path <path>', 'path (on the target origin) registered for legacy HMAC')
-    .option('--count-url <url>', 'GET URL of the receiver\'s dispatch count ({"count": n})')
-    .option('--harness-url <url>', 'POST URL installing vector state (017-019); see the README')
-    .option(
-      '--wrong-purpose-key <file>',
-      'private JWK the receiver publishes with a non-webhook purpose (008)',
-    )
-    .option(
-      '--sign-only-key <file>',
-      'private JWK the receiver publishes with key_ops ["sign"] (020)',
-    )
-    .option('--trust-vector-keys', "the receiver trusts the vectors' public test keys (keys.json)")
-    .option('--vectors <dir>', 'folder of the signing vectors (default ../shared/conformance)')
-    .option('--json', 'print the report as JSON')
-    .option('--junit <file>', 'also write a JUnit XML report')
-    .option('--timeout <ms>', 'per request', '10000')
-    .option('-y, --yes', 'do not pause after generating keys')
-    .action((url: string | undefined, flags: ReceiverCommandFlags) =>
-      runCommand('svc conformance receiver', [TesterKeyError, VectorLoadError], () =>
-        runReceiverConformance(url ?? '', flags),
-      ),
-    );
+/** The command line's action: a usage error prints and exits 2 (runCommand). */
+export function receiverConformanceAction(
+  url: string | undefined,
+  flags: ReceiverCommandFlags,
+): Promise<void> {
+  return runCommand('svc conformance receiver', [TesterKeyError, VectorLoadError], () =>
+    runReceiverConformance(url ?? '', flags),
+  );
 }

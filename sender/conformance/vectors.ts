@@ -1,7 +1,8 @@
 /**
- * The public webhook-signing vectors, read from disk for a conformance run. By default
- * `../shared/conformance/webhook-signing` beside the repository; `--vectors DIR` points
- * elsewhere (the vector folder itself or a folder holding `webhook-signing/`).
+ * The public webhook-signing vectors, read from disk for a conformance run. By default the
+ * copy the package ships in `conformance-vectors/webhook-signing` (found from the sources in a
+ * checkout and from `dist/` in an installed package); `--vectors DIR` points elsewhere (the
+ * vector folder itself or a folder holding `webhook-signing/`).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -35,8 +36,16 @@ export class VectorLoadError extends Error {
   }
 }
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const DEFAULT_VECTORS_DIR = join(repoRoot, '..', 'shared', 'conformance', 'webhook-signing');
+/** This file sits at `sender/conformance/` in a checkout, `dist/sender/conformance/` when built. */
+function shippedVectorsDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = ['../..', '../../..'].map((up) =>
+    join(resolve(here, up), 'conformance-vectors', 'webhook-signing'),
+  );
+  return candidates.find((dir) => existsSync(join(dir, 'keys.json'))) ?? candidates[0]!;
+}
+
+export const DEFAULT_VECTORS_DIR = shippedVectorsDir();
 
 /** The vector folder for a `--vectors` value (or the default). */
 export function vectorsDir(option?: string): string {

@@ -160,6 +160,16 @@ t.test('receiver command: generated keys are announced on stderr', async (t) => 
   );
 });
 
+t.test('receiver command: missing vectors fail before any key is announced', async (t) => {
+  const o = io();
+  await t.rejects(
+    runReceiverConformance('http://127.0.0.1:1/x', { vectors: join(dir, 'nowhere') }, o.io),
+    VectorLoadError,
+  );
+  t.same(o.err, [], 'no generated keys printed');
+  t.same(o.out, []);
+});
+
 t.test('receiver command: malformed input is a usage error, never a run', async (t) => {
   const keys = await testerKeys();
   const files = await keyFiles(keys);

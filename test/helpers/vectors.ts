@@ -1,6 +1,6 @@
 /**
- * Loads the public webhook-signing conformance vectors from `../shared/conformance/`
- * (beside the repository) and builds the key resolver each vector describes.
+ * Loads the public webhook-signing conformance vectors from `conformance-vectors/` (the
+ * repository's copy of `../shared/conformance/`) and builds the key resolver each vector describes.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -9,7 +9,7 @@ import type { JWK } from 'jose';
 import type { KeyResolver } from '../../shared/signing/verify.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const CONFORMANCE_DIR = join(repoRoot, '..', 'shared', 'conformance', 'webhook-signing');
+export const CONFORMANCE_DIR = join(repoRoot, 'conformance-vectors', 'webhook-signing');
 
 export interface SigningVector {
   file: string;

@@ -19,9 +19,9 @@ import { verifyWebhookSignature, type IncomingRequest } from '../../shared/signi
 import { testDatabase } from '../helpers/db.js';
 import { docServer } from './keys/doc-server.js';
 
-// The shared folder sits beside the repository: <repo>/../shared.
+// The repository's copy of the shared vectors (conformance-vectors/).
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const VECTORS = resolve(REPO_ROOT, '..', 'shared', 'conformance', 'webhook-signing');
+const VECTORS = resolve(REPO_ROOT, 'conformance-vectors', 'webhook-signing');
 const profile = brandProfile('adcp');
 
 interface Vector {

@@ -170,7 +170,7 @@ t.test('structured result: scheme, host, port', async (t) => {
 });
 
 t.test('webhook vectors 004-006: URL canonicalises to the base lines', async (t) => {
-  const dir = new URL('../../../../shared/conformance/webhook-signing/positive/', import.meta.url);
+  const dir = new URL('../../../conformance-vectors/webhook-signing/positive/', import.meta.url);
   const files = readdirSync(dir).filter((f) => /^00[4-6]-/.test(f));
   t.equal(files.length, 3);
   for (const f of files) {

@@ -1,0 +1,46 @@
+/**
+ * The conformance kit as a library, the package entry point `svc-webhooks/conformance`.
+ * Both kits are functions that return the report object the CLI prints:
+ * - `gradeReceiver`: act as a sender and grade someone's webhook receiver (sender/conformance);
+ * - `gradeSender`: host a grading receiver and grade the sender that delivers to it
+ *   (receiver/conformance), driven by hand (`ManualDriver`) or over MCP (`McpAgentDriver`).
+ * `renderTable`, `renderJson` and `renderJunit` print a report the way `svc conformance` does.
+ */
+export { gradeReceiver, type ReceiverGradeOptions } from '../sender/conformance/grade-receiver.js';
+export {
+  generateTesterKeys,
+  readKeyFile,
+  saveKeyFile,
+  testerJwks,
+  TesterKeyError,
+  type GeneratedKeys,
+} from '../sender/conformance/tester-keys.js';
+export {
+  DEFAULT_VECTORS_DIR,
+  loadSigningVectors,
+  loadVectorKeys,
+  VectorLoadError,
+  type SigningVector,
+} from '../sender/conformance/vectors.js';
+export { gradeSender, type SenderGradeOptions } from '../receiver/conformance/grade-sender.js';
+export {
+  ManualDriver,
+  McpAgentDriver,
+  type ManualIo,
+  type SenderDriver,
+  type StepRequest,
+  type TriggerOutcome,
+} from '../receiver/conformance/driver.js';
+export { SenderKeyError, type SenderKeyOptions } from '../receiver/conformance/sender-keys.js';
+export {
+  exitCodeOf,
+  type CheckResult,
+  type CheckStatus,
+  type ConformanceReport,
+  type Exchange,
+  type MessageRecord,
+  type ReportSummary,
+} from '../shared/conformance-report/report.js';
+export { renderJson, renderJunit, renderTable } from '../shared/conformance-report/render.js';
+export { brandProfile, type Brand, type BrandProfile } from '../shared/brand.js';
+export type { SigningKey } from '../shared/signing/keys.js';

@@ -1,0 +1,91 @@
+/**
+ * The seller's notification core, the package entry point `svc-webhooks/sender`: task
+ * handlers call `NotificationCore`; it writes each webhook to the PostgreSQL outbox
+ * (`Outbox`, `migrateSender` creates its tables) and dispatches it through BullMQ
+ * (`DeliveryQueue`); `DeliveryWorker` processes, in this process or others, sign with the
+ * `KeySet` and deliver. See README.md.
+ */
+export {
+  NotificationCore,
+  NotificationInputError,
+  DuplicateKeyInError,
+  ChannelsNotConfiguredError,
+  ACCOUNT_NOTIFICATION_TYPES,
+  type AccountNotification,
+  type AccountNotificationType,
+  type A2aRegistration,
+  type AgentEvent,
+  type JsonObjectInput,
+  type NotificationCoreOptions,
+  type TaskStatusChange,
+} from './core/notification-core.js';
+export { RegistrationError, checkTargetUrl, type TargetRules } from './core/registration.js';
+export type {
+  DeliveryReportDue,
+  ImpairmentObserved,
+  MediaBuyChannelsApi,
+  MediaBuyChannelsConfig,
+  MediaBuyTerminal,
+} from './core/channels-api.js';
+export {
+  Outbox,
+  OutboxError,
+  createStatePool,
+  DEFAULT_RETRY_HORIZON_SECONDS,
+  type OutboxOptions,
+  type OutboxState,
+} from './outbox/outbox.js';
+export type {
+  DeliveryAuth,
+  EventSink,
+  OutboundEvent,
+  WebhookChannel,
+  WebhookTarget,
+} from './outbox/types.js';
+export { newIdempotencyKey } from './outbox/keys.js';
+export {
+  DeliveryQueue,
+  DELIVERY_QUEUE_NAME,
+  DEFAULT_QUEUE_PREFIX,
+  type DeliveryQueueOptions,
+} from './delivery/queue.js';
+export {
+  DeliveryWorker,
+  type AttemptReport,
+  type DeliveryWorkerOptions,
+} from './delivery/worker.js';
+export type { Signer } from './delivery/authenticate.js';
+export { KeySet, KeySetError, writeNewKey, type KeySetOptions } from './keys/key-set.js';
+export { keysRouter, brandJson, type BrandAgent } from './keys/router.js';
+export {
+  ActivityLog,
+  type ActivityLogOptions,
+  type WebhookActivityRecord,
+} from './activity/activity-log.js';
+export { SenderMetrics } from './metrics.js';
+export { migrateSender, DEFAULT_SENDER_SCHEMA } from './schema.js';
+export {
+  MediaBuyChannels,
+  acceleratedClock,
+  wallClock,
+  type MediaBuyChannelsOptions,
+  type ReportingClock,
+} from './channels/index.js';
+export {
+  TASK_STATUSES,
+  WEBHOOK_TASK_TYPES,
+  type TaskStatus,
+  type WebhookTaskType,
+} from '../shared/envelope/task-status.js';
+// What a seller's process needs beside the core itself.
+export { brandProfile, BRANDS, type Brand, type BrandProfile } from '../shared/brand.js';
+export { createLogger, type Logger } from '../shared/infra/logger.js';
+export { createPool, type Pool, type PoolClient } from '../shared/infra/pg.js';
+export { createRedis, hashTaggedPrefix } from '../shared/infra/redis.js';
+export {
+  generateSigningKey,
+  publishedJwk,
+  type JWK,
+  type SigningKey,
+} from '../shared/signing/keys.js';
+export { TaskError, type TaskErrorCode } from '../shared/errors/task-errors.js';

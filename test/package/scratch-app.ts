@@ -1,0 +1,118 @@
+/**
+ * A user's app with the packed package installed, built the way a user's `npm install`
+ * would, but offline: `npm pack` (its prepack builds dist/), then `npm ci --offline` in a
+ * folder under os.tmpdir() against a lockfile derived from ours. The lockfile pins every
+ * production dependency to the exact version and integrity our own lockfile holds, so npm
+ * needs only tarballs, which any machine that ran `npm ci` here has in its npm cache; no
+ * registry metadata and no network.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+export const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const run = promisify(execFile);
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+interface LockEntry {
+  version?: string;
+  dev?: boolean;
+  [k: string]: unknown;
+}
+
+export interface ScratchApp {
+  dir: string;
+  tarball: string;
+  /** The packed file list (paths inside the package). */
+  files: string[];
+  remove(): Promise<void>;
+}
+
+/** Packs the repository into `dir` and returns the tarball's file name and file list. */
+async function pack(dir: string): Promise<{ tarball: string; files: string[] }> {
+  const { stdout } = await run(npm, ['pack', '--json', '--pack-destination', dir], {
+    cwd: REPO,
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 240_000,
+  });
+  // prepack's build prints before npm's JSON: the JSON is the last top-level array.
+  const json = JSON.parse(stdout.slice(stdout.lastIndexOf('\n[') + 1)) as Array<{
+    filename: string;
+    files: Array<{ path: string }>;
+  }>;
+  const [entry] = json;
+  if (!entry) throw new Error('npm pack printed no package');
+  return { tarball: entry.filename, files: entry.files.map((f) => f.path) };
+}
+
+/** The app's lockfile: the package itself from the tarball, every production dependency from ours. */
+function appLock(
+  ours: { packages: Record<string, LockEntry> },
+  manifest: Record<string, unknown>,
+  tarball: string,
+  integrity: string,
+): object {
+  const packages: Record<string, LockEntry> = {
+    '': {
+      name: 'scratch-app',
+      version: '1.0.0',
+      dependencies: { [manifest.name as string]: `file:${tarball}` },
+    },
+    [`node_modules/${manifest.name as string}`]: {
+      version: manifest.version as string,
+      resolved: `file:${tarball}`,
+      integrity,
+      license: manifest.license,
+      dependencies: manifest.dependencies,
+      bin: manifest.bin,
+      engines: manifest.engines,
+    },
+  };
+  for (const [path, entry] of Object.entries(ours.packages)) {
+    if (path === '' || entry.dev) continue;
+    packages[path] = entry;
+  }
+  return { name: 'scratch-app', version: '1.0.0', lockfileVersion: 3, requires: true, packages };
+}
+
+export async function scratchApp(): Promise<ScratchApp> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-package-'));
+  try {
+    const { tarball, files } = await pack(dir);
+    const bytes = await readFile(join(dir, tarball));
+    const integrity = `sha512-${createHash('sha512').update(bytes).digest('base64')}`;
+    const manifest = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8'));
+    const ours = JSON.parse(await readFile(join(REPO, 'package-lock.json'), 'utf8'));
+    await writeFile(
+      join(dir, 'package.json'),
+      JSON.stringify(
+        {
+          name: 'scratch-app',
+          version: '1.0.0',
+          private: true,
+          type: 'module',
+          dependencies: { [manifest.name]: `file:${tarball}` },
+        },
+        null,
+        2,
+      ),
+    );
+    await writeFile(
+      join(dir, 'package-lock.json'),
+      JSON.stringify(appLock(ours, manifest, tarball, integrity), null, 2),
+    );
+    await run(
+      npm,
+      ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'],
+      { cwd: dir, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
+    );
+    return { dir, tarball, files, remove: () => rm(dir, { recursive: true, force: true }) };
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
