@@ -3,11 +3,14 @@
  * declared in shared/config.ts; a flag wins over its variable.
  */
 import cluster from 'node:cluster';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { brandProfile, isBrand } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
-import { createPool, LOCAL_DATABASE_URL } from '../../shared/infra/pg.js';
+import { commandServices } from '../../shared/infra/command-services.js';
+import { createPool } from '../../shared/infra/pg.js';
+import { ServiceUnavailableError } from '../../shared/infra/service-errors.js';
+import { envOption, flagsToEnv } from '../../cli/env-option.js';
 import { checkForwardUrl } from '../publish/forward.js';
 import { QUEUE_NAME } from '../publish/queue.js';
 import { loadTrustFile } from '../trust/trust-file.js';
@@ -23,6 +26,8 @@ interface Flags {
   queue?: string;
   scheme?: string;
   workers?: string;
+  allowHttpLoopback?: boolean;
+  wait?: string;
 }
 
 export class UsageError extends Error {}
@@ -40,30 +45,47 @@ export function registerReceiverCommand(program: Command): void {
     .description(
       'Run the webhook receiver sidecar: verify, deduplicate, order, then forward each event to the app or enqueue it',
     )
-    .option('--listen <host:port>', 'address to listen on (env SVC_RECEIVER_LISTEN)')
-    .option('--trust <file>', 'trust file naming the senders (env SVC_RECEIVER_TRUST)')
+    .addOption(envOption('--listen <host:port>', 'address to listen on', 'SVC_RECEIVER_LISTEN'))
+    .addOption(envOption('--trust <file>', 'trust file naming the senders', 'SVC_RECEIVER_TRUST'))
     .addOption(
-      new Option('--brand <brand>', 'protocol brand word (env SVC_BRAND)').choices(['svc', 'adcp']),
+      envOption('--brand <brand>', 'protocol brand word', 'SVC_BRAND').choices(['svc', 'adcp']),
     )
     .addOption(
-      new Option(
+      envOption(
         '--protocol-version <version>',
-        'duplicate semantics (env SVC_PROTOCOL_VERSION)',
+        'duplicate semantics',
+        'SVC_PROTOCOL_VERSION',
       ).choices(['3.1', '3.2']),
     )
-    .option('--forward <app-url>', "POST each event to the app's URL (env SVC_RECEIVER_FORWARD)")
-    .option('--queue <name>', 'enqueue each event in a durable queue (env SVC_RECEIVER_QUEUE)')
     .addOption(
-      new Option(
+      envOption('--forward <app-url>', "POST each event to the app's URL", 'SVC_RECEIVER_FORWARD'),
+    )
+    .addOption(
+      envOption('--queue <name>', 'enqueue each event in a durable queue', 'SVC_RECEIVER_QUEUE'),
+    )
+    .addOption(
+      envOption(
         '--scheme <scheme>',
-        'scheme senders sign, https behind a TLS proxy (env SVC_RECEIVER_SCHEME)',
+        'scheme senders sign, https behind a TLS proxy',
+        'SVC_RECEIVER_SCHEME',
       ).choices(['http', 'https']),
     )
-    .option('--workers <n>', 'worker processes sharing the port (env SVC_RECEIVER_WORKERS)')
+    .addOption(
+      envOption('--workers <n>', 'worker processes sharing the port', 'SVC_RECEIVER_WORKERS'),
+    )
+    .addOption(
+      envOption(
+        '--allow-http-loopback',
+        'fetch brand.json, JWKS and capabilities over plain http from loopback hosts (local testing only; logged)',
+        'SVC_RECEIVER_ALLOW_HTTP_LOOPBACK',
+      ),
+    )
+    .addOption(envOption('--wait <seconds>', 'wait for PostgreSQL', 'SVC_SERVICE_WAIT_SECONDS'))
     .addHelpText(
       'after',
       '\nExactly one of --forward or --queue. DATABASE_URL holds the idempotency store, replay\n' +
-        'cache and queue; SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
+        'cache and queue (unset: the embedded PostgreSQL of the svc start on SVC_DATA_DIR);\n' +
+        'SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
         '/_queue/ack). /healthz and /metrics are served on the same address.',
     )
     .action(async (flags: Flags) => {
@@ -75,12 +97,21 @@ export function registerReceiverCommand(program: Command): void {
           process.exitCode = 2;
           return;
         }
+        if (err instanceof ServiceUnavailableError) {
+          process.stderr.write(`svc receiver: ${err.message}\n`);
+          process.exitCode = 1;
+          return;
+        }
         throw err;
       }
     });
 }
 
 export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
+  flagsToEnv(flags as Record<string, unknown>, {
+    allowHttpLoopback: 'SVC_RECEIVER_ALLOW_HTTP_LOOPBACK',
+    wait: 'SVC_SERVICE_WAIT_SECONDS',
+  });
   const config = loadConfigOrExit();
   const listen = parseListen(flags.listen ?? config.SVC_RECEIVER_LISTEN);
   const trustPath = flags.trust ?? config.SVC_RECEIVER_TRUST;
@@ -120,11 +151,22 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     runPrimary(workers, logger);
     return null;
   }
-  if (!config.DATABASE_URL) {
-    logger.warn({ event: 'database_default', url: LOCAL_DATABASE_URL }, 'DATABASE_URL unset');
+  const allowLoopback = config.SVC_RECEIVER_ALLOW_HTTP_LOOPBACK === '1';
+  if (allowLoopback) {
+    logger.warn(
+      { event: 'http_loopback_discovery_allowed' },
+      'SVC_RECEIVER_ALLOW_HTTP_LOOPBACK: key discovery may use plain http to loopback hosts (local testing only)',
+    );
   }
+  // Waits (with back-off, logged) up to SVC_SERVICE_WAIT_SECONDS; unset DATABASE_URL: the
+  // embedded server of the svc start running on SVC_DATA_DIR.
+  const services = await commandServices(config, {
+    waitSeconds: config.SVC_SERVICE_WAIT_SECONDS,
+    logger,
+    redis: 'none',
+  });
   const pool = createPool({
-    connectionString: config.DATABASE_URL ?? LOCAL_DATABASE_URL,
+    connectionString: services.databaseUrl,
     max: 20,
     applicationName: 'receiver',
   });
@@ -136,7 +178,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     pool,
     logger,
     schema,
-    redisUrl: config.REDIS_URL,
+    allowLoopback,
     admission: {
       thresholds: {
         shortRatio: config.SVC_RECEIVER_ADMISSION_SHORT_RATIO,
