@@ -14,6 +14,8 @@ const suites: Record<string, () => Promise<Suite>> = {
   agents: async () => (await import('./agents.js')).run,
   conformance: async () => (await import('./conformance.js')).run,
   'agents-core': async () => (await import('./agents-core.js')).run,
+  // `npm start` time to ready on the embedded PostgreSQL (to be folded into `startup`).
+  'startup-embedded': async () => (await import('./startup-embedded.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

@@ -32,6 +32,8 @@ const SUPERUSER = 'svc';
 interface Auth {
   user: string;
   password: string;
+  /** The port of the last run, tried first so clients of a restarted server reconnect. */
+  port?: number;
 }
 
 interface Binaries {
@@ -82,17 +84,19 @@ export async function runningEmbeddedUrl(dataDir: string): Promise<string | null
     const pid = Number(lines[0]);
     const port = Number(lines[3]);
     if (!Number.isInteger(pid) || !Number.isInteger(port) || !alive(pid)) return null;
-    return urlOf(JSON.parse(authText) as Auth, port);
+    const { user, password } = JSON.parse(authText) as Auth;
+    return urlOf({ user, password }, port);
   } catch {
     return null;
   }
 }
 
-async function freePort(): Promise<number> {
+/** `preferred` when it is free, else any free loopback port. */
+async function freePort(preferred = 0): Promise<number> {
   return new Promise((ok, fail) => {
     const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.once('error', (err) => (preferred ? freePort().then(ok, fail) : fail(err)));
+    srv.listen(preferred, '127.0.0.1', () => {
       const addr = srv.address();
       srv.close(() => ok(typeof addr === 'object' && addr ? addr.port : 0));
     });
@@ -270,7 +274,10 @@ export async function startEmbeddedPostgres(
     auth = await initialise(bin, cluster, authFile, ids, logger);
     created = true;
   }
-  const port = await freePort();
+  const port = await freePort(auth.port ?? 0);
+  if (auth.port !== port) {
+    await writeFile(authFile, `${JSON.stringify({ ...auth, port })}\n`, { mode: 0o600 });
+  }
   const child = await spawnServer(bin, cluster, port, ids);
   await ensureDatabase(auth, port);
   const url = urlOf(auth, port);
