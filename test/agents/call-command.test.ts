@@ -78,8 +78,8 @@ t.test('svc call against running agents', async (t) => {
   });
   t.equal(invalid.code, 2);
   t.match(invalid.err, /VALIDATION_ERROR: \d+ invalid field\(s\) for create_media_buy/);
-  t.match(invalid.err, /  buyer_ref: is required/);
-  t.match(invalid.err, /  packages\[0\]\.budget: must be number/);
+  t.match(invalid.err, / {2}buyer_ref: is required/);
+  t.match(invalid.err, / {2}packages\[0\]\.budget: must be number/);
 
   const refused = await call({ task: 'get_media_buys' });
   t.equal(refused.code, 1);
