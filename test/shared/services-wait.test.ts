@@ -101,6 +101,37 @@ t.test('Redis: waited for, then named with how to get one', async (t) => {
   t.ok(lines.some((l) => l.event === 'service_wait' && l.service === 'Redis'));
 });
 
+t.test('a Redis that comes up while waited for is used: logged waits, then ready', async (t) => {
+  const { createServer } = await import('node:net');
+  const { spawn } = await import('node:child_process');
+  const port = await new Promise<number>((r) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as { port: number }).port;
+      srv.close(() => r(p));
+    });
+  });
+  const dir = await mkdtemp(join(tmpdir(), 'svc-late-redis-'));
+  let child: ReturnType<typeof spawn> | null = null;
+  t.teardown(async () => {
+    child?.kill('SIGTERM');
+    await rm(dir, { recursive: true, force: true });
+  });
+  const timer = setTimeout(() => {
+    child = spawn(
+      'redis-server',
+      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--dir', dir],
+      {
+        stdio: 'ignore',
+      },
+    );
+  }, 700);
+  t.teardown(() => clearTimeout(timer));
+  const { lines, logger } = capture();
+  await waitForRedis(`redis://127.0.0.1:${port}`, { waitSeconds: 20, logger });
+  t.ok(lines.filter((l) => l.event === 'service_wait').length >= 1, 'waited, and said so');
+  t.match(lines.at(-1), { event: 'service_ready', service: 'Redis' });
+});
+
 t.test('the private redis-server is logged with the reason it was chosen', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-redis-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
