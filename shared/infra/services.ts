@@ -168,13 +168,14 @@ export async function resolveDatabaseUrl(
     return configured;
   }
   const dataDir = o.dataDir ?? '.data';
-  let found: string | null = null;
+  const found: { url: string | null } = { url: null };
   await waitUntilReady(
     'PostgreSQL',
     async () => {
-      found =
+      const url =
         (await readLiveDeployment(dataDir))?.databaseUrl ?? (await runningEmbeddedUrl(dataDir));
-      if (found === null) {
+      found.url = url;
+      if (url === null) {
         return {
           message:
             `DATABASE_URL is unset and no embedded PostgreSQL runs in ${embeddedPaths(dataDir).cluster}: ` +
@@ -183,12 +184,12 @@ export async function resolveDatabaseUrl(
           address: embeddedPaths(dataDir).cluster,
         };
       }
-      const err = await probePostgres(found, 3000);
-      return err === null ? null : { ...postgresProblem(found, err), address: where(found) };
+      const err = await probePostgres(url, 3000);
+      return err === null ? null : { ...postgresProblem(url, err), address: where(url) };
     },
     o,
   );
-  return found as unknown as string;
+  return found.url as string;
 }
 
 async function probeRedis(url: string, timeoutMs: number): Promise<string | null> {

@@ -212,23 +212,38 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
 
   // 5. Only that setting, on a restart (the warm start): the task webhooks arrive, verified.
   t.equal(await start.stop(), 0, 'svc start stops cleanly on SIGTERM');
-  start = startProc(['start'], { ...startEnv, SVC_SENDER_ALLOW_HOSTS: '127.0.0.1' });
+  // Manual approval: `svc approve` below, without the setting, must deliver it too.
+  start = startProc(['start'], {
+    ...startEnv,
+    SVC_SENDER_ALLOW_HOSTS: '127.0.0.1',
+    SVC_AGENTS_APPROVAL: 'manual',
+  });
   procs.push(start);
   await start.waitFor(/^next: /m, 180_000);
   t.notMatch(start.out(), /embedded_postgres_init/, 'warm: the cluster is reused');
   t.match(start.out(), new RegExp(`^sales\\s+${sales}`, 'm'), 'same agent URL');
-  const accepted = await exec(
-    process.execPath,
-    [BIN, 'call', sales, 'create_media_buy', buy('fh-buy'), '--as', 'demo-buyer'],
-    { cwd: ROOT, env },
-  );
-  t.match(JSON.parse(accepted.stdout), { status: 'submitted' });
-  const end = Date.now() + 120_000;
   const statuses = () =>
     events
       .map((e) => JSON.stringify(e))
       .filter((e) => e.includes('fh-buy'))
       .map((e) => /"status":"([a-z-]+)"/.exec(e)?.[1] ?? '?');
+  const accepted = await exec(
+    process.execPath,
+    [BIN, 'call', sales, 'create_media_buy', buy('fh-buy'), '--as', 'demo-buyer'],
+    { cwd: ROOT, env },
+  );
+  const created = JSON.parse(accepted.stdout) as { status: string; media_buy_id: string };
+  t.match(created, { status: 'submitted' });
+  const end = Date.now() + 120_000;
+  while (!statuses().includes('input-required') && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // The operator's approval from another process, with none of svc start's variables.
+  const approved = await exec(process.execPath, [BIN, 'approve', created.media_buy_id], {
+    cwd: ROOT,
+    env,
+  }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+  t.equal((approved as { code?: number }).code ?? 0, 0, approved.stderr);
   while (!statuses().includes('completed') && Date.now() < end) {
     await new Promise((r) => setTimeout(r, 200));
   }
