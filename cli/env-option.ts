@@ -37,6 +37,7 @@ const KNOWN = new Set<string>(describeVariables().map((v) => v.name));
  * for every command by `svc`'s configureHelp, so a new option cannot drift.
  */
 export function uniformOptionDescription(opt: Option): string {
+  if (opt.long === '--help' || opt.long === '--version') return opt.description;
   let text = opt.description;
   let variable: string | undefined = opt.envVar;
   let shown: string | undefined;

@@ -29,11 +29,13 @@ const variables = {
     schema: url(['postgres:', 'postgresql:']).optional(),
     accepts:
       'a postgres:// URL (unset: svc start runs an embedded PostgreSQL under SVC_DATA_DIR/postgres, which the other commands use)',
+    shown: 'the embedded PostgreSQL',
   },
   REDIS_URL: {
     schema: url(['redis:', 'rediss:']).optional(),
     accepts:
       'a redis:// URL (unset: the Redis of the running svc start, else redis://127.0.0.1:6379)',
+    shown: 'redis://127.0.0.1:6379',
   },
   NODE_ENV: {
     schema: z.string().optional(),
@@ -51,6 +53,7 @@ const variables = {
       .optional(),
     accepts:
       'BullMQ key prefix shared by svc start, svc worker and svc approve (unset: {<brand>:<id of the database>}, one per deployment)',
+    shown: '{<brand>:<database id>}',
   },
   LOG_LEVEL: {
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -59,6 +62,7 @@ const variables = {
   SVC_KEYS_DIR: {
     schema: z.string().min(1).optional(),
     accepts: 'the directory of signing JWK files (unset: SVC_DATA_DIR/keys, for every command)',
+    shown: 'SVC_DATA_DIR/keys',
   },
   SVC_DATA_DIR: { schema: z.string().min(1).default('.data'), accepts: 'a directory path' },
   SVC_HTTP_HOST: { schema: z.string().min(1).default('127.0.0.1'), accepts: 'a host name or IP' },
@@ -270,7 +274,8 @@ export function describeVariables(): Array<{ name: string; accepts: string; defa
   return Object.entries(variables).map(([name, v]) => {
     const d = (v.schema as z.ZodType).safeParse(undefined);
     const value = d.success && d.data !== undefined ? String(d.data) : '';
-    return { name, accepts: v.accepts, default: value === '' ? 'unset' : value };
+    const shown = 'shown' in v ? (v as { shown: string }).shown : undefined;
+    return { name, accepts: v.accepts, default: shown ?? (value === '' ? 'unset' : value) };
   });
 }
 

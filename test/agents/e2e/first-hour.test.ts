@@ -235,7 +235,7 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   const created = JSON.parse(accepted.stdout) as { status: string; media_buy_id: string };
   t.match(created, { status: 'submitted' });
   const end = Date.now() + 120_000;
-  while (!statuses().includes('input-required') && Date.now() < end) {
+  while (!statuses().includes('working') && Date.now() < end) {
     await new Promise((r) => setTimeout(r, 200));
   }
   // The operator's approval from another process, with none of svc start's variables.
