@@ -304,7 +304,7 @@ async function backingDatabase(
   stops: Array<() => Promise<unknown> | unknown>,
 ): Promise<{ databaseUrl: string; embeddedPostgres: string | null }> {
   const other = await readLiveDeployment(config.SVC_DATA_DIR);
-  if (other && other.pid !== process.pid) {
+  if (other) {
     throw new ServiceUnavailableError(
       `another svc start (pid ${other.pid}) runs on the data directory ${resolve(config.SVC_DATA_DIR)}: ` +
         'stop it, or give this one its own SVC_DATA_DIR.',
