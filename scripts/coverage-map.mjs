@@ -5,6 +5,7 @@
 const CHILD_PROCESS_TESTS = [
   'test/agents/e2e/approve.test.ts',
   'test/agents/e2e/cli.test.ts',
+  'test/agents/e2e/first-hour.test.ts',
   'test/conformance/commands.test.ts',
   'test/conformance/sidecar-e2e.test.ts',
   'test/package/install.test.ts',

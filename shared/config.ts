@@ -3,6 +3,7 @@
  * with its default and what it accepts, so a bad value stops the process with a message
  * that names the variable instead of failing somewhere deep inside.
  */
+import { join } from 'node:path';
 import { z } from 'zod';
 import { BRANDS, DEFAULT_BRAND } from './brand.js';
 
@@ -26,17 +27,43 @@ const variables = {
   },
   DATABASE_URL: {
     schema: url(['postgres:', 'postgresql:']).optional(),
-    accepts: 'a postgres:// URL (unset: postgres://postgres@127.0.0.1:5432/test)',
+    accepts:
+      'a postgres:// URL (unset: svc start runs an embedded PostgreSQL under SVC_DATA_DIR/postgres, which the other commands use)',
+    shown: 'the embedded PostgreSQL',
   },
   REDIS_URL: {
-    schema: url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
-    accepts: 'a redis:// URL',
+    schema: url(['redis:', 'rediss:']).optional(),
+    accepts:
+      'a redis:// URL (unset: the Redis of the running svc start, else redis://127.0.0.1:6379)',
+    shown: 'redis://127.0.0.1:6379',
+  },
+  NODE_ENV: {
+    schema: z.string().optional(),
+    accepts: 'production: no secrets on the terminal, no development login pages',
+  },
+  SVC_SERVICE_WAIT_SECONDS: {
+    schema: z.coerce.number().int().min(0).max(86400).default(60),
+    accepts:
+      'how long long-running commands wait for PostgreSQL and Redis to answer, with back-off, 0-86400',
+  },
+  SVC_QUEUE_PREFIX: {
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:{}-]{1,64}$/)
+      .optional(),
+    accepts:
+      'BullMQ key prefix shared by svc start, svc worker and svc approve (unset: {<brand>:<id of the database>}, one per deployment)',
+    shown: '{<brand>:<database id>}',
   },
   LOG_LEVEL: {
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     accepts: 'fatal, error, warn, info, debug, trace or silent',
   },
-  SVC_KEYS_DIR: { schema: z.string().min(1).optional(), accepts: 'a directory of JWK files' },
+  SVC_KEYS_DIR: {
+    schema: z.string().min(1).optional(),
+    accepts: 'the directory of signing JWK files (unset: SVC_DATA_DIR/keys, for every command)',
+    shown: 'SVC_DATA_DIR/keys',
+  },
   SVC_DATA_DIR: { schema: z.string().min(1).default('.data'), accepts: 'a directory path' },
   SVC_HTTP_HOST: { schema: z.string().min(1).default('127.0.0.1'), accepts: 'a host name or IP' },
   SVC_SALES_PORT: { schema: port.default(3001), accepts: 'a port number 0-65535' },
@@ -48,7 +75,7 @@ const variables = {
       .regex(/^[A-Za-z0-9.:\-[\]]*(,[A-Za-z0-9.:\-[\]]+)*$/)
       .default(''),
     accepts:
-      'comma-separated hosts a sender may reach over http or at reserved addresses (testing)',
+      "comma-separated hosts a sender may reach over http or at reserved addresses (local testing; svc approve and svc worker also take the running svc start's)",
   },
   SVC_SIGNING_KID: {
     schema: z.string().min(1).optional(),
@@ -113,6 +140,11 @@ const variables = {
   SVC_RECEIVER_WORKERS: {
     schema: z.coerce.number().int().min(1).max(64).default(1),
     accepts: 'receiver sidecar worker processes sharing the port, 1-64',
+  },
+  SVC_RECEIVER_ALLOW_HTTP_LOOPBACK: {
+    schema: z.enum(['0', '1']).default('0'),
+    accepts:
+      '1 to let the receiver fetch brand.json, JWKS and capabilities over plain http from loopback hosts (local testing only)',
   },
   SVC_RECEIVER_SCHEME: {
     schema: z.enum(['http', 'https']).optional(),
@@ -242,7 +274,34 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   }
 }
 
-/** What `svc --help` and the README list. */
-export function describeVariables(): Array<{ name: string; accepts: string }> {
-  return Object.entries(variables).map(([name, v]) => ({ name, accepts: v.accepts }));
+/** The signing keys directory every command uses by default. */
+export function keysDirOf(config: Pick<Config, 'SVC_KEYS_DIR' | 'SVC_DATA_DIR'>): string {
+  return config.SVC_KEYS_DIR ?? join(config.SVC_DATA_DIR, 'keys');
+}
+
+/** NODE_ENV=production: secrets are written to files only, never printed. */
+export function isProduction(config: Pick<Config, 'NODE_ENV'>): boolean {
+  return config.NODE_ENV === 'production';
+}
+
+export function splitHosts(value: string): string[] {
+  return value
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+}
+
+/** What `svc --help` and the README list: each variable, what it accepts, its default. */
+export function describeVariables(): Array<{ name: string; accepts: string; default: string }> {
+  return Object.entries(variables).map(([name, v]) => {
+    const d = (v.schema as z.ZodType).safeParse(undefined);
+    const value = d.success && d.data !== undefined ? String(d.data) : '';
+    const shown = 'shown' in v ? (v as { shown: string }).shown : undefined;
+    return { name, accepts: v.accepts, default: shown ?? (value === '' ? 'unset' : value) };
+  });
+}
+
+/** The default of one variable, as `--help` shows it. */
+export function defaultOf(name: keyof Variables): string {
+  return describeVariables().find((v) => v.name === name)?.default ?? 'unset';
 }

@@ -159,6 +159,16 @@ export class AgentClient {
     this.a2a = new A2aClient(transport, card);
   }
 
+  /** MCP tools with their input schemas (MCP only). */
+  async listTools(): Promise<Array<{ name: string; inputSchema?: { required?: string[] } }>> {
+    await this.connect();
+    if (!this.mcp) throw new Error('listTools is MCP only');
+    return (await this.mcp.listTools()).tools as Array<{
+      name: string;
+      inputSchema?: { required?: string[] };
+    }>;
+  }
+
   /** The agent's task names (MCP tools or A2A skills). */
   async listTasks(): Promise<string[]> {
     await this.connect();

@@ -19,6 +19,7 @@ import { createLocalJWKSet, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { Middleware } from 'koa';
 import Provider, { errors as oidcErrors, type Configuration } from 'oidc-provider';
 import type { BrandProfile } from '../../shared/brand.js';
+import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import { assertSchemaName } from '../../shared/infra/pg.js';
 import type { AgentAuthKeys } from '../auth/authenticate.js';
@@ -35,6 +36,10 @@ export interface OAuthServerOptions {
   urls: Record<AgentKind, string>;
   /** Access token lifetime, seconds (default 3600). */
   accessTokenTtlSeconds?: number;
+  /** Where the library's own warnings go (instead of the console). */
+  logger?: Logger;
+  /** NODE_ENV=production: no development interaction pages (authorization_code needs a login UI). */
+  production?: boolean;
 }
 
 export interface OAuthServer {
@@ -109,7 +114,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
         clientCredentials: { enabled: true },
         introspection: { enabled: true },
         revocation: { enabled: true },
-        devInteractions: { enabled: true },
+        devInteractions: { enabled: o.production !== true },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => resource,
@@ -141,7 +146,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
         Session: 86400,
       },
     };
-    const provider = new Provider(issuer(agent), config);
+    const provider = throughLogger(o.logger, () => new Provider(issuer(agent), config));
     provider.on('server_error', () => {});
     providers[agent] = provider;
   }
@@ -151,7 +156,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
     scopes,
     providers,
     middleware(agent) {
-      const handle = providers[agent].callback();
+      const handle = throughLogger(o.logger, () => providers[agent].callback());
       return async (ctx, next) => {
         let path = ctx.path;
         if (path === '/.well-known/oauth-protected-resource' && ctx.method === 'GET') {
@@ -184,4 +189,33 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
       return out;
     },
   };
+}
+
+/**
+ * oidc-provider prints its notices with console.warn/info (the devInteractions one once per
+ * provider); while it sets up, those lines go to our logger instead, once per text.
+ */
+const reported = new Set<string>();
+function throughLogger<T>(logger: Logger | undefined, fn: () => T): T {
+  if (!logger) return fn();
+  const { warn, info } = console;
+  const route =
+    (original: typeof console.warn) =>
+    (first?: unknown, ...rest: unknown[]) => {
+      // eslint-disable-next-line no-control-regex
+      const text = typeof first === 'string' ? first.replace(/\x1b\[[0-9;]*m/g, '') : '';
+      if (!text.startsWith('oidc-provider')) return original.call(console, first, ...rest);
+      if (!reported.has(text)) {
+        reported.add(text);
+        logger.warn({ event: 'oidc_provider_notice' }, text);
+      }
+    };
+  console.warn = route(warn);
+  console.info = route(info);
+  try {
+    return fn();
+  } finally {
+    console.warn = warn;
+    console.info = info;
+  }
 }

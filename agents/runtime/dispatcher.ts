@@ -4,6 +4,7 @@
  * idempotency, runs the handler in one transaction (rolled back on refusal or dry run)
  * and records asynchronous tasks for the executor.
  */
+import { nearestNames } from '../../shared/text/nearest.js';
 import { PushNotificationConfigSchema } from '../../shared/envelope/channel-config.js';
 import { isTerminalStatus } from '../../shared/envelope/task-status.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
@@ -160,9 +161,16 @@ export class TaskDispatcher {
   private async run(req: InvokeRequest): Promise<TaskSuccess> {
     const def = this.registry.get(req.agent, req.task);
     if (!def) {
+      const name = String(req.task).slice(0, 100);
+      const near = nearestNames(
+        name,
+        this.registry.list(req.agent).map((d) => d.name),
+      );
       throw taskError(
         'UNKNOWN_TASK',
-        `the ${req.agent} agent has no task "${String(req.task).slice(0, 100)}"`,
+        `the ${req.agent} agent has no task "${name}"` +
+          (near.length ? `; did you mean ${near.join(', ')}?` : ''),
+        near.length ? { suggestion: near.join(', ') } : {},
       );
     }
     const principal = await this.options.authenticator.authenticate(req.agent, req.credentials);

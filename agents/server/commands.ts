@@ -5,6 +5,7 @@
  * runs, so `svc --help` stays fast.
  */
 import { InvalidArgumentError, type Command } from 'commander';
+import { envOption, flagsToEnv, plainOption, type VariableName } from '../../cli/env-option.js';
 import { brandProfile } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 
@@ -22,39 +23,100 @@ function parseJsonObject(value: string): Record<string, unknown> {
 }
 
 export function registerAgentCommands(program: Command): void {
+  const startFlags: Record<string, VariableName> = {
+    dataDir: 'SVC_DATA_DIR',
+    host: 'SVC_HTTP_HOST',
+    salesPort: 'SVC_SALES_PORT',
+    creativePort: 'SVC_CREATIVE_PORT',
+    signalsPort: 'SVC_SIGNALS_PORT',
+    allowHosts: 'SVC_SENDER_ALLOW_HOSTS',
+    approval: 'SVC_AGENTS_APPROVAL',
+    clockSpeed: 'SVC_AGENTS_CLOCK_SPEED',
+    queuePrefix: 'SVC_QUEUE_PREFIX',
+    wait: 'SVC_SERVICE_WAIT_SECONDS',
+  };
   program
     .command('start')
-    .description('Start the sales, creative and signal agents with the sender (embedded defaults)')
-    .action(async () => {
+    .description(
+      'Start the sales, creative and signal agents with the sender; with DATABASE_URL unset, on an embedded PostgreSQL',
+    )
+    .addOption(
+      envOption('--data-dir <dir>', 'keys, embedded PostgreSQL, credentials', 'SVC_DATA_DIR'),
+    )
+    .addOption(envOption('--host <ip>', 'address the agents listen on', 'SVC_HTTP_HOST'))
+    .addOption(envOption('--sales-port <port>', 'sales agent port (0: any)', 'SVC_SALES_PORT'))
+    .addOption(envOption('--creative-port <port>', 'creative agent port', 'SVC_CREATIVE_PORT'))
+    .addOption(envOption('--signals-port <port>', 'signal agent port', 'SVC_SIGNALS_PORT'))
+    .addOption(
+      envOption(
+        '--allow-hosts <hosts>',
+        'hosts webhooks may reach over http (local testing)',
+        'SVC_SENDER_ALLOW_HOSTS',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--approval <policy>',
+        'pending buys: manual, never or seconds',
+        'SVC_AGENTS_APPROVAL',
+      ),
+    )
+    .addOption(
+      envOption('--clock-speed <n>', 'virtual seconds per second', 'SVC_AGENTS_CLOCK_SPEED'),
+    )
+    .addOption(envOption('--queue-prefix <prefix>', 'BullMQ key prefix', 'SVC_QUEUE_PREFIX'))
+    .addOption(
+      envOption('--wait <seconds>', 'wait for PostgreSQL and Redis', 'SVC_SERVICE_WAIT_SECONDS'),
+    )
+    .addHelpText(
+      'after',
+      '\nDATABASE_URL and REDIS_URL choose the backing services (svc --help lists every variable).\n' +
+        'Demo credentials go to <data dir>/credentials.json (mode 0600), never to the terminal.',
+    )
+    .action(async (opts: Record<string, unknown>) => {
+      flagsToEnv(opts, startFlags);
       const { runStart } = await import('./start.js');
       await runStart(loadConfigOrExit());
     });
 
   program
     .command('call')
-    .description('Run a task against an agent over MCP (default) or A2A and print the answer')
+    .description(
+      'Run a task against an agent over MCP (default) or A2A and print the answer; --list shows its tasks',
+    )
     .argument('<agent-url>', 'the agent origin, or its /mcp or /a2a endpoint')
-    .argument('<task>', 'the task name, e.g. get_products')
+    .argument('[task]', 'the task name, e.g. get_products (--list shows them)')
     .argument('[json]', 'the task parameters as a JSON object', parseJsonObject, {})
-    .option('--a2a', 'use A2A JSON-RPC instead of MCP')
-    .option('--a2a-version <v>', 'A2A protocol version: 1.0 or 0.3', '1.0')
-    .option('--api-key <key>', 'X-API-Key credential')
-    .option('--token <jwt>', 'bearer token credential')
-    .option('--dry-run', 'send X-Dry-Run: true')
+    .addOption(plainOption('--list', 'list the tasks and their required fields', 'off'))
+    .addOption(plainOption('--a2a', 'use A2A JSON-RPC instead of MCP', 'off'))
+    .addOption(plainOption('--a2a-version <v>', 'A2A protocol version: 1.0 or 0.3', '1.0'))
+    .addOption(plainOption('--api-key <key>', 'X-API-Key credential', 'none'))
+    .addOption(plainOption('--token <jwt>', 'bearer token credential', 'none'))
+    .addOption(
+      envOption(
+        '--as <principal>',
+        "use this demo principal's API key from <data dir>/credentials.json, e.g. demo-buyer",
+        'SVC_DATA_DIR',
+      ),
+    )
+    .addOption(plainOption('--dry-run', 'send X-Dry-Run: true', 'off'))
     .action(
       async (
         agentUrl: string,
-        task: string,
+        task: string | undefined,
         params: Record<string, unknown>,
         opts: {
+          list?: boolean;
           a2a?: boolean;
-          a2aVersion: string;
+          a2aVersion?: string;
           apiKey?: string;
           token?: string;
+          as?: string;
           dryRun?: boolean;
         },
       ) => {
-        if (opts.a2aVersion !== '1.0' && opts.a2aVersion !== '0.3') {
+        const version = opts.a2aVersion ?? '1.0';
+        if (version !== '1.0' && version !== '0.3') {
           process.stderr.write('--a2a-version must be 1.0 or 0.3\n');
           process.exitCode = 2;
           return;
@@ -66,24 +128,18 @@ export function registerAgentCommands(program: Command): void {
           process.exitCode = 2;
           return;
         }
-        const { callAgent } = await import('../client/agent-client.js');
-        try {
-          const r = await callAgent({
-            agentUrl,
-            task,
-            params,
-            transport: opts.a2a ? 'a2a' : 'mcp',
-            a2aVersion: opts.a2aVersion,
-            ...(opts.apiKey ? { apiKey: opts.apiKey } : {}),
-            ...(opts.token ? { token: opts.token } : {}),
-            ...(opts.dryRun ? { dryRun: true } : {}),
-          });
-          process.stdout.write(`${JSON.stringify(r.body, null, 2)}\n`);
-          if (!r.ok) process.exitCode = 1;
-        } catch (err) {
-          process.stderr.write(`call failed: ${(err as Error).message}\n`);
-          process.exitCode = 1;
-        }
+        const config = loadConfigOrExit();
+        const { runCall } = await import('../client/call-command.js');
+        process.exitCode = await runCall({
+          agentUrl,
+          params,
+          dataDir: config.SVC_DATA_DIR,
+          out: process.stdout,
+          err: process.stderr,
+          ...(task !== undefined ? { task } : {}),
+          ...opts,
+          a2aVersion: version,
+        });
       },
     );
 

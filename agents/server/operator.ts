@@ -8,7 +8,9 @@ import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
 import { createPool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
-import { pingRedis, resolveDatabaseUrl } from '../../shared/infra/services.js';
+import { commandServices } from '../../shared/infra/command-services.js';
+import { pingRedis } from '../../shared/infra/services.js';
+import { deploymentQueuePrefix } from '../../sender/delivery/queue-prefix.js';
 import { DeliveryQueue } from '../../sender/delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../../sender/schema.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
@@ -28,18 +30,20 @@ export async function operatorAction(
   options: { agentsSchema?: string; senderSchema?: string; queuePrefix?: string } = {},
 ): Promise<Record<string, unknown>> {
   const profile = brandProfile(config.SVC_BRAND);
-  const databaseUrl = await resolveDatabaseUrl(config.DATABASE_URL);
-  const pool = createPool({ connectionString: databaseUrl, max: 4 });
-  // `svc start` may run on a private redis-server this process cannot see. Without Redis
-  // the webhook rows still land in the outbox and the running worker's reconciler sends
-  // them (within about a minute) instead of the queue at once.
-  const redisUp = await pingRedis(config.REDIS_URL);
-  const redis = redisUp ? createRedis(config.REDIS_URL) : null;
+  // The running `svc start`'s database, Redis, queue and allow-list unless set here.
+  const services = await commandServices(config, { redis: 'none' });
+  const pool = createPool({ connectionString: services.databaseUrl, max: 4 });
+  // Without a reachable Redis the webhook rows still land in the outbox and the running
+  // worker's reconciler sends them (within about a minute) instead of the queue at once.
+  const redisUp = await pingRedis(services.redisUrl);
+  const redis = redisUp ? createRedis(services.redisUrl) : null;
+  const senderSchemaName = options.senderSchema ?? DEFAULT_SENDER_SCHEMA;
+  const queuePrefix =
+    options.queuePrefix ??
+    services.queuePrefix ??
+    (await deploymentQueuePrefix(pool, senderSchemaName, profile.brand));
   const queue: DeliveryQueue = redis
-    ? new DeliveryQueue({
-        connection: redis,
-        ...(options.queuePrefix ? { prefix: options.queuePrefix } : {}),
-      })
+    ? new DeliveryQueue({ connection: redis, prefix: queuePrefix })
     : (reconcilerOnlyQueue as unknown as DeliveryQueue);
   const senderSchema = options.senderSchema ?? DEFAULT_SENDER_SCHEMA;
   let core: AgentsCore | null = null;
@@ -50,6 +54,7 @@ export async function operatorAction(
       schema: senderSchema,
       config,
       profile,
+      allowHosts: services.allowHosts,
       logger: createLogger({ level: 'warn' }),
       core: () => core,
     });

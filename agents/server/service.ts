@@ -9,7 +9,7 @@
 import { agentOptionsFromConfig } from '../config.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { readdir } from 'node:fs/promises';
 import type Koa from 'koa';
 import { brandProfile, type BrandProfile } from '../../shared/brand.js';
@@ -17,7 +17,22 @@ import type { Config } from '../../shared/config.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import { createPool, type Pool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
-import { ensureRedis, resolveDatabaseUrl, type RedisHandle } from '../../shared/infra/services.js';
+import { keysDirOf } from '../../shared/config.js';
+import {
+  readLiveDeployment,
+  removeDeployment,
+  writeDeployment,
+} from '../../shared/infra/deployment.js';
+import { startEmbeddedPostgres } from '../../shared/infra/embedded-postgres.js';
+import {
+  DEFAULT_REDIS_URL,
+  ensureRedis,
+  ServiceUnavailableError,
+  waitForPostgres,
+  waitForRedis,
+  type RedisHandle,
+} from '../../shared/infra/services.js';
+import { deploymentQueuePrefix } from '../../sender/delivery/queue-prefix.js';
 import { ActivityLog } from '../../sender/activity/activity-log.js';
 import { DeliveryQueue } from '../../sender/delivery/queue.js';
 import { DeliveryWorker } from '../../sender/delivery/worker.js';
@@ -59,7 +74,12 @@ export interface AgentsService {
   keys: KeySet;
   oauth: OAuthServer | null;
   databaseUrl: string;
+  /** The embedded server's data directory, when DATABASE_URL was unset. */
+  embeddedPostgres: string | null;
   redisUrl: string;
+  /** Why a private redis-server serves this deployment (null: the configured Redis). */
+  privateRedisReason: string | null;
+  queuePrefix: string;
   credentials: DemoCredential[];
   stop(): Promise<void>;
 }
@@ -102,10 +122,9 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     stops.length = 0;
   };
   try {
-    const databaseUrl = await resolveDatabaseUrl(config.DATABASE_URL);
-    const redisHandle: RedisHandle = await ensureRedis(config.REDIS_URL, config.SVC_DATA_DIR);
+    const { databaseUrl, embeddedPostgres } = await backingDatabase(config, logger, stops);
+    const redisHandle = await backingRedis(config, logger);
     stops.push(() => redisHandle.stop());
-    if (redisHandle.child) logger.info({ url: redisHandle.url }, 'started a private redis-server');
 
     // Listen first: the agents' URLs (cards, format ids, brand.json) need the real ports.
     const host = config.SVC_HTTP_HOST;
@@ -144,10 +163,8 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     const senderSchema = o.senderSchema ?? DEFAULT_SENDER_SCHEMA;
     await migrateSender(pool, senderSchema);
 
-    const keys = await loadOrCreateKeys(
-      o.keysDir ?? config.SVC_KEYS_DIR ?? join(config.SVC_DATA_DIR, 'keys'),
-      config.SVC_SIGNING_KID,
-    );
+    const keysDir = o.keysDir ?? keysDirOf(config);
+    const keys = await loadOrCreateKeys(keysDir, config.SVC_SIGNING_KID);
 
     const redis = createRedis(redisHandle.url);
     const workerRedis = createRedis(redisHandle.url);
@@ -155,7 +172,11 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       redis.disconnect();
       workerRedis.disconnect();
     });
-    const prefix = o.queuePrefix ? { prefix: o.queuePrefix } : {};
+    const queuePrefix =
+      o.queuePrefix ??
+      config.SVC_QUEUE_PREFIX ??
+      (await deploymentQueuePrefix(pool, senderSchema, profile.brand));
+    const prefix = { prefix: queuePrefix };
     const queue = new DeliveryQueue({ connection: redis, ...prefix });
     stops.push(() => queue.close());
     const activity = new ActivityLog({ pool, schema: senderSchema, logger });
@@ -180,6 +201,8 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
             schema: o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA,
             profile,
             urls,
+            logger,
+            production: config.NODE_ENV === 'production',
           });
 
     const fromConfig = agentOptionsFromConfig(config);
@@ -241,6 +264,16 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       servers[agent].on('request', app.callback());
     }
     const credentials = await agentsCore.demoCredentials();
+    // What `svc approve`, `svc worker`... on this data directory use for what they leave unset.
+    await writeDeployment(config.SVC_DATA_DIR, {
+      pid: process.pid,
+      databaseUrl,
+      redisUrl: redisHandle.url,
+      queuePrefix,
+      senderAllowHosts: allowHosts,
+      keysDir: resolve(keysDir),
+    });
+    stops.push(() => removeDeployment(config.SVC_DATA_DIR));
     return {
       profile,
       urls,
@@ -248,7 +281,10 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       keys,
       oauth,
       databaseUrl,
+      embeddedPostgres,
       redisUrl: redisHandle.url,
+      privateRedisReason: redisHandle.reason,
+      queuePrefix,
       credentials,
       stop,
     };
@@ -256,4 +292,47 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     await stop();
     throw err;
   }
+}
+
+/**
+ * DATABASE_URL (waited for), or, unset, the embedded server under the data directory,
+ * stopped last. Refuses to run beside another `svc start` on the same data directory.
+ */
+async function backingDatabase(
+  config: Config,
+  logger: Logger,
+  stops: Array<() => Promise<unknown> | unknown>,
+): Promise<{ databaseUrl: string; embeddedPostgres: string | null }> {
+  const other = await readLiveDeployment(config.SVC_DATA_DIR);
+  if (other) {
+    throw new ServiceUnavailableError(
+      `another svc start (pid ${other.pid}) runs on the data directory ${resolve(config.SVC_DATA_DIR)}: ` +
+        'stop it, or give this one its own SVC_DATA_DIR.',
+    );
+  }
+  if (config.DATABASE_URL !== undefined) {
+    await waitForPostgres(config.DATABASE_URL, {
+      waitSeconds: config.SVC_SERVICE_WAIT_SECONDS,
+      logger,
+    });
+    return { databaseUrl: config.DATABASE_URL, embeddedPostgres: null };
+  }
+  const embedded = await startEmbeddedPostgres(config.SVC_DATA_DIR, logger);
+  stops.push(() => embedded.stop());
+  return {
+    databaseUrl: embedded.url,
+    embeddedPostgres: join(resolve(config.SVC_DATA_DIR), 'postgres'),
+  };
+}
+
+/**
+ * REDIS_URL when set (waited for: the operator chose it); unset, the local default when it
+ * answers, else a private redis-server under the data directory (logged with the reason).
+ */
+async function backingRedis(config: Config, logger: Logger): Promise<RedisHandle> {
+  if (config.REDIS_URL !== undefined) {
+    await waitForRedis(config.REDIS_URL, { waitSeconds: config.SVC_SERVICE_WAIT_SECONDS, logger });
+    return { url: config.REDIS_URL, child: null, reason: null, stop: async () => {} };
+  }
+  return ensureRedis(DEFAULT_REDIS_URL, config.SVC_DATA_DIR, logger);
 }

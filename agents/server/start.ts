@@ -1,20 +1,34 @@
 /**
- * `svc start`: the whole seller side in this process; prints the agent URLs and demo
- * credentials, and stops cleanly on SIGTERM or SIGINT.
+ * `svc start`: the whole seller side in this process; writes the demo credentials to the
+ * credentials file, prints the banner, and stops cleanly on SIGTERM or SIGINT (also while
+ * still starting, since the embedded PostgreSQL may take a while).
  */
-import type { Config } from '../../shared/config.js';
+import { isProduction, type Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
 import { ServiceUnavailableError } from '../../shared/infra/services.js';
-import { AGENT_KINDS } from '../auth/principal.js';
-import { formatDemoCredentials } from '../seed.js';
+import { writeCredentialsSection } from '../../shared/infra/credentials-file.js';
+import { agentsCredentialsSection, startBanner } from './banner.js';
 
 export async function runStart(config: Config): Promise<void> {
   const logger = createLogger({ name: `${config.SVC_BRAND}-agents`, level: config.LOG_LEVEL });
   const { startAgentsService } = await import('./service.js');
+  // Stop cleanly whenever the signal comes, also while still starting (embedded PostgreSQL).
+  let signalled: string | null = null;
+  let wake: () => void = () => {};
+  const onSignal = (signal: string) => {
+    signalled ??= signal;
+    wake();
+  };
+  const onTerm = () => onSignal('SIGTERM');
+  const onInt = () => onSignal('SIGINT');
+  process.on('SIGTERM', onTerm);
+  process.on('SIGINT', onInt);
   let service;
   try {
     service = await startAgentsService({ config, logger });
   } catch (err) {
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
     if (
       err instanceof ServiceUnavailableError ||
       (err as NodeJS.ErrnoException).code === 'EADDRINUSE'
@@ -25,35 +39,19 @@ export async function runStart(config: Config): Promise<void> {
     }
     throw err;
   }
-  const out: string[] = [`${service.profile.brand} agents are up`, ''];
-  for (const agent of AGENT_KINDS) {
-    const u = service.urls[agent];
-    out.push(
-      `${agent.padEnd(8)} ${u}  (MCP ${u}/mcp, A2A ${u}/a2a, card ${u}/.well-known/agent-card.json)`,
-    );
-  }
-  out.push(
-    '',
-    `keys     ${service.urls.sales}/.well-known/jwks.json, ${service.urls.sales}/.well-known/brand.json`,
+  const file = await writeCredentialsSection(
+    config.SVC_DATA_DIR,
+    'agents',
+    agentsCredentialsSection(service.urls, service.credentials),
   );
-  if (service.oauth)
-    out.push(`oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin)`);
-  out.push('', 'demo credentials:', formatDemoCredentials(service.credentials), '');
-  out.push('bearer tokens of demo-buyer (30 days):');
-  for (const c of service.credentials.filter((x) => x.principal_id === 'demo-buyer')) {
-    out.push(
-      `${c.agent.padEnd(8)} ${c.principal_id.padEnd(13)} Authorization: Bearer ${c.bearer_token}`,
-    );
-  }
-  process.stdout.write(`${out.join('\n')}\n`);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, 'stopping');
-      resolve();
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
+  process.stdout.write(
+    `${startBanner(service, file, isProduction(config), config.SVC_DATA_DIR)}\n`,
+  );
+  logger.info({ event: 'ready', urls: service.urls }, 'ready');
+  if (signalled === null) await new Promise<void>((r) => (wake = r));
+  logger.info({ signal: signalled }, 'stopping');
   await service.stop();
+  process.off('SIGTERM', onTerm);
+  process.off('SIGINT', onInt);
   process.stdout.write('stopped\n');
 }

@@ -8,9 +8,10 @@
 import { existsSync } from 'node:fs';
 import { cliHelp } from './cli-help.js';
 import { ensureBuilt, REPO, type StartupContext, type StartupSection } from './common.js';
+import { embeddedStart } from './embedded-start.js';
 import { sidecarReady } from './sidecar.js';
 
-const SECTIONS: StartupSection[] = [cliHelp, sidecarReady];
+const SECTIONS: StartupSection[] = [cliHelp, sidecarReady, embeddedStart];
 
 export async function run(args: string[]): Promise<void> {
   const flag = (name: string) => {

@@ -261,13 +261,22 @@ export class BrandJsonDiscovery {
       this.lastError = null;
     } catch (err) {
       this.failedAt = this.clock();
+      const previous = this.lastError?.message;
       this.lastError =
         err instanceof BrandDiscoveryError
           ? err
           : new BrandDiscoveryError('brand_json_unreachable', (err as Error).message);
-      this.settings.logger?.warn(
-        { agentUrl: this.agentUrl, reason: this.lastError.reason, err: this.lastError.message },
-        'brand.json discovery failed',
+      // Once per distinct cause (the message names the URL that failed and why); a repeat of
+      // the same failure, at every negative-cache expiry, goes to debug.
+      const log = previous === this.lastError.message ? 'debug' : 'warn';
+      this.settings.logger?.[log](
+        {
+          event: 'key_discovery_failed',
+          agentUrl: this.agentUrl,
+          reason: this.lastError.reason,
+          err: this.lastError.message,
+        },
+        `key discovery for ${this.agentUrl} failed: ${this.lastError.message}`,
       );
     }
   }

@@ -96,7 +96,13 @@ export function checkFetchableUrl(url: string, allowLoopback: boolean): URL {
   if (u.username || u.password) throw new DocumentFetchError('scheme', url, 'credentials in URL');
   if (u.protocol === 'https:') return u;
   if (u.protocol === 'http:' && allowLoopback && isLoopbackHost(u.hostname)) return u;
-  throw new DocumentFetchError('scheme', url, 'only https is allowed (http for loopback tests)');
+  throw new DocumentFetchError(
+    'scheme',
+    url,
+    u.protocol === 'http:' && isLoopbackHost(u.hostname)
+      ? 'only https is allowed; plain http to a loopback host needs the opt-in --allow-http-loopback (SVC_RECEIVER_ALLOW_HTTP_LOOPBACK=1, local testing only)'
+      : 'only https is allowed',
+  );
 }
 
 function header(headers: RawResponse['headers'], name: string): string | undefined {

@@ -112,6 +112,9 @@ export class RemoteKeySet {
     return this.inflight;
   }
 
+  /** The message of the last failed fetch, until one succeeds (for logging each cause once). */
+  private lastFailure: string | null = null;
+
   private async load(): Promise<void> {
     this.fetches++;
     try {
@@ -128,10 +131,16 @@ export class RemoteKeySet {
       this.failedAt = Number.NEGATIVE_INFINITY;
     } catch (err) {
       this.failedAt = this.clock();
-      this.settings.logger?.warn(
-        { jwksUri: this.url, err: (err as Error).message, keptPrevious: this.good !== null },
-        'JWKS fetch failed',
+      const message = (err as Error).message;
+      // Once per distinct cause; repeats of the same failure go to debug.
+      const log = message === this.lastFailure ? 'debug' : 'warn';
+      this.lastFailure = message;
+      this.settings.logger?.[log](
+        { jwksUri: this.url, err: message, keptPrevious: this.good !== null },
+        `JWKS fetch failed: ${message}`,
       );
+      return;
     }
+    this.lastFailure = null;
   }
 }

@@ -3,7 +3,9 @@
  * declared in shared/config.ts; a flag wins over its variable. The sidecar itself (run.ts)
  * loads only when the command runs, so `svc --help` stays fast.
  */
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
+import { envOption } from '../../cli/env-option.js';
+import { ServiceUnavailableError } from '../../shared/infra/service-errors.js';
 
 export interface Flags {
   listen?: string;
@@ -20,6 +22,8 @@ export interface Flags {
   bodyTimeoutMs?: string;
   bodyIdleTimeoutMs?: string;
   synchronousCommit?: boolean;
+  allowHttpLoopback?: boolean;
+  wait?: string;
 }
 
 export class UsageError extends Error {}
@@ -51,54 +55,89 @@ export function registerReceiverCommand(program: Command): void {
     .description(
       'Run the webhook receiver sidecar: verify, deduplicate, order, then forward each event to the app or enqueue it',
     )
-    .option('--listen <host:port>', 'address to listen on (env SVC_RECEIVER_LISTEN)')
-    .option('--trust <file>', 'trust file naming the senders (env SVC_RECEIVER_TRUST)')
+    .addOption(envOption('--listen <host:port>', 'address to listen on', 'SVC_RECEIVER_LISTEN'))
+    .addOption(envOption('--trust <file>', 'trust file naming the senders', 'SVC_RECEIVER_TRUST'))
     .addOption(
-      new Option('--brand <brand>', 'protocol brand word (env SVC_BRAND)').choices(['svc', 'adcp']),
+      envOption('--brand <brand>', 'protocol brand word', 'SVC_BRAND').choices(['svc', 'adcp']),
     )
     .addOption(
-      new Option(
+      envOption(
         '--protocol-version <version>',
-        'duplicate semantics (env SVC_PROTOCOL_VERSION)',
+        'duplicate semantics',
+        'SVC_PROTOCOL_VERSION',
       ).choices(['3.1', '3.2']),
     )
-    .option('--forward <app-url>', "POST each event to the app's URL (env SVC_RECEIVER_FORWARD)")
-    .option('--queue <name>', 'enqueue each event in a durable queue (env SVC_RECEIVER_QUEUE)')
     .addOption(
-      new Option(
+      envOption('--forward <app-url>', "POST each event to the app's URL", 'SVC_RECEIVER_FORWARD'),
+    )
+    .addOption(
+      envOption('--queue <name>', 'enqueue each event in a durable queue', 'SVC_RECEIVER_QUEUE'),
+    )
+    .addOption(
+      envOption(
         '--scheme <scheme>',
-        'scheme senders sign, https behind a TLS proxy (env SVC_RECEIVER_SCHEME)',
+        'scheme senders sign, https behind a TLS proxy',
+        'SVC_RECEIVER_SCHEME',
       ).choices(['http', 'https']),
     )
-    .option('--workers <n>', 'worker processes sharing the port (env SVC_RECEIVER_WORKERS)')
-    .option(
-      '--max-connections <n>',
-      'open connections per process; more are closed on arrival (env SVC_RECEIVER_MAX_CONNECTIONS, 1024)',
+    .addOption(
+      envOption('--workers <n>', 'worker processes sharing the port', 'SVC_RECEIVER_WORKERS'),
     )
-    .option(
-      '--body-budget-mib <n>',
-      'MiB of request bodies held at once per process, then 503 + Retry-After (env SVC_RECEIVER_BODY_BUDGET_MIB, 64)',
+    .addOption(
+      envOption(
+        '--allow-http-loopback',
+        'fetch brand.json, JWKS and capabilities over plain http from loopback hosts (local testing only; logged)',
+        'SVC_RECEIVER_ALLOW_HTTP_LOOPBACK',
+      ),
     )
-    .option(
-      '--headers-timeout-ms <ms>',
-      'time to receive a request head, then 408 (env SVC_RECEIVER_HEADERS_TIMEOUT_MS, 10000)',
+    .addOption(envOption('--wait <seconds>', 'wait for PostgreSQL', 'SVC_SERVICE_WAIT_SECONDS'))
+    .addOption(
+      envOption(
+        '--max-connections <n>',
+        'open connections per process; more are closed on arrival',
+        'SVC_RECEIVER_MAX_CONNECTIONS',
+      ),
     )
-    .option(
-      '--body-timeout-ms <ms>',
-      'time to receive a whole body, then 408 (env SVC_RECEIVER_BODY_TIMEOUT_MS, 20000)',
+    .addOption(
+      envOption(
+        '--body-budget-mib <n>',
+        'MiB of request bodies held at once per process, then 503 + Retry-After',
+        'SVC_RECEIVER_BODY_BUDGET_MIB',
+      ),
     )
-    .option(
-      '--body-idle-timeout-ms <ms>',
-      'time without a body chunk, then 400 (env SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS, 10000)',
+    .addOption(
+      envOption(
+        '--headers-timeout-ms <ms>',
+        'time to receive a request head, then 408',
+        'SVC_RECEIVER_HEADERS_TIMEOUT_MS',
+      ),
     )
-    .option(
-      '--synchronous-commit',
-      'wait for the WAL flush on every claim, nonce and done-mark (env SVC_RECEIVER_SYNCHRONOUS_COMMIT=1)',
+    .addOption(
+      envOption(
+        '--body-timeout-ms <ms>',
+        'time to receive a whole body, then 408',
+        'SVC_RECEIVER_BODY_TIMEOUT_MS',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--body-idle-timeout-ms <ms>',
+        'time without a body chunk, then 400',
+        'SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--synchronous-commit',
+        'wait for the WAL flush on every claim, nonce and done-mark',
+        'SVC_RECEIVER_SYNCHRONOUS_COMMIT',
+      ),
     )
     .addHelpText(
       'after',
       '\nExactly one of --forward or --queue. DATABASE_URL holds the idempotency store, replay\n' +
-        'cache and queue; SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
+        'cache and queue (unset: the embedded PostgreSQL of the svc start on SVC_DATA_DIR);\n' +
+        'SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
         '/_queue/ack). /healthz and /metrics are served on the same address.',
     )
     .action(async (flags: Flags) => {
@@ -109,6 +148,11 @@ export function registerReceiverCommand(program: Command): void {
         if (err instanceof UsageError || (err as Error).name === 'TrustFileError') {
           process.stderr.write(`svc receiver: ${(err as Error).message}\n`);
           process.exitCode = 2;
+          return;
+        }
+        if (err instanceof ServiceUnavailableError) {
+          process.stderr.write(`svc receiver: ${err.message}\n`);
+          process.exitCode = 1;
           return;
         }
         throw err;

@@ -6,7 +6,9 @@ import cluster from 'node:cluster';
 import { brandProfile, isBrand } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
-import { createPool, LOCAL_DATABASE_URL } from '../../shared/infra/pg.js';
+import { commandServices } from '../../shared/infra/command-services.js';
+import { createPool } from '../../shared/infra/pg.js';
+import { flagsToEnv } from '../../cli/env-option.js';
 import { checkForwardUrl } from '../publish/forward.js';
 import { QUEUE_NAME } from '../publish/queue.js';
 import { loadTrustFile } from '../trust/trust-file.js';
@@ -15,6 +17,10 @@ import { verifierDependencies } from './dependencies.js';
 import { Sidecar, type SidecarTarget } from './server.js';
 
 export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
+  flagsToEnv(flags as Record<string, unknown>, {
+    allowHttpLoopback: 'SVC_RECEIVER_ALLOW_HTTP_LOOPBACK',
+    wait: 'SVC_SERVICE_WAIT_SECONDS',
+  });
   const config = loadConfigOrExit();
   const listen = parseListen(flags.listen ?? config.SVC_RECEIVER_LISTEN);
   const trustPath = flags.trust ?? config.SVC_RECEIVER_TRUST;
@@ -96,11 +102,22 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     runPrimary(workers, logger);
     return null;
   }
-  if (!config.DATABASE_URL) {
-    logger.warn({ event: 'database_default', url: LOCAL_DATABASE_URL }, 'DATABASE_URL unset');
+  const allowLoopback = config.SVC_RECEIVER_ALLOW_HTTP_LOOPBACK === '1';
+  if (allowLoopback) {
+    logger.warn(
+      { event: 'http_loopback_discovery_allowed' },
+      'SVC_RECEIVER_ALLOW_HTTP_LOOPBACK: key discovery may use plain http to loopback hosts (local testing only)',
+    );
   }
+  // Waits (with back-off, logged) up to SVC_SERVICE_WAIT_SECONDS; unset DATABASE_URL: the
+  // embedded server of the svc start running on SVC_DATA_DIR.
+  const services = await commandServices(config, {
+    waitSeconds: config.SVC_SERVICE_WAIT_SECONDS,
+    logger,
+    redis: 'none',
+  });
   const pool = createPool({
-    connectionString: config.DATABASE_URL ?? LOCAL_DATABASE_URL,
+    connectionString: services.databaseUrl,
     max: 20,
     applicationName: 'receiver',
   });
@@ -112,7 +129,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     pool,
     logger,
     schema,
-    redisUrl: config.REDIS_URL,
+    allowLoopback,
     synchronousCommit,
     admission: {
       thresholds: {

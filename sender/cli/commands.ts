@@ -1,7 +1,10 @@
 /** The sender's subcommands: `keys generate`, `keys jwks`, `worker`, `send`. */
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { brandProfile, BRANDS, type Brand } from '../../shared/brand.js';
-import { loadConfigOrExit } from '../../shared/config.js';
+import { envOption, flagsToEnv, plainOption } from '../../cli/env-option.js';
+import { keysDirOf, loadConfigOrExit } from '../../shared/config.js';
+
+const defaultKeysText = 'SVC_DATA_DIR/keys';
 
 function positiveInt(max: number) {
   return (value: string): number => {
@@ -20,27 +23,23 @@ export function registerSenderCommands(program: Command): void {
   keys
     .command('generate')
     .description('Write a new signing key pair (private JWK file, mode 0600) and print its kid')
-    .addOption(
-      new Option('--alg <alg>', 'key algorithm').choices(Object.keys(ALGS)).default('ed25519'),
-    )
-    .option('--out <dir>', 'directory to write to (default: SVC_KEYS_DIR or .data/keys)')
-    .action(async (opts: { alg: keyof typeof ALGS; out?: string }) => {
+    .addOption(plainOption('--alg <alg>', 'key algorithm', 'ed25519').choices(Object.keys(ALGS)))
+    .addOption(envOption('--out <dir>', 'directory to write to', 'SVC_KEYS_DIR'))
+    .action(async (opts: { alg?: keyof typeof ALGS; out?: string }) => {
       const config = loadConfigOrExit();
       const { writeNewKey } = await import('../keys/key-set.js');
-      const dir = opts.out ?? config.SVC_KEYS_DIR ?? `${config.SVC_DATA_DIR}/keys`;
-      const k = await writeNewKey(dir, ALGS[opts.alg]);
+      const dir = opts.out ?? keysDirOf(config);
+      const k = await writeNewKey(dir, ALGS[opts.alg ?? 'ed25519']);
       process.stdout.write(`${k.kid}\t${k.path}\n`);
     });
   keys
     .command('jwks')
     .description('Print the public JWKS of a key set')
-    .argument('[dir]', 'key directory (default: SVC_KEYS_DIR)')
+    .argument('[dir]', `key directory (env SVC_KEYS_DIR, default ${defaultKeysText})`)
     .action(async (dir: string | undefined) => {
       const config = loadConfigOrExit();
       const { KeySet } = await import('../keys/key-set.js');
-      const from = dir ?? config.SVC_KEYS_DIR;
-      if (!from) throw new Error('give a key directory or set SVC_KEYS_DIR');
-      const set = await KeySet.fromDirectory(from);
+      const set = await KeySet.fromDirectory(dir ?? keysDirOf(config));
       process.stdout.write(
         `${JSON.stringify(set.jwks(brandProfile(config.SVC_BRAND)), null, 2)}\n`,
       );
@@ -49,47 +48,60 @@ export function registerSenderCommands(program: Command): void {
   program
     .command('worker')
     .description('Run a webhook delivery worker (run as many processes as wanted)')
-    .option('--keys <dir>', 'signing key directory (default: SVC_KEYS_DIR)')
-    .option(
-      '--concurrency <n>',
-      'deliveries in flight (default: SVC_WORKER_CONCURRENCY)',
-      positiveInt(2000),
+    .addOption(envOption('--keys <dir>', 'signing key directory', 'SVC_KEYS_DIR'))
+    .addOption(
+      envOption('--concurrency <n>', 'deliveries in flight', 'SVC_WORKER_CONCURRENCY').argParser(
+        positiveInt(2000),
+      ),
     )
-    .option(
-      '--per-origin <n>',
-      'deliveries in flight per receiver origin (at most half of --concurrency)',
-      positiveInt(1000),
-      16,
+    .addOption(
+      plainOption(
+        '--per-origin <n>',
+        'deliveries in flight per receiver origin (at most half of --concurrency)',
+        '16',
+      ).argParser(positiveInt(1000)),
     )
-    .option('--schema <name>', 'PostgreSQL schema of the outbox', 'sender')
-    .option('--prefix <prefix>', 'BullMQ key prefix (keep a {hash tag} for Redis Cluster)')
-    .option('--metrics-port <port>', 'serve Prometheus /metrics on this port', positiveInt(65535))
+    .addOption(plainOption('--schema <name>', 'PostgreSQL schema of the outbox', 'sender'))
+    .addOption(
+      envOption(
+        '--prefix <prefix>',
+        'BullMQ key prefix (keep a {hash tag} for Redis Cluster)',
+        'SVC_QUEUE_PREFIX',
+      ),
+    )
+    .addOption(
+      plainOption(
+        '--metrics-port <port>',
+        'serve Prometheus /metrics on this port',
+        'off',
+      ).argParser(positiveInt(65535)),
+    )
+    .addOption(
+      envOption('--wait <seconds>', 'wait for PostgreSQL and Redis', 'SVC_SERVICE_WAIT_SECONDS'),
+    )
+    .addHelpText(
+      'after',
+      '\nWith DATABASE_URL and REDIS_URL unset, the worker joins the svc start running on\n' +
+        'SVC_DATA_DIR (its embedded PostgreSQL, its Redis, its queue prefix and allow-list).',
+    )
     .action(
       async (opts: {
         keys?: string;
         concurrency?: number;
-        perOrigin: number;
-        schema: string;
+        perOrigin?: number;
+        schema?: string;
         prefix?: string;
         metricsPort?: number;
+        wait?: string;
       }) => {
+        flagsToEnv(opts, { wait: 'SVC_SERVICE_WAIT_SECONDS' });
         const config = loadConfigOrExit();
-        const keysDir = opts.keys ?? config.SVC_KEYS_DIR;
-        if (!keysDir) throw new Error('give --keys DIR or set SVC_KEYS_DIR (svc keys generate)');
         const { runWorker } = await import('./worker.js');
-        const { pingRedis, resolveDatabaseUrl, redactUrl } =
-          await import('../../shared/infra/services.js');
-        await resolveDatabaseUrl(config.DATABASE_URL);
-        if (!(await pingRedis(config.REDIS_URL))) {
-          throw new Error(
-            `Redis at ${redactUrl(config.REDIS_URL)} does not answer: workers share the agents' Redis; set REDIS_URL`,
-          );
-        }
         await runWorker(config, {
-          keysDir,
+          keysDir: opts.keys ?? keysDirOf(config),
           concurrency: opts.concurrency ?? config.SVC_WORKER_CONCURRENCY,
-          perOrigin: opts.perOrigin,
-          schema: opts.schema,
+          perOrigin: opts.perOrigin ?? 16,
+          schema: opts.schema ?? 'sender',
           ...(opts.prefix ? { prefix: opts.prefix } : {}),
           ...(opts.metricsPort ? { metricsPort: opts.metricsPort } : {}),
         });
@@ -103,19 +115,31 @@ export function registerSenderCommands(program: Command): void {
         'exit 0 when delivered, 1 when stopped, 124 on timeout',
     )
     .argument('<url>', 'receiver URL (loopback and plain http allowed here)')
-    .option('--payload <file>', 'JSON body to send (default: a test MCP envelope)')
-    .addOption(new Option('--brand <brand>', 'brand profile').choices([...BRANDS]))
-    .option('--timeout <seconds>', 'give up after this many seconds', positiveInt(86400), 60)
-    .option('--keys <dir>', 'signing key directory (default: SVC_KEYS_DIR; else a throwaway key)')
-    .option('--hmac <secret>', 'legacy HMAC-SHA256 with this shared secret instead of RFC 9421')
-    .option('--bearer <token>', 'legacy Bearer token instead of RFC 9421')
+    .addOption(plainOption('--payload <file>', 'JSON body to send', 'a test MCP envelope'))
+    .addOption(envOption('--brand <brand>', 'brand profile', 'SVC_BRAND').choices([...BRANDS]))
+    .addOption(
+      plainOption('--timeout <seconds>', 'give up after this many seconds', '60').argParser(
+        positiveInt(86400),
+      ),
+    )
+    .addOption(
+      envOption(
+        '--keys <dir>',
+        'signing key directory (a throwaway key when it does not exist)',
+        'SVC_KEYS_DIR',
+      ),
+    )
+    .addOption(
+      plainOption('--hmac <secret>', 'legacy HMAC-SHA256 with this shared secret', 'RFC 9421'),
+    )
+    .addOption(plainOption('--bearer <token>', 'legacy Bearer token', 'RFC 9421'))
     .action(
       async (
         url: string,
         opts: {
           payload?: string;
           brand?: Brand;
-          timeout: number;
+          timeout?: number;
           keys?: string;
           hmac?: string;
           bearer?: string;
@@ -123,16 +147,20 @@ export function registerSenderCommands(program: Command): void {
       ) => {
         const config = loadConfigOrExit();
         const { runSend } = await import('./send.js');
-        const { ensureRedis, resolveDatabaseUrl } = await import('../../shared/infra/services.js');
-        const keysDir = opts.keys ?? config.SVC_KEYS_DIR;
-        const databaseUrl = await resolveDatabaseUrl(config.DATABASE_URL);
+        const { ensureRedis } = await import('../../shared/infra/services.js');
+        const { commandServices } = await import('../../shared/infra/command-services.js');
+        const { existsSync } = await import('node:fs');
+        const keysDir =
+          opts.keys ?? (existsSync(keysDirOf(config)) ? keysDirOf(config) : undefined);
+        const services = await commandServices(config, { redis: 'none' });
+        const databaseUrl = services.databaseUrl;
         // Nothing else needs to run: without a Redis, a private one serves this one send.
-        const redis = await ensureRedis(config.REDIS_URL, config.SVC_DATA_DIR);
+        const redis = await ensureRedis(services.redisUrl, config.SVC_DATA_DIR);
         try {
           process.exitCode = await runSend({
             url,
             brand: opts.brand ?? config.SVC_BRAND,
-            timeoutSeconds: opts.timeout,
+            timeoutSeconds: opts.timeout ?? 60,
             databaseUrl,
             redisUrl: redis.url,
             out: process.stdout,

@@ -7,7 +7,9 @@ import { createServer } from 'node:http';
 import { brandProfile } from '../../shared/brand.js';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
-import { createPool, LOCAL_DATABASE_URL } from '../../shared/infra/pg.js';
+import { commandServices } from '../../shared/infra/command-services.js';
+import { createPool } from '../../shared/infra/pg.js';
+import { deploymentQueuePrefix } from '../delivery/queue-prefix.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { ActivityLog } from '../activity/activity-log.js';
 import { DeliveryQueue } from '../delivery/queue.js';
@@ -42,16 +44,24 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     config.SVC_SIGNING_KID ? { activeKid: config.SVC_SIGNING_KID } : {},
   );
   const schema = o.schema ?? DEFAULT_SENDER_SCHEMA;
+  // Waits (with back-off, logged) for PostgreSQL and Redis up to SVC_SERVICE_WAIT_SECONDS.
+  const services = await commandServices(config, {
+    waitSeconds: config.SVC_SERVICE_WAIT_SECONDS,
+    logger,
+    redis: 'wait',
+  });
   const pool = createPool({
-    connectionString: config.DATABASE_URL ?? LOCAL_DATABASE_URL,
+    connectionString: services.databaseUrl,
     max: 20,
     applicationName: 'svc-worker',
   });
   await migrateSender(pool, schema);
-  const statePool = createStatePool(config.DATABASE_URL ?? LOCAL_DATABASE_URL);
-  const redis = createRedis(config.REDIS_URL);
-  const workerRedis = createRedis(config.REDIS_URL);
-  const queue = new DeliveryQueue({ connection: redis, ...(o.prefix ? { prefix: o.prefix } : {}) });
+  const statePool = createStatePool(services.databaseUrl);
+  const redis = createRedis(services.redisUrl);
+  const workerRedis = createRedis(services.redisUrl);
+  const prefix =
+    o.prefix ?? services.queuePrefix ?? (await deploymentQueuePrefix(pool, schema, profile.brand));
+  const queue = new DeliveryQueue({ connection: redis, prefix });
   const outbox = new Outbox({
     pool,
     queue,
@@ -67,11 +77,11 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     outbox,
     signer: { key: keys.signingKey(), profile },
     connection: workerRedis,
-    ...(o.prefix ? { prefix: o.prefix } : {}),
+    prefix,
     concurrency: o.concurrency,
     maxInFlight: o.concurrency,
     perOriginConcurrency: o.perOrigin,
-    allowHosts: allowHostsOf(config.SVC_SENDER_ALLOW_HOSTS),
+    allowHosts: services.allowHosts,
     activity,
     metrics,
     logger,

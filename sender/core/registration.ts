@@ -44,11 +44,13 @@ export function checkTargetUrl(value: unknown, field: string, rules: TargetRules
   if (url.username || url.password) {
     throw new RegistrationError(field, `${field} must not carry credentials`);
   }
+  // Local testing only: the refusal names the setting that allows this host.
+  const allowWith = `(for local testing, allow the host with SVC_SENDER_ALLOW_HOSTS=${url.hostname})`;
   if (url.protocol !== 'https:' && !(allowed && url.protocol === 'http:')) {
-    throw new RegistrationError(field, `${field} must use https`);
+    throw new RegistrationError(field, `${field} must use https ${allowWith}`);
   }
   if (!allowed && isIP(host) && isReservedAddress(host)) {
-    throw new RegistrationError(field, `${field} points at a reserved address`);
+    throw new RegistrationError(field, `${field} points at a reserved address ${allowWith}`);
   }
   return value;
 }

@@ -342,15 +342,27 @@ export class DeliveryWorker {
       errorMessage: errorMessage(result, verdict),
       completedAt,
     });
-    this.logger.debug(
+    // One info line per attempt outcome: where (origin only: a path may carry tokens), what
+    // came back, and when the next try is; never the body, headers or credentials.
+    this.logger.info(
       {
+        event: 'webhook_attempt',
         outboxId: c.id,
+        type: c.notificationType,
         key: keyPrefix(c.idempotencyKey),
+        origin,
         attempt: c.attempt,
         status: httpStatus(result),
         state,
+        ...(verdict.action === 'delivered' ? {} : { reason: verdict.reason }),
+        ...(nextAt !== null ? { next_attempt_at: new Date(nextAt).toISOString() } : {}),
+        ms: Math.round(elapsed),
       },
-      'webhook attempt',
+      `webhook ${state}: ${origin} attempt ${c.attempt}, ${
+        httpStatus(result) !== null
+          ? `HTTP ${httpStatus(result)}`
+          : (verdict as { reason: string }).reason
+      }${nextAt !== null ? `, next at ${new Date(nextAt).toISOString()}` : ''}`,
     );
     this.options.onAttempt?.({
       outboxId: c.id,

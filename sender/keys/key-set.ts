@@ -69,7 +69,11 @@ export class KeySet {
     try {
       names = (await readdir(dir)).filter((n) => n.endsWith('.json'));
     } catch (err) {
-      throw new KeySetError(`cannot read key directory ${dir}: ${(err as Error).message}`);
+      throw new KeySetError(
+        `cannot read key directory ${dir}: ${(err as Error).message} ` +
+          `(svc keys generate --out ${dir} creates a key there, as svc start does on its first run; ` +
+          'or name another with --keys or SVC_KEYS_DIR)',
+      );
     }
     const entries: Array<{ key: SigningKey; mtime: number; name: string }> = [];
     for (const name of names) {

@@ -403,10 +403,16 @@ t.test('operator approvals racing the executor neither deadlock nor double-notif
     h.core.executor.runDue(),
     ...ids.map((id) => h.core.operator.approve(id)),
   ]);
-  for (const r of results) {
-    if (r.status === 'rejected')
-      t.equal((r.reason as { code?: string }).code, 'INVALID_STATE', 'only "already approved"');
-  }
+  // How many approvals lose the race varies: one assertion over all of them, so the test
+  // count stays the same every run.
+  t.same(
+    results
+      .filter((r) => r.status === 'rejected')
+      .map((r) => (r.reason as { code?: string }).code)
+      .filter((code) => code !== 'INVALID_STATE'),
+    [],
+    'refusals are only "already approved"',
+  );
   const completed = h.notifications.of('taskStatusChanged').filter((x) => x.status === 'completed');
   t.equal(completed.length, 8, 'exactly one completion per task');
   t.equal(new Set(completed.map((x) => x.taskId)).size, 8);

@@ -65,6 +65,19 @@ t.test('usage errors exit 2 with a message', async (t) => {
   }
 });
 
+t.test('an unreachable database is named with what to do, exit 1', async (t) => {
+  const trust = join(dir, 'empty2.json');
+  writeFileSync(trust, JSON.stringify({ senders: [] }));
+  const p = run(['--trust', trust, '--queue', 'q', '--wait', '0'], {
+    DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none',
+  });
+  t.equal(await p.exited, 1);
+  t.match(
+    p.err(),
+    /svc receiver: PostgreSQL at .*127\.0\.0\.1:1.* does not answer .*Start PostgreSQL at 127\.0\.0\.1:1/,
+  );
+});
+
 t.test('a real delivery through the process, durable replay, graceful SIGTERM', async (t) => {
   const seller = await makeSender('seller-cli');
   const trust = join(dir, 'trust.json');

@@ -290,14 +290,17 @@ t.test('ES256 and the adcp brand sign deliveries that verify; metrics count them
   const jwks = new KeySet([key]).jwks(profile);
   t.equal((jwks.keys[0] as Record<string, unknown>).adcp_use, 'request-signing');
 
-  for (const r of rx.received) {
-    t.match(
-      String(r.headers['signature-input']),
-      /alg="ecdsa-p256-sha256";tag="adcp\/webhook-signing\/v1"/,
-    );
-    const v = await verifyReceived(rx, r, key, profile);
-    t.equal(v.alg, 'ecdsa-p256-sha256');
-  }
+  // One assertion per property over every delivery (at-least-once: their number may vary).
+  t.ok(rx.received.length >= 1);
+  t.same(
+    rx.received
+      .map((r) => String(r.headers['signature-input']))
+      .filter((s) => !/alg="ecdsa-p256-sha256";tag="adcp\/webhook-signing\/v1"/.test(s)),
+    [],
+  );
+  const algs: unknown[] = [];
+  for (const r of rx.received) algs.push((await verifyReceived(rx, r, key, profile)).alg);
+  t.same([...new Set(algs)], ['ecdsa-p256-sha256']);
   const text = await metrics.registry.metrics();
   t.match(text, /webhook_deliveries_total\{outcome="delivered"\} 1/);
   t.match(text, /webhook_attempts_total\{result="failed"\} 1/);

@@ -78,18 +78,21 @@ t.test(
       new Set(['working', 'input-required', 'completed']),
     );
     t.equal(new Set(bodies.map((b) => b.idempotency_key)).size, 3, 'a fresh key per event');
-    for (const b of bodies) {
-      t.equal(b.operation_id, 'op-123');
-      t.same(b.context, context);
-      t.equal(b.task_id, 'task_9');
-      t.equal(b.token, 'tok_0123456789abcdef');
-      t.match(b.idempotency_key, /^[A-Za-z0-9_.:-]{16,255}$/);
-    }
+    // One assertion over every body (a retried delivery adds one: the count may vary).
+    t.match(
+      bodies,
+      bodies.map(() => ({
+        operation_id: 'op-123',
+        context,
+        task_id: 'task_9',
+        token: 'tok_0123456789abcdef',
+        idempotency_key: /^[A-Za-z0-9_.:-]{16,255}$/,
+      })),
+    );
     // Verify every delivery with the receiver-side verifier over the published JWKS.
-    for (const r of rx.received) {
-      const v = await verifyReceived(rx, r, h.key, profile);
-      t.equal(v.keyid, h.key.kid);
-    }
+    const kids: unknown[] = [];
+    for (const r of rx.received) kids.push((await verifyReceived(rx, r, h.key, profile)).keyid);
+    t.same([...new Set(kids)], [h.key.kid], 'every delivery verifies');
   },
 );
 

