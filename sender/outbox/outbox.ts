@@ -56,6 +56,26 @@ export interface SettleInput {
   status: number | null;
   error: string | null;
   delayMs?: number;
+  /**
+   * The attempt's webhook_activity record, written in the settle's own statement: an
+   * attempt whose outcome is settled is recorded with it, whatever happens to the worker
+   * afterwards. Either way the settle closes the row's earlier `pending` records (their
+   * attempts were interrupted).
+   */
+  record?: SettledAttempt;
+}
+
+/** The outcome of one attempt as webhook_activity records it (the rest comes from the row). */
+export interface SettledAttempt {
+  attempt: number;
+  status: 'success' | 'failed' | 'timeout' | 'connection_error';
+  httpStatusCode: number | null;
+  responseTimeMs: number | null;
+  errorMessage: string | null;
+  /** Recorded URL (no query, no fragment). */
+  url: string;
+  firedAt: Date;
+  completedAt: Date;
 }
 
 export class OutboxError extends Error {
@@ -423,23 +443,67 @@ export class Outbox implements EventSink {
     items: SettleInput[],
     client?: PoolClient,
   ): Promise<Array<number | null>> {
+    const s = this.schema;
+    const rec = (f: (r: SettledAttempt) => unknown) =>
+      items.map((i) => (i.record ? f(i.record) : null));
+    // One statement: the row's state, its attempt's activity record (even when another
+    // job finished the row meanwhile: the attempt did reach the wire), and the closing of
+    // records left pending by interrupted earlier attempts.
     const { rows } = await (client ?? this.statePool).query(
-      `UPDATE ${this.schema}.outbox o
-          SET state = v.state, last_status = v.status, last_error = v.error,
-              completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
-              next_attempt_at = CASE WHEN v.state = 'pending'
-                THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
-         FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[])
-              AS v(id, state, status, error, delay)
-        WHERE o.id = v.id AND o.state = 'pending'
-        RETURNING o.id::text AS id,
-          (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms`,
+      `WITH v AS (
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[],
+             $6::int[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[],
+             $12::timestamptz[], $13::timestamptz[])
+           AS v(id, state, status, error, delay, attempt, rstatus, rcode, rtime, rerror, url,
+                fired, done)
+       ), settled AS (
+         UPDATE ${s}.outbox o
+            SET state = v.state, last_status = v.status, last_error = v.error,
+                completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
+                next_attempt_at = CASE WHEN v.state = 'pending'
+                  THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
+           FROM v
+          WHERE o.id = v.id AND o.state = 'pending'
+          RETURNING o.id::text AS id,
+            (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms
+       ), interrupted AS (
+         UPDATE ${s}.webhook_activity a
+            SET status = 'timeout', error_message = 'attempt_interrupted',
+                completed_at = coalesce(v.fired, now())
+           FROM v
+          WHERE a.outbox_id = v.id AND a.status = 'pending'
+            AND (v.attempt IS NULL OR a.attempt < v.attempt)
+       ), recorded AS (
+         INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
+           principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
+           sequence_number, attempt, status, url, http_status_code, response_time_ms,
+           payload_size_bytes, error_message, fired_at, completed_at)
+         SELECT DISTINCT ON (v.id, v.attempt) o.id, o.media_buy_id, o.media_buy_ids,
+                o.principal_id, o.subscriber_id, o.idempotency_key, o.notification_id,
+                o.notification_type, o.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
+                v.rtime, octet_length(o.body), v.rerror, v.fired, v.done
+           FROM v JOIN ${s}.outbox o ON o.id = v.id
+          WHERE v.attempt IS NOT NULL
+         ON CONFLICT (outbox_id, attempt) DO UPDATE
+           SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
+               response_time_ms = EXCLUDED.response_time_ms,
+               error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at
+       )
+       SELECT * FROM settled`,
       [
         items.map((i) => i.id),
         items.map((i) => i.state),
         items.map((i) => i.status),
         items.map((i) => i.error),
         items.map((i) => Math.round(i.delayMs ?? 0)),
+        rec((r) => r.attempt),
+        rec((r) => r.status),
+        rec((r) => r.httpStatusCode),
+        rec((r) => r.responseTimeMs),
+        rec((r) => r.errorMessage?.slice(0, 500) ?? null),
+        rec((r) => r.url),
+        rec((r) => r.firedAt),
+        rec((r) => r.completedAt),
       ],
     );
     const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));
@@ -447,18 +511,87 @@ export class Outbox implements EventSink {
   }
 
   /**
-   * Re-dispatches pending rows overdue by more than `graceMs`: the ones whose job Redis
-   * lost. Job ids are deterministic, so a row whose job still exists is left as it is.
+   * Extends the claim leases of rows whose attempts are still running in this worker (a
+   * heartbeat): a short lease then frees a dead worker's rows within seconds without ever
+   * letting a slow attempt of a live one be sent twice. Never shortens a lease, and leaves
+   * settled rows alone.
    */
-  async reconcile(options: { graceMs?: number; limit?: number } = {}): Promise<number> {
-    const { rows } = await this.pool.query<{ id: string; target_url: string }>(
-      `SELECT id::text, target_url FROM ${this.schema}.outbox
-        WHERE state = 'pending' AND next_attempt_at < now() - $1::int * interval '1 millisecond'
-        ORDER BY next_attempt_at LIMIT $2`,
-      [options.graceMs ?? 60_000, options.limit ?? 1000],
+  async renewLeases(ids: string[], leaseMs: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const { rowCount } = await this.statePool.query(
+      `UPDATE ${this.schema}.outbox
+          SET next_attempt_at = greatest(next_attempt_at, now() + $2::int * interval '1 millisecond')
+        WHERE id = ANY($1::bigint[]) AND state = 'pending'`,
+      [ids, Math.round(leaseMs)],
     );
-    await this.queue.dispatch(rows.map((r) => ({ id: r.id, origin: originOf(r.target_url) })));
-    return rows.length;
+    return rowCount ?? 0;
+  }
+
+  /**
+   * Re-dispatches pending rows overdue by more than `graceMs`: the ones whose job Redis
+   * lost. Workers running it at once split the rows: each page is taken with `FOR UPDATE
+   * SKIP LOCKED` and marked due now (`next_attempt_at = now()`), so another worker's pass
+   * neither waits for it nor sees those rows overdue again for `graceMs`. Pages through
+   * every overdue row, `pageSize` at a time. Job ids are deterministic, so a row whose
+   * job still exists keeps it.
+   */
+  async reconcile(options: { graceMs?: number; pageSize?: number } = {}): Promise<number> {
+    const pageSize = options.pageSize ?? 1000;
+    let total = 0;
+    for (;;) {
+      const { rows } = await this.pool.query<{ id: string; target_url: string }>(
+        `UPDATE ${this.schema}.outbox o SET next_attempt_at = now()
+           FROM (SELECT id FROM ${this.schema}.outbox
+                  WHERE state = 'pending'
+                    AND next_attempt_at < now() - $1::int * interval '1 millisecond'
+                  ORDER BY next_attempt_at LIMIT $2
+                  FOR UPDATE SKIP LOCKED) AS due
+          WHERE o.id = due.id
+          RETURNING o.id::text, o.target_url`,
+        [options.graceMs ?? 60_000, pageSize],
+      );
+      await this.queue.dispatch(rows.map((r) => ({ id: r.id, origin: originOf(r.target_url) })));
+      total += rows.length;
+      if (rows.length < pageSize) return total;
+    }
+  }
+
+  /**
+   * After Redis lost its data (flushed, restarted empty): one job for every pending row,
+   * due when the row is (a claimed row when its lease ends), paged by id. Run by one
+   * worker per loss (see the worker's recovery lease).
+   */
+  async redispatchAll(options: { pageSize?: number; onPage?: () => Promise<void> } = {}) {
+    const pageSize = options.pageSize ?? 1000;
+    let after = '0';
+    let total = 0;
+    for (;;) {
+      const { rows } = await this.pool.query<{
+        row_id: string;
+        target_url: string;
+        due_in: number;
+      }>(
+        // (ordered by the bigint column: an output column named id would sort as text)
+        `SELECT o.id::text AS row_id, target_url,
+                (extract(epoch from next_attempt_at - now()) * 1000)::float8 AS due_in
+           FROM ${this.schema}.outbox o
+          WHERE state = 'pending' AND o.id > $1::bigint
+          ORDER BY o.id LIMIT $2`,
+        [after, pageSize],
+      );
+      const now = Date.now();
+      await this.queue.dispatch(
+        rows.map((r) => ({
+          id: r.row_id,
+          origin: originOf(r.target_url),
+          notBefore: now + Math.max(0, r.due_in),
+        })),
+      );
+      total += rows.length;
+      if (rows.length < pageSize) return total;
+      after = rows.at(-1)!.row_id;
+      await options.onPage?.();
+    }
   }
 
   /**
