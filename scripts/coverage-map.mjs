@@ -6,6 +6,7 @@ const CHILD_PROCESS_TESTS = [
   'test/agents/e2e/approve.test.ts',
   'test/agents/e2e/cli.test.ts',
   'test/conformance/commands.test.ts',
+  'test/chaos/chaos.test.ts',
   'test/conformance/sidecar-e2e.test.ts',
   'test/receiver/cli.test.ts',
   'test/receiver/crash.test.ts',

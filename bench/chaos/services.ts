@@ -107,6 +107,9 @@ export interface PrivateRedis {
   flush(): Promise<void>;
   /** SIGKILL and start again on the same port: it comes back empty. */
   restart(): Promise<void>;
+  /** SIGKILL (`start()` brings it back, empty). */
+  stop(): Promise<void>;
+  start(): Promise<void>;
   destroy(): Promise<void>;
 }
 
@@ -173,6 +176,8 @@ export async function startRedis(): Promise<PrivateRedis> {
       await down();
       await up();
     },
+    stop: down,
+    start: up,
     async destroy() {
       await down();
       rmSync(dir, { recursive: true, force: true });

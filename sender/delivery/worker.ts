@@ -59,13 +59,13 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   metrics?: SenderMetrics;
   logger?: Logger;
   /**
-   * BullMQ lock and stall check (default 6 s and 3 s): a killed worker's jobs run again
-   * elsewhere within ~9 s. Tests shorten them.
+   * BullMQ lock and stall check (default 4 s and 2 s): a killed worker's jobs run again
+   * elsewhere within ~6 s. Tests shorten them.
    */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   /**
-   * Claim lease of a row (default 6 s), renewed every third of it while the attempt runs:
+   * Claim lease of a row (default 4.5 s), renewed every third of it while the attempt runs:
    * a killed worker's rows are free again within this long.
    */
   rowLeaseMs?: number;
@@ -145,7 +145,7 @@ export class DeliveryWorker {
     });
     this.slots = new Semaphore(options.maxInFlight ?? 256);
     // Short, and renewed while the attempt runs: a dead worker's rows come back quickly.
-    this.leaseMs = options.rowLeaseMs ?? 6000;
+    this.leaseMs = options.rowLeaseMs ?? 4500;
     this.worker = new Worker<DeliveryJobData>(
       options.queueName ?? DELIVERY_QUEUE_NAME,
       (job, token) => this.process(job, token),
@@ -153,8 +153,8 @@ export class DeliveryWorker {
         connection: options.connection,
         prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
         concurrency: jobSlots,
-        lockDuration: options.lockDurationMs ?? 6000,
-        stalledInterval: options.stalledIntervalMs ?? 3000,
+        lockDuration: options.lockDurationMs ?? 4000,
+        stalledInterval: options.stalledIntervalMs ?? 2000,
         // Running a stalled job again is safe (same row, same key, same bytes).
         maxStalledCount: 1000,
         // Jobs are taken only once `start()` has warmed the connections up.

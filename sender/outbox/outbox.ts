@@ -348,10 +348,34 @@ export class Outbox implements EventSink {
         this.dispatchTimeoutMs,
       );
     } catch (err) {
-      // The rows are written: Redis being away only delays them until the reconciler.
-      this.logger.warn({ err, rows: ids.length }, 'outbox dispatch failed; reconciler will retry');
+      // The rows are written: Redis being away only delays them. This process dispatches
+      // them again as soon as Redis answers (the reconciler is the backstop).
+      this.logger.warn({ err, rows: ids.length }, 'outbox dispatch failed; retrying');
+      this.retryDispatch(ids.map((id, i) => ({ id, origin: origins[i]! })));
     }
     return ids;
+  }
+
+  /** Rows written whose dispatch failed, waiting for Redis (bounded; the reconciler covers the rest). */
+  private undispatched: Array<{ id: string; origin: string }> = [];
+  private dispatchTimer: NodeJS.Timeout | null = null;
+
+  private retryDispatch(items: Array<{ id: string; origin: string }>): void {
+    const room = 100_000 - this.undispatched.length;
+    this.undispatched.push(...items.slice(0, Math.max(0, room)));
+    if (this.dispatchTimer) return;
+    const tick = async () => {
+      const batch = this.undispatched.splice(0, 5000);
+      try {
+        await withTimeout(this.queue.dispatchBatch(batch), this.dispatchTimeoutMs);
+        this.logger.info({ rows: batch.length }, 'outbox dispatch went through on retry');
+      } catch {
+        this.undispatched.unshift(...batch);
+      }
+      this.dispatchTimer =
+        this.undispatched.length > 0 ? setTimeout(() => void tick(), 500).unref() : null;
+    };
+    this.dispatchTimer = setTimeout(() => void tick(), 500).unref();
   }
 
   /**

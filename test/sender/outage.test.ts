@@ -20,6 +20,7 @@ import type { OutboundEvent } from '../../sender/outbox/types.js';
 import { migrateSender } from '../../sender/schema.js';
 import {
   startPostgres,
+  startRedis,
   waitForPostgres,
   type PrivatePostgres,
 } from '../../bench/chaos/services.js';
@@ -231,4 +232,48 @@ t.test('the settle records the attempt: nothing waits on the buffered flush', as
     'the interrupted attempt closed, the delivered one recorded, without any flush',
   );
   t.equal(s.activity.buffered, 0, 'the start of the settled attempt was never written');
+});
+
+t.test('a dispatch failing while Redis is down is retried by the enqueuing process', async (t) => {
+  const redisServer = await startRedis();
+  t.teardown(() => redisServer.destroy());
+  const pool = createPool({ connectionString: pgServer.url, max: 4 });
+  const schema = uniqueName('outage');
+  await migrateSender(pool, schema);
+  const enqueueRedis = createRedis(redisServer.url);
+  enqueueRedis.on('error', () => {});
+  const queue = new DeliveryQueue({ connection: enqueueRedis, prefix: '{outq}' });
+  const outbox = new Outbox({ pool, queue, schema, dispatchTimeoutMs: 200 });
+  const rx = await startReceiver();
+  const { key } = await generateSigningKey('ed25519');
+  const workerRedis = createRedis(redisServer.url);
+  workerRedis.on('error', () => {});
+  await redisServer.stop();
+  const [id] = await outbox.enqueue([event(rx.url)]);
+  await redisServer.start();
+  // No reconciler and no recovery pass: only the retried dispatch can bring the row.
+  const worker = new DeliveryWorker({
+    outbox,
+    signer: { key, profile: brandProfile('svc') },
+    connection: workerRedis,
+    prefix: '{outq}',
+    allowHosts: ['127.0.0.1'],
+    reconcileEveryMs: 0,
+    purgeEveryMs: 0,
+  });
+  t.teardown(async () => {
+    await worker.close();
+    await queue.close();
+    enqueueRedis.disconnect();
+    workerRedis.disconnect();
+    await rx.close();
+    await pool.end();
+  });
+  await rx.waitFor(1);
+  t.equal(rx.received.length, 1);
+  t.equal(
+    JSON.parse(rx.received[0]!.body.toString()).idempotency_key,
+    (await pool.query(`SELECT idempotency_key FROM ${schema}.outbox WHERE id = $1`, [id])).rows[0]
+      .idempotency_key,
+  );
 });
