@@ -347,6 +347,13 @@ async function chaos(
     sent.set(key, { at, body: JSON.stringify(payload) });
   };
 
+  // The clock starts once every worker serves: events enqueued while none can take them
+  // would measure start-up, not recovery.
+  await waitFor(
+    () => workers.every((w) => w.lives.at(-1)?.[0] != null),
+    120_000,
+    () => workers.map((w) => w.output).join('\n'),
+  );
   const started = Date.now();
   const gapEvery = o.enqueueMs / Math.max(1, o.events);
   const enqueuing = (async () => {
@@ -373,6 +380,13 @@ async function chaos(
     if (!firstFaultAt) firstFaultAt = t0;
     switch (f) {
       case 'kill-worker': {
+        // Workers keep capacity: a kill waits (bounded) until every worker serves again,
+        // so on a slow machine kills do not outpace start-ups.
+        await waitFor(
+          () => workers.every((w) => w.lives.at(-1)?.[0] != null),
+          60_000,
+          () => 'workers to serve again',
+        ).catch(() => {});
         // A serving worker when there is one (killing one still starting proves less).
         const serving = workers.filter((w) => w.child && w.lives.at(-1)?.[0] != null);
         const live = serving.length ? serving : workers.filter((w) => w.child);
@@ -406,6 +420,29 @@ async function chaos(
 
   // Drain: until every event arrived or the drain time is up.
   const drainUntil = Date.now() + (o.drainMs ?? 60_000);
+  if (process.env.CHAOS_INSPECT) {
+    // Where the events still waiting stand: their row, and their job in Redis.
+    await sleep(5000);
+    const waiting = [...sent.keys()].filter((k) => !hits.has(k)).slice(0, 6);
+    const { rows } = await pool.query(
+      `SELECT id::text, idempotency_key, state, attempts,
+              (next_attempt_at - now())::text AS due, created_at
+         FROM ${schema}.outbox WHERE idempotency_key = ANY($1)`,
+      [waiting],
+    );
+    for (const r of rows) {
+      const job = await queue.queue.getJob(`ob-${r.id}`);
+      const state = job ? await job.getState() : 'no row job';
+      log(
+        `waiting row ${r.id}: ${r.state} attempts ${r.attempts} due in ${r.due}; job ${state}` +
+          (job
+            ? ` delay ${job.delay} ts ${((job.timestamp - started) / 1000).toFixed(1)}s made ${job.attemptsMade} stalled ${job.stalledCounter} ${job.failedReason ?? ''}`
+            : ''),
+      );
+    }
+    const counts = await queue.queue.getJobCounts();
+    log(`queue: ${JSON.stringify(counts)}`);
+  }
   while (Date.now() < drainUntil && [...sent.keys()].some((k) => !hits.has(k))) await sleep(100);
   await sleep(1000); // late duplicates
   const result = await measure(o, sent, hits, pool, schema, {

@@ -238,7 +238,8 @@ export class ActivityLog {
     // One array per row: unnest cannot take ragged text[][], so JSON text (or null).
     if (buys) params.push(col((r) => (r.mediaBuyIds ? JSON.stringify(r.mediaBuyIds) : null)));
     try {
-      // Each (outbox_id, attempt) appears once per statement (the buffer is keyed by it).
+      // Each (outbox_id, attempt) appears once per statement (the buffer is keyed by it),
+      // inserted in key order as the settles do (no lock-order deadlock with them).
       // A pending record never overwrites an outcome; an outcome replaces the pending
       // record. Starts of later attempts close what an interrupted earlier attempt left
       // pending (the CTE skips rows this statement also writes: one change per row).
@@ -274,8 +275,8 @@ export class ActivityLog {
                   fired_at, completed_at,
                   CASE WHEN buys IS NOT NULL
                     THEN ARRAY(SELECT jsonb_array_elements_text(buys::jsonb)) END
-                FROM v`
-             : 'SELECT * FROM v'
+                FROM v ORDER BY outbox_id, attempt`
+             : 'SELECT * FROM v ORDER BY outbox_id, attempt'
          }
          ON CONFLICT (outbox_id, attempt) DO UPDATE
            SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,

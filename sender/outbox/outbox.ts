@@ -543,9 +543,14 @@ export class Outbox implements EventSink {
   async renewLeases(ids: string[], leaseMs: number): Promise<number> {
     if (ids.length === 0) return 0;
     const { rowCount } = await this.statePool.query(
-      `UPDATE ${this.schema}.outbox
-          SET next_attempt_at = greatest(next_attempt_at, now() + $2::int * interval '1 millisecond')
-        WHERE id = ANY($1::bigint[]) AND state = 'pending'`,
+      // SKIP LOCKED: a row a settle or claim holds right now is left for the next beat
+      // (it is being settled anyway), so the heartbeat never waits on nor deadlocks with them.
+      `UPDATE ${this.schema}.outbox o
+          SET next_attempt_at = greatest(o.next_attempt_at, now() + $2::int * interval '1 millisecond')
+         FROM (SELECT id FROM ${this.schema}.outbox
+                WHERE id = ANY($1::bigint[]) AND state = 'pending'
+                ORDER BY id FOR UPDATE SKIP LOCKED) AS mine
+        WHERE o.id = mine.id`,
       [ids, Math.round(leaseMs)],
     );
     return rowCount ?? 0;
