@@ -76,7 +76,9 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   /** How long a job waits for its row to become visible (caller's open transaction). */
   visibilityWaitMs?: number;
   /**
-   * Reconciler period and grace (default 5 s and 10 s); 0 disables the in-process
+   * Reconciler period and grace (default 5 s and 30 s: a backstop for jobs BullMQ dropped;
+   * Redis losses and failed dispatches have their own faster paths, and a shorter grace
+   * would double the jobs of a backlog that is merely slow); 0 disables the in-process
    * reconciler and the Redis-loss check (every `recoveryCheckMs`, default 1 s).
    */
   reconcileEveryMs?: number;
@@ -244,7 +246,7 @@ export class DeliveryWorker {
 
   /** One reconciler pass: re-dispatch pending rows whose job Redis lost. */
   async reconcile(): Promise<number> {
-    const n = await this.outbox.reconcile({ graceMs: this.options.reconcileGraceMs ?? 10_000 });
+    const n = await this.outbox.reconcile({ graceMs: this.options.reconcileGraceMs ?? 30_000 });
     if (n > 0) this.logger.info({ rows: n }, 'reconciler re-dispatched overdue outbox rows');
     return n;
   }
