@@ -495,7 +495,8 @@ export class Outbox implements EventSink {
             SET status = 'timeout', error_message = 'attempt_interrupted',
                 completed_at = coalesce(v.fired, now())
            FROM v
-          WHERE a.outbox_id = v.id AND a.status = 'pending'
+          WHERE (v.attempt IS NULL OR v.attempt > 1)
+            AND a.outbox_id = v.id AND a.status = 'pending'
             AND (v.attempt IS NULL OR a.attempt < v.attempt)
        ), recorded AS (
          INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
