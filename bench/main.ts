@@ -10,6 +10,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   replay: async () => (await import('./replay.js')).run,
   json: async () => (await import('./json.js')).run,
   receiver: async () => (await import('./receiver.js')).run,
+  hostile: async () => (await import('./hostile.js')).run,
   channels: async () => (await import('./channels.js')).run,
   agents: async () => (await import('./agents.js')).run,
   conformance: async () => (await import('./conformance.js')).run,

@@ -17,6 +17,12 @@ export {
   writeReceiverResponse,
   type AdapterOptions,
 } from './http.js';
+export {
+  limitServer,
+  checkingIntervalFor,
+  DEFAULT_MAX_CONNECTIONS,
+  type ServerLimits,
+} from './server-limits.js';
 export { HandlerPublisher, type EventHandler } from './publish/handler.js';
 export { ForwardPublisher, ForwardError, checkForwardUrl } from './publish/forward.js';
 export { DurableQueue, type QueueItem } from './publish/queue.js';

@@ -118,6 +118,32 @@ const variables = {
     schema: z.enum(['http', 'https']).optional(),
     accepts: 'http or https: the scheme senders sign (https behind a TLS proxy)',
   },
+  SVC_RECEIVER_MAX_CONNECTIONS: {
+    schema: z.coerce.number().int().min(1).max(1_000_000).default(1024),
+    accepts: 'open connections per sidecar process before new ones are closed, 1-1000000',
+  },
+  SVC_RECEIVER_BODY_BUDGET_MIB: {
+    schema: z.coerce.number().int().min(1).max(65_536).default(64),
+    accepts:
+      'MiB of request bodies held at once per process before 503 + Retry-After, 1-65536 (at least the 1 MiB body cap)',
+  },
+  SVC_RECEIVER_HEADERS_TIMEOUT_MS: {
+    schema: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    accepts: 'ms to receive a request head before 408, 100-600000',
+  },
+  SVC_RECEIVER_BODY_TIMEOUT_MS: {
+    schema: z.coerce.number().int().min(100).max(600_000).default(20_000),
+    accepts: 'ms to receive a whole request body before 408, 100-600000',
+  },
+  SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS: {
+    schema: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    accepts: 'ms without a body chunk before 400 body_incomplete, 100-600000',
+  },
+  SVC_RECEIVER_SYNCHRONOUS_COMMIT: {
+    schema: z.enum(['0', '1']).default('0'),
+    accepts:
+      '1 to wait for the WAL flush on every claim, nonce and done-mark (receiver/README.md, Durability)',
+  },
   SVC_RECEIVER_ADMISSION_SHORT_RATIO: {
     schema: z.coerce.number().positive().max(1000).optional(),
     accepts:
@@ -157,10 +183,6 @@ const variables = {
   SVC_REPLAY_AGGREGATE_CAP: {
     schema: z.coerce.number().int().min(1).max(1_000_000_000).default(10_000_000),
     accepts: 'replay-cache entries over all keyids before rate_abuse, 1-1000000000',
-  },
-  SVC_REPLAY_ASYNC_COMMIT: {
-    schema: z.enum(['0', '1']).default('0'),
-    accepts: '1 to commit nonces without waiting for the WAL flush (faster; see PgReplayStore)',
   },
   SVC_AGENTS_CLOCK_SPEED: {
     schema: z.coerce.number().positive().max(1_000_000).default(1),

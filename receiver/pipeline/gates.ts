@@ -59,35 +59,163 @@ export class BodyReadError extends Error {
   }
 }
 
+/** The body did not arrive whole within its total deadline (a trickle). */
+export class BodyDeadlineError extends Error {
+  constructor() {
+    super('body not received whole by its deadline');
+    this.name = 'BodyDeadlineError';
+  }
+}
+
+/** Taking the body would put the bytes in flight over the receiver's budget. */
+export class BodyBudgetError extends Error {
+  constructor() {
+    super('request bodies in flight would exceed the budget');
+    this.name = 'BodyBudgetError';
+  }
+}
+
+/** A declared Content-Length, or null when absent or not a plain decimal. */
+function declaredBytes(declaredLength: string | null): number | null {
+  if (declaredLength === null) return null;
+  return /^\d{1,15}$/.test(declaredLength.trim()) ? Number(declaredLength) : null;
+}
+
+/** True when the body is known to be over the cap before reading a byte of it. */
+export function declaredTooLarge(
+  body: Buffer | Readable,
+  limit: number,
+  declaredLength: string | null,
+): boolean {
+  if (Buffer.isBuffer(body)) return body.length > limit;
+  const n = declaredBytes(declaredLength);
+  return n !== null && n > limit;
+}
+
+/**
+ * The bytes of request bodies a receiver holds at once, across all its requests. Each
+ * request takes from it through its own `BodyAccount` (its declared length up front, or
+ * each chunk as it comes) and gives everything back when it is answered. A budget `within`
+ * another is a share of it: bytes count against both.
+ */
+export class BodyBudget {
+  private used = 0;
+  constructor(
+    readonly limitBytes: number,
+    private readonly within?: BodyBudget,
+  ) {
+    if (!Number.isInteger(limitBytes) || limitBytes < 1) {
+      throw new RangeError('the body budget is a positive number of bytes');
+    }
+  }
+
+  /** Bytes currently held by requests in flight. */
+  get inFlight(): number {
+    return this.used;
+  }
+
+  private fits(n: number): boolean {
+    return this.used + n <= this.limitBytes && (this.within?.fits(n) ?? true);
+  }
+
+  private add(n: number): void {
+    this.used += n;
+    this.within?.add(n);
+  }
+
+  open(): BodyAccount {
+    let held = 0;
+    return {
+      take: (n) => {
+        if (!this.fits(n)) return false;
+        this.add(n);
+        held += n;
+        return true;
+      },
+      held: () => held,
+      release: () => {
+        this.add(-held);
+        held = 0;
+      },
+    };
+  }
+}
+
+/**
+ * A receiver's budgets: the whole one, and the share of it for bodies read before their
+ * sender is known (default a quarter, at least one maximal body).
+ */
+export function bodyBudgets(
+  maxBody: number,
+  total: number,
+  unauthenticated?: number,
+): { all: BodyBudget; unauthenticated: BodyBudget } {
+  if (!(total >= maxBody)) {
+    throw new RangeError(`bodyBudgetBytes (${total}) must be at least maxBodyBytes`);
+  }
+  const share = unauthenticated ?? Math.max(maxBody, Math.floor(total / 4));
+  if (!(share >= maxBody && share <= total)) {
+    throw new RangeError(
+      `unauthenticatedBodyBudgetBytes (${share}) must be between maxBodyBytes and bodyBudgetBytes`,
+    );
+  }
+  const all = new BodyBudget(total);
+  return { all, unauthenticated: new BodyBudget(share, all) };
+}
+
+export interface BodyAccount {
+  /** Takes n more bytes; false (and nothing taken) when the budget would be exceeded. */
+  take(n: number): boolean;
+  held(): number;
+  release(): void;
+}
+
+export interface ReadBodyOptions {
+  /** Longest wait for the next chunk (default 10 s). */
+  idleMs?: number;
+  /** Deadline of the whole body, ms since the epoch: a trickle cannot outlive it. */
+  deadline?: number;
+  /** The request's share of the in-flight budget. */
+  account?: BodyAccount;
+}
+
 /**
  * Reads a body up to `limit` bytes. A declared Content-Length over the limit fails at
  * once; a stream that crosses it fails at the chunk that crosses, and reading stops there.
- * `idleMs` bounds the wait for each chunk so a stalled sender cannot hold the request.
+ * `idleMs` bounds the wait for each chunk, `deadline` the whole body, so neither a stalled
+ * nor a trickling sender can hold the request; `account` refuses bytes over the budget
+ * (the declared length is taken before reading, so a refused request holds nothing).
  */
 export async function readBodyCapped(
   body: Buffer | Readable,
   limit: number,
   declaredLength: string | null,
-  idleMs = 10_000,
+  options: ReadBodyOptions = {},
 ): Promise<Buffer> {
-  if (declaredLength !== null) {
-    const n = /^\d{1,15}$/.test(declaredLength.trim()) ? Number(declaredLength) : NaN;
-    if (!Number.isNaN(n) && n > limit) throw new BodyTooLargeError(limit);
-  }
-  if (Buffer.isBuffer(body)) {
-    if (body.length > limit) throw new BodyTooLargeError(limit);
-    return body;
+  if (declaredTooLarge(body, limit, declaredLength)) throw new BodyTooLargeError(limit);
+  if (Buffer.isBuffer(body)) return body;
+  const { account } = options;
+  const idleMs = options.idleMs ?? 10_000;
+  const declared = declaredBytes(declaredLength);
+  if (account && declared !== null && !account.take(declared)) {
+    throw new BodyBudgetError();
   }
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // With a declared length the bytes go straight into one buffer of that size: no second
+    // copy at the end, and no socket read buffers kept alive by slices while a body is held.
+    let whole: Buffer | null =
+      declared !== null && declared > 0 ? Buffer.allocUnsafe(declared) : null;
     let timer: NodeJS.Timeout | null = null;
+    let deadlineTimer: NodeJS.Timeout | null = null;
     const arm = () => {
       if (timer) clearTimeout(timer);
       timer = setTimeout(() => finish(new BodyReadError('body stalled')), idleMs);
     };
     const finish = (err: Error | null) => {
       if (timer) clearTimeout(timer);
+      if (deadlineTimer) clearTimeout(deadlineTimer);
       body.off('data', onData);
       body.off('end', onEnd);
       body.off('error', onError);
@@ -95,7 +223,8 @@ export async function readBodyCapped(
       if (err) {
         body.pause();
         reject(err);
-      } else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      } else if (whole) resolve(size === whole.length ? whole : whole.subarray(0, size));
+      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
     const onData = (chunk: Buffer | string) => {
       const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
@@ -104,7 +233,25 @@ export async function readBodyCapped(
         finish(new BodyTooLargeError(limit));
         return;
       }
-      chunks.push(buf);
+      // Bytes past the declared length (none for HTTP/1.1: the parser enforces it) or a body
+      // of unknown length are taken chunk by chunk.
+      const extra =
+        declared === null
+          ? buf.length
+          : Math.max(0, size - declared) - Math.max(0, size - buf.length - declared);
+      if (account && extra > 0 && !account.take(extra)) {
+        finish(new BodyBudgetError());
+        return;
+      }
+      if (whole && size <= whole.length) buf.copy(whole, size - buf.length);
+      else {
+        if (whole) {
+          // More than declared (only a non-HTTP stream can do that): back to a chunk list.
+          chunks.push(whole.subarray(0, size - buf.length));
+          whole = null;
+        }
+        chunks.push(buf);
+      }
       arm();
     };
     const onEnd = () => finish(null);
@@ -115,6 +262,10 @@ export async function readBodyCapped(
     body.once('error', onError);
     body.once('close', onClose);
     arm();
+    if (options.deadline !== undefined) {
+      const left = Math.max(0, options.deadline - Date.now());
+      deadlineTimer = setTimeout(() => finish(new BodyDeadlineError()), left);
+    }
     if (body.readableEnded) finish(null);
   });
 }

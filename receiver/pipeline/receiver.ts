@@ -4,13 +4,17 @@
  * The Koa middleware, the node:http adapter and the sidecar all call it.
  *
  * Stages, in the order of supplement §5.1:
- *  1. method (405), Content-Type (415), body cap while streaming (413), raw bytes kept;
- *  2. authentication in the registration's mode (401 + WWW-Authenticate, exact code);
- *  3. strict parse, duplicate keys -> `webhook_body_malformed` (401, logged per step 14b);
- *  4. envelope validation (422, JSON error naming the envelope error id and fields);
- *  5. durable claim of (sender, idempotency_key) and the task's ordering/convergence check,
+ *  1. method (405), Content-Type (415), a declared Content-Length over the cap (413);
+ *  2. authentication of the head in the registration's mode (401 + WWW-Authenticate, exact
+ *     code): RFC 9421 steps 1-10, Bearer, HMAC headers. No body is read before it passes;
+ *  3. the body: cap while streaming (413), idle and total deadlines (400 / 408), the
+ *     in-flight byte budget (503 + Retry-After); raw bytes kept; then the checks that need
+ *     it (digest, nonce; the HMAC itself), 401 with the exact code;
+ *  4. strict parse, duplicate keys -> `webhook_body_malformed` (401, logged per step 14b);
+ *  5. envelope validation (422, JSON error naming the envelope error id and fields);
+ *  6. durable claim of (sender, idempotency_key) and the task's ordering/convergence check,
  *     in one round trip (200 duplicate / 503 in flight / 409 conflict / 429 at the bound);
- *  6. publication, then the durable done-mark, then 200.
+ *  7. publication, then the durable done-mark, then 200.
  * An internal failure (database or publisher down) is a 503 with Retry-After, never a 500.
  *
  * Why 422 for an invalid envelope (the supplement leaves 400 or 422 open): the spec's status
@@ -34,22 +38,26 @@ import { TaskConvergence, type OrderingDecision } from '../ordering/convergence.
 import type { KeyObserver } from '../admission/tracker.js';
 import type { Publisher, ReceivedEvent } from '../publish/types.js';
 import type { RouteDecision } from '../trust/trust-file.js';
-import { authenticate, type Authenticated } from './auth.js';
+import { authenticateHead, type Authenticated, type PendingAuth } from './auth.js';
 import { Batcher } from './batcher.js';
 import { coalesceAtCap, DeferredReplay } from './deferred-replay.js';
 import {
-  BodyReadError,
-  BodyTooLargeError,
+  bodyBudgets,
   DEFAULT_MAX_BODY_BYTES,
+  type BodyBudget,
+  declaredTooLarge,
   headerValue,
   isJsonContentType,
   readBodyCapped,
+  type BodyAccount,
   type Headers,
 } from './gates.js';
 import { ReceiverMetrics } from './metrics.js';
 import {
+  bodyRefusal,
   errorResponse,
   ok,
+  payloadTooLarge,
   retryLater,
   verificationFailure,
   type ReceiverResponse,
@@ -83,6 +91,24 @@ export interface WebhookReceiverOptions {
   maxBodyBytes?: number;
   /** Longest wait for the next body chunk before the request is answered 400 (default 10 s). */
   bodyIdleTimeoutMs?: number;
+  /**
+   * Deadline of the whole body, from the moment the request reaches the receiver: a body
+   * still incomplete then is answered 408 and its connection closed (default 20 s).
+   */
+  bodyTimeoutMs?: number;
+  /**
+   * Bytes of request bodies held at once, over all requests in flight (default 64 MiB, at
+   * least `maxBodyBytes`). A body that would exceed it is answered 503 + Retry-After before
+   * it is read (its declared length counts up front). Only streamed bodies count.
+   */
+  bodyBudgetBytes?: number;
+  /**
+   * The share of `bodyBudgetBytes` for bodies whose sender is not known before they are read
+   * (legacy HMAC routes: anyone can write well-formed HMAC headers), so a flood of them cannot
+   * take the whole budget from authenticated senders (default a quarter of the budget, at
+   * least `maxBodyBytes`).
+   */
+  unauthenticatedBodyBudgetBytes?: number;
   /** Milliseconds since the epoch; defaults to Date.now. */
   clock?: () => number;
   /** Claim lease before another process may take an unfinished key over (default 30 s). */
@@ -107,6 +133,9 @@ export interface WebhookReceiverOptions {
 
 const RFC9421: RouteDecision = { mode: 'rfc9421' };
 
+export const DEFAULT_BODY_BUDGET_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_BODY_TIMEOUT_MS = 20_000;
+
 interface AcceptRow {
   result: string;
   generation: number;
@@ -130,6 +159,10 @@ export class WebhookReceiver {
   readonly convergence: TaskConvergence;
   readonly metrics: ReceiverMetrics;
   readonly protocolVersion: ProtocolVersion;
+  /** Request bodies in flight, in bytes, against their budget. */
+  readonly bodyBudget: BodyBudget;
+  /** The share of it for bodies read before their sender is known (legacy HMAC). */
+  readonly unauthenticatedBodyBudget: BodyBudget;
   private readonly o: WebhookReceiverOptions;
   private readonly schema: string;
   private readonly log: Logger;
@@ -149,6 +182,13 @@ export class WebhookReceiver {
     this.protocolVersion = options.protocolVersion;
     this.log = options.logger ?? silentLogger;
     this.maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    const budgets = bodyBudgets(
+      this.maxBody,
+      options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES,
+      options.unauthenticatedBodyBudgetBytes,
+    );
+    this.bodyBudget = budgets.all;
+    this.unauthenticatedBodyBudget = budgets.unauthenticated;
     this.clock = options.clock ?? Date.now;
     this.retryAfter = options.retryAfterSeconds ?? 5;
     this.metrics = options.metrics ?? new ReceiverMetrics();
@@ -230,11 +270,14 @@ export class WebhookReceiver {
   /** Runs one delivery through every stage; never throws, never answers 500. */
   async handle(req: ReceiverRequest): Promise<ReceiverResponse> {
     let res: ReceiverResponse;
+    const accounts: BodyAccount[] = [];
     try {
-      res = await this.run(req);
+      res = await this.run(req, accounts, Date.now());
     } catch (err) {
       this.log.error({ event: 'webhook_internal_error', err }, 'receiver internal failure');
       res = retryLater('receiver_unavailable', 'temporarily unavailable', this.retryAfter);
+    } finally {
+      for (const a of accounts) a.release();
     }
     this.metrics.responses.inc({ status: String(res.status) });
     return res;
@@ -246,7 +289,11 @@ export class WebhookReceiver {
     return res;
   }
 
-  private async run(req: ReceiverRequest): Promise<ReceiverResponse> {
+  private async run(
+    req: ReceiverRequest,
+    accounts: BodyAccount[],
+    startedMs: number,
+  ): Promise<ReceiverResponse> {
     // 1. Gates, before any crypto.
     if (req.method.toUpperCase() !== 'POST') {
       return this.reject(
@@ -262,43 +309,18 @@ export class WebhookReceiver {
         'unsupported_media_type',
       );
     }
-    let body: Buffer;
-    try {
-      body = await readBodyCapped(
-        req.body,
-        this.maxBody,
-        headerValue(req.headers, 'content-length'),
-        this.o.bodyIdleTimeoutMs,
-      );
-    } catch (err) {
-      if (err instanceof BodyTooLargeError) {
-        return this.reject(
-          errorResponse(413, 'payload_too_large', `body over ${this.maxBody} bytes`, {
-            connection: 'close',
-          }),
-          'payload_too_large',
-        );
-      }
-      if (err instanceof BodyReadError) {
-        return this.reject(
-          errorResponse(400, 'body_incomplete', 'the body did not arrive whole', {
-            connection: 'close',
-          }),
-          'body_incomplete',
-        );
-      }
-      throw err;
-    }
+    const declared = headerValue(req.headers, 'content-length');
+    if (declaredTooLarge(req.body, this.maxBody, declared)) return this.tooLarge();
 
-    // 2. Authentication in the registration's mode.
+    // 2. Authentication of the head, before a byte of the body is read or held.
     const nowMs = this.clock();
-    let auth: Authenticated;
     const replay = new DeferredReplay(this.replay);
+    let pending: PendingAuth;
     try {
       const route = this.o.route ? this.o.route(pathOf(req.url)) : RFC9421;
-      auth = await authenticate(
+      pending = await authenticateHead(
         route,
-        { method: req.method.toUpperCase(), url: req.url, headers: req.headers, body },
+        { method: req.method.toUpperCase(), url: req.url, headers: req.headers },
         {
           profile: this.o.profile,
           keys: this.o.keys,
@@ -307,6 +329,24 @@ export class WebhookReceiver {
           nowSeconds: Math.floor(nowMs / 1000),
         },
       );
+    } catch (err) {
+      if (err instanceof WebhookVerificationError) {
+        return this.reject(verificationFailure(err), err.code, { step: err.step });
+      }
+      throw err;
+    }
+
+    // 3. The body, then what needs it: the digest and the nonce (or the HMAC itself).
+    const account = (
+      pending.headAuthenticated ? this.bodyBudget : this.unauthenticatedBodyBudget
+    ).open();
+    accounts.push(account);
+    const read = await this.readBody(req, declared, account, startedMs);
+    if (!Buffer.isBuffer(read)) return read;
+    const body = read;
+    let auth: Authenticated;
+    try {
+      auth = await pending.complete(body);
     } catch (err) {
       if (err instanceof WebhookVerificationError) {
         return this.reject(verificationFailure(err), err.code, { step: err.step });
@@ -328,7 +368,7 @@ export class WebhookReceiver {
       return code ? this.reject(res, code, fields) : res;
     };
 
-    // 3. Step 14: strict parse; the signature was valid, the body is ambiguous or broken.
+    // 4. Step 14: strict parse; the signature was valid, the body is ambiguous or broken.
     let value: unknown;
     try {
       value = parseStrictJson(body);
@@ -345,7 +385,7 @@ export class WebhookReceiver {
       });
     }
 
-    // 4. Envelope.
+    // 5. Envelope.
     let event: WebhookEvent;
     try {
       event = parseWebhookPayload(
@@ -365,7 +405,7 @@ export class WebhookReceiver {
       return burn(ok('message'), '');
     }
 
-    // 5. Claim and convergence, one round trip.
+    // 6. Claim and convergence, one round trip.
     const fp = fingerprint(value);
     const key = event.idempotencyKey ?? `payload:${fp}`;
     const sender = auth.sender;
@@ -464,7 +504,7 @@ export class WebhookReceiver {
     const decision = row?.decision ?? 'current';
     const reEmission = row?.re_emission ?? false;
 
-    // 6. Convergence outcome, publication, durable ack.
+    // 7. Convergence outcome, publication, durable ack.
     if (decision === 'terminal_conflict') {
       await this.idempotency.complete(claim, 'conflict');
       if (this.protocolVersion === '3.2') {
@@ -522,6 +562,30 @@ export class WebhookReceiver {
       ...logCtx,
     });
     return ok(outcome);
+  }
+
+  private tooLarge(): ReceiverResponse {
+    return this.reject(payloadTooLarge(this.maxBody), 'payload_too_large');
+  }
+
+  /** Stage 3's read: the body, or the answer when it cannot be had within the bounds. */
+  private async readBody(
+    req: ReceiverRequest,
+    declared: string | null,
+    account: BodyAccount,
+    startedMs: number,
+  ): Promise<Buffer | ReceiverResponse> {
+    try {
+      return await readBodyCapped(req.body, this.maxBody, declared, {
+        idleMs: this.o.bodyIdleTimeoutMs,
+        deadline: startedMs + (this.o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS),
+        account,
+      });
+    } catch (err) {
+      const refusal = bodyRefusal(err, this.maxBody);
+      if (!refusal) throw err;
+      return this.reject(refusal.res, refusal.code);
+    }
   }
 
   private async publish(event: ReceivedEvent, claim: Claim): Promise<boolean> {

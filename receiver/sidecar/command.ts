@@ -23,6 +23,12 @@ interface Flags {
   queue?: string;
   scheme?: string;
   workers?: string;
+  maxConnections?: string;
+  bodyBudgetMib?: string;
+  headersTimeoutMs?: string;
+  bodyTimeoutMs?: string;
+  bodyIdleTimeoutMs?: string;
+  synchronousCommit?: boolean;
 }
 
 export class UsageError extends Error {}
@@ -32,6 +38,20 @@ export function parseListen(value: string): { host: string; port: number } {
   const port = m ? Number(m[2]) : NaN;
   if (!m || port > 65535) throw new UsageError(`--listen "${value}" is not host:port`);
   return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port };
+}
+
+/** An integer flag within [min, max], or the variable's (already validated) value. */
+function intFlag(
+  name: string,
+  value: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  const n = /^\d{1,9}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= min && n <= max)) throw new UsageError(`--${name}: an integer ${min}-${max}`);
+  return n;
 }
 
 export function registerReceiverCommand(program: Command): void {
@@ -60,6 +80,30 @@ export function registerReceiverCommand(program: Command): void {
       ).choices(['http', 'https']),
     )
     .option('--workers <n>', 'worker processes sharing the port (env SVC_RECEIVER_WORKERS)')
+    .option(
+      '--max-connections <n>',
+      'open connections per process; more are closed on arrival (env SVC_RECEIVER_MAX_CONNECTIONS, 1024)',
+    )
+    .option(
+      '--body-budget-mib <n>',
+      'MiB of request bodies held at once per process, then 503 + Retry-After (env SVC_RECEIVER_BODY_BUDGET_MIB, 64)',
+    )
+    .option(
+      '--headers-timeout-ms <ms>',
+      'time to receive a request head, then 408 (env SVC_RECEIVER_HEADERS_TIMEOUT_MS, 10000)',
+    )
+    .option(
+      '--body-timeout-ms <ms>',
+      'time to receive a whole body, then 408 (env SVC_RECEIVER_BODY_TIMEOUT_MS, 20000)',
+    )
+    .option(
+      '--body-idle-timeout-ms <ms>',
+      'time without a body chunk, then 400 (env SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS, 10000)',
+    )
+    .option(
+      '--synchronous-commit',
+      'wait for the WAL flush on every claim, nonce and done-mark (env SVC_RECEIVER_SYNCHRONOUS_COMMIT=1)',
+    )
     .addHelpText(
       'after',
       '\nExactly one of --forward or --queue. DATABASE_URL holds the idempotency store, replay\n' +
@@ -113,6 +157,48 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   if (!Number.isInteger(workers) || workers < 1 || workers > 64) {
     throw new UsageError('--workers: an integer 1-64');
   }
+  const limits = {
+    maxConnections: intFlag(
+      'max-connections',
+      flags.maxConnections,
+      config.SVC_RECEIVER_MAX_CONNECTIONS,
+      1,
+      1_000_000,
+    ),
+    bodyBudgetBytes:
+      intFlag(
+        'body-budget-mib',
+        flags.bodyBudgetMib,
+        config.SVC_RECEIVER_BODY_BUDGET_MIB,
+        1,
+        65_536,
+      ) *
+      1024 *
+      1024,
+    headersTimeoutMs: intFlag(
+      'headers-timeout-ms',
+      flags.headersTimeoutMs,
+      config.SVC_RECEIVER_HEADERS_TIMEOUT_MS,
+      100,
+      600_000,
+    ),
+    bodyTimeoutMs: intFlag(
+      'body-timeout-ms',
+      flags.bodyTimeoutMs,
+      config.SVC_RECEIVER_BODY_TIMEOUT_MS,
+      100,
+      600_000,
+    ),
+    bodyIdleTimeoutMs: intFlag(
+      'body-idle-timeout-ms',
+      flags.bodyIdleTimeoutMs,
+      config.SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS,
+      100,
+      600_000,
+    ),
+  };
+  const synchronousCommit =
+    flags.synchronousCommit === true || config.SVC_RECEIVER_SYNCHRONOUS_COMMIT === '1';
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
   const trust = await loadTrustFile(trustPath);
   if (workers > 1 && cluster.isPrimary) {
@@ -137,6 +223,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     logger,
     schema,
     redisUrl: config.REDIS_URL,
+    synchronousCommit,
     admission: {
       thresholds: {
         shortRatio: config.SVC_RECEIVER_ADMISSION_SHORT_RATIO,
@@ -166,6 +253,8 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     queueToken: config.SVC_RECEIVER_QUEUE_TOKEN,
     scheme: scheme as 'http' | 'https' | undefined,
     logger,
+    ...limits,
+    synchronousCommit,
   });
   deps.admission.attachMetrics(sidecar.metrics.registry);
   process.stdout.write(`receiver listening on ${sidecar.url}\n`);

@@ -37,6 +37,8 @@ export async function verifierDependencies(o: {
   redisUrl?: string;
   /** Plain http to loopback key endpoints (local testing only). */
   allowLoopback?: boolean;
+  /** Nonce inserts wait for the WAL flush (default false; `svc receiver --synchronous-commit`). */
+  synchronousCommit?: boolean;
   /** Thresholds and periods of admission tracking (shared/config SVC_RECEIVER_ADMISSION_*). */
   admission?: Omit<AdmissionOptions, 'pool' | 'schema' | 'logger'>;
 }): Promise<VerifierDependencies> {
@@ -68,11 +70,14 @@ export async function verifierDependencies(o: {
     });
     await revocation.start();
   }
-  // Nonces commit without waiting for the WAL flush: a nonce lost in a database crash can
-  // only let the exact same signed request through again, and that request carries the same
-  // body, hence the same idempotency key, which the claim answers as a duplicate (were the
-  // claim lost in the same crash: one more publication at most, never a lost event).
-  const replay = new PgReplayStore(o.pool, { schema: o.schema ?? 'receiver', asyncCommit: true });
+  // By default nonces commit without waiting for the WAL flush: a nonce lost in a database
+  // crash can only let the exact same signed request through again, and that request carries
+  // the same body, hence the same idempotency key, which the claim answers as a duplicate
+  // (were the claim lost in the same crash: one more publication at most, never a lost event).
+  const replay = new PgReplayStore(o.pool, {
+    schema: o.schema ?? 'receiver',
+    asyncCommit: !(o.synchronousCommit ?? false),
+  });
   await replay.migrate();
   replay.startPurging(60_000, (err) =>
     o.logger.warn({ event: 'replay_purge_failed', err: (err as Error).message }),

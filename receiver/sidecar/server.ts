@@ -5,8 +5,9 @@
  * `/_queue/` (see queue-api.ts). Each verified event is forwarded to the app once, or
  * enqueued durably for it.
  */
+import { Counter, Gauge } from 'prom-client';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { BrandProfile } from '../../shared/brand.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
@@ -15,16 +16,17 @@ import { receiverRequest, writeReceiverResponse } from '../http.js';
 import type { KeyObserver } from '../admission/tracker.js';
 import type { ProtocolVersion } from '../idempotency/store.js';
 import { ReceiverMetrics } from '../pipeline/metrics.js';
-import { WebhookReceiver } from '../pipeline/receiver.js';
+import { DEFAULT_BODY_TIMEOUT_MS, WebhookReceiver } from '../pipeline/receiver.js';
 import { ForwardPublisher } from '../publish/forward.js';
 import { DurableQueue } from '../publish/queue.js';
 import type { Publisher } from '../publish/types.js';
+import { DEFAULT_HEADERS_TIMEOUT_MS, limitServer, type ServerLimits } from '../server-limits.js';
 import { routeRegistration, type TrustConfig } from '../trust/trust-file.js';
 import { handleQueueApi, QUEUE_API_PREFIX } from './queue-api.js';
 
 export type SidecarTarget = { forward: string } | { queue: string };
 
-export interface SidecarOptions {
+export interface SidecarOptions extends ServerLimits {
   host?: string;
   port?: number;
   trust: TrustConfig;
@@ -46,6 +48,12 @@ export interface SidecarOptions {
   leaseMs?: number;
   maxBodyBytes?: number;
   bodyIdleTimeoutMs?: number;
+  /** Total deadline of a request body (the receiver's `bodyTimeoutMs`, default 20 s). */
+  bodyTimeoutMs?: number;
+  /** Bytes of request bodies held at once (the receiver's `bodyBudgetBytes`, 64 MiB). */
+  bodyBudgetBytes?: number;
+  /** Wait for the WAL flush on claims, done-marks (and, via the caller's store, nonces). */
+  synchronousCommit?: boolean;
   maxKeysPerSender?: number;
   /** Retention purge interval (default 60 s; 0 disables). */
   purgeIntervalMs?: number;
@@ -115,6 +123,9 @@ export class Sidecar {
       logger: log,
       maxBodyBytes: o.maxBodyBytes,
       bodyIdleTimeoutMs: o.bodyIdleTimeoutMs,
+      bodyTimeoutMs: o.bodyTimeoutMs,
+      bodyBudgetBytes: o.bodyBudgetBytes,
+      synchronousCommit: o.synchronousCommit,
       clock: o.clock,
       leaseMs: o.leaseMs,
       maxKeysPerSender: o.maxKeysPerSender,
@@ -125,10 +136,41 @@ export class Sidecar {
     const purge = o.purgeIntervalMs ?? 60_000;
 
     const server = createServer();
-    // Bounds on slow or truncated requests: nothing can hold a socket forever.
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 30_000;
-    server.keepAliveTimeout = 5_000;
+    // Bounds on slow or truncated requests and on connections: nothing can hold a socket
+    // forever, and each bound fires within a second of its value (see server-limits.ts).
+    const headersTimeoutMs = o.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+    limitServer(server, {
+      maxConnections: o.maxConnections,
+      headersTimeoutMs,
+      requestTimeoutMs:
+        o.requestTimeoutMs ??
+        headersTimeoutMs + (o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS) + 1_000,
+      keepAliveTimeoutMs: o.keepAliveTimeoutMs,
+    });
+    const dropped = new Counter({
+      name: 'receiver_connections_dropped_total',
+      help: 'Connections closed on arrival because maxConnections were open',
+      registers: [metrics.registry],
+    });
+    new Gauge({
+      name: 'receiver_body_bytes_in_flight',
+      help: 'Bytes of request bodies held (or reserved by their Content-Length) right now',
+      registers: [metrics.registry],
+      collect() {
+        this.set(receiver.bodyBudget.inFlight);
+      },
+    });
+    let lastDropLog = 0;
+    server.on('drop', () => {
+      dropped.inc();
+      // Over maxConnections: Node closed the connection on arrival. Logged at most every 10 s.
+      if (Date.now() - lastDropLog < 10_000) return;
+      lastDropLog = Date.now();
+      log.warn(
+        { event: 'connection_limit', maxConnections: server.maxConnections },
+        'connection limit reached: new connections are closed',
+      );
+    });
     if (purge > 0) {
       receiver.startPurging(purge);
       if (queue) {
@@ -158,13 +200,22 @@ export class Sidecar {
       });
     });
     server.on('clientError', (err, socket) => {
-      // Malformed or oversized request heads: a specific status, never a hang.
+      // Malformed or oversized request heads, and the head and request timeouts: a specific
+      // status, then the connection closes. Never written into a response already under way.
       const code = (err as NodeJS.ErrnoException).code;
       const status =
         code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      if (socket.writable) {
+      const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+      if (socket.writable && !inFlight?.headersSent) {
+        const reason =
+          status === 431
+            ? 'Request Header Fields Too Large'
+            : status === 408
+              ? 'Request Timeout'
+              : 'Bad Request';
         socket.end(
-          `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+          `HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+          () => socket.destroy(),
         );
       } else socket.destroy();
     });

@@ -76,12 +76,13 @@ export interface VerifyHmacInput {
 }
 
 /**
- * Verifies in the order of §6.8: headers present, numeric timestamp, skew, then the
- * signature's form (`sha256=` + 64 hex, checked before any HMAC work) and a constant-time
- * compare against every configured secret (all are computed, so timing does
- * not reveal which one matched). Returns the index of the matching secret.
+ * The checks of `verifyHmac` that need no body (headers present, numeric timestamp, skew,
+ * signature form), so a receiver can refuse before reading one; `verifyHmac` runs them first.
  */
-export function verifyHmac(input: VerifyHmacInput): { secretIndex: number } {
+export function checkHmacHeaders(input: Pick<VerifyHmacInput, 'signature' | 'timestamp' | 'now'>): {
+  timestamp: string;
+  received: Buffer;
+} {
   const { signature, timestamp } = input;
   if (!signature || !timestamp) {
     throw new WebhookVerificationError(
@@ -113,8 +114,18 @@ export function verifyHmac(input: VerifyHmacInput): { secretIndex: number } {
       'signature is not sha256= followed by 64 hex digits',
     );
   }
+  return { timestamp, received: Buffer.from(m[1] as string, 'hex') };
+}
+
+/**
+ * Verifies in the order of §6.8: headers present, numeric timestamp, skew, then the
+ * signature's form (`sha256=` + 64 hex, checked before any HMAC work) and a constant-time
+ * compare against every configured secret (all are computed, so timing does
+ * not reveal which one matched). Returns the index of the matching secret.
+ */
+export function verifyHmac(input: VerifyHmacInput): { secretIndex: number } {
+  const { timestamp, received } = checkHmacHeaders(input);
   if (input.secrets.length === 0) throw new TypeError('verifyHmac needs at least one secret');
-  const received = Buffer.from(m[1] as string, 'hex');
   let match = -1;
   input.secrets.forEach((secret, i) => {
     if (timingSafeEqual(mac(secret, timestamp, input.body), received) && match < 0) match = i;

@@ -3,6 +3,11 @@
  * the first failure with its exact code. Step 14 (duplicate keys in the body) belongs to the
  * caller, who parses the body after this returns.
  *
+ * Two phases, so a server need not hold a body before it knows who sent it: steps 1-10 read
+ * only the method, URL and headers (the signature covers the `Content-Digest` header, not the
+ * body), steps 11-13 need the body. `verifySignatureHeaders` then `verifySignedBody` is the
+ * same checklist in the same order as `verifyWebhookSignature`.
+ *
  * Key lookup, revocation and the replay cache are pluggable (see the interfaces below): the
  * receiver supplies durable, shared implementations; the conformance vectors install theirs.
  */
@@ -78,6 +83,17 @@ export interface IncomingRequest {
   body: Uint8Array;
 }
 
+/** A request without its body yet: what steps 1-10 look at. */
+export type IncomingHead = Omit<IncomingRequest, 'body'>;
+
+/** Steps 1-10 passed: the signature over the covered components (digest header included) holds. */
+export interface VerifiedHead extends VerifiedSignature {
+  /** The `Content-Digest` members, checked against the body at step 11. */
+  digests: Map<string, Buffer> | undefined;
+  /** The clock of the verification (Unix seconds), reused for the nonce TTL at step 13. */
+  now: number;
+}
+
 export interface VerifyOptions {
   profile: BrandProfile;
   keys: KeyResolver;
@@ -114,6 +130,15 @@ export async function verifyWebhookSignature(
   req: IncomingRequest,
   opts: VerifyOptions,
 ): Promise<VerifiedSignature> {
+  const head = await verifySignatureHeaders(req, opts);
+  return verifySignedBody(head, req.body, opts);
+}
+
+/** Steps 1-10: everything that does not need the body, in the checklist's order. */
+export async function verifySignatureHeaders(
+  req: IncomingHead,
+  opts: VerifyOptions,
+): Promise<VerifiedHead> {
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const binary = opts.binary ?? 'webhook-v1';
   const skew = opts.skewSeconds ?? 60;
@@ -297,20 +322,6 @@ export async function verifyWebhookSignature(
     fail('webhook_signature_invalid', 10, 'signature does not verify');
   }
 
-  // Step 11: the digest of the bytes received.
-  if (!digests || !contentDigestMatches(digests, req.body)) {
-    fail('webhook_signature_digest_mismatch', 11, 'Content-Digest does not match the body');
-  }
-
-  // Steps 12 and 13: replay check, then the insert (only now, so forgeries never fill the cache).
-  if (opts.replay) {
-    if (await opts.replay.seen(kid, nonceValue))
-      fail('webhook_signature_replayed', 12, 'nonce replayed');
-    const inserted = await opts.replay.insert(kid, nonceValue, Math.max(e - now, 0) + 60);
-    if (inserted === 'replayed') fail('webhook_signature_replayed', 13, 'nonce replayed');
-    if (inserted === 'cap') fail('webhook_signature_rate_abuse', 13, 'replay cache at its cap');
-  }
-
   return {
     keyid: kid,
     nonce: nonceValue,
@@ -319,7 +330,36 @@ export async function verifyWebhookSignature(
     expires: e,
     senderId: resolved.senderId,
     label: LABEL,
+    digests,
+    now,
   };
+}
+
+/**
+ * Steps 11-13 over the body of a request whose head passed `verifySignatureHeaders`. The nonce
+ * is inserted only once the digest matched, so a request with a wrong body never burns it.
+ */
+export async function verifySignedBody(
+  head: VerifiedHead,
+  body: Uint8Array,
+  opts: Pick<VerifyOptions, 'replay'>,
+): Promise<VerifiedSignature> {
+  const { digests, now, ...verified } = head;
+  // Step 11: the digest of the bytes received.
+  if (!digests || !contentDigestMatches(digests, body)) {
+    fail('webhook_signature_digest_mismatch', 11, 'Content-Digest does not match the body');
+  }
+
+  // Steps 12 and 13: replay check, then the insert (only now, so forgeries never fill the cache).
+  if (opts.replay) {
+    if (await opts.replay.seen(verified.keyid, verified.nonce))
+      fail('webhook_signature_replayed', 12, 'nonce replayed');
+    const ttl = Math.max(verified.expires - now, 0) + 60;
+    const inserted = await opts.replay.insert(verified.keyid, verified.nonce, ttl);
+    if (inserted === 'replayed') fail('webhook_signature_replayed', 13, 'nonce replayed');
+    if (inserted === 'cap') fail('webhook_signature_rate_abuse', 13, 'replay cache at its cap');
+  }
+  return verified;
 }
 
 /** The signature base the verifier would rebuild (for tests and the conformance kit's reports). */

@@ -52,6 +52,17 @@ t.test('usage errors exit 2 with a message', async (t) => {
   const dup = run(['--trust', badTrust, '--queue', 'q']);
   t.equal(await dup.exited, 2);
   t.match(dup.err(), /duplicate key/);
+  for (const [flag, value] of [
+    ['--max-connections', '0'],
+    ['--body-budget-mib', 'lots'],
+    ['--headers-timeout-ms', '99'],
+    ['--body-timeout-ms', '600001'],
+    ['--body-idle-timeout-ms', '-5'],
+  ] as const) {
+    const bad = run(['--trust', trust, '--queue', 'q', `${flag}=${value}`]);
+    t.equal(await bad.exited, 2, flag);
+    t.match(bad.err(), new RegExp(`${flag}: an integer`), flag);
+  }
 });
 
 t.test('a real delivery through the process, durable replay, graceful SIGTERM', async (t) => {
@@ -74,6 +85,17 @@ t.test('a real delivery through the process, durable replay, graceful SIGTERM', 
     app.url,
     '--brand',
     'svc',
+    '--synchronous-commit',
+    '--max-connections',
+    '64',
+    '--body-budget-mib',
+    '8',
+    '--headers-timeout-ms',
+    '5000',
+    '--body-timeout-ms',
+    '5000',
+    '--body-idle-timeout-ms',
+    '2000',
   ]);
   t.teardown(() => p.child.kill('SIGKILL'));
   const base = (await listening(p, 1, 20_000))[0];

@@ -87,27 +87,393 @@ t.test('gates run before any crypto', async (t) => {
 });
 
 t.test('1 MB + 1 byte: 413, with and without Content-Length', async (t) => {
-  const { url, deliver } = await setup(t);
+  const { url, deliver, seller } = await setup(t);
   const big = Buffer.alloc(1024 * 1024 + 1, 0x20);
+  // A declared length over the cap is refused before verification, signed or not.
   const a = await post(url + '/x', big, { 'content-type': 'application/json' });
   t.equal(a.status, 413);
   t.equal(a.json.error.code, 'payload_too_large');
-  // Chunked (no Content-Length): refused while streaming.
+  // Chunked (no Content-Length), signed: refused while streaming.
   const { request } = await import('undici');
-  async function* chunks() {
-    for (let i = 0; i < 17; i++) yield Buffer.alloc(64 * 1024, 0x20);
-  }
-  const res = await request(url + '/x', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: Readable.from(chunks()),
-  }).catch((err: Error) => err);
+  const s = signed(url + '/x', big, seller);
+  const chunked = (headers: Record<string, string>) => {
+    async function* chunks() {
+      for (let i = 0; i < 17; i++) yield Buffer.alloc(64 * 1024, 0x20);
+    }
+    return request(url + '/x', {
+      method: 'POST',
+      headers,
+      body: Readable.from(chunks()),
+    }).catch((err: Error) => err);
+  };
+  const res = await chunked(s.headers);
   if (res instanceof Error) t.match(res.message, /./, 'server cut the upload short');
   else t.equal(res.statusCode, 413);
+  // Chunked and unsigned: refused on its head, before a byte of the body is read.
+  const unsigned = await chunked({ 'content-type': 'application/json' });
+  if (unsigned instanceof Error) t.match(unsigned.message, /./, 'server cut the upload short');
+  else t.equal(unsigned.statusCode, 401);
   // Exactly 1 MB is not refused by the gate (padding after the JSON value is whitespace).
   const body = JSON.stringify(envelope({ task_id: 't-1mb' }));
   const padded = body + ' '.repeat(1024 * 1024 - body.length);
   t.equal((await deliver(padded)).status, 200);
+});
+
+t.test('no body is read before the head authenticates', async (t) => {
+  const { receiver, seller, url, events } = await setup(t);
+  // A body stream that records whether anyone read it.
+  const stream = (text: string) => {
+    let read = false;
+    const r = new Readable({
+      read() {
+        read = true;
+        this.push(text);
+        this.push(null);
+      },
+    });
+    return { r, wasRead: () => read };
+  };
+  const body = JSON.stringify(envelope({ task_id: 't-head' }));
+  const s = signed(url + '/h', body, seller);
+  const cases: Array<[string, Record<string, string>, string]> = [
+    ['unsigned', { 'content-type': 'application/json' }, 'webhook_signature_header_malformed'],
+    ['wrong path', s.headers, 'webhook_signature_invalid'],
+    [
+      'unknown key',
+      {
+        ...s.headers,
+        'signature-input': s.headers['signature-input']!.replace(/keyid="[^"]+"/, 'keyid="nope"'),
+      },
+      'webhook_signature_key_unknown',
+    ],
+  ];
+  for (const [name, headers, code] of cases) {
+    const b = stream(body);
+    const res = await receiver.handle({
+      method: 'POST',
+      url: name === 'wrong path' ? url + '/other' : url + '/h',
+      headers,
+      body: b.r,
+    });
+    t.equal(res.status, 401, name);
+    t.equal(res.headers['www-authenticate'], `Signature error="${code}"`, name);
+    t.notOk(b.wasRead(), `${name}: body never read`);
+  }
+  // A valid head with a wrong body: read, refused at the digest, and the nonce not burnt,
+  // so the genuine request with the same signature still goes through.
+  const wrong = stream(body.replace('op_1', 'op_2'));
+  const bad = await receiver.handle({
+    method: 'POST',
+    url: url + '/h',
+    headers: s.headers,
+    body: wrong.r,
+  });
+  t.ok(wrong.wasRead());
+  t.equal(bad.headers['www-authenticate'], 'Signature error="webhook_signature_digest_mismatch"');
+  const good = await receiver.handle({
+    method: 'POST',
+    url: url + '/h',
+    headers: s.headers,
+    body: stream(body).r,
+  });
+  t.equal(good.status, 200, 'nonce still unused after the digest failure');
+  t.equal(events.length, 1);
+  // Replayed with a wrong body: the digest code (step 11 before 12), nothing consumed.
+  const replayBad = await receiver.handle({
+    method: 'POST',
+    url: url + '/h',
+    headers: s.headers,
+    body: stream(body + ' ').r,
+  });
+  t.equal(
+    replayBad.headers['www-authenticate'],
+    'Signature error="webhook_signature_digest_mismatch"',
+  );
+  const replay = await receiver.handle({
+    method: 'POST',
+    url: url + '/h',
+    headers: s.headers,
+    body: stream(body).r,
+  });
+  t.equal(replay.headers['www-authenticate'], 'Signature error="webhook_signature_replayed"');
+  t.equal(receiver.bodyBudget.inFlight, 0, 'every byte given back');
+});
+
+t.test(
+  'legacy routes: Bearer and the HMAC headers checked before the body, the MAC after',
+  async (t) => {
+    const SECRET = 'hmac-secret-0123456789-ABCDEFGHIJKLMNOP';
+    const TOKEN = 'bearer-token-0123456789-abcdefghijklmnop';
+    const { receiver, url, events } = await setup(t, {
+      route: (path) =>
+        path.startsWith('/hmac')
+          ? {
+              mode: 'hmac',
+              registration: {
+                path_prefix: '/hmac',
+                sender: 'seller-h',
+                scheme: 'HMAC-SHA256',
+                secrets: [SECRET],
+              },
+            }
+          : {
+              mode: 'bearer',
+              registration: {
+                path_prefix: '/bearer',
+                sender: 'seller-b',
+                scheme: 'Bearer',
+                token: TOKEN,
+              },
+            },
+    });
+    const body = JSON.stringify(envelope({ task_id: 't-legacy' }));
+    const tracked = (text: string) => {
+      let read = false;
+      const r = new Readable({
+        read() {
+          read = true;
+          this.push(text);
+          this.push(null);
+        },
+      });
+      return { r, wasRead: () => read };
+    };
+    const call = (path: string, headers: Record<string, string>, b: Readable) =>
+      receiver.handle({
+        method: 'POST',
+        url: url + path,
+        headers: { 'content-type': 'application/json', ...headers },
+        body: b,
+      });
+    const ts = String(Math.floor(Date.now() / 1000));
+    for (const [name, path, headers, code] of [
+      ['bearer, wrong token', '/bearer', { authorization: 'Bearer nope' }, null],
+      ['hmac, no headers', '/hmac', {}, 'webhook_signature_header_malformed'],
+      [
+        'hmac, stale timestamp',
+        '/hmac',
+        { 'x-svc-signature': `sha256=${'0'.repeat(64)}`, 'x-svc-timestamp': '1000' },
+        'webhook_signature_window_invalid',
+      ],
+      [
+        'hmac, malformed signature',
+        '/hmac',
+        { 'x-svc-signature': 'sha256=00', 'x-svc-timestamp': ts },
+        'webhook_signature_header_malformed',
+      ],
+    ] as const) {
+      const b = tracked(body);
+      const res = await call(path, headers, b.r);
+      t.equal(res.status, 401, name);
+      if (code) t.equal(res.headers['www-authenticate'], `Signature error="${code}"`, name);
+      t.notOk(b.wasRead(), `${name}: body never read`);
+    }
+    // A well-formed HMAC head needs the body: read, then the MAC decides.
+    const forged = tracked(body);
+    const bad = await call(
+      '/hmac',
+      { 'x-svc-signature': `sha256=${'0'.repeat(64)}`, 'x-svc-timestamp': ts },
+      forged.r,
+    );
+    t.ok(forged.wasRead());
+    t.equal(bad.headers['www-authenticate'], 'Signature error="webhook_signature_invalid"');
+    const { hmacHeaders } = await import('../../shared/legacy/hmac.js');
+    const good = await call(
+      '/hmac',
+      Object.fromEntries(
+        Object.entries(hmacHeaders({ secret: SECRET, body, profile })).map(([k, v]) => [
+          k.toLowerCase(),
+          v,
+        ]),
+      ),
+      tracked(body).r,
+    );
+    t.equal(good.status, 200);
+    const bearer = await call(
+      '/bearer',
+      { authorization: `Bearer ${TOKEN}` },
+      tracked(JSON.stringify(envelope({ task_id: 't-bearer' }))).r,
+    );
+    t.equal(bearer.status, 200);
+    t.same(
+      events.map((e) => [e.sender, e.auth.mode]),
+      [
+        ['seller-h', 'hmac'],
+        ['seller-b', 'bearer'],
+      ],
+    );
+  },
+);
+
+t.test(
+  'bodies read before their sender is known (HMAC) get their own share of the budget',
+  async (t) => {
+    const SECRET = 'hmac-secret-0123456789-ABCDEFGHIJKLMNOP';
+    const hmacRoute = {
+      mode: 'hmac' as const,
+      registration: {
+        path_prefix: '/hmac',
+        sender: 'seller-h',
+        scheme: 'HMAC-SHA256' as const,
+        secrets: [SECRET],
+      },
+    };
+    const { receiver, seller, url } = await setup(t, {
+      maxBodyBytes: 1000,
+      bodyBudgetBytes: 4000,
+      route: (path) => (path.startsWith('/hmac') ? hmacRoute : { mode: 'rfc9421' }),
+    });
+    t.equal(
+      receiver.unauthenticatedBodyBudget.limitBytes,
+      1000,
+      'a quarter, at least maxBodyBytes',
+    );
+    t.throws(
+      () =>
+        new WebhookReceiver({
+          ...(receiver as unknown as { o: WebhookReceiverOptions }).o,
+          maxBodyBytes: 1000,
+          bodyBudgetBytes: 4000,
+          unauthenticatedBodyBudgetBytes: 5000,
+        }),
+      RangeError,
+    );
+    const ts = String(Math.floor(Date.now() / 1000));
+    const forged = {
+      'content-type': 'application/json',
+      'x-svc-signature': `sha256=${'0'.repeat(64)}`,
+      'x-svc-timestamp': ts,
+    };
+    const held = new Readable({ read() {} });
+    const first = receiver.handle({
+      method: 'POST',
+      url: url + '/hmac/x',
+      headers: { ...forged, 'content-length': '900' },
+      body: held,
+    });
+    for (let i = 0; i < 200 && receiver.bodyBudget.inFlight === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    t.equal(receiver.unauthenticatedBodyBudget.inFlight, 900);
+    const second = await receiver.handle({
+      method: 'POST',
+      url: url + '/hmac/x',
+      headers: { ...forged, 'content-length': '200' },
+      body: Readable.from([Buffer.alloc(200, 0x20)]),
+    });
+    t.equal(second.status, 503, 'the HMAC share is full');
+    const body = JSON.stringify(envelope({ task_id: 't-share' }));
+    const s = signed(url + '/h', body + ' '.repeat(900 - body.length), seller);
+    const signedRes = await receiver.handle({
+      method: 'POST',
+      url: url + '/h',
+      headers: { ...s.headers, 'content-length': '900' },
+      body: Readable.from([s.body]),
+    });
+    t.equal(signedRes.status, 200, 'an authenticated sender still has the rest of the budget');
+    held.push(Buffer.alloc(900, 0x20));
+    held.push(null);
+    t.equal((await first).status, 401, 'the forged MAC, once its body is read');
+    t.equal(receiver.bodyBudget.inFlight, 0);
+  },
+);
+
+t.test(
+  'body budget: a body that would exceed it is 503 + Retry-After, before it is read',
+  async (t) => {
+    const { receiver, seller, url, events } = await setup(t, {
+      maxBodyBytes: 1000,
+      bodyBudgetBytes: 1500,
+    });
+    t.throws(
+      () =>
+        new WebhookReceiver({
+          ...(receiver as unknown as { o: WebhookReceiverOptions }).o,
+          bodyBudgetBytes: 999,
+        }),
+      RangeError,
+    );
+    const body = JSON.stringify(envelope({ task_id: 't-budget' }));
+    const pad = (n: number) => body + ' '.repeat(n - body.length);
+    // Holds 900 bytes of the budget: declared, then stalled.
+    const held = new Readable({ read() {} });
+    const s1 = signed(url + '/b', pad(900), seller);
+    const first = receiver.handle({
+      method: 'POST',
+      url: url + '/b',
+      headers: { ...s1.headers, 'content-length': '900' },
+      body: held,
+    });
+    // Bounded wait until its head verified and its declared length was taken.
+    for (let i = 0; i < 200 && receiver.bodyBudget.inFlight === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    t.equal(receiver.bodyBudget.inFlight, 900);
+    // Declared 700 more: over 1500, refused before reading.
+    const s2 = signed(url + '/b', pad(700), seller);
+    let read2 = false;
+    const second = await receiver.handle({
+      method: 'POST',
+      url: url + '/b',
+      headers: { ...s2.headers, 'content-length': '700' },
+      body: new Readable({
+        read() {
+          read2 = true;
+          this.push(null);
+        },
+      }),
+    });
+    t.equal(second.status, 503);
+    t.equal(second.headers['retry-after'], '1');
+    t.equal(second.headers.connection, 'close');
+    t.equal(JSON.parse(second.body).error.code, 'receiver_busy');
+    t.notOk(read2, 'refused body never read');
+    // Chunked (no length) crosses the budget mid-stream: same answer.
+    const s3 = signed(url + '/b', pad(700), seller);
+    const third = await receiver.handle({
+      method: 'POST',
+      url: url + '/b',
+      headers: s3.headers,
+      body: Readable.from([s3.body.subarray(0, 500), s3.body.subarray(500)]),
+    });
+    t.equal(third.status, 503);
+    // The held one completes; everything is given back and a delivery fits again.
+    held.push(s1.body);
+    held.push(null);
+    t.equal((await first).status, 200);
+    t.equal(receiver.bodyBudget.inFlight, 0);
+    const s4 = signed(url + '/b', JSON.stringify(envelope({ task_id: 't-budget-2' })), seller);
+    const fourth = await receiver.handle({
+      method: 'POST',
+      url: url + '/b',
+      headers: s4.headers,
+      body: Readable.from([s4.body]),
+    });
+    t.equal(fourth.status, 200);
+    t.equal(events.length, 2);
+  },
+);
+
+t.test('a trickled body meets its total deadline: 408, connection closed', async (t) => {
+  const { receiver, seller, url } = await setup(t, { bodyTimeoutMs: 300, bodyIdleTimeoutMs: 5000 });
+  const body = JSON.stringify(envelope({ task_id: 't-trickle' }));
+  const s = signed(url + '/t', body, seller);
+  let i = 0;
+  const trickle = new Readable({ read() {} });
+  const timer = setInterval(() => {
+    if (i < s.body.length) trickle.push(s.body.subarray(i, ++i));
+  }, 20);
+  t.teardown(() => clearInterval(timer));
+  const res = await receiver.handle({
+    method: 'POST',
+    url: url + '/t',
+    headers: s.headers,
+    body: trickle,
+  });
+  t.equal(res.status, 408);
+  t.equal(JSON.parse(res.body).error.code, 'body_timeout');
+  t.equal(res.headers.connection, 'close');
+  t.equal(receiver.bodyBudget.inFlight, 0);
 });
 
 t.test('verification failures: 401 and only Signature error="<code>"', async (t) => {

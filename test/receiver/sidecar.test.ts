@@ -392,10 +392,22 @@ t.test('hostile bodies and header bytes: stalled, cut short, non-ASCII signature
       sock.on('close', () => resolve(got));
       sock.on('error', () => resolve(got));
     });
-  // declares 100 bytes, sends 10, then stalls: answered, not held
-  const stalled = await raw(
+  // unsigned, declares 100 bytes, sends 10, then stalls: refused on its head, not held
+  const unsigned = await raw(
     'POST /w HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n',
     '{"a":12345',
+  );
+  t.match(unsigned, /^HTTP\/1\.1 401/);
+  t.match(unsigned, /webhook_signature_header_malformed/);
+  // signed, sends 10 bytes of its body, then stalls: answered 400 when the chunks stop
+  const body = JSON.stringify(envelope());
+  const sig = signed(`http://127.0.0.1:${port}/w`, body, seller);
+  const head = Object.entries({ ...sig.headers, 'content-length': String(body.length) })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  const stalled = await raw(
+    `POST /w HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${head}\r\n`,
+    body.slice(0, 10),
   );
   t.match(stalled, /^HTTP\/1\.1 400/);
   t.match(stalled, /body_incomplete/);

@@ -9,6 +9,12 @@ t.test('defaults apply when the environment is empty', async (t) => {
   t.equal(c.REDIS_URL, 'redis://127.0.0.1:6379');
   t.equal(c.DATABASE_URL, undefined);
   t.equal(c.SVC_SALES_PORT, 3001);
+  t.equal(c.SVC_RECEIVER_MAX_CONNECTIONS, 1024);
+  t.equal(c.SVC_RECEIVER_BODY_BUDGET_MIB, 64);
+  t.equal(c.SVC_RECEIVER_HEADERS_TIMEOUT_MS, 10_000);
+  t.equal(c.SVC_RECEIVER_BODY_TIMEOUT_MS, 20_000);
+  t.equal(c.SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS, 10_000);
+  t.equal(c.SVC_RECEIVER_SYNCHRONOUS_COMMIT, '0');
 });
 
 t.test('a bad value names the variable and what it accepts', async (t) => {
@@ -19,6 +25,12 @@ t.test('a bad value names the variable and what it accepts', async (t) => {
     ['REDIS_URL', 'not a url', 'redis://'],
     ['SVC_SALES_PORT', '70000', 'port number'],
     ['LOG_LEVEL', 'loud', 'info'],
+    ['SVC_RECEIVER_MAX_CONNECTIONS', '0', 'open connections'],
+    ['SVC_RECEIVER_BODY_BUDGET_MIB', '0.5', 'MiB'],
+    ['SVC_RECEIVER_HEADERS_TIMEOUT_MS', '50', '100-600000'],
+    ['SVC_RECEIVER_BODY_TIMEOUT_MS', 'soon', '100-600000'],
+    ['SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS', '0', '100-600000'],
+    ['SVC_RECEIVER_SYNCHRONOUS_COMMIT', 'yes', 'WAL flush'],
   ] as const) {
     const err = t.throws(() => loadConfig({ [name]: value })) as unknown;
     t.type(err, ConfigError);

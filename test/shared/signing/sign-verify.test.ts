@@ -14,6 +14,8 @@ import {
 } from '../../../shared/signing/keys.js';
 import { signWebhook, SignError } from '../../../shared/signing/sign.js';
 import {
+  verifySignatureHeaders,
+  verifySignedBody,
   verifyWebhookSignature,
   type IncomingRequest,
   type KeyResolver,
@@ -128,6 +130,39 @@ for (const alg of ['ed25519', 'ecdsa-p256-sha256'] as const) {
     );
   });
 }
+
+t.test(
+  'two phases: the head verifies without a body; the body phase checks digest, then nonce',
+  async (t) => {
+    const { req, jwk } = await signed();
+    const { body, ...head } = req;
+    const keys = resolverFor([jwk]);
+    const replay = memoryReplay();
+    const verified = await verifySignatureHeaders(head, { profile: svc, keys, replay, now: NOW });
+    t.equal(verified.senderId, 'seller-a');
+    t.equal(replay.entries.size, 0, 'no nonce before the body');
+    t.equal(
+      await codeOf(verifySignedBody(verified, Buffer.from(BODY + ' '), { replay })),
+      'webhook_signature_digest_mismatch',
+    );
+    t.equal(replay.entries.size, 0, 'a wrong body does not burn the nonce');
+    const ok = await verifySignedBody(verified, body, { replay });
+    t.equal(ok.keyid, verified.keyid);
+    t.notOk('digests' in ok, 'the result is the plain verified signature');
+    t.equal(replay.entries.size, 1);
+    t.equal(
+      await codeOf(verifySignedBody(verified, body, { replay })),
+      'webhook_signature_replayed',
+    );
+    t.equal((await verifySignedBody(verified, body, {})).nonce, verified.nonce, 'no replay store');
+    const noDigest = { ...head, headers: { ...head.headers, 'content-digest': undefined } };
+    t.equal(
+      await codeOf(verifySignatureHeaders(noDigest, { profile: svc, keys, now: NOW })),
+      'webhook_signature_invalid',
+      'the digest header is covered: removing it breaks the signature, not the digest step',
+    );
+  },
+);
 
 t.test('a private JWK round-trips through import', async (t) => {
   for (const alg of ['ed25519', 'ecdsa-p256-sha256'] as const) {
