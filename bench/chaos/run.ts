@@ -522,7 +522,10 @@ async function measure(
     if (h.some((x) => !x.body.equals(Buffer.from(s.body)))) changed++;
     if (h.length > 1) dupKeys.push(key);
     firsts.push(h[0]!.at);
-    if (s.at >= times.firstFaultAt && s.at <= times.lastFaultEnd) latencies.push(h[0]!.at - s.at);
+    // "During faults": from the first fault to 5 s after the last one ended.
+    if (s.at >= times.firstFaultAt && s.at <= times.lastFaultEnd + 5000) {
+      latencies.push(h[0]!.at - s.at);
+    }
   }
   const unknown = [...hits.keys()].filter((k) => !sent.has(k));
   changed += unknown.length; // a body whose key we never sent was changed on the way
@@ -630,7 +633,7 @@ export function formatResult(name: string, r: ChaosResult): string {
     `  lost ${r.lost}, changed bodies ${r.changedBodies}, sidecar 500s ${r.sidecar500s}`,
     `  duplicates ${r.duplicates}${causes ? ` (${causes})` : ''}`,
     `  last fault -> last delivery ${r.lastFaultToLastDeliveryMs === null ? 'n/a (all delivered before the last fault ended)' : `${(r.lastFaultToLastDeliveryMs / 1000).toFixed(1)} s`}`,
-    `  p99 latency of events enqueued during faults ${r.p99DuringFaultsMs} ms; longest time without a delivery while events waited and a worker was serving ${(r.maxGapMs / 1000).toFixed(1)} s`,
+    `  p99 latency of events enqueued during faults (first fault to 5 s after the last) ${r.p99DuringFaultsMs} ms; longest time without a delivery while events waited and a worker was serving ${(r.maxGapMs / 1000).toFixed(1)} s`,
     `  peak RSS ${Object.entries(r.peakRssMb)
       .map(([k, v]) => `${k} ${v} MB`)
       .join(', ')}`,
