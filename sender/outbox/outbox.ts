@@ -10,6 +10,12 @@ import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
 import { Batcher } from './batcher.js';
+import {
+  DispatchRetry,
+  reconcileOverdue,
+  redispatchAllPending,
+  withTimeout,
+} from './redispatch.js';
 import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
 import type { DeliveryAuth, EventSink, OutboundEvent, WebhookChannel } from './types.js';
 
@@ -103,14 +109,6 @@ export interface OutboxOptions {
   dispatchTimeoutMs?: number;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`dispatch took over ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
 const SETTLE_LINGER_MS = 10;
 
 /** Claims and settles run at most this many statements at once (two batchers of 2). */
@@ -174,6 +172,7 @@ export class Outbox implements EventSink {
   private readonly inserts: Batcher<OutboundEvent[], string[] | Error>;
   private readonly claims: Batcher<{ id: string; leaseMs: number }, ClaimedEvent | null>;
   private readonly settles: Batcher<SettleInput, number | null>;
+  private readonly dispatchRetry: DispatchRetry;
 
   constructor(options: OutboxOptions) {
     this.pool = options.pool;
@@ -183,6 +182,7 @@ export class Outbox implements EventSink {
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
     this.logger = options.logger ?? silentLogger;
     this.dispatchTimeoutMs = options.dispatchTimeoutMs ?? 5000;
+    this.dispatchRetry = new DispatchRetry(this.queue, this.dispatchTimeoutMs, this.logger);
     this.inserts = new Batcher((groups) => this.insertGroups(groups), 200);
     this.claims = new Batcher((ids) => this.claimMany(ids), 500);
     // Nobody waits on a settle for latency (the receiver has its answer already): up to
@@ -351,31 +351,9 @@ export class Outbox implements EventSink {
       // The rows are written: Redis being away only delays them. This process dispatches
       // them again as soon as Redis answers (the reconciler is the backstop).
       this.logger.warn({ err, rows: ids.length }, 'outbox dispatch failed; retrying');
-      this.retryDispatch(ids.map((id, i) => ({ id, origin: origins[i]! })));
+      this.dispatchRetry.add(ids.map((id, i) => ({ id, origin: origins[i]! })));
     }
     return ids;
-  }
-
-  /** Rows written whose dispatch failed, waiting for Redis (bounded; the reconciler covers the rest). */
-  private undispatched: Array<{ id: string; origin: string }> = [];
-  private dispatchTimer: NodeJS.Timeout | null = null;
-
-  private retryDispatch(items: Array<{ id: string; origin: string }>): void {
-    const room = 100_000 - this.undispatched.length;
-    this.undispatched.push(...items.slice(0, Math.max(0, room)));
-    if (this.dispatchTimer) return;
-    const tick = async () => {
-      const batch = this.undispatched.splice(0, 5000);
-      try {
-        await withTimeout(this.queue.dispatchBatch(batch), this.dispatchTimeoutMs);
-        this.logger.info({ rows: batch.length }, 'outbox dispatch went through on retry');
-      } catch {
-        this.undispatched.unshift(...batch);
-      }
-      this.dispatchTimer =
-        this.undispatched.length > 0 ? setTimeout(() => void tick(), 500).unref() : null;
-    };
-    this.dispatchTimer = setTimeout(() => void tick(), 500).unref();
   }
 
   /**
@@ -558,70 +536,16 @@ export class Outbox implements EventSink {
   }
 
   /**
-   * Re-dispatches pending rows overdue by more than `graceMs`: the ones whose job Redis
-   * lost. Workers running it at once split the rows: each page is taken with `FOR UPDATE
-   * SKIP LOCKED` and marked due now (`next_attempt_at = now()`), so another worker's pass
-   * neither waits for it nor sees those rows overdue again for `graceMs`. Pages through
-   * every overdue row, `pageSize` at a time. Job ids are deterministic, so a row whose
-   * job still exists keeps it.
+   * Re-dispatches pending rows overdue by more than `graceMs` (default 60 s), split between
+   * workers running it at once, paged past any number of rows (`redispatch.ts`).
    */
-  async reconcile(options: { graceMs?: number; pageSize?: number } = {}): Promise<number> {
-    const pageSize = options.pageSize ?? 1000;
-    let total = 0;
-    for (;;) {
-      const { rows } = await this.pool.query<{ id: string; target_url: string }>(
-        `UPDATE ${this.schema}.outbox o SET next_attempt_at = now()
-           FROM (SELECT id FROM ${this.schema}.outbox
-                  WHERE state = 'pending'
-                    AND next_attempt_at < now() - $1::int * interval '1 millisecond'
-                  ORDER BY next_attempt_at LIMIT $2
-                  FOR UPDATE SKIP LOCKED) AS due
-          WHERE o.id = due.id
-          RETURNING o.id::text, o.target_url`,
-        [options.graceMs ?? 60_000, pageSize],
-      );
-      await this.queue.dispatch(rows.map((r) => ({ id: r.id, origin: originOf(r.target_url) })));
-      total += rows.length;
-      if (rows.length < pageSize) return total;
-    }
+  reconcile(options: { graceMs?: number; pageSize?: number } = {}): Promise<number> {
+    return reconcileOverdue(this.pool, this.queue, this.schema, options);
   }
 
-  /**
-   * After Redis lost its data (flushed, restarted empty): one job for every pending row,
-   * due when the row is (a claimed row when its lease ends), paged by id. Run by one
-   * worker per loss (see the worker's recovery lease).
-   */
-  async redispatchAll(options: { pageSize?: number; onPage?: () => Promise<void> } = {}) {
-    const pageSize = options.pageSize ?? 1000;
-    let after = '0';
-    let total = 0;
-    for (;;) {
-      const { rows } = await this.pool.query<{
-        row_id: string;
-        target_url: string;
-        due_in: number;
-      }>(
-        // (ordered by the bigint column: an output column named id would sort as text)
-        `SELECT o.id::text AS row_id, target_url,
-                (extract(epoch from next_attempt_at - now()) * 1000)::float8 AS due_in
-           FROM ${this.schema}.outbox o
-          WHERE state = 'pending' AND o.id > $1::bigint
-          ORDER BY o.id LIMIT $2`,
-        [after, pageSize],
-      );
-      const now = Date.now();
-      await this.queue.dispatch(
-        rows.map((r) => ({
-          id: r.row_id,
-          origin: originOf(r.target_url),
-          notBefore: now + Math.max(0, r.due_in),
-        })),
-      );
-      total += rows.length;
-      if (rows.length < pageSize) return total;
-      after = rows.at(-1)!.row_id;
-      await options.onPage?.();
-    }
+  /** After Redis lost its data: one job for every pending row, due when it is (`redispatch.ts`). */
+  redispatchAll(options: { pageSize?: number; onPage?: () => Promise<void> } = {}) {
+    return redispatchAllPending(this.pool, this.queue, this.schema, options);
   }
 
   /**
