@@ -16,6 +16,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   conformance: async () => (await import('./conformance.js')).run,
   'agents-core': async () => (await import('./agents-core.js')).run,
   startup: async () => (await import('./startup/index.js')).run,
+  chaos: async () => (await import('./chaos.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

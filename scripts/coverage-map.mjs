@@ -7,6 +7,7 @@ const CHILD_PROCESS_TESTS = [
   'test/agents/e2e/cli.test.ts',
   'test/agents/e2e/first-hour.test.ts',
   'test/conformance/commands.test.ts',
+  'test/chaos/chaos.test.ts',
   'test/conformance/sidecar-e2e.test.ts',
   'test/package/install.test.ts',
   'test/receiver/cli.test.ts',

@@ -114,6 +114,8 @@ export interface ActivityLogOptions {
   maxBatch?: number;
   /** Flush at least this often; default 200 ms. */
   flushEveryMs?: number;
+  /** Records kept for retry while the database is away; default 100,000. */
+  maxBuffered?: number;
   logger?: Logger;
 }
 
@@ -127,12 +129,16 @@ export class ActivityLog {
   private buffer = new Map<string, AttemptRecord>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  private readonly maxBuffered: number;
+  private failures = 0;
+  private dropped = 0;
 
   constructor(options: ActivityLogOptions) {
     this.pool = options.pool;
     this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
     this.maxBatch = options.maxBatch ?? 500;
     this.flushEveryMs = options.flushEveryMs ?? 200;
+    this.maxBuffered = options.maxBuffered ?? 100_000;
     this.logger = options.logger ?? silentLogger;
   }
 
@@ -155,13 +161,28 @@ export class ActivityLog {
     this.put(`${record.outboxId}:${record.attempt}`, record);
   }
 
+  /**
+   * The attempt's outcome was written elsewhere (the outbox settle records it in its own
+   * statement): its start, if not yet flushed, need not be written at all.
+   */
+  settled(outboxId: string, attempt: number): void {
+    const key = `${outboxId}:${attempt}`;
+    if (this.buffer.get(key)?.status === 'pending') this.buffer.delete(key);
+  }
+
+  /** Records waiting to be written (buffered, or kept after a failed flush). */
+  get buffered(): number {
+    return this.buffer.size;
+  }
+
   private put(key: string, record: AttemptRecord): void {
     this.buffer.set(key, {
       ...record,
       url: recordedUrl(record.url),
       errorMessage: record.errorMessage?.slice(0, 500) ?? null,
     });
-    if (this.buffer.size >= this.maxBatch) void this.flush();
+    // After a failed flush only the back-off timer flushes (no hammering a database away).
+    if (this.buffer.size >= this.maxBatch && this.failures === 0) void this.flush();
     else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), this.flushEveryMs);
       this.timer.unref();
@@ -177,11 +198,20 @@ export class ActivityLog {
     const rows = [...this.buffer.values()];
     this.buffer = new Map();
     if (rows.length === 0) return this.flushing;
-    this.flushing = this.flushing.then(() => this.write(rows));
+    this.flushing = this.flushing.then(async () => {
+      // A buffer that grew while the database was away goes in statements of a bounded size.
+      for (let i = 0; i < rows.length; i += 5000) {
+        if (!(await this.write(rows.slice(i, i + 5000)))) {
+          this.requeue(rows.slice(i + 5000));
+          return;
+        }
+      }
+    });
     return this.flushing;
   }
 
-  private async write(rows: AttemptRecord[]): Promise<void> {
+  /** Writes one batch; false (and the batch back in the buffer) when the database refused. */
+  private async write(rows: AttemptRecord[]): Promise<boolean> {
     const col = <T>(f: (r: AttemptRecord) => T) => rows.map(f);
     // Only a batch with a record covering several buys pays for their column: the others
     // run the statement as it was before it existed.
@@ -208,7 +238,8 @@ export class ActivityLog {
     // One array per row: unnest cannot take ragged text[][], so JSON text (or null).
     if (buys) params.push(col((r) => (r.mediaBuyIds ? JSON.stringify(r.mediaBuyIds) : null)));
     try {
-      // Each (outbox_id, attempt) appears once per statement (the buffer is keyed by it).
+      // Each (outbox_id, attempt) appears once per statement (the buffer is keyed by it),
+      // inserted in key order as the settles do (no lock-order deadlock with them).
       // A pending record never overwrites an outcome; an outcome replaces the pending
       // record. Starts of later attempts close what an interrupted earlier attempt left
       // pending (the CTE skips rows this statement also writes: one change per row).
@@ -244,8 +275,8 @@ export class ActivityLog {
                   fired_at, completed_at,
                   CASE WHEN buys IS NOT NULL
                     THEN ARRAY(SELECT jsonb_array_elements_text(buys::jsonb)) END
-                FROM v`
-             : 'SELECT * FROM v'
+                FROM v ORDER BY outbox_id, attempt`
+             : 'SELECT * FROM v ORDER BY outbox_id, attempt'
          }
          ON CONFLICT (outbox_id, attempt) DO UPDATE
            SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
@@ -254,9 +285,45 @@ export class ActivityLog {
            WHERE EXCLUDED.status <> 'pending'`,
         params,
       );
+      this.failures = 0;
+      return true;
     } catch (err) {
-      // The activity log is for debugging: losing a batch must not stop deliveries.
-      this.logger.warn({ err, rows: rows.length }, 'webhook_activity batch not written');
+      // Deliveries never wait on the log; the batch goes back into the buffer (behind
+      // anything newer for the same attempt) and is written by a later flush, after a
+      // back-off while the database is away, up to `maxBuffered` records.
+      this.failures++;
+      this.requeue(rows);
+      this.logger.warn(
+        { err, rows: rows.length, buffered: this.buffer.size },
+        'webhook_activity batch not written; will retry',
+      );
+      if (!this.timer && this.buffer.size > 0) {
+        const delay = Math.min(this.flushEveryMs * 2 ** this.failures, 5000);
+        this.timer = setTimeout(() => void this.flush(), delay);
+        this.timer.unref();
+      }
+      return false;
+    }
+  }
+
+  private requeue(rows: AttemptRecord[]): void {
+    for (const r of rows) {
+      const key = `${r.outboxId}:${r.attempt}`;
+      const newer = this.buffer.get(key);
+      // A newer outcome wins; a newer pending start never hides an older outcome.
+      if (newer && (newer.status !== 'pending' || r.status === 'pending')) continue;
+      if (!newer && this.buffer.size >= this.maxBuffered) {
+        this.dropped++;
+        continue;
+      }
+      this.buffer.set(key, r);
+    }
+    if (this.dropped > 0) {
+      this.logger.error(
+        { dropped: this.dropped, maxBuffered: this.maxBuffered },
+        'webhook_activity buffer full: records dropped',
+      );
+      this.dropped = 0;
     }
   }
 

@@ -8,8 +8,9 @@
  * member of a sorted set per origin scored by its expiry, under the queue's hash-tagged
  * prefix (one Cluster slot). A process leases slots in small blocks and reuses them locally
  * while it keeps using them, so the hot path stays a counter check; a block unused for
- * `lingerMs` goes back, and leases are renewed every `ttlMs / 3`. A SIGKILLed worker's
- * slots come back when their TTL ends. Nothing here is durable, nor needs to be.
+ * `lingerMs` goes back, and leases are renewed every `ttlMs / 4` (a live holder misses
+ * three renewals before it loses one). A SIGKILLed worker's slots come back when their
+ * TTL (3 s by default) ends. Nothing here is durable, nor needs to be.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -22,7 +23,7 @@ export interface SharedSlotsOptions {
   prefix: string;
   /** Attempts in flight per origin across all processes (default: the per-process limit). */
   limit?: number;
-  /** Lease lifetime without renewal (default 15 s): how long a dead worker's slots stay taken. */
+  /** Lease lifetime without renewal (default 3 s): how long a dead worker's slots stay taken. */
   ttlMs?: number;
   /** Unused leased slots go back after this long (default 250 ms). */
   lingerMs?: number;
@@ -137,7 +138,7 @@ export class OriginLimiter {
       ? {
           redis: shared.redis,
           prefix: shared.prefix,
-          ttlMs: shared.ttlMs ?? 15_000,
+          ttlMs: shared.ttlMs ?? 3000,
           lingerMs: shared.lingerMs ?? 250,
         }
       : null;
@@ -311,13 +312,13 @@ export class OriginLimiter {
   }
 
   /**
-   * Gives back leased slots unused since the last sweep, and renews the rest every third
+   * Gives back leased slots unused since the last sweep, and renews the rest every quarter
    * of the TTL. Resolves once Redis answered.
    */
   async sweep(now = Date.now()): Promise<void> {
     const shared = this.shared;
     if (!shared) return;
-    const renew = now - this.lastRenew >= shared.ttlMs / 3;
+    const renew = now - this.lastRenew >= shared.ttlMs / 4;
     if (renew) this.lastRenew = now;
     try {
       const redis = await shared.redis();

@@ -8,10 +8,11 @@
 import { DelayedError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from '../../shared/infra/logger.js';
 import { silentLogger } from '../../shared/infra/logger.js';
-import type { ActivityLog, ActivityStatus } from '../activity/activity-log.js';
+import { recordedUrl, type ActivityLog, type ActivityStatus } from '../activity/activity-log.js';
 import type { SenderMetrics } from '../metrics.js';
 import { keyPrefix } from '../outbox/keys.js';
-import type { ClaimedEvent, Outbox } from '../outbox/outbox.js';
+import type { ClaimedEvent, Outbox, SettleInput } from '../outbox/outbox.js';
+import { DispatchRecovery } from './dispatch-recovery.js';
 import { attemptHeaders, type Signer } from './authenticate.js';
 import { nextDelay, type BackoffOptions } from './backoff.js';
 import { classify, type AttemptResult, type Verdict } from './classify.js';
@@ -57,14 +58,32 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   activity?: ActivityLog;
   metrics?: SenderMetrics;
   logger?: Logger;
-  /** BullMQ lock and stall settings (tests shorten them). */
+  /**
+   * BullMQ lock and stall check (default 4 s and 2 s): a killed worker's jobs run again
+   * elsewhere within ~6 s. Tests shorten them.
+   */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
+  /**
+   * Claim lease of a row (default 4.5 s), renewed every third of it while the attempt runs:
+   * a killed worker's rows are free again within this long.
+   */
+  rowLeaseMs?: number;
+  /** How long a settle that fails (database restarting) is retried; default 30 s. */
+  settleRetryMs?: number;
+  /** Origin slot lease without renewal (default 3 s): how long a dead worker's slots stay taken. */
+  slotLeaseMs?: number;
   /** How long a job waits for its row to become visible (caller's open transaction). */
   visibilityWaitMs?: number;
-  /** Reconciler period and grace; 0 disables the in-process reconciler. */
+  /**
+   * Reconciler period and grace (default 5 s and 30 s: a backstop for jobs BullMQ dropped;
+   * Redis losses and failed dispatches have their own faster paths, and a shorter grace
+   * would double the jobs of a backlog that is merely slow); 0 disables the in-process
+   * reconciler and the Redis-loss check (every `recoveryCheckMs`, default 1 s).
+   */
   reconcileEveryMs?: number;
   reconcileGraceMs?: number;
+  recoveryCheckMs?: number;
   /** Purge period (finished outbox rows past the horizon, activity past 30 days); 0 disables. Default 1 h. */
   purgeEveryMs?: number;
   onAttempt?: (report: AttemptReport) => void;
@@ -75,7 +94,7 @@ export interface DeliveryWorkerOptions extends TransportOptions {
 type Step = { kind: 'done' } | { kind: 'later'; at: number };
 const DONE: Step = { kind: 'done' };
 
-function activityStatus(result: AttemptResult): ActivityStatus {
+function activityStatus(result: AttemptResult): Exclude<ActivityStatus, 'pending'> {
   if (result.kind === 'response') {
     return result.status >= 200 && result.status < 300 ? 'success' : 'failed';
   }
@@ -99,6 +118,9 @@ export class DeliveryWorker {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly slots: Semaphore;
   private readonly leaseMs: number;
+  /** Rows claimed by this worker whose attempt has not settled yet (lease heartbeat). */
+  private readonly claimed = new Set<string>();
+  private readonly recovery: DispatchRecovery;
   private closed = false;
   private started: Promise<void> | null = null;
 
@@ -120,11 +142,12 @@ export class DeliveryWorker {
       redis: () => this.worker.client,
       prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
       limit: options.perOriginConcurrency ?? 16,
+      ttlMs: options.slotLeaseMs ?? 3000,
       onError: (err) => this.logger.warn({ err }, 'origin slot lease failed'),
     });
     this.slots = new Semaphore(options.maxInFlight ?? 256);
-    // Past the attempt's own timeout, so a lease never ends while its attempt still runs.
-    this.leaseMs = (options.totalTimeoutMs ?? 30_000) + 5000;
+    // Short, and renewed while the attempt runs: a dead worker's rows come back quickly.
+    this.leaseMs = options.rowLeaseMs ?? 4500;
     this.worker = new Worker<DeliveryJobData>(
       options.queueName ?? DELIVERY_QUEUE_NAME,
       (job, token) => this.process(job, token),
@@ -132,8 +155,8 @@ export class DeliveryWorker {
         connection: options.connection,
         prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
         concurrency: jobSlots,
-        lockDuration: options.lockDurationMs ?? 30_000,
-        stalledInterval: options.stalledIntervalMs ?? 30_000,
+        lockDuration: options.lockDurationMs ?? 4000,
+        stalledInterval: options.stalledIntervalMs ?? 2000,
         // Running a stalled job again is safe (same row, same key, same bytes).
         maxStalledCount: 1000,
         // Jobs are taken only once `start()` has warmed the connections up.
@@ -141,9 +164,19 @@ export class DeliveryWorker {
       },
     );
     this.worker.on('error', (err) => this.logger.error({ err }, 'delivery worker error'));
+    this.recovery = new DispatchRecovery({
+      redis: () => this.worker.client,
+      key: `${options.prefix ?? DEFAULT_QUEUE_PREFIX}:${this.worker.name}:dispatch-marker`,
+      outbox: this.outbox,
+      logger: this.logger,
+    });
     if (options.autorun ?? true) void this.start();
-    const reconcileEvery = options.reconcileEveryMs ?? 30_000;
-    if (reconcileEvery > 0) this.every(reconcileEvery, () => this.reconcile().then(() => {}));
+    this.every(this.leaseMs / 3, () => this.renewLeases());
+    const reconcileEvery = options.reconcileEveryMs ?? 5000;
+    if (reconcileEvery > 0) {
+      this.every(reconcileEvery, () => this.reconcile().then(() => {}));
+      this.every(options.recoveryCheckMs ?? 1000, () => this.recovery.check());
+    }
     const purgeEvery = options.purgeEveryMs ?? 3_600_000;
     if (purgeEvery > 0) {
       this.every(purgeEvery, async () => {
@@ -182,6 +215,14 @@ export class DeliveryWorker {
         .catch((err: unknown) => this.logger.warn({ err }, 'delivery worker warm-up failed'))
         .finally(() => clearTimeout(timer));
       if (this.closed) return;
+      if ((this.options.reconcileEveryMs ?? 5000) > 0) {
+        // At start: what a lost Redis or a dead worker left behind goes out now, not at
+        // the first period.
+        void this.recovery
+          .check()
+          .then(() => this.reconcile())
+          .catch((err: unknown) => this.logger.warn({ err }, 'start-up reconcile failed'));
+      }
       this.worker.run().catch((err: unknown) => {
         this.logger.error({ err }, 'delivery worker stopped taking jobs');
       });
@@ -197,9 +238,15 @@ export class DeliveryWorker {
     this.timers.push(t);
   }
 
+  /** Heartbeat: extends the leases of the rows whose attempts run here. */
+  private async renewLeases(): Promise<void> {
+    if (this.claimed.size === 0) return;
+    await this.outbox.renewLeases([...this.claimed], this.leaseMs);
+  }
+
   /** One reconciler pass: re-dispatch pending rows whose job Redis lost. */
   async reconcile(): Promise<number> {
-    const n = await this.outbox.reconcile({ graceMs: this.options.reconcileGraceMs ?? 60_000 });
+    const n = await this.outbox.reconcile({ graceMs: this.options.reconcileGraceMs ?? 30_000 });
     if (n > 0) this.logger.info({ rows: n }, 'reconciler re-dispatched overdue outbox rows');
     return n;
   }
@@ -239,7 +286,15 @@ export class DeliveryWorker {
     const admission = await this.limiter.acquire(origin);
     if (!admission.ok) return { kind: 'later', at: Date.now() + admission.waitMs };
     try {
-      const claimed = await this.outbox.claim(id, this.leaseMs);
+      let claimed: Awaited<ReturnType<Outbox['claim']>>;
+      try {
+        claimed = await this.outbox.claim(id, this.leaseMs);
+      } catch (err) {
+        // Database away (restarting): the row is untouched; try it again shortly instead
+        // of failing the job (and a batch job's other rows with it).
+        this.logger.warn({ err, outboxId: id }, 'claim failed; retrying shortly');
+        return { kind: 'later', at: Date.now() + 500 + Math.floor(Math.random() * 500) };
+      }
       if ('kind' in claimed) {
         switch (claimed.kind) {
           case 'missing': {
@@ -259,8 +314,13 @@ export class DeliveryWorker {
             return DONE;
         }
       }
-      const next = await this.attempt(claimed, origin);
-      return next === null ? DONE : { kind: 'later', at: next };
+      this.claimed.add(claimed.id);
+      try {
+        const next = await this.attempt(claimed, origin);
+        return next === null ? DONE : { kind: 'later', at: next };
+      } finally {
+        this.claimed.delete(claimed.id);
+      }
     } finally {
       admission.release();
     }
@@ -299,31 +359,23 @@ export class DeliveryWorker {
 
     let state: AttemptReport['state'];
     let nextAt: number | null = null;
+    let delayMs: number | undefined;
+    let error: string | null = null;
     if (verdict.action === 'delivered') {
       state = 'delivered';
-      await this.outbox.settle(c.id, { state, status: httpStatus(result), error: null });
     } else if (verdict.action === 'stop') {
       state = 'stopped';
-      await this.outbox.settle(c.id, { state, status: httpStatus(result), error: verdict.reason });
+      error = verdict.reason;
     } else {
+      error = verdict.reason;
       const delay = nextDelay(c.attempt, verdict.retryAfterMs, this.options.backoff);
       const horizonEnd = c.firstAttemptAt + c.horizonSeconds * 1000;
       const nowDb = c.dbNow + (completedAt.getTime() - firedAt.getTime());
       if (nowDb + delay >= horizonEnd) {
         state = 'expired';
-        await this.outbox.settle(c.id, {
-          state,
-          status: httpStatus(result),
-          error: verdict.reason,
-        });
       } else {
         state = 'pending';
-        await this.outbox.settle(c.id, {
-          state,
-          status: httpStatus(result),
-          error: verdict.reason,
-          delayMs: delay,
-        });
+        delayMs = delay;
         nextAt = Date.now() + delay;
         metrics?.retries.inc();
         if (result.kind === 'response' && result.status === 429) {
@@ -334,14 +386,31 @@ export class DeliveryWorker {
     }
     if (state !== 'pending') metrics?.deliveries.inc({ outcome: state });
 
-    this.options.activity?.add({
-      ...record,
+    const outcome = {
       status,
       httpStatusCode: httpStatus(result),
       responseTimeMs: result.kind === 'response' ? Math.round(elapsed) : null,
       errorMessage: errorMessage(result, verdict),
       completedAt,
+    };
+    const activity = this.options.activity;
+    const settled = await this.settleRetrying(c.id, {
+      state,
+      status: httpStatus(result),
+      error,
+      ...(delayMs !== undefined ? { delayMs } : {}),
+      ...(activity
+        ? { record: { ...outcome, attempt: c.attempt, url: recordedUrl(c.url), firedAt } }
+        : {}),
     });
+    if (settled) {
+      // The settle wrote the attempt's record: its buffered start need not be.
+      activity?.settled(c.id, c.attempt);
+    } else {
+      activity?.add({ ...record, ...outcome });
+      // Unsettled, the row is sent again once its lease (no longer renewed) ends.
+      nextAt = Date.now() + this.leaseMs;
+    }
     // One info line per attempt outcome: where (origin only: a path may carry tokens), what
     // came back, and when the next try is; never the body, headers or credentials.
     this.logger.info(
@@ -375,6 +444,34 @@ export class DeliveryWorker {
       nextAttemptAt: nextAt,
     });
     return nextAt;
+  }
+
+  /**
+   * Settles, retrying with back-off (100 ms doubling to 1 s) for up to `settleRetryMs`
+   * while the database is away: the row's lease is renewed meanwhile (the heartbeat keeps
+   * it in `claimed`), so no other job sends it again. False when it never went through.
+   */
+  private async settleRetrying(id: string, outcome: Omit<SettleInput, 'id'>): Promise<boolean> {
+    const deadline = Date.now() + (this.options.settleRetryMs ?? 30_000);
+    let wait = 100;
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.outbox.settle(id, outcome);
+        if (tries > 1) this.logger.info({ outboxId: id, tries }, 'settle went through on retry');
+        return true;
+      } catch (err) {
+        if (this.closed || Date.now() + wait > deadline) {
+          this.logger.error(
+            { err, outboxId: id, tries },
+            'settle failed; the row will be sent again',
+          );
+          return false;
+        }
+        if (tries === 1) this.logger.warn({ err, outboxId: id }, 'settle failed; retrying');
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(wait * 2, 1000);
+      }
+    }
   }
 
   /** Graceful: stop taking jobs, let the running ones finish, flush the activity log. */

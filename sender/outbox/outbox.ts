@@ -10,6 +10,12 @@ import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
 import { Batcher } from './batcher.js';
+import {
+  DispatchRetry,
+  reconcileOverdue,
+  redispatchAllPending,
+  withTimeout,
+} from './redispatch.js';
 import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
 import type { DeliveryAuth, EventSink, OutboundEvent, WebhookChannel } from './types.js';
 
@@ -56,6 +62,26 @@ export interface SettleInput {
   status: number | null;
   error: string | null;
   delayMs?: number;
+  /**
+   * The attempt's webhook_activity record, written in the settle's own statement: an
+   * attempt whose outcome is settled is recorded with it, whatever happens to the worker
+   * afterwards. Either way the settle closes the row's earlier `pending` records (their
+   * attempts were interrupted).
+   */
+  record?: SettledAttempt;
+}
+
+/** The outcome of one attempt as webhook_activity records it (the rest comes from the row). */
+export interface SettledAttempt {
+  attempt: number;
+  status: 'success' | 'failed' | 'timeout' | 'connection_error';
+  httpStatusCode: number | null;
+  responseTimeMs: number | null;
+  errorMessage: string | null;
+  /** Recorded URL (no query, no fragment). */
+  url: string;
+  firedAt: Date;
+  completedAt: Date;
 }
 
 export class OutboxError extends Error {
@@ -81,14 +107,6 @@ export interface OutboxOptions {
   logger?: Logger;
   /** How long enqueue waits for Redis before leaving the rows to the reconciler; 5 s. */
   dispatchTimeoutMs?: number;
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`dispatch took over ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
 const SETTLE_LINGER_MS = 10;
@@ -154,6 +172,7 @@ export class Outbox implements EventSink {
   private readonly inserts: Batcher<OutboundEvent[], string[] | Error>;
   private readonly claims: Batcher<{ id: string; leaseMs: number }, ClaimedEvent | null>;
   private readonly settles: Batcher<SettleInput, number | null>;
+  private readonly dispatchRetry: DispatchRetry;
 
   constructor(options: OutboxOptions) {
     this.pool = options.pool;
@@ -163,6 +182,7 @@ export class Outbox implements EventSink {
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
     this.logger = options.logger ?? silentLogger;
     this.dispatchTimeoutMs = options.dispatchTimeoutMs ?? 5000;
+    this.dispatchRetry = new DispatchRetry(this.queue, this.dispatchTimeoutMs, this.logger);
     this.inserts = new Batcher((groups) => this.insertGroups(groups), 200);
     this.claims = new Batcher((ids) => this.claimMany(ids), 500);
     // Nobody waits on a settle for latency (the receiver has its answer already): up to
@@ -328,8 +348,10 @@ export class Outbox implements EventSink {
         this.dispatchTimeoutMs,
       );
     } catch (err) {
-      // The rows are written: Redis being away only delays them until the reconciler.
-      this.logger.warn({ err, rows: ids.length }, 'outbox dispatch failed; reconciler will retry');
+      // The rows are written: Redis being away only delays them. This process dispatches
+      // them again as soon as Redis answers (the reconciler is the backstop).
+      this.logger.warn({ err, rows: ids.length }, 'outbox dispatch failed; retrying');
+      this.dispatchRetry.add(ids.map((id, i) => ({ id, origin: origins[i]! })));
     }
     return ids;
   }
@@ -423,23 +445,68 @@ export class Outbox implements EventSink {
     items: SettleInput[],
     client?: PoolClient,
   ): Promise<Array<number | null>> {
+    const s = this.schema;
+    const rec = (f: (r: SettledAttempt) => unknown) =>
+      items.map((i) => (i.record ? f(i.record) : null));
+    // One statement: the row's state, its attempt's activity record (even when another
+    // job finished the row meanwhile: the attempt did reach the wire), and the closing of
+    // records left pending by interrupted earlier attempts.
     const { rows } = await (client ?? this.statePool).query(
-      `UPDATE ${this.schema}.outbox o
-          SET state = v.state, last_status = v.status, last_error = v.error,
-              completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
-              next_attempt_at = CASE WHEN v.state = 'pending'
-                THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
-         FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[])
-              AS v(id, state, status, error, delay)
-        WHERE o.id = v.id AND o.state = 'pending'
-        RETURNING o.id::text AS id,
-          (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms`,
+      `WITH v AS (
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[],
+             $6::int[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[],
+             $12::timestamptz[], $13::timestamptz[])
+           AS v(id, state, status, error, delay, attempt, rstatus, rcode, rtime, rerror, url,
+                fired, done)
+       ), settled AS (
+         UPDATE ${s}.outbox o
+            SET state = v.state, last_status = v.status, last_error = v.error,
+                completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
+                next_attempt_at = CASE WHEN v.state = 'pending'
+                  THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
+           FROM v
+          WHERE o.id = v.id AND o.state = 'pending'
+          RETURNING o.id::text AS id,
+            (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms
+       ), interrupted AS (
+         UPDATE ${s}.webhook_activity a
+            SET status = 'timeout', error_message = 'attempt_interrupted',
+                completed_at = coalesce(v.fired, now())
+           FROM v
+          WHERE (v.attempt IS NULL OR v.attempt > 1)
+            AND a.outbox_id = v.id AND a.status = 'pending'
+            AND (v.attempt IS NULL OR a.attempt < v.attempt)
+       ), recorded AS (
+         INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
+           principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
+           sequence_number, attempt, status, url, http_status_code, response_time_ms,
+           payload_size_bytes, error_message, fired_at, completed_at)
+         SELECT DISTINCT ON (v.id, v.attempt) o.id, o.media_buy_id, o.media_buy_ids,
+                o.principal_id, o.subscriber_id, o.idempotency_key, o.notification_id,
+                o.notification_type, o.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
+                v.rtime, octet_length(o.body), v.rerror, v.fired, v.done
+           FROM v JOIN ${s}.outbox o ON o.id = v.id
+          WHERE v.attempt IS NOT NULL
+         ON CONFLICT (outbox_id, attempt) DO UPDATE
+           SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
+               response_time_ms = EXCLUDED.response_time_ms,
+               error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at
+       )
+       SELECT * FROM settled`,
       [
         items.map((i) => i.id),
         items.map((i) => i.state),
         items.map((i) => i.status),
         items.map((i) => i.error),
         items.map((i) => Math.round(i.delayMs ?? 0)),
+        rec((r) => r.attempt),
+        rec((r) => r.status),
+        rec((r) => r.httpStatusCode),
+        rec((r) => r.responseTimeMs),
+        rec((r) => r.errorMessage?.slice(0, 500) ?? null),
+        rec((r) => r.url),
+        rec((r) => r.firedAt),
+        rec((r) => r.completedAt),
       ],
     );
     const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));
@@ -447,18 +514,38 @@ export class Outbox implements EventSink {
   }
 
   /**
-   * Re-dispatches pending rows overdue by more than `graceMs`: the ones whose job Redis
-   * lost. Job ids are deterministic, so a row whose job still exists is left as it is.
+   * Extends the claim leases of rows whose attempts are still running in this worker (a
+   * heartbeat): a short lease then frees a dead worker's rows within seconds without ever
+   * letting a slow attempt of a live one be sent twice. Never shortens a lease, and leaves
+   * settled rows alone.
    */
-  async reconcile(options: { graceMs?: number; limit?: number } = {}): Promise<number> {
-    const { rows } = await this.pool.query<{ id: string; target_url: string }>(
-      `SELECT id::text, target_url FROM ${this.schema}.outbox
-        WHERE state = 'pending' AND next_attempt_at < now() - $1::int * interval '1 millisecond'
-        ORDER BY next_attempt_at LIMIT $2`,
-      [options.graceMs ?? 60_000, options.limit ?? 1000],
+  async renewLeases(ids: string[], leaseMs: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const { rowCount } = await this.statePool.query(
+      // SKIP LOCKED: a row a settle or claim holds right now is left for the next beat
+      // (it is being settled anyway), so the heartbeat never waits on nor deadlocks with them.
+      `UPDATE ${this.schema}.outbox o
+          SET next_attempt_at = greatest(o.next_attempt_at, now() + $2::int * interval '1 millisecond')
+         FROM (SELECT id FROM ${this.schema}.outbox
+                WHERE id = ANY($1::bigint[]) AND state = 'pending'
+                ORDER BY id FOR UPDATE SKIP LOCKED) AS mine
+        WHERE o.id = mine.id`,
+      [ids, Math.round(leaseMs)],
     );
-    await this.queue.dispatch(rows.map((r) => ({ id: r.id, origin: originOf(r.target_url) })));
-    return rows.length;
+    return rowCount ?? 0;
+  }
+
+  /**
+   * Re-dispatches pending rows overdue by more than `graceMs` (default 60 s), split between
+   * workers running it at once, paged past any number of rows (`redispatch.ts`).
+   */
+  reconcile(options: { graceMs?: number; pageSize?: number } = {}): Promise<number> {
+    return reconcileOverdue(this.pool, this.queue, this.schema, options);
+  }
+
+  /** After Redis lost its data: one job for every pending row, due when it is (`redispatch.ts`). */
+  redispatchAll(options: { pageSize?: number; onPage?: () => Promise<void> } = {}) {
+    return redispatchAllPending(this.pool, this.queue, this.schema, options);
   }
 
   /**

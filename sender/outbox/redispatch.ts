@@ -1,0 +1,125 @@
+/**
+ * Putting outbox rows back into the queue when their dispatch was lost: the retry of a
+ * dispatch that failed at enqueue (Redis away), the reconciler's overdue pass, and the
+ * full pass after Redis lost its data. Job ids are fixed by row ids, so dispatching a row
+ * whose job still exists changes nothing.
+ */
+import type { Logger } from '../../shared/infra/logger.js';
+import type { Pool } from '../../shared/infra/pg.js';
+import type { DeliveryQueue } from '../delivery/queue.js';
+
+export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`dispatch took over ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+function originOf(url: string): string {
+  return new URL(url).origin;
+}
+
+/**
+ * Rows written whose dispatch failed, dispatched again every 500 ms until Redis answers
+ * (at most 100,000 kept; the reconciler covers the rest).
+ */
+export class DispatchRetry {
+  private undispatched: Array<{ id: string; origin: string }> = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly queue: DeliveryQueue,
+    private readonly timeoutMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  add(items: Array<{ id: string; origin: string }>): void {
+    const room = 100_000 - this.undispatched.length;
+    this.undispatched.push(...items.slice(0, Math.max(0, room)));
+    if (this.timer) return;
+    const tick = async () => {
+      const batch = this.undispatched.splice(0, 5000);
+      try {
+        await withTimeout(this.queue.dispatchBatch(batch), this.timeoutMs);
+        this.logger.info({ rows: batch.length }, 'outbox dispatch went through on retry');
+      } catch {
+        this.undispatched.unshift(...batch);
+      }
+      this.timer = this.undispatched.length > 0 ? setTimeout(() => void tick(), 500).unref() : null;
+    };
+    this.timer = setTimeout(() => void tick(), 500).unref();
+  }
+}
+
+/**
+ * Re-dispatches pending rows overdue by more than `graceMs`: the ones whose job Redis
+ * lost. Workers running it at once split the rows: each page is taken with `FOR UPDATE
+ * SKIP LOCKED` and marked due now (`next_attempt_at = now()`), so another worker's pass
+ * neither waits for it nor sees those rows overdue again for `graceMs`. Pages through
+ * every overdue row, `pageSize` at a time.
+ */
+export async function reconcileOverdue(
+  pool: Pool,
+  queue: DeliveryQueue,
+  schema: string,
+  options: { graceMs?: number; pageSize?: number } = {},
+): Promise<number> {
+  const pageSize = options.pageSize ?? 1000;
+  let total = 0;
+  for (;;) {
+    const { rows } = await pool.query<{ id: string; target_url: string }>(
+      `UPDATE ${schema}.outbox o SET next_attempt_at = now()
+         FROM (SELECT id FROM ${schema}.outbox
+                WHERE state = 'pending'
+                  AND next_attempt_at < now() - $1::int * interval '1 millisecond'
+                ORDER BY next_attempt_at LIMIT $2
+                FOR UPDATE SKIP LOCKED) AS due
+        WHERE o.id = due.id
+        RETURNING o.id::text, o.target_url`,
+      [options.graceMs ?? 60_000, pageSize],
+    );
+    await queue.dispatch(rows.map((r) => ({ id: r.id, origin: originOf(r.target_url) })));
+    total += rows.length;
+    if (rows.length < pageSize) return total;
+  }
+}
+
+/**
+ * After Redis lost its data (flushed, restarted empty): one job for every pending row,
+ * due when the row is (a claimed row when its lease ends), paged by id. Run by one
+ * worker per loss (`delivery/dispatch-recovery.ts`).
+ */
+export async function redispatchAllPending(
+  pool: Pool,
+  queue: DeliveryQueue,
+  schema: string,
+  options: { pageSize?: number; onPage?: () => Promise<void> } = {},
+): Promise<number> {
+  const pageSize = options.pageSize ?? 1000;
+  let after = '0';
+  let total = 0;
+  for (;;) {
+    const { rows } = await pool.query<{ row_id: string; target_url: string; due_in: number }>(
+      // (ordered by the bigint column: an output column named id would sort as text)
+      `SELECT o.id::text AS row_id, target_url,
+              (extract(epoch from next_attempt_at - now()) * 1000)::float8 AS due_in
+         FROM ${schema}.outbox o
+        WHERE state = 'pending' AND o.id > $1::bigint
+        ORDER BY o.id LIMIT $2`,
+      [after, pageSize],
+    );
+    const now = Date.now();
+    await queue.dispatch(
+      rows.map((r) => ({
+        id: r.row_id,
+        origin: originOf(r.target_url),
+        notBefore: now + Math.max(0, r.due_in),
+      })),
+    );
+    total += rows.length;
+    if (rows.length < pageSize) return total;
+    after = rows.at(-1)!.row_id;
+    await options.onPage?.();
+  }
+}
