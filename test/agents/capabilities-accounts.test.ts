@@ -27,7 +27,21 @@ t.test('capability documents per agent and brand', async (t) => {
   t.match(doc.media_buy, {
     reporting_capabilities: { windowed_pull_granularities: ['hourly'] },
     reporting_delivery_methods: ['webhook'],
+    relationship_notifications: {
+      supported: true,
+      registration_task: 'sync_accounts',
+      event_types: ['creative.assignment_changed'],
+      repair_tasks: ['get_media_buys'],
+    },
   });
+  // Published: the account block names its billing parties and only account lifecycle events.
+  t.match(doc.account, {
+    supported_billing: ['operator', 'agent'],
+    notifications: { event_types: ['account.status_changed'] },
+  });
+  t.notOk('sandbox' in (doc.account as object), 'no sandbox accounts unless the controller is on');
+  t.notOk('compliance_testing' in doc, 'no test controller by default');
+  t.match(doc.ext, { impairment_notifications: { registration_task: 'create_media_buy' } });
   t.same(doc.identity, {
     brand_json_url: 'https://seller.example/.well-known/brand.json',
     per_principal_key_isolation: false,
@@ -59,6 +73,7 @@ t.test('adcp brand and 3.1: branded names switch, no retry horizon', async (t) =
   t.match(doc.webhook_signing, { profile: 'adcp/webhook-signing/v1' });
   t.notOk('delivery_retry_horizon_seconds' in (doc.webhook_signing as object));
   t.ok(doc.adcp);
+  t.notOk('identity' in doc, 'no https brand.json configured: no identity block');
 });
 
 t.test('sync_accounts: replacement semantics and account events', async (t) => {
@@ -282,7 +297,28 @@ t.test('agent-level configs and capabilities.changed', async (t) => {
     buyer(h, 'signals'),
   );
   t.equal(r.capabilities_version, '1');
+  t.equal(r.action, 'updated');
   t.equal((r.notification_configs as unknown[]).length, 2);
+  const again = await h.ok(
+    'signals',
+    'sync_agent_notification_configs',
+    { notification_configs: configs },
+    buyer(h, 'signals'),
+  );
+  t.equal(again.action, 'unchanged', 'the same set again');
+  const cleared = await h.ok(
+    'signals',
+    'sync_agent_notification_configs',
+    { notification_configs: [] },
+    buyer(h, 'signals'),
+  );
+  t.equal(cleared.action, 'cleared');
+  await h.ok(
+    'signals',
+    'sync_agent_notification_configs',
+    { notification_configs: configs },
+    buyer(h, 'signals'),
+  );
   t.equal(
     (
       await h.err(

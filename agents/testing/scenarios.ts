@@ -1,0 +1,11 @@
+/**
+ * The `comply_test_controller` scenarios each agent implements (the capability document's
+ * `compliance_testing.scenarios` and the controller's `list_scenarios` answer).
+ */
+import type { AgentKind } from '../auth/principal.js';
+
+export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
+  sales: ['force_account_status', 'force_media_buy_status', 'force_creative_status'],
+  creative: ['seed_creative_format'],
+  signals: ['seed_signal'],
+};
