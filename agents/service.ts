@@ -14,6 +14,7 @@ import {
   type AgentAuthKeys,
 } from './auth/authenticate.js';
 import { onboardPrincipal, revokeApiKeys } from './auth/principal-admin.js';
+import { oauthResources } from './auth/resources.js';
 import { AGENT_KINDS, type AgentKind, type Permissions } from './auth/principal.js';
 import { publishCapabilitiesChange, registerCommonTasks } from './common/capabilities.js';
 import { getPreview, registerCreativeAgentTasks } from './creative/creative-agent.js';
@@ -142,7 +143,8 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
   for (const agent of AGENT_KINDS) {
     keys[agent] = {
       hs256Secret: secrets[agent],
-      audiences: [agent, settings.urls[agent]],
+      // The origin and its two endpoints: the RFC 9728 resources a token may be bound to.
+      audiences: [agent, ...oauthResources(settings.urls[agent])],
       ...(options.authKeys?.[agent] ?? {}),
     };
   }

@@ -27,6 +27,7 @@ import type {
   TaskSuccess,
 } from './types.js';
 import { fieldPath, issueToError } from './validation.js';
+import { checkVersionPin } from './versions.js';
 
 export interface TaskDispatcherOptions {
   pool: Pool;
@@ -39,6 +40,15 @@ export interface TaskDispatcherOptions {
 }
 
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{8,255}$/;
+
+/**
+ * Other names of our tasks: the reference SDK polls with a tool/skill named `tasks/get`
+ * (`tasks_get` where `/` is not allowed); both are `get_task_status`.
+ */
+const TASK_ALIASES: Record<string, string> = {
+  'tasks/get': 'get_task_status',
+  tasks_get: 'get_task_status',
+};
 
 /** The request as its fingerprint sees it (supplement §4.8: credentials are excluded). */
 function canonicalRequest(task: string, params: Record<string, unknown>): string {
@@ -100,6 +110,33 @@ export class TaskDispatcher {
     return this.options.authenticator.authenticate(agent, credentials);
   }
 
+  /** What the agents know of where they run (transports read the response-check mode). */
+  get settings(): AgentSettings {
+    return this.options.settings;
+  }
+
+  /** The brand word of the wire names (`<brand>_error`, `<brand>_major_version`). */
+  get brand(): string {
+    return this.options.settings.profile.brand;
+  }
+
+  /**
+   * Admission of a task call before it runs: the credentials hold and the task's tier and
+   * permission allow the caller. Transports call it first so an auth refusal is an HTTP
+   * 401/403 rather than a task result; they hand the principal on to `invoke`. A task the
+   * agent does not have is admitted (its call answers UNKNOWN_TASK). Throws TaskError.
+   */
+  async admit(
+    agent: AgentKind,
+    task: string,
+    credentials: InvokeRequest['credentials'],
+  ): Promise<Principal | null> {
+    const principal = await this.options.authenticator.authenticate(agent, credentials);
+    const def = this.definition(agent, task);
+    if (def) this.authorize(def, principal);
+    return principal;
+  }
+
   /** The polling view of a task the principal owns; TaskError TASK_NOT_FOUND otherwise. */
   async getTask(
     taskId: string,
@@ -157,22 +194,29 @@ export class TaskDispatcher {
     }
   }
 
+  private definition(agent: AgentKind, task: string): TaskDefinition | undefined {
+    return this.registry.get(agent, Object.hasOwn(TASK_ALIASES, task) ? TASK_ALIASES[task]! : task);
+  }
+
   private async run(req: InvokeRequest): Promise<TaskSuccess> {
-    const def = this.registry.get(req.agent, req.task);
+    const def = this.definition(req.agent, req.task);
     if (!def) {
       throw taskError(
         'UNKNOWN_TASK',
         `the ${req.agent} agent has no task "${String(req.task).slice(0, 100)}"`,
       );
     }
-    const principal = await this.options.authenticator.authenticate(req.agent, req.credentials);
+    const principal =
+      req.principal !== undefined
+        ? req.principal
+        : await this.options.authenticator.authenticate(req.agent, req.credentials);
     this.authorize(def, principal);
 
     const raw = req.params ?? {};
     if (typeof raw !== 'object' || Array.isArray(raw)) {
       throw taskError('VALIDATION_ERROR', 'task parameters must be a JSON object');
     }
-    const params = raw as Record<string, unknown>;
+    const params = checkVersionPin(raw as Record<string, unknown>, this.brand);
     const meta = this.requestMeta(req, params);
     const parsed = def.schema.safeParse(params);
     if (!parsed.success) {

@@ -236,6 +236,7 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
         profile,
         keysRouter: keysRouter({ keys, profile, agents: brandAgents }),
         extra,
+        oauth: oauth !== null,
         logger,
       });
       servers[agent].on('request', app.callback());

@@ -41,12 +41,14 @@ import { isLegacyJsonRpcMethod } from '@a2a-js/sdk/compat/v0_3';
 import type { Middleware } from 'koa';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import type { Logger } from '../../shared/infra/logger.js';
-import type { AgentKind } from '../auth/principal.js';
+import type { AgentKind, Principal } from '../auth/principal.js';
+import { checkResponse } from '../protocol/index.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
-import { errorResponse, taskError } from '../runtime/errors.js';
+import { contextOf, errorResponse, taskError } from '../runtime/errors.js';
 import type { TaskView } from '../runtime/task-store.js';
 import type { TaskResult, TaskStatus } from '../runtime/types.js';
 import { coreAgentCard } from './agent-card.js';
+import { isAuthRefusal, writeAuthRefusal } from './auth-challenge.js';
 import { readJsonBody } from './body.js';
 import { credentialsOf, dryRunOf, type HeaderBag } from './request-headers.js';
 
@@ -60,6 +62,8 @@ export interface A2aEndpointOptions {
   /** Card name, e.g. `svc sales agent`. */
   name: string;
   logger?: Logger;
+  /** RFC 9728 metadata URL named in auth challenges (when the origin runs OAuth). */
+  resourceMetadata?: string;
 }
 
 const STATE_OF: Record<TaskStatus, TaskState> = {
@@ -88,6 +92,8 @@ interface CallState {
   headers: HeaderBag;
   /** `configuration.pushNotificationConfig` (0.3) / `taskPushNotificationConfig` (1.0) raw. */
   rawPushConfig: unknown;
+  /** Admitted before the SDK saw the request (`dispatcher.admit`); undefined: not yet. */
+  principal?: Principal | null;
 }
 const CALL_STATE = 'agent.call';
 
@@ -194,6 +200,12 @@ class AgentA2aHandler implements A2ARequestHandler {
     return s;
   }
 
+  /** The response-validation hook (off in production; strict in the test suite). */
+  private check(skill: string, body: unknown): void {
+    const mode = this.o.dispatcher.settings.validateResponses;
+    checkResponse(mode, this.o.agent, skill, body, this.o.logger);
+  }
+
   async getAgentCard(): Promise<AgentCard> {
     return coreAgentCard(this.o);
   }
@@ -208,10 +220,12 @@ class AgentA2aHandler implements A2ARequestHandler {
     // Without a client contextId the task id serves (as the sender and tasks/get do).
     const givenContext = message?.contextId || undefined;
     let skill = 'unknown';
+    let skillParams: unknown;
     let result: TaskResult;
     try {
       const parsed = skillCallOf(message, call.version);
       skill = parsed.skill;
+      skillParams = parsed.params;
       const push = call.rawPushConfig;
       result = await this.o.dispatcher.invoke({
         agent: this.o.agent,
@@ -220,6 +234,7 @@ class AgentA2aHandler implements A2ARequestHandler {
         credentials: credentialsOf(call.headers),
         dryRun: dryRunOf(call.headers),
         transport: 'a2a',
+        ...(call.principal !== undefined ? { principal: call.principal } : {}),
         ...(push !== undefined && push !== null
           ? {
               a2aPush: {
@@ -238,7 +253,11 @@ class AgentA2aHandler implements A2ARequestHandler {
       result = err;
     }
     if (result instanceof TaskError) {
-      const { body } = errorResponse(this.o.agent, result);
+      const { body } = errorResponse(result, {
+        brand: this.o.dispatcher.brand,
+        context: contextOf(skillParams),
+      });
+      this.check(skill, body);
       const taskId = `task_${randomUUID()}`;
       return taskOf({
         taskId,
@@ -249,6 +268,7 @@ class AgentA2aHandler implements A2ARequestHandler {
         text: `${result.code}: ${result.message}`,
       });
     }
+    this.check(skill, result);
     const { status, task_id: asyncId, ...rest } = result;
     const taskId = asyncId ?? `task_${randomUUID()}`;
     return taskOf({
@@ -264,10 +284,10 @@ class AgentA2aHandler implements A2ARequestHandler {
     const call = this.call(context);
     let view: TaskView;
     try {
-      const principal = await this.o.dispatcher.authenticate(
-        this.o.agent,
-        credentialsOf(call.headers),
-      );
+      const principal =
+        call.principal !== undefined
+          ? call.principal
+          : await this.o.dispatcher.authenticate(this.o.agent, credentialsOf(call.headers));
       view = await this.o.dispatcher.getTask(params.id, principal, true);
     } catch (err) {
       if (err instanceof TaskError) {
@@ -330,6 +350,56 @@ function rpcError(id: unknown, code: number, message: string) {
   };
 }
 
+const SEND_METHODS = new Set([
+  'message/send',
+  'message/stream',
+  'SendMessage',
+  'SendStreamingMessage',
+]);
+
+/** The skill and parameters named by a raw send request (either version's part shape). */
+function rawSkillCall(params: Record<string, unknown> | undefined): {
+  skill: string;
+  params: unknown;
+} {
+  const message = params?.message as { parts?: unknown } | undefined;
+  const parts = Array.isArray(message?.parts) ? (message.parts as unknown[]) : [];
+  for (const part of parts) {
+    let data = (part as { data?: unknown } | null)?.data as Record<string, unknown> | undefined;
+    if (data && typeof data.data === 'object' && data.skill === undefined) {
+      data = data.data as Record<string, unknown>;
+    }
+    if (data && typeof data === 'object' && typeof data.skill === 'string') {
+      return { skill: data.skill, params: data.input ?? data.parameters };
+    }
+  }
+  return { skill: '', params: undefined };
+}
+
+/**
+ * Admission before the SDK sees the request: the credentials must hold for any method,
+ * and a skill call must be allowed for the caller (tier, permission). Refusals are the
+ * transport's 401/403; the principal is handed on so the call does not authenticate again.
+ */
+async function admitA2a(
+  o: A2aEndpointOptions,
+  headers: HeaderBag,
+  rpc: Record<string, unknown>,
+): Promise<{ principal?: Principal | null; refusal?: TaskError; params?: unknown }> {
+  const isSend = typeof rpc.method === 'string' && SEND_METHODS.has(rpc.method);
+  const call = isSend
+    ? rawSkillCall(rpc.params as Record<string, unknown> | undefined)
+    : { skill: '', params: undefined };
+  try {
+    const principal = await o.dispatcher.admit(o.agent, call.skill, credentialsOf(headers));
+    return { principal, params: call.params };
+  } catch (err) {
+    if (err instanceof TaskError && isAuthRefusal(err))
+      return { refusal: err, params: call.params };
+    throw err;
+  }
+}
+
 /** Koa middleware for `POST /a2a` (JSON-RPC, both versions). */
 export function a2aMiddleware(o: A2aEndpointOptions): Middleware {
   const handler = new AgentA2aHandler(o);
@@ -363,8 +433,25 @@ export function a2aMiddleware(o: A2aEndpointOptions): Middleware {
           ? configuration.pushNotificationConfig
           : configuration.taskPushNotificationConfig
         : undefined;
+    const admitted = await admitA2a(o, ctx.req.headers, rpc);
+    if (admitted.refusal) {
+      ctx.respond = false;
+      writeAuthRefusal(ctx.res, admitted.refusal, {
+        brand: o.dispatcher.brand,
+        rpcId: rpc.id,
+        context: contextOf(admitted.params),
+        realm: new URL('/a2a', o.baseUrl).toString(),
+        resourceMetadata: o.resourceMetadata,
+      });
+      return;
+    }
     const state = new Map<string, unknown>();
-    state.set(CALL_STATE, { version, headers: ctx.req.headers, rawPushConfig } satisfies CallState);
+    state.set(CALL_STATE, {
+      version,
+      headers: ctx.req.headers,
+      rawPushConfig,
+      principal: admitted.principal ?? null,
+    } satisfies CallState);
     const context = new ServerCallContext({
       requestedVersion: version === '0.3' ? '0.3' : '1.0',
       state,

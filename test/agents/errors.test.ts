@@ -4,7 +4,15 @@
  * error, never a fault.
  */
 import t from 'tap';
-import { errorResponse } from '../../agents/runtime/errors.js';
+import {
+  contextOf,
+  errorResponse,
+  fieldOfPointer,
+  plainErrorBody,
+  pointerOf,
+  TaskErrors,
+  validationError,
+} from '../../agents/runtime/errors.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import { buyer, harness, START } from './support/core.js';
 
@@ -484,11 +492,11 @@ t.test('spec error codes', async (t) => {
   );
 });
 
-t.test('signal agent codes use the errors[] shape', async (t) => {
+t.test('signal agent refusals: several errors[] at once', async (t) => {
   const h = await harness(t);
   const c = buyer(h, 'signals');
   const ttd = { type: 'platform', platform: 'the-trade-desk' };
-  const body = async (p: Promise<TaskError>) => errorResponse('signals', await p);
+  const body = async (p: Promise<TaskError>) => errorResponse(await p, { brand: 'svc' });
 
   const nf = await body(
     h.err(
@@ -682,4 +690,103 @@ t.test('malformed inputs of every task give a specific error, never a fault', as
       }
     }
   }
+});
+
+t.test('the published error envelope: issues, recovery, context, brand names', async (t) => {
+  t.equal(
+    fieldOfPointer('/packages/0/targeting/geo_countries/2'),
+    'packages[0].targeting.geo_countries[2]',
+  );
+  t.equal(fieldOfPointer('/a~1b/c~0d'), 'a/b.c~d');
+  t.equal(fieldOfPointer(''), '');
+  t.equal(pointerOf(['packages', 0, 'a/b~']), '/packages/0/a~1b~0');
+
+  const issues = [
+    { pointer: '/packages/0/budget', message: 'must be > 0', keyword: 'exclusiveMinimum' },
+    { pointer: '/end_time', message: 'must be a date-time', keyword: 'format' },
+  ];
+  const v = validationError(issues);
+  t.equal(v.code, 'VALIDATION_ERROR');
+  t.equal(v.status, 400);
+  t.equal(v.field, 'packages[0].budget', 'field is the first issue, JSONPath-lite');
+  t.match(v.message, /packages\[0\]\.budget: must be > 0; end_time: must be a date-time/);
+  const ctx = { correlation_id: 'c-1', nested: { a: [1, 2] } };
+  const { status, body } = errorResponse(v, { brand: 'adcp', context: ctx });
+  t.equal(status, 400);
+  t.same(body, {
+    status: 'failed',
+    errors: [
+      {
+        code: 'VALIDATION_ERROR',
+        message: v.message,
+        recovery: 'correctable',
+        field: 'packages[0].budget',
+        issues,
+      },
+    ],
+    adcp_error: (body.errors as unknown[])[0],
+    context: ctx,
+  });
+  t.equal(body.context, ctx, 'context echoed as given');
+  t.notOk('svc_error' in body);
+  t.equal(validationError([]).message, 'invalid parameters');
+  t.equal(validationError([], 'whole body').message, 'whole body');
+
+  t.same(plainErrorBody('svc', 'NOT_FOUND', 'no route'), {
+    status: 'failed',
+    errors: [{ code: 'NOT_FOUND', message: 'no route', recovery: 'correctable' }],
+    svc_error: { code: 'NOT_FOUND', message: 'no route', recovery: 'correctable' },
+  });
+  t.equal(
+    (plainErrorBody('svc', 'INTERNAL_ERROR', 'x').svc_error as { recovery: string }).recovery,
+    'transient',
+  );
+  t.equal(contextOf({ context: [1] }), undefined, 'a non-object context is not echoed');
+  t.equal(contextOf(null), undefined);
+  t.throws(() => new TaskErrors([]), RangeError);
+});
+
+t.test('version pins: VERSION_UNSUPPORTED for another major, context echoed', async (t) => {
+  const h = await harness(t);
+  const context = { correlation_id: 'v-99' };
+  const e = await h.err('sales', 'list_authorized_properties', { svc_major_version: 99, context });
+  t.equal(e.code, 'VERSION_UNSUPPORTED');
+  t.equal(e.status, 400);
+  t.equal(e.field, 'svc_major_version');
+  t.same(e.details, { supported_versions: ['3.0', '3.1', '3.2'], supported_majors: [3] });
+  const wire = errorResponse(e, { brand: 'svc', context }).body;
+  t.match(wire, {
+    status: 'failed',
+    errors: [
+      { code: 'VERSION_UNSUPPORTED', details: { supported_versions: ['3.0', '3.1', '3.2'] } },
+    ],
+    svc_error: { code: 'VERSION_UNSUPPORTED' },
+    context,
+  });
+  t.equal(
+    (await h.err('sales', 'list_authorized_properties', { svc_version: '4.0' })).code,
+    'VERSION_UNSUPPORTED',
+  );
+  for (const [params, field] of [
+    [{ svc_major_version: '3' }, 'svc_major_version'],
+    [{ svc_major_version: 0 }, 'svc_major_version'],
+    [{ svc_major_version: 3.5 }, 'svc_major_version'],
+    [{ svc_version: 'three' }, 'svc_version'],
+    [{ svc_version: 3.1 }, 'svc_version'],
+  ] as const) {
+    const bad = await h.err('sales', 'list_authorized_properties', params);
+    t.equal(bad.code, 'VALIDATION_ERROR', JSON.stringify(params));
+    t.equal(bad.field, field, JSON.stringify(params));
+  }
+  // Supported pins are served (and do not reach the task's own schema).
+  const ok = await h.call('sales', 'list_authorized_properties', {
+    svc_major_version: 3,
+    svc_version: '3.1',
+  });
+  t.notOk(ok instanceof TaskError, 'major 3 pin accepted');
+  const beta = await h.call('sales', 'list_authorized_properties', { svc_version: '3.2-beta.5' });
+  t.notOk(beta instanceof TaskError, 'a 3.x pre-release pin accepted');
+  // The adcp brand's names are not ours under svc: they reach the task as unknown members.
+  const other = await h.call('sales', 'list_authorized_properties', { adcp_major_version: 99 });
+  t.ok(!(other instanceof TaskError) || String(other.code) !== 'VERSION_UNSUPPORTED');
 });
