@@ -16,6 +16,7 @@ export {
   ResponseSchemaDrift,
   checkResponse,
   publishedTaskName,
+  releasesOf,
   responseDrift,
   validateRequest,
   validateResponse,

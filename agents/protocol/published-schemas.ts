@@ -121,6 +121,28 @@ export function errorEnvelopeValidator(release: Release): ValidateFunction {
   return fn;
 }
 
+const documents = new Map<string, AnySchemaObject | null>();
+
+/**
+ * Resolves an absolute `$id` of a release to its schema document, read from the vendored
+ * file it names (no validator is built for this: describing a task stays cheap).
+ */
+export function resolveRef(release: Release, ref: string): AnySchemaObject | null {
+  const path = ref.replace(/^https?:\/\/[^/]+/, '').split('#')[0]!;
+  const prefix = `/schemas/${release}/`;
+  if (!path.startsWith(prefix) || path.includes('..')) return null;
+  const key = `${release} ${path}`;
+  if (!documents.has(key)) {
+    try {
+      const file = join(SCHEMA_DIR, release, path.slice(prefix.length));
+      documents.set(key, JSON.parse(readFileSync(file, 'utf8')) as AnySchemaObject);
+    } catch {
+      documents.set(key, null);
+    }
+  }
+  return documents.get(key) ?? null;
+}
+
 /** The raw (unresolved) published schema document of a task's request or response. */
 export function publishedSchema(
   release: Release,
@@ -129,13 +151,7 @@ export function publishedSchema(
   side: 'request' | 'response',
 ): AnySchemaObject | null {
   const entry = entryOf(release, agent, task);
-  if (!entry) return null;
-  return (ajvFor(release).getSchema(entry[side])?.schema as AnySchemaObject | undefined) ?? null;
-}
-
-/** Resolves a `$ref` (absolute `$id`) of a release to its schema document. */
-export function resolveRef(release: Release, ref: string): AnySchemaObject | null {
-  return (ajvFor(release).getSchema(ref)?.schema as AnySchemaObject | undefined) ?? null;
+  return entry ? resolveRef(release, entry[side]) : null;
 }
 
 export type { ErrorObject };

@@ -5,6 +5,7 @@
  * production default, nothing loaded), `warn` logs each drift, `strict` throws
  * ResponseSchemaDrift (tests run strict, so a drifting field fails the test that made it).
  */
+import { BRANDS } from '../../shared/brand.js';
 import { issuesFromAjv, type ValidationIssue } from './issues.js';
 import {
   errorEnvelopeValidator,
@@ -16,9 +17,11 @@ import {
 export type ResponseValidationMode = 'off' | 'warn' | 'strict';
 export const RESPONSE_VALIDATION_MODES = ['off', 'warn', 'strict'] as const;
 
-/** Our brand's capabilities task is the protocol's `get_adcp_capabilities`. */
+const CAPABILITIES_TASKS = new Set(BRANDS.map((b) => `get_${b}_capabilities`));
+
+/** Our brand's capabilities task (`get_svc_capabilities`) is the protocol's `get_adcp_capabilities`. */
 export function publishedTaskName(task: string): string {
-  return /^get_[a-z0-9]+_capabilities$/.test(task) ? 'get_adcp_capabilities' : task;
+  return CAPABILITIES_TASKS.has(task) ? 'get_adcp_capabilities' : task;
 }
 
 const PROBE_FAILURE = { status: 'failed', errors: [{ code: 'PROBE', message: 'probe' }] };
@@ -104,10 +107,32 @@ export class ResponseSchemaDrift extends Error {
   }
 }
 
+/**
+ * The releases a request speaks: its `adcp_version` (`3.1...` or `3.2...`) names one; a
+ * request without one is answered in a shape every release accepts. (A 3.2-only value,
+ * e.g. the `creative.assignment_changed` event type, cannot be valid 3.1.)
+ */
+export function releasesOf(params: unknown): readonly Release[] {
+  const v =
+    params && typeof params === 'object'
+      ? (params as { adcp_version?: unknown }).adcp_version
+      : null;
+  if (typeof v === 'string') {
+    const match = RELEASES.filter((r) => r.startsWith(v.split('.').slice(0, 2).join('.') + '.'));
+    if (match.length > 0) return match;
+  }
+  return RELEASES;
+}
+
 /** Every release's drift of a wire body (empty when it matches each that publishes it). */
-export function responseDrift(agent: string, task: string, body: unknown): DriftItem[] {
+export function responseDrift(
+  agent: string,
+  task: string,
+  body: unknown,
+  releases: readonly Release[] = RELEASES,
+): DriftItem[] {
   const drift: DriftItem[] = [];
-  for (const release of RELEASES) {
+  for (const release of releases) {
     const issues = validateResponse(agent, task, body, release);
     if (issues && issues.length > 0) drift.push({ release, issues });
   }
@@ -124,10 +149,11 @@ export function checkResponse(
   agent: string,
   task: string,
   body: unknown,
-  logger?: DriftLogger,
+  options: { logger?: DriftLogger; releases?: readonly Release[] } = {},
 ): void {
   if (mode === undefined || mode === 'off') return;
-  const drift = responseDrift(agent, task, body);
+  const drift = responseDrift(agent, task, body, options.releases);
+  const logger = options.logger;
   if (drift.length === 0) return;
   const err = new ResponseSchemaDrift(agent, task, drift);
   if (mode === 'strict') throw err;

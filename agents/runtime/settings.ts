@@ -77,11 +77,6 @@ export interface AgentSettings {
    * sandbox principals and never touches a production account. `svc start` turns it on.
    */
   testController: boolean;
-  /**
-   * `comply_test_controller` (agents/testing/): off by default; when on, it answers only
-   * sandbox principals and never touches a production account. `svc start` turns it on.
-   */
-  testController: boolean;
   /** Reads `webhook_activity[]` (the sender's activity log) when present. */
   webhookActivity?: {
     list(query: { principalId: string; mediaBuyId: string; limit?: number }): Promise<unknown[]>;
@@ -124,7 +119,6 @@ export function defaultSettings(
     idempotencyTtlSeconds: 86400,
     previewTtlSeconds: 86400,
     taskStepMs: 2000,
-    testController: false,
     testController: false,
     validateResponses: 'off',
     ...overrides,

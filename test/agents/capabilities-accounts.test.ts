@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { brandProfile } from '../../shared/brand.js';
-import { buyer, harness } from './support/core.js';
+import { buyer, harness, pendingBuyId } from './support/core.js';
 
 t.test('capability documents per agent and brand', async (t) => {
   const h = await harness(t, {
@@ -156,7 +156,7 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
   t.match(events[0]!.fields, {
     account_id: acct.account_id,
     creative_id: 'cr1',
-    transition: { to: 'active' },
+    transition: { to: 'approved' },
   });
 
   // Assignment changes go to subscribers of creative.assignment_changed.
@@ -194,7 +194,12 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
     },
     c,
   );
-  const pkg = (created.packages as Array<{ package_id: string }>)[0]!.package_id;
+  const buyId = await pendingBuyId(h, created.task_id);
+  const pkg = (
+    (await h.ok('sales', 'get_media_buys', { media_buy_ids: [buyId] }, c)).media_buys as Array<{
+      packages: Array<{ package_id: string }>;
+    }>
+  )[0]!.packages[0]!.package_id;
   await h.ok(
     'sales',
     'sync_creatives',

@@ -14,7 +14,7 @@ import {
   validationError,
 } from '../../agents/runtime/errors.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
-import { buyer, harness, START } from './support/core.js';
+import { buyer, harness, pendingBuyId, START } from './support/core.js';
 
 const CREATIVE = 'http://127.0.0.1:3002';
 const end = new Date(START + 86400_000).toISOString();
@@ -72,7 +72,8 @@ t.test('spec error codes', async (t) => {
     'packages[0].budget',
   );
   await expect(
-    h.err('sales', 'create_media_buy', buy({ buyer_ref: undefined }), c),
+    // buyer_ref is optional (the published request has none), but not of any type.
+    h.err('sales', 'create_media_buy', buy({ buyer_ref: 5 }), c),
     'VALIDATION_ERROR',
     400,
     'buyer_ref',
@@ -371,11 +372,12 @@ t.test('spec error codes', async (t) => {
 
   // A media buy of another principal is not found; its task neither.
   const mine = await h.ok('sales', 'create_media_buy', buy(), c);
+  const mineId = await pendingBuyId(h, mine.task_id);
   await expect(
     h.err(
       'sales',
       'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: {} },
+      { media_buy_id: mineId, updates: {} },
       { authorization: `Bearer ${other}` },
     ),
     'MEDIA_BUY_NOT_FOUND',
@@ -393,12 +395,7 @@ t.test('spec error codes', async (t) => {
     404,
   );
   await expect(
-    h.err(
-      'sales',
-      'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: { status: 'paused' } },
-      c,
-    ),
+    h.err('sales', 'update_media_buy', { media_buy_id: mineId, updates: { status: 'paused' } }, c),
     'INVALID_STATE',
     409,
     'updates.status',
@@ -407,7 +404,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: { status: 'completed' } },
+      { media_buy_id: mineId, updates: { status: 'completed' } },
       c,
     ),
     'VALIDATION_ERROR',
@@ -418,7 +415,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: { budget_change: -999999 } },
+      { media_buy_id: mineId, updates: { budget_change: -999999 } },
       c,
     ),
     'VALIDATION_ERROR',
@@ -429,7 +426,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: { packages: [{ package_id: 'pkg_x' }] } },
+      { media_buy_id: mineId, updates: { packages: [{ package_id: 'pkg_x' }] } },
       c,
     ),
     'PACKAGE_NOT_FOUND',
@@ -443,7 +440,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'get_media_buy_delivery',
-      { media_buy_id: mine.media_buy_id, time_granularity: '15min' },
+      { media_buy_id: mineId, time_granularity: '15min' },
       c,
     ),
     'UNSUPPORTED_GRANULARITY',
@@ -454,7 +451,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'get_media_buy_delivery',
-      { media_buy_id: mine.media_buy_id, date_range: { start: '2026-03-05', end: '2026-03-01' } },
+      { media_buy_id: mineId, date_range: { start: '2026-03-05', end: '2026-03-01' } },
       c,
     ),
     'VALIDATION_ERROR',

@@ -6,6 +6,7 @@ import {
   issuesFromAjv,
   publishedTaskName,
   RELEASES,
+  releasesOf,
   ResponseSchemaDrift,
   responseDrift,
   validateRequest,
@@ -34,6 +35,11 @@ t.test('the brand capabilities task is the protocol get_adcp_capabilities', asyn
   t.equal(publishedTaskName('get_svc_capabilities'), 'get_adcp_capabilities');
   t.equal(publishedTaskName('get_adcp_capabilities'), 'get_adcp_capabilities');
   t.equal(publishedTaskName('get_products'), 'get_products');
+  t.equal(
+    publishedTaskName('get_agent_capabilities'),
+    'get_agent_capabilities',
+    'ours, unpublished',
+  );
 });
 
 t.test('a response is checked per release; the same task differs by agent', async (t) => {
@@ -73,7 +79,9 @@ t.test('checkResponse: off does nothing, warn warns, strict throws naming the dr
   t.doesNotThrow(() => checkResponse('off', 'sales', 'get_media_buys', bad));
   t.doesNotThrow(() => checkResponse(undefined, 'sales', 'get_media_buys', bad));
   const warnings: unknown[] = [];
-  checkResponse('warn', 'sales', 'get_media_buys', bad, { warn: (o) => warnings.push(o) });
+  checkResponse('warn', 'sales', 'get_media_buys', bad, {
+    logger: { warn: (o) => warnings.push(o) },
+  });
   t.equal(warnings.length, 1);
   const err = t.throws(() => checkResponse('strict', 'sales', 'get_media_buys', bad)) as unknown;
   t.ok(err instanceof ResponseSchemaDrift);
@@ -137,3 +145,16 @@ t.test(
     t.same(issuesFromAjv(null), []);
   },
 );
+
+t.test('releasesOf: the request adcp_version picks the release it is answered in', async (t) => {
+  t.same(releasesOf({ adcp_version: '3.1.0' }), ['3.1.19']);
+  t.same(releasesOf({ adcp_version: '3.2' }), ['3.2.0-beta.5']);
+  t.same(releasesOf({ adcp_version: '9.9' }), RELEASES, 'unknown: every release');
+  t.same(releasesOf({}), RELEASES);
+  t.same(releasesOf(null), RELEASES);
+  const only32 = { status: 'completed', notification_configs: [], action: 'x' };
+  t.ok(
+    responseDrift('sales', 'sync_agent_notification_configs', only32, ['3.1.19']).length === 0,
+    'a task a release does not publish is not checked there',
+  );
+});
