@@ -36,6 +36,8 @@ import { registerDeliveryTasks, SimulatedDeliverySource } from './sales/delivery
 import { DeliverySimulator } from './sales/delivery-simulator.js';
 import { MediaBuyOperator, registerMediaBuyTasks } from './sales/media-buys.js';
 import { registerSignalTasks } from './signals/signal-agent.js';
+import { registerTestController } from './testing/controller.js';
+import { markDemoPrincipalsSandbox } from './testing/sandbox.js';
 import { demoCredentials, seedCatalog, type DemoCredential } from './seed.js';
 import { DEFAULT_AGENTS_SCHEMA, migrateAgents } from './store/migrations.js';
 
@@ -167,6 +169,10 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
   registerAccountTasks(registry);
   registerCreativeAgentTasks(registry);
   registerSignalTasks(registry);
+  if (settings.testController) {
+    registerTestController(registry);
+    await markDemoPrincipalsSandbox(pool, schema);
+  }
   registerCommonTasks(registry, tasks, options.profile.capabilitiesTask);
 
   const simulator = new DeliverySimulator({ pool, schema, clock, notifications });

@@ -5,7 +5,7 @@
  * and records asynchronous tasks for the executor.
  */
 import { PushNotificationConfigSchema } from '../../shared/envelope/channel-config.js';
-import { isTerminalStatus } from '../../shared/envelope/task-status.js';
+import { isTerminalStatus, type TaskStatus } from '../../shared/envelope/task-status.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import { fingerprint } from '../../shared/json/canonical.js';
@@ -18,6 +18,7 @@ import type { AgentSettings } from './settings.js';
 import type { TaskRegistry } from './registry.js';
 import { newTaskId, TaskStore, type TaskView } from './task-store.js';
 import type {
+  A2aPush,
   AgentNotifications,
   InvokeRequest,
   RequestMeta,
@@ -137,13 +138,76 @@ export class TaskDispatcher {
     return principal;
   }
 
-  /** The polling view of a task the principal owns; TaskError TASK_NOT_FOUND otherwise. */
+  /**
+   * The polling view of a task the principal owns; TaskError TASK_NOT_FOUND otherwise.
+   * `agent`: where a caller without credentials polls (they see tasks of no principal).
+   */
   async getTask(
     taskId: string,
     principal: Principal | null,
     includeResult = true,
+    agent?: AgentKind,
   ): Promise<TaskView> {
-    return this.tasks.view(this.options.pool, taskId, principal, includeResult);
+    return this.tasks.view(this.options.pool, taskId, principal, includeResult, agent);
+  }
+
+  /**
+   * Stores a task that was answered at once under the id the transport handed out (A2A
+   * gives every answer a task), so `tasks/get` finds it; `body` is the answer as sent.
+   */
+  async recordAnswered(input: {
+    taskId: string;
+    agent: AgentKind;
+    task: string;
+    principal: Principal | null;
+    status: TaskStatus;
+    body: Record<string, unknown>;
+    context?: Record<string, unknown> | undefined;
+  }): Promise<void> {
+    await this.tasks.insertAnswered(this.options.pool, {
+      task_id: input.taskId,
+      agent: input.agent,
+      task_type: input.task.slice(0, 100),
+      principal_id: input.principal?.principal_id ?? null,
+      status: input.status,
+      result: input.body,
+      context: input.context ?? null,
+    });
+  }
+
+  /** The A2A push config of a task the principal owns (null: none). TaskError otherwise. */
+  async a2aPushConfig(
+    taskId: string,
+    principal: Principal | null,
+    agent: AgentKind,
+  ): Promise<A2aPush | null> {
+    return (await this.tasks.owned(this.options.pool, taskId, principal, agent)).a2a_push;
+  }
+
+  /**
+   * Registers (replacing any) or, with null, removes the A2A push config of a task the
+   * principal owns; a registration the sender would refuse is INVALID_REQUEST naming it.
+   */
+  async setA2aPushConfig(
+    taskId: string,
+    principal: Principal | null,
+    agent: AgentKind,
+    push: A2aPush | null,
+  ): Promise<void> {
+    await this.tasks.owned(this.options.pool, taskId, principal, agent);
+    if (push) {
+      try {
+        this.options.notifications.validateRegistration?.({
+          a2aConfig: { version: push.version, config: push.config },
+        });
+      } catch (err) {
+        const e = err as { field?: string; message?: string };
+        throw taskError('INVALID_REQUEST', e.message ?? 'push notification config refused', {
+          field: e.field ?? 'pushNotificationConfig',
+        });
+      }
+    }
+    await this.tasks.setA2aPush(this.options.pool, taskId, push);
   }
 
   /**

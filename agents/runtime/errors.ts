@@ -179,8 +179,8 @@ export function errorResponse(
   return { status: err.status, body };
 }
 
-/** A fault or route-level refusal outside any task (404 route, 500) in the same shape. */
-export function plainErrorBody(brand: string, code: string, message: string) {
-  const error = protocolError({ code, message });
+/** A fault or refusal outside any task (404 route, 500, a client's own) in the same shape. */
+export function plainErrorBody(brand: string, code: string, message: string, field?: string) {
+  const error = protocolError({ code, message, ...(field !== undefined ? { field } : {}) });
   return { status: 'failed', errors: [error], [errorMember(brand)]: error };
 }

@@ -55,6 +55,13 @@ async function runStart(config: Config): Promise<void> {
   if (service.oauth)
     out.push(`oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin)`);
   out.push('', 'demo credentials:', formatDemoCredentials(service.credentials), '');
+  if (service.core.settings.testController) {
+    out.push(
+      'test controller: comply_test_controller is on for these demo principals (sandbox accounts;',
+      'it never answers a production principal)',
+      '',
+    );
+  }
   out.push('bearer tokens of demo-buyer (30 days):');
   for (const c of service.credentials.filter((x) => x.principal_id === 'demo-buyer')) {
     out.push(

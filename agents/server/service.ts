@@ -195,6 +195,8 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
         previewBaseUrl: `${urls.creative}/previews`,
         webhookActivity: activity,
         brandJsonUrl: `${urls.sales}/.well-known/brand.json`,
+        // The demo deployment carries its test controller, for its demo (sandbox) principals.
+        testController: true,
         ...(o.settings ?? {}),
       },
       ...(oauth ? { authKeys: oauth.authKeys() } : {}),
@@ -242,6 +244,12 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       servers[agent].on('request', app.callback());
     }
     const credentials = await agentsCore.demoCredentials();
+    if (agentsCore.settings.testController) {
+      logger.info(
+        { principals: [...new Set(credentials.map((c) => c.principal_id))] },
+        'comply_test_controller is on for the demo principals (sandbox accounts only)',
+      );
+    }
     return {
       profile,
       urls,

@@ -231,7 +231,11 @@ t.test('creative flow over MCP, signal flow over A2A 1.0 with a webhook', async 
     target_format_id: 'display_300x250',
     message: 'x',
   });
-  t.match(plain.body, { error: { code: 'INVALID_FORMAT_ID' } }, 'plain-string format id over MCP');
+  t.match(
+    plain.body,
+    { errors: [{ code: 'INVALID_FORMAT_ID' }] },
+    'plain-string format id over MCP',
+  );
 
   const signals = new AgentClient({
     agentUrl: urls.signals,
