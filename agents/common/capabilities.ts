@@ -108,8 +108,11 @@ export async function capabilityDocument(
   // The published schema takes only an https brand.json (a loopback deployment has none).
   if (settings.brandJsonUrl?.startsWith('https://'))
     doc.identity = { brand_json_url: settings.brandJsonUrl, per_principal_key_isolation: false };
-  if (settings.testController) {
-    doc.compliance_testing = { scenarios: [...CONTROLLER_SCENARIOS[agent]] };
+  // Declared: the canonical force/simulate scenarios (the names every release's enum
+  // has); seeding scenarios are discovered with list_scenarios.
+  const declared = CONTROLLER_SCENARIOS[agent].filter((x) => /^(force|simulate)_/.test(x));
+  if (settings.testController && declared.length > 0) {
+    doc.compliance_testing = { scenarios: declared };
   }
   if (agent === 'sales') {
     doc.media_buy = {

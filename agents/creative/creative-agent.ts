@@ -7,7 +7,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Pool } from '../../shared/infra/pg.js';
+import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { checkAssets } from '../sales/creatives.js';
+import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { AgentClock } from '../runtime/clock.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import { taskError } from '../runtime/errors.js';
@@ -31,13 +33,44 @@ const ListFormatsSchema = z.looseObject({
   max_height: z.number().int().positive().optional(),
   is_responsive: z.boolean().optional(),
   name_search: z.string().max(200).optional(),
+  pagination: PaginationRequestSchema.optional(),
+  account: z.looseObject({}).optional(),
 });
+
+/** A format the test controller seeded (name and type only; no asset slots). */
+function seededFormat(f: { id: string; data: Record<string, unknown> }): FormatRow {
+  return {
+    format_id: f.id,
+    name: String(f.data.name ?? f.id),
+    type: (f.data.type as FormatRow['type'] | undefined) ?? 'display',
+    width: null,
+    height: null,
+    duration_ms: null,
+    is_responsive: false,
+    assets_required: [],
+    renders: [],
+    requirements: {},
+  };
+}
 
 async function listFormats(params: z.output<typeof ListFormatsSchema>, ctx: TaskContext) {
   const agentUrl = ctx.settings.urls.creative;
   const ids = params.format_ids ? new Set(params.format_ids.map((f) => f.id)) : null;
   const search = params.name_search?.toLowerCase();
-  const formats = (await allFormats(ctx.db, ctx.schema)).filter(
+  // A sandbox principal naming an account sees exactly the formats its test controller
+  // session seeded, when it seeded any.
+  const seeded = params.account
+    ? await sandboxFixtures(
+        ctx.db,
+        ctx.schema,
+        'creative',
+        ctx.principal?.principal_id,
+        SESSION,
+        'creative_format',
+      )
+    : null;
+  const catalog = seeded ? seeded.map(seededFormat) : await allFormats(ctx.db, ctx.schema);
+  const formats = catalog.filter(
     (f) =>
       (!ids || ids.has(f.format_id)) &&
       (!params.type || f.type === params.type) &&
@@ -48,7 +81,13 @@ async function listFormats(params: z.output<typeof ListFormatsSchema>, ctx: Task
       (params.is_responsive === undefined || f.is_responsive === params.is_responsive) &&
       (!search || f.name.toLowerCase().includes(search) || f.format_id.includes(search)),
   );
-  return { formats: formats.map((f) => formatDefinition(f, agentUrl)), creative_agents: [] };
+  // Published default page size: 50.
+  const { page, pagination } = paginate(formats, params.pagination, 50);
+  return {
+    formats: page.map((f) => formatDefinition(f, agentUrl)),
+    creative_agents: [],
+    pagination,
+  };
 }
 
 const ManifestSchema = z.looseObject({

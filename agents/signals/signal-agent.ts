@@ -175,6 +175,9 @@ function checkTarget(
     return null;
   }
   const a = d.agents.find((x) => sameAgentUrl(x.agent_url, t.agent_url));
+  // Any public https agent takes a key_value activation (published: every signals agent
+  // accepts `type: agent`); configured private agents only for the principals they name.
+  if (!a && t.agent_url.startsWith('https://')) return null;
   if (!a || (a.private && !(a.visible_to ?? []).includes(principal.principal_id))) {
     return taskError('AGENT_NOT_FOUND', `no agent ${t.agent_url.slice(0, 200)} is visible to you`, {
       field: `${field}.agent_url`,
@@ -313,9 +316,8 @@ async function getSignals(params: z.output<typeof GetSignalsSchema>, ctx: TaskCo
     ],
   );
   const terms = briefTerms(params.signal_spec ?? '');
+  // Relevance order: the signals the spec matches first, then the rest of the catalog.
   let ranked = rows.map((r) => ({ r, ...score({ ...r, channel: r.signal_type }, terms) }));
-  const matching = ranked.filter((x) => x.score > 0);
-  if (matching.length > 0) ranked = matching;
   ranked.sort((a, b) => b.score - a.score || b.r.coverage_percentage - a.r.coverage_percentage);
   // `max_results` (older) caps the whole answer; `pagination.max_results` sizes a page.
   if (params.max_results !== undefined) ranked = ranked.slice(0, params.max_results);
