@@ -65,9 +65,10 @@ t.test('sales flow over MCP and A2A with verified webhooks', async (t) => {
     }),
   );
   t.equal(created.status, 'submitted');
-  const mediaBuyId = created.body.media_buy_id as string;
+  t.notOk('media_buy_id' in created.body, 'the published submitted envelope has no buy');
   await rx.waitFor((e) => e.some((x) => x.operationId === 'op-mcp-1' && x.status === 'working'));
-  await service.core.operator.approve(mediaBuyId);
+  // The operator names the create task (the buyer's handle); the buy comes back.
+  const mediaBuyId = (await service.core.operator.approve(created.taskId!)).media_buy_id as string;
   await rx.waitFor((e) => e.some((x) => x.operationId === 'op-mcp-1' && x.status === 'completed'));
   const mine = rx.events.filter((x) => x.operationId === 'op-mcp-1');
   t.ok(
@@ -80,7 +81,8 @@ t.test('sales flow over MCP and A2A with verified webhooks', async (t) => {
   const polled = await mcp.getTask(created.taskId!);
   t.equal(polled.body.status, 'completed');
 
-  const pkg = (created.body.packages as Array<{ package_id: string }>)[0]!;
+  // The buy's packages arrive on the task's completion result (the webhook's `result`).
+  const pkg = (done.result as { packages: Array<{ package_id: string }> }).packages[0]!;
   const synced = await mcp.call('sync_creatives', {
     creatives: [
       {
@@ -124,7 +126,7 @@ t.test('sales flow over MCP and A2A with verified webhooks', async (t) => {
     await rxA2a.waitFor((e) =>
       e.some((x) => x.format === 'a2a' && x.taskId === res.taskId && x.status === 'working'),
     );
-    await service.core.operator.approve(res.body.media_buy_id as string);
+    await service.core.operator.approve(res.taskId as string);
     await rxA2a.waitFor((e) =>
       e.some((x) => x.format === 'a2a' && x.taskId === res.taskId && x.status === 'completed'),
     );
