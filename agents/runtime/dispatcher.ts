@@ -281,14 +281,18 @@ export class TaskDispatcher {
       throw taskError('VALIDATION_ERROR', 'task parameters must be a JSON object');
     }
     const params = checkVersionPin(raw as Record<string, unknown>, this.brand);
-    const meta = this.requestMeta(req, params);
+    // The call's task id, made first: a push registration without operation_id gets it.
+    const taskId = newTaskId();
+    const meta = this.requestMeta(req, params, taskId);
     const parsed = def.schema.safeParse(params);
     if (!parsed.success) {
       throw issueToError(parsed.error.issues);
     }
     const idempotencyKey = this.idempotencyKey(def, params, principal);
     const dryRun = req.dryRun === true;
-    if (def.readOnly) return this.runReadOnly(def, req, principal, meta, parsed.data, dryRun);
+    if (def.readOnly) {
+      return this.runReadOnly(def, req, principal, meta, parsed.data, dryRun, taskId);
+    }
 
     const db = await this.options.pool.connect();
     try {
@@ -301,7 +305,7 @@ export class TaskDispatcher {
         }
       }
       const notifications = dryRun ? silentNotifications : this.options.notifications;
-      const ctx = this.context(req, principal, db, dryRun, notifications, meta);
+      const ctx = this.context(req, principal, db, dryRun, notifications, meta, taskId);
       const outcome = await def.handle(parsed.data, ctx);
       const response: TaskSuccess = { status: outcome.status };
       if (outcome.async && !isTerminalStatus(outcome.status)) {
@@ -354,13 +358,14 @@ export class TaskDispatcher {
     meta: RequestMeta,
     params: unknown,
     dryRun: boolean,
+    taskId: string,
   ): Promise<TaskSuccess> {
     const pool = this.options.pool;
     // Pool queries in the shape handlers use; nothing here may BEGIN or lock.
     const db = {
       query: (text: string, values?: unknown[]) => pool.query(text, values),
     } as unknown as PoolClient;
-    const ctx = this.context(req, principal, db, dryRun, silentNotifications, meta);
+    const ctx = this.context(req, principal, db, dryRun, silentNotifications, meta, taskId);
     const outcome = await def.handle(params, ctx);
     const response: TaskSuccess = { status: outcome.status, ...outcome.body };
     if (meta.context !== undefined) response.context = meta.context;
@@ -368,7 +373,7 @@ export class TaskDispatcher {
     return response;
   }
 
-  /** What a handler sees of its call; a fresh task id in case it turns out asynchronous. */
+  /** What a handler sees of its call; its task id in case it turns out asynchronous. */
   private context(
     req: InvokeRequest,
     principal: Principal | null,
@@ -376,6 +381,7 @@ export class TaskDispatcher {
     dryRun: boolean,
     notifications: AgentNotifications,
     meta: RequestMeta,
+    taskId: string,
   ): TaskContext {
     return {
       agent: req.agent,
@@ -386,7 +392,7 @@ export class TaskDispatcher {
       notifications,
       settings: this.options.settings,
       schema: this.schema,
-      taskId: newTaskId(),
+      taskId,
       request: meta,
     };
   }
@@ -415,7 +421,17 @@ export class TaskDispatcher {
     }
   }
 
-  private requestMeta(req: InvokeRequest, params: Record<string, unknown>): RequestMeta {
+  /**
+   * Context, push registrations and the A2A push config of a call. A registration without
+   * `operation_id` (the published 3.x buyer sends none) gets the call's task id as its
+   * operation_id: unique per invocation, as operation_id promises, and the id the buyer
+   * correlates by anyway.
+   */
+  private requestMeta(
+    req: InvokeRequest,
+    params: Record<string, unknown>,
+    taskId: string,
+  ): RequestMeta {
     const meta: RequestMeta = { transport: req.transport };
     if (params.context !== undefined) {
       if (
@@ -435,14 +451,10 @@ export class TaskDispatcher {
         const field = fieldPath(['push_notification_config', ...issue.path]);
         throw taskError('INVALID_REQUEST', `${field}: ${issue.message}`, { field });
       }
-      if (parsed.data.operation_id === undefined) {
-        throw taskError(
-          'INVALID_REQUEST',
-          'push_notification_config.operation_id is required (a buyer-generated id, unique per task invocation)',
-          { field: 'push_notification_config.operation_id' },
-        );
-      }
-      meta.pushNotificationConfig = push as Record<string, unknown>;
+      meta.pushNotificationConfig =
+        parsed.data.operation_id === undefined
+          ? { ...(push as Record<string, unknown>), operation_id: taskId }
+          : (push as Record<string, unknown>);
     }
     if (req.a2aPush !== undefined) meta.a2aPush = req.a2aPush;
     if (meta.pushNotificationConfig || meta.a2aPush) {

@@ -27,12 +27,12 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Middleware } from 'koa';
-import { z } from 'zod';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { AgentKind, Principal } from '../auth/principal.js';
 import { checkResponse } from '../protocol/index.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
+import { taskInputJsonSchema } from '../runtime/describe.js';
 import { contextOf, errorResponse } from '../runtime/errors.js';
 import type { TaskDefinition, TaskResult } from '../runtime/types.js';
 import { isAuthRefusal, writeAuthRefusal } from './auth-challenge.js';
@@ -58,17 +58,10 @@ export function toolsOf(dispatcher: TaskDispatcher, agent: AgentKind): Tool[] {
 }
 
 function toolOf(def: TaskDefinition): Tool {
-  let inputSchema: Tool['inputSchema'] = { type: 'object' };
-  try {
-    const js = z.toJSONSchema(def.schema, { io: 'input', unrepresentable: 'any' }) as Record<
-      string,
-      unknown
-    >;
-    delete js.$schema;
-    if (js.type === 'object') inputSchema = js as Tool['inputSchema'];
-  } catch {
-    // A schema zod cannot express keeps the permissive object schema; the dispatcher validates.
-  }
+  // Derived from the published request schemas (plus the older forms still accepted), so
+  // SDK clients that filter arguments by it keep every member; the dispatcher validates.
+  const js = taskInputJsonSchema(def) as Record<string, unknown>;
+  const inputSchema = (js && js.type === 'object' ? js : { type: 'object' }) as Tool['inputSchema'];
   const tier =
     def.auth.tier === 'public'
       ? 'public'
@@ -147,7 +140,7 @@ function buildServer(
       o.agent,
       req.params.name,
       answer.structuredContent,
-      o.logger,
+      o.logger ? { logger: o.logger } : {},
     );
     return answer;
   });

@@ -182,12 +182,22 @@ t.test('spec error codes', async (t) => {
     404,
   );
 
-  // Webhook registration without operation_id: INVALID_REQUEST; bad reporting webhook too.
-  await badBuy(
-    { push_notification_config: { url: 'https://b.example/h' } },
-    'INVALID_REQUEST',
-    'push_notification_config.operation_id',
+  // Webhook registration without operation_id (the published buyer sends none): accepted,
+  // its operation_id is the call's task id. A bad URL or reporting webhook is refused.
+  const noOp = await h.call(
+    'sales',
+    'create_media_buy',
+    buy({ buyer_ref: 'no-op-id', push_notification_config: { url: 'https://b.example/h' } }),
+    c,
   );
+  t.notOk(noOp instanceof TaskError, 'no operation_id: accepted');
+  const noOpTask = (noOp as { task_id?: string }).task_id;
+  t.match(noOpTask, /^task_/);
+  const { rows: pushRows } = await h.pool.query(
+    `SELECT push_notification_config AS p FROM ${h.schema}.tasks WHERE task_id = $1`,
+    [noOpTask],
+  );
+  t.same(pushRows[0].p, { url: 'https://b.example/h', operation_id: noOpTask });
   await badBuy(
     { push_notification_config: { url: 'not a url', operation_id: 'x' } },
     'INVALID_REQUEST',

@@ -167,10 +167,10 @@ t.test('update_media_buy variants', async (t) => {
   const badPush = await h.err(
     'sales',
     'update_media_buy',
-    { media_buy_id: created.media_buy_id, push_notification_config: { url: 'https://b.example' } },
+    { media_buy_id: created.media_buy_id, push_notification_config: { url: 'not a url' } },
     c,
   );
-  t.equal(badPush.field, 'push_notification_config.operation_id');
+  t.equal(badPush.field, 'push_notification_config.url');
   const badCreative = await h.err(
     'sales',
     'update_media_buy',
