@@ -24,7 +24,7 @@ interface T {
 /** `svc start` in-process with SVC_BRAND=adcp; `testController: false` is a production deployment. */
 export async function startAdcpService(
   t: T,
-  options: { testController?: boolean } = {},
+  options: { testController?: boolean; clockSpeed?: number } = {},
 ): Promise<AgentsService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'interop-'));
   const config = loadConfig({
@@ -35,6 +35,7 @@ export async function startAdcpService(
     LOG_LEVEL: 'silent',
     SVC_AGENTS_APPROVAL: '0',
     SVC_CHANNEL_TICK_MS: '100',
+    ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
   });
   const agentsSchema = uniqueName('ioa');
   const senderSchema = uniqueName('ios');
