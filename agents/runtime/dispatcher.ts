@@ -125,7 +125,8 @@ export class TaskDispatcher {
    * Admission of a task call before it runs: the credentials hold and the task's tier and
    * permission allow the caller. Transports call it first so an auth refusal is an HTTP
    * 401/403 rather than a task result; they hand the principal on to `invoke`. A task the
-   * agent does not have is admitted (its call answers UNKNOWN_TASK). Throws TaskError.
+   * agent does not have needs credentials too (with them, its call answers UNKNOWN_TASK).
+   * A send without a skill (`task` '') only authenticates. Throws TaskError.
    */
   async admit(
     agent: AgentKind,
@@ -135,6 +136,14 @@ export class TaskDispatcher {
     const principal = await this.options.authenticator.authenticate(agent, credentials);
     const def = this.definition(agent, task);
     if (def) this.authorize(def, principal);
+    else if (!principal && task !== '') {
+      // Only the agent's public tasks answer without credentials; any other name asks for
+      // them first (as a protected task would), so an anonymous probe learns nothing.
+      throw taskError(
+        'AUTH_REQUIRED',
+        `the ${agent} agent has no public task "${String(task).slice(0, 100)}"; send credentials (Authorization or X-API-Key)`,
+      );
+    }
     return principal;
   }
 

@@ -80,7 +80,7 @@ t.test('MCP answers Accept: application/json; auth refusals are HTTP 401/403', a
   for (const headers of [
     { 'x-api-key': 'invalid-0123456789abcdef' },
     { authorization: 'Bearer invalid-0123456789abcdef' },
-  ]) {
+  ] as Array<Record<string, string>>) {
     const bad = await postJson(mcp, mcpCall('list_creatives', {}), { ...JSON_ONLY, ...headers });
     t.equal(bad.status, 401, JSON.stringify(headers));
     t.match(
@@ -127,7 +127,9 @@ t.test('MCP answers Accept: application/json; auth refusals are HTTP 401/403', a
   t.equal(twice.status, 401, 'a credential header sent twice is refused');
 
   // The demo key works as X-API-Key and as Authorization: Bearer.
-  for (const headers of [{ 'x-api-key': key }, { authorization: `Bearer ${key}` }]) {
+  for (const headers of [{ 'x-api-key': key }, { authorization: `Bearer ${key}` }] as Array<
+    Record<string, string>
+  >) {
     const ok = await postJson(mcp, mcpCall('list_creatives', { context }), {
       ...JSON_ONLY,
       ...headers,
@@ -160,14 +162,28 @@ t.test('MCP answers Accept: application/json; auth refusals are HTTP 401/403', a
   t.equal(list.status, 200);
   t.ok(list.body.result.tools.length > 3);
 
-  // Unknown task: admitted, then refused by the call itself (a tool result).
-  const unknown = await postJson(mcp, mcpCall('no_such_task', { context }), JSON_ONLY);
+  // Unknown task: without credentials it is a 401 like any protected task (an anonymous
+  // probe learns nothing); with them, the call itself refuses it (a tool result).
+  const unknownAnon = await postJson(mcp, mcpCall('no_such_task', { context }), JSON_ONLY);
+  t.equal(unknownAnon.status, 401);
+  t.match(unknownAnon.body.error.data, { errors: [{ code: 'AUTH_REQUIRED' }], context });
+  const unknown = await postJson(mcp, mcpCall('no_such_task', { context }), {
+    ...JSON_ONLY,
+    'x-api-key': key,
+  });
   t.equal(unknown.status, 200);
   t.match(unknown.body.result.structuredContent, {
     errors: [{ code: 'UNKNOWN_TASK' }],
     context,
   });
   t.equal(unknown.body.result._meta.http_status, 404);
+  const noName = await postJson(
+    mcp,
+    { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { arguments: {} } },
+    JSON_ONLY,
+  );
+  t.not(noName.status, 401, 'a call without a tool name is a protocol error, not an auth one');
+  t.not(noName.status, 500);
 
   // Malformed bodies: JSON-RPC errors with the right HTTP status.
   const notJson = await postJson(mcp, '{"jsonrpc":', JSON_ONLY);
