@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
 import { canonicalJson } from '../../shared/json/canonical.js';
 import { ACCOUNT_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
 import { LegacyAuthenticationSchema } from '../../shared/envelope/channel-config.js';
@@ -231,6 +232,7 @@ export async function emitAccountEvent(
 
 const ListAccountsSchema = z.looseObject({
   account_ids: z.array(z.string().min(1).max(128)).max(100).optional(),
+  pagination: PaginationRequestSchema.optional(),
 });
 
 export function registerAccountTasks(registry: TaskRegistry): void {
@@ -245,21 +247,27 @@ export function registerAccountTasks(registry: TaskRegistry): void {
     readOnly: true,
     errorShape: 'single',
     handle: async (params, ctx) => {
+      const offset = decodeCursor(params.pagination?.cursor);
+      const limit = params.pagination?.max_results ?? 100;
       const { rows } = await ctx.db.query<{
         account_id: string;
         name: string;
         brand: unknown;
         status: string;
         notification_configs: Array<Record<string, unknown>>;
+        total: string;
       }>(
-        `SELECT account_id, name, brand, status, notification_configs FROM ${ctx.schema}.accounts
+        `SELECT account_id, name, brand, status, notification_configs,
+                count(*) OVER () AS total FROM ${ctx.schema}.accounts
           WHERE agent = $1 AND principal_id = $2 AND ($3::text[] IS NULL OR account_id = ANY($3))
-          ORDER BY created_at, account_id`,
-        [ctx.agent, ctx.principal!.principal_id, params.account_ids ?? null],
+          ORDER BY created_at, account_id LIMIT $4 OFFSET $5`,
+        [ctx.agent, ctx.principal!.principal_id, params.account_ids ?? null, limit, offset],
       );
+      const total = rows.length > 0 ? Number(rows[0]!.total) : 0;
       return {
         status: 'completed',
         body: {
+          pagination: pageInfo(offset, rows.length, total),
           accounts: rows.map((r) => ({
             account_id: r.account_id,
             name: r.name,

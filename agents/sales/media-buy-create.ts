@@ -10,6 +10,7 @@ import type { PoolClient } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
 import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../runtime/types.js';
 import { fieldPath } from '../runtime/validation.js';
+import { isSandboxPrincipal } from '../testing/sandbox.js';
 import { productRow, type ProductRow } from './catalog.js';
 import { assignCreatives } from './creatives.js';
 import { loadBuy, newMediaBuyId, newPackageId, type BuyRow } from './media-buy-records.js';
@@ -204,6 +205,13 @@ export async function createMediaBuy(
   const principal = ctx.principal!;
   const now = ctx.clock.now();
   const brandManifest = await checkBuyer(params, ctx);
+  // Products first: an unknown product is the more specific refusal (PRODUCT_NOT_FOUND).
+  const products = await productsById(
+    ctx.db,
+    s,
+    params.packages.map((p) => p.product_id),
+  );
+  const planned = planPackages(params, products, principal.principal_id);
   const startAt = startInstant(params.start_time, now);
   const endAt = endInstant(params.end_time);
   if (!(endAt.getTime() > startAt.getTime())) {
@@ -212,18 +220,19 @@ export async function createMediaBuy(
   if (endAt.getTime() <= now.getTime()) {
     throw taskError('VALIDATION_ERROR', 'end_time must be in the future', { field: 'end_time' });
   }
-  const products = await productsById(
-    ctx.db,
-    s,
-    params.packages.map((p) => p.product_id),
-  );
-  const planned = planPackages(params, products, principal.principal_id);
   const reporting =
     params.reporting_webhook === undefined
       ? null
       : checkReportingWebhook(params.reporting_webhook, products);
 
-  const needsApproval = ctx.settings.approval !== 'never';
+  // A sandbox account (a request naming an account of a sandbox principal, test controller
+  // on) has no human review: its buys are confirmed at once, as the protocol's compliance
+  // storyboards expect; the controller's forced transitions stand in for the seller.
+  const sandboxAccount =
+    params.account !== undefined &&
+    ctx.settings.testController &&
+    (await isSandboxPrincipal(ctx.db, s, 'sales', principal.principal_id));
+  const needsApproval = ctx.settings.approval !== 'never' && !sandboxAccount;
   const held = params.paused === true;
   const mediaBuyId = newMediaBuyId();
   const startTime =

@@ -4,7 +4,7 @@
  * (media-buy-requests.ts); each change is applied in the call's transaction, delivery is
  * settled up to now first, and the buy's revision goes up by one.
  */
-import { taskError } from '../runtime/errors.js';
+import { taskError, type AnyTaskErrorCode } from '../runtime/errors.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, HandlerOutcome, TaskContext } from '../runtime/types.js';
 import type { PoolClient } from '../../shared/infra/pg.js';
@@ -231,6 +231,14 @@ export async function updateMediaBuy(
   const principal = ctx.principal!;
   const buy = await lockBuyAndTask(ctx.db, s, params.media_buy_id, principal.principal_id);
   if (TERMINAL_BUY.has(buy.status)) {
+    // Canceling an ended buy has the protocol's own code.
+    if (updateIntent(params).status?.value === 'canceled') {
+      throw taskError(
+        'NOT_CANCELLABLE' as AnyTaskErrorCode,
+        `media buy is ${buy.status}; it cannot be canceled`,
+        { field: 'media_buy_id', status: 409 },
+      );
+    }
     throw taskError('INVALID_STATE', `media buy is ${buy.status}; it can no longer be changed`, {
       field: 'media_buy_id',
     });

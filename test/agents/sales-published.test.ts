@@ -376,3 +376,68 @@ t.test('SVC_BRAND=adcp: the same shapes under the protocol brand', async (t) => 
   const r = await h.call('sales', 'update_media_buy', { media_buy_id: 'mb_nope', paused: true }, c);
   t.ok(r instanceof TaskError && (r.code as string) === 'MEDIA_BUY_NOT_FOUND');
 });
+
+t.test(
+  'list_accounts pages by cursor; re-canceling is NOT_CANCELLABLE; product before dates',
+  async (t) => {
+    const h = await harness(t, { settings: { approval: 'never' } });
+    const c = buyer(h);
+    await h.ok(
+      'sales',
+      'sync_accounts',
+      {
+        accounts: ['a', 'b', 'c'].map((x) => ({
+          brand: { domain: `${x}.example` },
+          operator: 'agency.example',
+          billing: 'operator',
+        })),
+      },
+      c,
+    );
+    const first = await h.ok('sales', 'list_accounts', { pagination: { max_results: 2 } }, c);
+    const page = first.pagination as { has_more: boolean; cursor: string; total_count: number };
+    t.match(page, { has_more: true, total_count: 3 });
+    const rest = await h.ok(
+      'sales',
+      'list_accounts',
+      { pagination: { max_results: 2, cursor: page.cursor } },
+      c,
+    );
+    t.equal((rest.accounts as unknown[]).length, 1);
+    t.same(rest.pagination, { has_more: false, total_count: 3 });
+
+    const created = await h.ok('sales', 'create_media_buy', publishedBuy(), c);
+    const id = created.media_buy_id as string;
+    await h.ok('sales', 'update_media_buy', { media_buy_id: id, canceled: true }, c);
+    const again = await h.err('sales', 'update_media_buy', { media_buy_id: id, canceled: true }, c);
+    t.match(again, { code: 'NOT_CANCELLABLE', status: 409 });
+    const paused = await h.err('sales', 'update_media_buy', { media_buy_id: id, paused: true }, c);
+    t.equal(paused.code, 'INVALID_STATE', 'other changes of an ended buy stay INVALID_STATE');
+
+    // An unknown product is named even when the flight is also in the past.
+    const unknown = await h.err(
+      'sales',
+      'create_media_buy',
+      publishedBuy({
+        packages: [{ product_id: 'nope', pricing_option_id: 'x', budget: 10 }],
+        start_time: '2020-01-01T00:00:00Z',
+        end_time: '2020-02-01T00:00:00Z',
+      }),
+      c,
+    );
+    t.match(unknown, { code: 'PRODUCT_NOT_FOUND', field: 'packages[0].product_id' });
+  },
+);
+
+t.test('a sandbox account is confirmed at once; other requests still await approval', async (t) => {
+  const { markDemoPrincipalsSandbox } = await import('../../agents/testing/sandbox.js');
+  const h = await harness(t, { settings: { testController: true } });
+  await markDemoPrincipalsSandbox(h.pool, h.schema);
+  const c = buyer(h);
+  const sandbox = await h.ok('sales', 'create_media_buy', publishedBuy(), c);
+  t.equal(sandbox.status, 'completed', 'named account of a sandbox principal: no review');
+  t.match(sandbox.media_buy_id, /^mb_/);
+  const { account: _account, ...noAccount } = publishedBuy();
+  const reviewed = await h.ok('sales', 'create_media_buy', noAccount, c);
+  t.equal(reviewed.status, 'submitted', 'no account named: the seller reviews');
+});
