@@ -177,6 +177,109 @@ async function forceCreativeStatus(req: ControllerRequest, ctx: TaskContext) {
   return { success: true, previous_state: from, current_state: status };
 }
 
+const CHANNELS = ['ctv', 'display', 'audio', 'dooh', 'video'];
+const ID = /^[A-Za-z0-9_.:-]{1,100}$/;
+
+/**
+ * The seeded product's row, when it is the caller's own (or new). Product ids are global:
+ * one held by the catalog or by another principal is never overwritten.
+ */
+async function ownProduct(ctx: TaskContext, productId: string) {
+  const { rows } = await ctx.db.query<{
+    custom_principal: string | null;
+    pricing_options: unknown[];
+  }>(
+    `SELECT custom_principal, pricing_options FROM ${ctx.schema}.products WHERE product_id = $1 FOR UPDATE`,
+    [productId],
+  );
+  const row = rows[0];
+  if (row && row.custom_principal !== ctx.principal!.principal_id) return 'taken' as const;
+  return row ?? null;
+}
+
+/** A product visible to the caller only (`custom_principal`), as the fixture describes it. */
+async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const productId = str(p.product_id);
+  const fixture = (p.fixture ?? {}) as Record<string, unknown>;
+  if (!productId || !ID.test(productId)) {
+    return refuse('INVALID_PARAMS', 'params.product_id (letters, digits, _ . : -) is required');
+  }
+  if (typeof fixture !== 'object' || Array.isArray(fixture)) {
+    return refuse('INVALID_PARAMS', 'params.fixture must be an object');
+  }
+  const own = await ownProduct(ctx, productId);
+  if (own === 'taken') {
+    return refuse('FORBIDDEN', `product ${productId} belongs to the catalog or another principal`);
+  }
+  const channels = Array.isArray(fixture.channels) ? (fixture.channels as unknown[]) : [];
+  const channel = CHANNELS.find((c) => channels.includes(c)) ?? 'display';
+  const deliveryType = fixture.delivery_type === 'non_guaranteed' ? 'non_guaranteed' : 'guaranteed';
+  const formatIds = (Array.isArray(fixture.format_ids) ? (fixture.format_ids as unknown[]) : [])
+    .map((f) => (typeof f === 'string' ? f : (f as { id?: unknown })?.id))
+    .filter((id): id is string => typeof id === 'string');
+  const name = typeof fixture.name === 'string' ? fixture.name.slice(0, 200) : productId;
+  await ctx.db.query(
+    `INSERT INTO ${ctx.schema}.products (product_id, name, description, channel, delivery_type,
+       is_standard, custom_principal, format_ids, pricing_options, targeting, keywords)
+     VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, '{}', $9)
+     ON CONFLICT (product_id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
+       channel = EXCLUDED.channel, delivery_type = EXCLUDED.delivery_type,
+       format_ids = EXCLUDED.format_ids, keywords = EXCLUDED.keywords`,
+    [
+      productId,
+      name,
+      typeof fixture.description === 'string' ? fixture.description.slice(0, 1000) : name,
+      channel,
+      deliveryType,
+      ctx.principal!.principal_id,
+      JSON.stringify(formatIds.length > 0 ? formatIds : ['display_300x250']),
+      JSON.stringify(own?.pricing_options ?? []),
+      productId
+        .split(/[^A-Za-z0-9]+/)
+        .filter(Boolean)
+        .concat(channel),
+    ],
+  );
+  return { success: true, message: `product ${productId} seeded (visible to you only)` };
+}
+
+/** A pricing option on one of the caller's seeded products (replaces one with its id). */
+async function seedPricingOption(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const productId = str(p.product_id);
+  const optionId = str(p.pricing_option_id);
+  const fixture = (p.fixture ?? {}) as Record<string, unknown>;
+  if (!productId || !optionId || !ID.test(optionId)) {
+    return refuse('INVALID_PARAMS', 'params.product_id and params.pricing_option_id are required');
+  }
+  const price = fixture.fixed_price ?? fixture.floor_price;
+  if (typeof price !== 'number' || !(price >= 0)) {
+    return refuse('INVALID_PARAMS', 'params.fixture.fixed_price (or floor_price) must be a number');
+  }
+  const own = await ownProduct(ctx, productId);
+  if (own === 'taken') {
+    return refuse('FORBIDDEN', `product ${productId} belongs to the catalog or another principal`);
+  }
+  if (!own) return refuse('NOT_FOUND', `no seeded product ${productId}; seed_product first`, null);
+  const option = {
+    pricing_option_id: optionId,
+    pricing_model: typeof fixture.pricing_model === 'string' ? fixture.pricing_model : 'cpm',
+    currency: typeof fixture.currency === 'string' ? fixture.currency : 'USD',
+    ...(fixture.floor_price !== undefined && fixture.fixed_price === undefined
+      ? { floor_price: price }
+      : { fixed_price: price }),
+  };
+  const options = (own.pricing_options as Array<{ pricing_option_id?: unknown }>).filter(
+    (o) => o.pricing_option_id !== optionId,
+  );
+  await ctx.db.query(
+    `UPDATE ${ctx.schema}.products SET pricing_options = $2 WHERE product_id = $1`,
+    [productId, JSON.stringify([...options, option])],
+  );
+  return { success: true, message: `pricing option ${optionId} seeded on ${productId}` };
+}
+
 /** A library creative of the caller's, as the fixture describes it (upsert). */
 async function seedCreative(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};
@@ -296,6 +399,10 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return forceCreativeStatus(req, ctx);
     case 'seed_creative':
       return seedCreative(req, ctx);
+    case 'seed_product':
+      return seedProduct(req, ctx);
+    case 'seed_pricing_option':
+      return seedPricingOption(req, ctx);
     default:
       return seedCreativeFormat(req, ctx);
   }

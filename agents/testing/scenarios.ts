@@ -6,7 +6,14 @@
 import type { AgentKind } from '../auth/principal.js';
 
 export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
-  sales: ['force_account_status', 'force_creative_status', 'seed_creative', 'seed_creative_format'],
+  sales: [
+    'force_account_status',
+    'force_creative_status',
+    'seed_creative',
+    'seed_creative_format',
+    'seed_product',
+    'seed_pricing_option',
+  ],
   creative: ['seed_creative_format'],
   signals: [],
 };

@@ -188,6 +188,82 @@ t.test('sandbox principals only; production data never changes', async (t) => {
     );
   }
 
+  // seed_product / seed_pricing_option: a product only the sandbox buyer sees.
+  t.match(
+    await force(
+      {
+        product_id: 'sb_sports_q2',
+        fixture: {
+          delivery_type: 'guaranteed',
+          channels: ['video'],
+          format_ids: [{ id: 'video_30s' }],
+        },
+      },
+      'seed_product',
+    ),
+    { success: true },
+  );
+  t.match(
+    await force(
+      {
+        product_id: 'sb_sports_q2',
+        pricing_option_id: 'cpm_g',
+        fixture: { pricing_model: 'cpm', currency: 'USD', fixed_price: 22 },
+      },
+      'seed_pricing_option',
+    ),
+    { success: true },
+  );
+  const { rows: seededProduct } = await h.pool.query<{
+    custom_principal: string;
+    pricing_options: unknown[];
+  }>(
+    `SELECT custom_principal, pricing_options FROM ${h.schema}.products WHERE product_id = 'sb_sports_q2'`,
+  );
+  t.same(seededProduct, [
+    {
+      custom_principal: 'demo-buyer',
+      pricing_options: [
+        { pricing_option_id: 'cpm_g', pricing_model: 'cpm', currency: 'USD', fixed_price: 22 },
+      ],
+    },
+  ]);
+  const { rows: before } = await h.pool.query(
+    `SELECT * FROM ${h.schema}.products WHERE product_id = 'ctv_premium_sports'`,
+  );
+  t.match(
+    await force({ product_id: 'ctv_premium_sports', fixture: { name: 'hijack' } }, 'seed_product'),
+    { success: false, error: 'FORBIDDEN' },
+  );
+  t.match(
+    await force(
+      { product_id: 'ctv_premium_sports', pricing_option_id: 'free', fixture: { fixed_price: 0 } },
+      'seed_pricing_option',
+    ),
+    { success: false, error: 'FORBIDDEN' },
+  );
+  const { rows: after } = await h.pool.query(
+    `SELECT * FROM ${h.schema}.products WHERE product_id = 'ctv_premium_sports'`,
+  );
+  t.same(after, before, 'a catalog product is never changed by a seed');
+  for (const [name, params, scenario, code] of [
+    ['product id with spaces', { product_id: 'a b' }, 'seed_product', 'INVALID_PARAMS'],
+    [
+      'option before product',
+      { product_id: 'sb_none', pricing_option_id: 'x', fixture: { fixed_price: 1 } },
+      'seed_pricing_option',
+      'NOT_FOUND',
+    ],
+    [
+      'no price',
+      { product_id: 'sb_sports_q2', pricing_option_id: 'x', fixture: {} },
+      'seed_pricing_option',
+      'INVALID_PARAMS',
+    ],
+  ] as Array<[string, Record<string, unknown>, string, string]>) {
+    t.match(await force(params, scenario), { success: false, error: code }, name);
+  }
+
   // Malformed requests: the published controller errors.
   const bad: Array<[string, Record<string, unknown>, string]> = [
     [
