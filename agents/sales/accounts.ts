@@ -267,7 +267,7 @@ export function registerAccountTasks(registry: TaskRegistry): void {
       return {
         status: 'completed',
         body: {
-          pagination: pageInfo(offset, rows.length, total),
+          pagination: pageInfo(offset, rows.length, total, false),
           accounts: rows.map((r) => ({
             account_id: r.account_id,
             name: r.name,

@@ -29,12 +29,16 @@ export function decodeCursor(cursor: string | undefined, field = 'pagination.cur
   throw taskError('VALIDATION_ERROR', `${field} is not a cursor this agent returned`, { field });
 }
 
-/** The response's `pagination` for a page of `returned` items starting at `offset`. */
-export function pageInfo(offset: number, returned: number, total: number) {
+/**
+ * The response's `pagination` for a page of `returned` items starting at `offset`.
+ * `withTotal: false` leaves the optional `total_count` out (where the list can grow under
+ * the buyer between pages, e.g. accounts others provision).
+ */
+export function pageInfo(offset: number, returned: number, total: number, withTotal = true) {
   const hasMore = offset + returned < total;
   return {
     has_more: hasMore,
     ...(hasMore ? { cursor: encodeCursor(offset + returned) } : {}),
-    total_count: total,
+    ...(withTotal ? { total_count: total } : {}),
   };
 }

@@ -205,18 +205,19 @@ export async function createMediaBuy(
   const principal = ctx.principal!;
   const now = ctx.clock.now();
   const brandManifest = await checkBuyer(params, ctx);
-  // Products first: an unknown product is the more specific refusal (PRODUCT_NOT_FOUND).
+  // Order of refusals: what the request says of itself (reversed dates), then what it
+  // names (an unknown product), then what depends on the clock (a flight already over).
+  const startAt = startInstant(params.start_time, now);
+  const endAt = endInstant(params.end_time);
+  if (!(endAt.getTime() > startAt.getTime())) {
+    throw taskError('VALIDATION_ERROR', 'end_time must be after start_time', { field: 'end_time' });
+  }
   const products = await productsById(
     ctx.db,
     s,
     params.packages.map((p) => p.product_id),
   );
   const planned = planPackages(params, products, principal.principal_id);
-  const startAt = startInstant(params.start_time, now);
-  const endAt = endInstant(params.end_time);
-  if (!(endAt.getTime() > startAt.getTime())) {
-    throw taskError('VALIDATION_ERROR', 'end_time must be after start_time', { field: 'end_time' });
-  }
   if (endAt.getTime() <= now.getTime()) {
     throw taskError('VALIDATION_ERROR', 'end_time must be in the future', { field: 'end_time' });
   }

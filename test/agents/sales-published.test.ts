@@ -395,8 +395,9 @@ t.test(
       c,
     );
     const first = await h.ok('sales', 'list_accounts', { pagination: { max_results: 2 } }, c);
-    const page = first.pagination as { has_more: boolean; cursor: string; total_count: number };
-    t.match(page, { has_more: true, total_count: 3 });
+    const page = first.pagination as { has_more: boolean; cursor: string };
+    t.match(page, { has_more: true });
+    t.notOk('total_count' in page, 'accounts can grow between pages: no total');
     const rest = await h.ok(
       'sales',
       'list_accounts',
@@ -404,7 +405,7 @@ t.test(
       c,
     );
     t.equal((rest.accounts as unknown[]).length, 1);
-    t.same(rest.pagination, { has_more: false, total_count: 3 });
+    t.same(rest.pagination, { has_more: false });
 
     const created = await h.ok('sales', 'create_media_buy', publishedBuy(), c);
     const id = created.media_buy_id as string;
@@ -414,7 +415,18 @@ t.test(
     const paused = await h.err('sales', 'update_media_buy', { media_buy_id: id, paused: true }, c);
     t.equal(paused.code, 'INVALID_STATE', 'other changes of an ended buy stay INVALID_STATE');
 
-    // An unknown product is named even when the flight is also in the past.
+    // An unknown product is named even when the flight is also over; reversed dates first.
+    const reversed = await h.err(
+      'sales',
+      'create_media_buy',
+      publishedBuy({
+        packages: [{ product_id: 'nope', pricing_option_id: 'x', budget: 10 }],
+        start_time: '2020-02-01T00:00:00Z',
+        end_time: '2020-01-01T00:00:00Z',
+      }),
+      c,
+    );
+    t.match(reversed, { code: 'VALIDATION_ERROR', field: 'end_time' });
     const unknown = await h.err(
       'sales',
       'create_media_buy',
