@@ -35,8 +35,7 @@ const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
   },
   'sales:deterministic_testing': {
     modes: ['seeded', 'unseeded'],
-    owner:
-      'schemas: create_media_buy media_buy_id; surface: not_found_entity answers INVALID_PARAMS through the SDK',
+    owner: 'schemas: create_media_buy media_buy_id',
   },
   'sales:error_compliance': {
     modes: ['seeded', 'unseeded'],
