@@ -453,3 +453,51 @@ t.test('a sandbox account is confirmed at once; other requests still await appro
   const reviewed = await h.ok('sales', 'create_media_buy', noAccount, c);
   t.equal(reviewed.status, 'submitted', 'no account named: the seller reviews');
 });
+
+t.test(
+  'a push_notification_config without operation_id: the payload carries the task id',
+  async (t) => {
+    const h = await harness(t);
+    const c = buyer(h);
+    const created = await h.ok(
+      'sales',
+      'create_media_buy',
+      publishedBuy({ push_notification_config: { url: 'https://buyer.example/hooks/task' } }),
+      c,
+    );
+    t.equal(created.status, 'submitted');
+    const taskId = created.task_id as string;
+    const channels = h.notifications.of('mediaBuyChannelsConfigured')[0]!;
+    t.same(channels.pushNotificationConfig, {
+      url: 'https://buyer.example/hooks/task',
+      operation_id: taskId,
+    });
+    h.clock.advance(1000);
+    await h.core.executor.runDue();
+    const change = h.notifications.of('taskStatusChanged')[0]!;
+    t.equal(change.status, 'working');
+    t.match(change.pushNotificationConfig, { operation_id: taskId });
+    // An operation_id the buyer sends is kept; a malformed one is still refused.
+    const own = await h.ok(
+      'sales',
+      'create_media_buy',
+      publishedBuy({
+        push_notification_config: { url: 'https://buyer.example/h', operation_id: 'op-mine-1' },
+      }),
+      c,
+    );
+    t.equal(own.status, 'submitted');
+    t.match(h.notifications.of('mediaBuyChannelsConfigured').at(-1)!.pushNotificationConfig, {
+      operation_id: 'op-mine-1',
+    });
+    const bad = await h.err(
+      'sales',
+      'create_media_buy',
+      publishedBuy({
+        push_notification_config: { url: 'https://buyer.example/h', operation_id: 7 },
+      }),
+      c,
+    );
+    t.match(bad, { code: 'INVALID_REQUEST', field: /^push_notification_config\.operation_id/ });
+  },
+);
