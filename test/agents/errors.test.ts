@@ -613,8 +613,14 @@ t.test('signal agent refusals: several errors[] at once', async (t) => {
   );
   t.match(foreign.body, { errors: [{ code: 'SIGNAL_AGENT_SEGMENT_NOT_FOUND' }] });
 
+  // signal_spec is optional in the published request (a catalog browse); empty is refused.
   const invalid = await body(
-    h.err('signals', 'get_signals', { deliver_to: { deployments: [ttd], countries: ['US'] } }, c),
+    h.err(
+      'signals',
+      'get_signals',
+      { signal_spec: '', deliver_to: { deployments: [ttd], countries: ['US'] } },
+      c,
+    ),
   );
   t.equal(invalid.status, 400);
   t.match(invalid.body, { errors: [{ code: 'VALIDATION_ERROR', field: 'signal_spec' }] });
