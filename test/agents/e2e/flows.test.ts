@@ -168,7 +168,9 @@ t.test('creative flow over A2A 0.3, signal flow over MCP with a webhook', async 
     format_id: manifest.format_id,
     creative_manifest: manifest,
   });
-  const previewUrl = (preview.body.previews as Array<{ preview_url: string }>)[0]!.preview_url;
+  const previewUrl = (
+    preview.body.previews as Array<{ renders: Array<{ preview_url: string }> }>
+  )[0]!.renders[0]!.preview_url;
   t.ok(previewUrl.startsWith(`${urls.creative}/previews/`));
   const page = await fetch(previewUrl);
   t.equal(page.status, 200);
@@ -228,7 +230,7 @@ t.test('creative flow over MCP, signal flow over A2A 1.0 with a webhook', async 
     output_format: 'html',
   });
   t.equal(preview.ok, true, JSON.stringify(preview.body));
-  t.match(JSON.stringify(preview.body.previews), /Autumn sale/, 'batch preview as HTML over MCP');
+  t.match(JSON.stringify(preview.body.results), /Autumn sale/, 'batch preview as HTML over MCP');
   const plain = await creative.call('build_creative', {
     target_format_id: 'display_300x250',
     message: 'x',
