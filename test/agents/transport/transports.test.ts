@@ -177,6 +177,24 @@ for (const version of ['0.3', '1.0'] as const) {
     t.match(refused.body, { errors: [{ code: 'VALIDATION_ERROR', field: 'end_time' }] });
 
     await t.rejects(client.getTask('task_unknown'), 'unknown task id is refused');
+
+    // An HTTP 401 from the endpoint is a failed result carrying the error envelope.
+    const badKey = new AgentClient({
+      agentUrl: urls.sales,
+      transport: 'a2a',
+      a2aVersion: version,
+      apiKey: 'not-a-key-of-ours',
+    });
+    const denied = await badKey.call('get_media_buys', { context: { trace: version } });
+    t.equal(denied.ok, false);
+    t.equal(denied.httpStatus, 401);
+    t.match(denied.body, {
+      status: 'failed',
+      errors: [{ code: 'AUTH_INVALID' }],
+      context: { trace: version },
+    });
+    const deniedPoll = await badKey.getTask(created.taskId!);
+    t.equal(deniedPoll.httpStatus, 401, 'polling with rejected credentials too');
   });
 }
 
