@@ -5,7 +5,9 @@
 import { z } from 'zod';
 import { hasPermission } from '../auth/principal.js';
 import { allFormats, formatDefinition, GENERIC_FORMAT_IDS } from '../creative/formats.js';
+import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { briefTerms, score } from '../runtime/ranking.js';
+import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { BrandManifestSchema } from '../runtime/validation.js';
@@ -198,7 +200,36 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
 export const ListCreativeFormatsSalesSchema = z.looseObject({
   format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
   format_ids: z.array(z.unknown()).optional(),
+  account: z.looseObject({}).optional(),
+  pagination: PaginationRequestSchema.optional(),
 });
+
+/**
+ * The formats a sandbox principal's test controller seeded for the sales agent, when the
+ * request names an account and any were seeded (as the creative agent lists its own).
+ */
+async function seededFormats(
+  params: z.output<typeof ListCreativeFormatsSalesSchema>,
+  ctx: TaskContext,
+  agentUrl: string,
+): Promise<Array<Record<string, unknown>> | null> {
+  if (!params.account) return null;
+  const seeded = await sandboxFixtures(
+    ctx.db,
+    ctx.schema,
+    'sales',
+    ctx.principal?.principal_id,
+    SESSION,
+    'creative_format',
+  );
+  return seeded
+    ? seeded.map((f) => ({
+        format_id: { agent_url: agentUrl, id: f.id },
+        name: String(f.data.name ?? f.id),
+        ...(typeof f.data.type === 'string' ? { type: f.data.type } : {}),
+      }))
+    : null;
+}
 
 export function registerCatalogTasks(registry: TaskRegistry): void {
   registry.add({
@@ -245,13 +276,21 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
     errorShape: 'single',
     handle: async (params, ctx) => {
       const s = ctx.schema;
+      const agentUrl = ctx.settings.urls.creative;
+      const seeded = await seededFormats(params, ctx, agentUrl);
+      if (seeded) {
+        const { page, pagination } = paginate(seeded, params.pagination, 50);
+        return {
+          status: 'completed',
+          body: { formats: page, creative_agents: [{ agent_url: agentUrl }], pagination },
+        };
+      }
       const { rows } = await ctx.db.query<{ id: string }>(
         `SELECT DISTINCT jsonb_array_elements_text(format_ids) AS id FROM ${s}.products
           WHERE custom_principal IS NULL OR custom_principal = $1`,
         [ctx.principal?.principal_id ?? ''],
       );
       const used = new Set(rows.map((r) => r.id));
-      const agentUrl = ctx.settings.urls.creative;
       const formats = (await allFormats(ctx.db, s))
         .filter((f) => used.has(f.format_id))
         .filter((f) => !params.format_types || params.format_types.includes(f.type as never))
@@ -265,7 +304,12 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
             ]),
           ),
         }));
-      return { status: 'completed', body: { formats, creative_agents: [{ agent_url: agentUrl }] } };
+      // Published cursor pagination, default page size 50.
+      const { page, pagination } = paginate(formats, params.pagination, 50);
+      return {
+        status: 'completed',
+        body: { formats: page, creative_agents: [{ agent_url: agentUrl }], pagination },
+      };
     },
   });
 }

@@ -501,3 +501,59 @@ t.test(
     t.match(bad, { code: 'INVALID_REQUEST', field: /^push_notification_config\.operation_id/ });
   },
 );
+
+t.test(
+  'the sales format listing: cursor pages; a sandbox session lists its seeded formats',
+  async (t) => {
+    const { markDemoPrincipalsSandbox, putFixture, SESSION } =
+      await import('../../agents/testing/sandbox.js');
+    const h = await harness(t, { settings: { testController: true } });
+    const c = buyer(h);
+    const all = await h.ok('sales', 'list_creative_formats', {}, c);
+    const total = (all.formats as unknown[]).length;
+    t.ok(total > 2);
+    t.match(all.pagination, { has_more: false, total_count: total });
+    const first = await h.ok(
+      'sales',
+      'list_creative_formats',
+      { pagination: { max_results: 2 } },
+      c,
+    );
+    const cursor = (first.pagination as { cursor: string }).cursor;
+    t.match(first.pagination, { has_more: true, total_count: total });
+    const second = await h.ok(
+      'sales',
+      'list_creative_formats',
+      { pagination: { max_results: 100, cursor } },
+      c,
+    );
+    t.same(
+      [...(first.formats as unknown[]), ...(second.formats as unknown[])],
+      all.formats,
+      'two pages are the whole listing',
+    );
+    await markDemoPrincipalsSandbox(h.pool, h.schema);
+    for (const id of ['seeded_a', 'seeded_b']) {
+      await putFixture(
+        h.pool,
+        h.schema,
+        {
+          agent: 'sales',
+          principalId: 'demo-buyer',
+          account: SESSION,
+          kind: 'creative_format',
+          id,
+        },
+        { name: `Seeded ${id}`, type: 'display' },
+      );
+    }
+    const account = { brand: { domain: 'acme.example' }, operator: 'acme.example' };
+    const seeded = await h.ok('sales', 'list_creative_formats', { account }, c);
+    t.same(
+      (seeded.formats as Array<{ format_id: { id: string } }>).map((f) => f.format_id.id),
+      ['seeded_a', 'seeded_b'],
+    );
+    const unseeded = await h.ok('sales', 'list_creative_formats', {}, c);
+    t.equal((unseeded.formats as unknown[]).length, total, 'without an account: the catalog');
+  },
+);
