@@ -121,12 +121,22 @@ export async function purgeExpired(
   pool: Pool,
   schema: string,
   clock: AgentClock,
-): Promise<{ idempotency: number; previews: number }> {
+): Promise<{ idempotency: number; previews: number; answered: number }> {
   const now = clock.now();
   const a = await pool.query(`DELETE FROM ${schema}.idempotency WHERE expires_at <= $1`, [now]);
   const b = await pool.query(`DELETE FROM ${schema}.previews WHERE expires_at <= $1`, [now]);
-  return { idempotency: a.rowCount ?? 0, previews: b.rowCount ?? 0 };
+  // Tasks answered at once (stored only so A2A tasks/get finds their ids) are kept a day.
+  const c = await pool.query(
+    `DELETE FROM ${schema}.tasks
+      WHERE initial_status IN ('completed', 'failed', 'rejected', 'canceled')
+        AND updated_at <= now() - make_interval(secs => $1)`,
+    [ANSWERED_TASK_RETENTION_SECONDS],
+  );
+  return { idempotency: a.rowCount ?? 0, previews: b.rowCount ?? 0, answered: c.rowCount ?? 0 };
 }
+
+/** How long a task answered at once stays pollable (real seconds). */
+export const ANSWERED_TASK_RETENTION_SECONDS = 86_400;
 
 export async function createAgentsCore(options: AgentsCoreOptions): Promise<AgentsCore> {
   const schema = assertSchemaName(options.schema ?? DEFAULT_AGENTS_SCHEMA);

@@ -314,8 +314,16 @@ t.test('expired idempotency records and previews are purged', async (t) => {
     },
     buyer(h, 'creative'),
   );
-  t.same(await purgeExpired(h.pool, h.schema, h.clock), { idempotency: 0, previews: 0 });
+  t.same(await purgeExpired(h.pool, h.schema, h.clock), {
+    idempotency: 0,
+    previews: 0,
+    answered: 0,
+  });
   h.clock.advance(86400_000 + 1);
-  t.same(await purgeExpired(h.pool, h.schema, h.clock), { idempotency: 1, previews: 1 });
+  t.same(await purgeExpired(h.pool, h.schema, h.clock), {
+    idempotency: 1,
+    previews: 1,
+    answered: 0,
+  });
   t.equal(await count(h, 'idempotency'), 0);
 });

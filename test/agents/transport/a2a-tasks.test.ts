@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { parseA2aPushConfig } from '../../../sender/core/registration.js';
+import { purgeExpired } from '../../../agents/service.js';
 import { RecordingNotifications } from '../../../agents/runtime/recording-notifications.js';
 import { START } from '../support/core.js';
 import { postJson, startAgents } from './support.js';
@@ -227,6 +228,16 @@ t.test('A2A 0.3: tasks/get, tasks/cancel, push-notification configs', async (t) 
     },
   );
   t.equal(othersCancel.error.code, -32001, "another principal's task cannot be canceled");
+
+  // Answers given at once are kept a day, then purged; async tasks stay.
+  await h.pool.query(
+    `UPDATE ${h.schema}.tasks SET updated_at = now() - interval '25 hours' WHERE task_id = ANY($1)`,
+    [[sync.result.id, taskId]],
+  );
+  const purged = await purgeExpired(h.pool, h.schema, h.clock);
+  t.equal(purged.answered, 1, 'the answered-at-once task is purged');
+  t.equal((await rpc('tasks/get', { id: sync.result.id })).error.code, -32001);
+  t.equal((await rpc('tasks/get', { id: taskId })).result.status.state, 'canceled', 'async kept');
 });
 
 t.test('A2A 1.0: GetTask, CancelTask, push-notification configs', async (t) => {
