@@ -37,10 +37,6 @@ const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
     modes: ['seeded', 'unseeded'],
     owner: 'schemas: create_media_buy media_buy_id',
   },
-  'sales:error_compliance': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'schemas: reversed dates are VALIDATION_ERROR or INVALID_REQUEST, not PRODUCT_NOT_FOUND',
-  },
   'sales:get_media_buys_pagination_integrity': {
     modes: ['seeded', 'unseeded'],
     owner: 'surface (not done): seed_media_buy',
@@ -86,21 +82,12 @@ const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
     owner: 'schemas: get_products proposals',
   },
   'sales:media_buy_state_machine': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'schemas: create_media_buy media_buy_id',
-  },
-  'sales:pagination_integrity_creative_formats': {
-    modes: ['seeded', 'unseeded'],
-    owner:
-      'schemas: the sales list_creative_formats lists the seeded session formats (sandboxFixtures) by cursor',
-  },
-  'sales:pagination_integrity_list_accounts': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'schemas: list_accounts total_count with accounts other storyboards created',
+    modes: ['unseeded'],
+    owner: 'schemas: a production buy awaits seller approval (submitted, no media_buy_id)',
   },
   'sales:schema_validation': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'schemas: past start_time (INVALID_REQUEST or adjusted), media_buy_id',
+    modes: ['unseeded'],
+    owner: 'schemas: past start_time (INVALID_REQUEST or adjusted); production buys await approval',
   },
   'sales:webhook_emission': {
     modes: ['seeded', 'unseeded'],
