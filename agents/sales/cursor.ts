@@ -1,32 +1,16 @@
 /**
- * Cursor pagination in the published form (core/pagination-request.json and
- * pagination-response.json): `{max_results, cursor}` in, `{has_more, cursor?,
- * total_count}` out. The cursor is opaque to the buyer; here it carries the offset of the
- * next page, so a list that changes between pages may repeat or skip an item (as with
- * the offset paging it replaces).
+ * Cursor pagination of the sales lists read page by page from PostgreSQL (`LIMIT/OFFSET`):
+ * the published request schema and cursor codec are the agents' one
+ * (`common/pagination.ts`); here, an absent cursor is the first page and `pageInfo` builds
+ * the response's `pagination` from a page read at an offset.
  */
-import { z } from 'zod';
-import { taskError } from '../runtime/errors.js';
+import { decodeCursor as decode, encodeCursor } from '../common/pagination.js';
 
-export const PaginationRequestSchema = z.looseObject({
-  max_results: z.number().int().min(1).max(100).optional(),
-  cursor: z.string().min(1).max(200).optional(),
-});
+export { PaginationRequestSchema } from '../common/pagination.js';
 
-export function encodeCursor(offset: number): string {
-  return Buffer.from(JSON.stringify({ o: offset })).toString('base64url');
-}
-
-/** The offset a cursor stands for; VALIDATION_ERROR naming `field` when it is not ours. */
+/** The offset a cursor stands for (0 without one); VALIDATION_ERROR naming `field` when not ours. */
 export function decodeCursor(cursor: string | undefined, field = 'pagination.cursor'): number {
-  if (cursor === undefined) return 0;
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { o?: unknown };
-    if (typeof v.o === 'number' && Number.isInteger(v.o) && v.o >= 0) return v.o;
-  } catch {
-    // falls through to the refusal
-  }
-  throw taskError('VALIDATION_ERROR', `${field} is not a cursor this agent returned`, { field });
+  return cursor === undefined ? 0 : decode(cursor, field);
 }
 
 /**
