@@ -16,6 +16,7 @@ export function agentOptionsFromConfig(config: Config): {
     settings: {
       protocolVersion: config.SVC_PROTOCOL_VERSION,
       approval: approvalPolicy(config.SVC_AGENTS_APPROVAL),
+      validateResponses: config.SVC_AGENTS_VALIDATE_RESPONSES,
       windowedPullGranularities:
         config.SVC_AGENTS_WINDOWED_GRANULARITIES.split(',').filter(Boolean),
       webhookSigning: {

@@ -83,28 +83,27 @@ interface SeedProduct {
 }
 
 const US_CA = ['US', 'CA'];
+// Pricing options in the published form (core/pricing-option.json): an auction option is
+// one without `fixed_price`, with a `floor_price`.
 const cpm = (id: string, price: number, min = 1000) => ({
   pricing_option_id: id,
   pricing_model: 'cpm',
-  price,
+  fixed_price: price,
   currency: 'USD',
-  is_fixed: true,
-  min_spend: min,
+  min_spend_per_package: min,
 });
 const auction = (id: string, floor: number, min = 500) => ({
   pricing_option_id: id,
-  pricing_model: 'cpm-auction',
-  floor,
+  pricing_model: 'cpm',
+  floor_price: floor,
   currency: 'USD',
-  is_fixed: false,
-  min_spend: min,
+  min_spend_per_package: min,
 });
 const flat = (id: string, price: number) => ({
   pricing_option_id: id,
-  pricing_model: 'flat-fee',
-  price,
+  pricing_model: 'flat_rate',
+  fixed_price: price,
   currency: 'USD',
-  is_fixed: true,
 });
 
 export const SEED_PRODUCTS: SeedProduct[] = [

@@ -14,6 +14,7 @@ import {
   type AgentAuthKeys,
 } from './auth/authenticate.js';
 import { onboardPrincipal, revokeApiKeys } from './auth/principal-admin.js';
+import { oauthResources } from './auth/resources.js';
 import { AGENT_KINDS, type AgentKind, type Permissions } from './auth/principal.js';
 import { publishCapabilitiesChange, registerCommonTasks } from './common/capabilities.js';
 import { getPreview, registerCreativeAgentTasks } from './creative/creative-agent.js';
@@ -35,6 +36,8 @@ import { registerDeliveryTasks, SimulatedDeliverySource } from './sales/delivery
 import { DeliverySimulator } from './sales/delivery-simulator.js';
 import { MediaBuyOperator, registerMediaBuyTasks } from './sales/media-buys.js';
 import { registerSignalTasks } from './signals/signal-agent.js';
+import { registerTestController } from './testing/controller.js';
+import { markDemoPrincipalsSandbox } from './testing/sandbox.js';
 import { demoCredentials, seedCatalog, type DemoCredential } from './seed.js';
 import { DEFAULT_AGENTS_SCHEMA, migrateAgents } from './store/migrations.js';
 
@@ -118,12 +121,22 @@ export async function purgeExpired(
   pool: Pool,
   schema: string,
   clock: AgentClock,
-): Promise<{ idempotency: number; previews: number }> {
+): Promise<{ idempotency: number; previews: number; answered: number }> {
   const now = clock.now();
   const a = await pool.query(`DELETE FROM ${schema}.idempotency WHERE expires_at <= $1`, [now]);
   const b = await pool.query(`DELETE FROM ${schema}.previews WHERE expires_at <= $1`, [now]);
-  return { idempotency: a.rowCount ?? 0, previews: b.rowCount ?? 0 };
+  // Tasks answered at once (stored only so A2A tasks/get finds their ids) are kept a day.
+  const c = await pool.query(
+    `DELETE FROM ${schema}.tasks
+      WHERE initial_status IN ('completed', 'failed', 'rejected', 'canceled')
+        AND updated_at <= now() - make_interval(secs => $1)`,
+    [ANSWERED_TASK_RETENTION_SECONDS],
+  );
+  return { idempotency: a.rowCount ?? 0, previews: b.rowCount ?? 0, answered: c.rowCount ?? 0 };
 }
+
+/** How long a task answered at once stays pollable (real seconds). */
+export const ANSWERED_TASK_RETENTION_SECONDS = 86_400;
 
 export async function createAgentsCore(options: AgentsCoreOptions): Promise<AgentsCore> {
   const schema = assertSchemaName(options.schema ?? DEFAULT_AGENTS_SCHEMA);
@@ -142,7 +155,8 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
   for (const agent of AGENT_KINDS) {
     keys[agent] = {
       hs256Secret: secrets[agent],
-      audiences: [agent, settings.urls[agent]],
+      // The origin and its two endpoints: the RFC 9728 resources a token may be bound to.
+      audiences: [agent, ...oauthResources(settings.urls[agent])],
       ...(options.authKeys?.[agent] ?? {}),
     };
   }
@@ -165,6 +179,10 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
   registerAccountTasks(registry);
   registerCreativeAgentTasks(registry);
   registerSignalTasks(registry);
+  if (settings.testController) {
+    registerTestController(registry);
+    await markDemoPrincipalsSandbox(pool, schema);
+  }
   registerCommonTasks(registry, tasks, options.profile.capabilitiesTask);
 
   const simulator = new DeliverySimulator({ pool, schema, clock, notifications });

@@ -6,12 +6,14 @@
  * The load generator runs in a worker thread (its own event loop, the second core).
  * Bounded: every phase has a call count and a wall-clock cap. Notifications are silent
  * (the sender has its own suite). Args: `[seconds per fixed-rate phase, default 5]`.
+ * Response validation follows SVC_AGENTS_VALIDATE_RESPONSES (default off).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { brandProfile } from '../shared/brand.js';
+import { loadConfig } from '../shared/config.js';
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
 import { AGENT_KINDS, type AgentKind } from '../agents/auth/principal.js';
 import { silentNotifications } from '../agents/runtime/silent-notifications.js';
@@ -70,7 +72,13 @@ export async function run(args: string[]): Promise<void> {
       schema,
       profile,
       notifications: silentNotifications,
-      settings: { urls, previewBaseUrl: `${urls.creative}/previews`, approval: 'never' },
+      settings: {
+        urls,
+        previewBaseUrl: `${urls.creative}/previews`,
+        approval: 'never',
+        // Off unless asked (SVC_AGENTS_VALIDATE_RESPONSES=strict measures the check's cost).
+        validateResponses: loadConfig().SVC_AGENTS_VALIDATE_RESPONSES,
+      },
     });
     for (const agent of AGENT_KINDS) {
       handlers[agent] = createAgentApp({ agent, core, profile }).callback();

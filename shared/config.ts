@@ -227,6 +227,11 @@ const variables = {
       .default('30'),
     accepts: 'manual, never, or the seconds after which pending media buys are approved',
   },
+  SVC_AGENTS_VALIDATE_RESPONSES: {
+    schema: z.enum(['off', 'warn', 'strict']).default('off'),
+    accepts:
+      'off, warn or strict: check agent responses against the published schemas (strict: a drift is a fault; tests)',
+  },
   SVC_AGENTS_WINDOWED_GRANULARITIES: {
     schema: z
       .string()

@@ -1,8 +1,9 @@
 /**
  * Credentials to principals, per agent. JWT bearer tokens are verified with the agent's
  * own key (HS256 secret, EdDSA public key, or a JWKS for OAuth-issued tokens), so a token
- * of one agent fails at another; `X-API-Key` values are looked up by SHA-256 among the
- * agent's own keys. Missing credentials give null (the tier decides); bad ones throw
+ * of one agent fails at another; API keys (`X-API-Key`, or `Authorization: Bearer <key>`
+ * when the bearer is not a JWS) are looked up by SHA-256 among the agent's own keys.
+ * Missing credentials give null (the tier decides); bad ones throw
  * AUTH_INVALID.
  */
 import { createHash, createHmac, randomBytes, type KeyObject } from 'node:crypto';
@@ -46,6 +47,7 @@ export interface AuthenticatorOptions {
 }
 
 const MAX_TOKEN_LENGTH = 8192;
+const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const MAX_API_KEY_LENGTH = 512;
 
 export function hashApiKey(key: string): string {
@@ -70,9 +72,11 @@ export class Authenticator {
     if (authorization) {
       const m = /^Bearer[ \t]+(\S+)$/i.exec(authorization);
       if (!m || !m[1]) {
-        throw taskError('AUTH_INVALID', 'Authorization must be "Bearer <token>"');
+        throw taskError('AUTH_INVALID', 'Authorization must be "Bearer <token or API key>"');
       }
-      return this.verifyJwt(agent, m[1]);
+      // A bearer that is not a JWS (three base64url segments) is an API key, as the
+      // protocol's buyers send them (`Authorization: Bearer <key>`).
+      return JWS_SHAPE.test(m[1]) ? this.verifyJwt(agent, m[1]) : this.lookupApiKey(agent, m[1]);
     }
     const apiKey = credentials.apiKey?.trim();
     if (apiKey) return this.lookupApiKey(agent, apiKey);

@@ -41,9 +41,11 @@ export interface AgentCallResult {
   /** Task status (`completed`, `submitted`, `working`...). */
   status: string;
   taskId?: string;
-  /** The AdCP response body, or `{error}` / `{errors}`. */
+  /** The AdCP response body, or the error envelope `{status: failed, errors, ...}`. */
   body: Record<string, unknown>;
   transport: AgentTransport;
+  /** Set when the agent refused at the HTTP level (401/403 auth refusals). */
+  httpStatus?: number;
 }
 
 const A2A_STATE_NAMES: Record<number, string> = {
@@ -59,7 +61,8 @@ const A2A_STATE_NAMES: Record<number, string> = {
 
 function isErrorBody(body: Record<string, unknown>): boolean {
   return (
-    (typeof body.error === 'object' && body.error !== null) ||
+    (body.status === 'failed' && Array.isArray(body.errors)) ||
+    (typeof body.error === 'object' && body.error !== null && body.status === undefined) ||
     (Array.isArray(body.errors) && body.errors.length > 0 && body.status === undefined)
   );
 }
@@ -111,13 +114,52 @@ export class AgentClient {
     return h;
   }
 
+  /** The error envelope of the last HTTP-level refusal (401/403), which SDK clients throw on. */
+  private refusal: { status: number; body: Record<string, unknown> } | null = null;
+
   private fetchWithHeaders(): typeof fetch {
     const extra = this.headers();
-    return (input, init) => {
+    return async (input, init) => {
       const headers = new Headers(init?.headers);
       for (const [k, v] of Object.entries(extra)) headers.set(k, v);
-      return fetch(input, { ...init, headers });
+      const res = await fetch(input, { ...init, headers });
+      if (res.status === 401 || res.status === 403) {
+        const data = await res
+          .clone()
+          .json()
+          .then((j) => (j as { error?: { data?: unknown } } | null)?.error?.data)
+          .catch(() => undefined);
+        this.refusal = {
+          status: res.status,
+          body:
+            data && typeof data === 'object'
+              ? (data as Record<string, unknown>)
+              : {
+                  status: 'failed',
+                  errors: [{ code: 'AUTH_INVALID', message: `HTTP ${res.status}` }],
+                },
+        };
+      }
+      return res;
     };
+  }
+
+  /** Runs one exchange; an HTTP auth refusal becomes a failed result instead of a throw. */
+  private async refusable(run: () => Promise<AgentCallResult>): Promise<AgentCallResult> {
+    this.refusal = null;
+    try {
+      return await run();
+    } catch (err) {
+      const refusal = this.refusal as { status: number; body: Record<string, unknown> } | null;
+      if (!refusal) throw err;
+      return {
+        ok: false,
+        status: 'failed',
+        body: refusal.body,
+        transport: this.transport,
+        httpStatus: refusal.status,
+      };
+    }
   }
 
   async connect(): Promise<void> {
@@ -129,7 +171,7 @@ export class AgentClient {
       });
       await client.connect(
         new StreamableHTTPClientTransport(new URL(endpoint(this.options.agentUrl, '/mcp')), {
-          requestInit: { headers: this.headers() },
+          fetch: this.fetchWithHeaders(),
         }),
       );
       this.mcp = client;
@@ -183,6 +225,14 @@ export class AgentClient {
     opts: CallOptions = {},
   ): Promise<AgentCallResult> {
     await this.connect();
+    return this.refusable(() => this.exchange(task, params, opts));
+  }
+
+  private async exchange(
+    task: string,
+    params: Record<string, unknown>,
+    opts: CallOptions,
+  ): Promise<AgentCallResult> {
     if (this.mcp) {
       const r = await this.mcp.callTool({ name: task, arguments: params });
       let body = r.structuredContent as Record<string, unknown> | undefined;
@@ -267,8 +317,9 @@ export class AgentClient {
   async getTask(taskId: string): Promise<AgentCallResult> {
     await this.connect();
     if (this.mcp) return this.call('get_task_status', { task_id: taskId, include_result: true });
-    const task = await this.a2a!.getTask({ tenant: '', id: taskId });
-    return this.fromA2aTask(task);
+    return this.refusable(async () =>
+      this.fromA2aTask(await this.a2a!.getTask({ tenant: '', id: taskId })),
+    );
   }
 
   async close(): Promise<void> {

@@ -12,6 +12,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { BrandProfile } from '../../shared/brand.js';
+import { plainErrorBody } from '../runtime/errors.js';
 import { callAgent } from './agent-client.js';
 
 const ArgsSchema = z.strictObject({
@@ -51,21 +52,13 @@ export async function runCallAgentTool(
   args: unknown,
 ): Promise<CallToolResult> {
   if (name !== profile.callAgentTool) {
-    return result({ error: { code: 'UNKNOWN_TASK', message: `no tool ${name}` } }, true);
+    return result(plainErrorBody(profile.brand, 'UNKNOWN_TASK', `no tool ${name}`), true);
   }
   const parsed = ArgsSchema.safeParse(args ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    return result(
-      {
-        error: {
-          code: 'VALIDATION_ERROR',
-          message: issue.message,
-          field: issue.path.map(String).join('.') || 'arguments',
-        },
-      },
-      true,
-    );
+    const field = issue.path.map(String).join('.') || 'arguments';
+    return result(plainErrorBody(profile.brand, 'VALIDATION_ERROR', issue.message, field), true);
   }
   const a = parsed.data;
   try {
@@ -81,10 +74,8 @@ export async function runCallAgentTool(
     });
     return result(r.body, !r.ok);
   } catch (err) {
-    return result(
-      { error: { code: 'AGENT_UNREACHABLE', message: (err as Error).message, field: 'agent_url' } },
-      true,
-    );
+    const message = (err as Error).message;
+    return result(plainErrorBody(profile.brand, 'AGENT_UNREACHABLE', message, 'agent_url'), true);
   }
 }
 

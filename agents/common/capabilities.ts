@@ -14,12 +14,34 @@ import { proveSubscribers, type SubscriberEntry } from './subscriber-proof.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
+import { CONTROLLER_SCENARIOS } from '../testing/scenarios.js';
 
 const PROTOCOLS: Record<AgentKind, string> = {
   sales: 'media_buy',
   creative: 'creative',
   signals: 'signals',
 };
+
+/** The published `adcp-protocol` of each agent's tasks (get_task_status `protocol`). */
+const TASK_PROTOCOLS: Record<AgentKind, string> = {
+  sales: 'media-buy',
+  creative: 'creative',
+  signals: 'signals',
+};
+
+/** Published sync outcome: `cleared` (now none), `unchanged` (same set) or `updated`. */
+function syncAction(previous: unknown[], next: unknown[]): 'updated' | 'unchanged' | 'cleared' {
+  if (next.length === 0 && previous.length > 0) return 'cleared';
+  // jsonb does not keep key order: compare with sorted keys.
+  const key = (c: unknown): string =>
+    JSON.stringify(c, (_k, v: unknown) =>
+      v && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+        : v,
+    );
+  const same = previous.length === next.length && previous.every((c, i) => key(c) === key(next[i]));
+  return same ? 'unchanged' : 'updated';
+}
 
 /** Coalescence windows (seconds) this seller keeps per event type (§4.6 defaults or shorter). */
 export const COALESCENCE_WINDOWS: Record<string, number> = {
@@ -83,8 +105,15 @@ export async function capabilityDocument(
   } else {
     doc.webhook_signing = { supported: false };
   }
-  if (settings.brandJsonUrl)
+  // The published schema takes only an https brand.json (a loopback deployment has none).
+  if (settings.brandJsonUrl?.startsWith('https://'))
     doc.identity = { brand_json_url: settings.brandJsonUrl, per_principal_key_isolation: false };
+  // Declared: the canonical force/simulate scenarios (the names every release's enum
+  // has); seeding scenarios are discovered with list_scenarios.
+  const declared = CONTROLLER_SCENARIOS[agent].filter((x) => /^(force|simulate)_/.test(x));
+  if (settings.testController && declared.length > 0) {
+    doc.compliance_testing = { scenarios: declared };
+  }
   if (agent === 'sales') {
     doc.media_buy = {
       buying_modes: ['brief'],
@@ -94,26 +123,42 @@ export async function capabilityDocument(
         windowed_pull_granularities: settings.windowedPullGranularities,
         available_reporting_frequencies: ['hourly', 'daily', 'monthly'],
       },
+      // Published 3.2: account-level subscribers (sync_accounts) for assignment changes.
       relationship_notifications: {
+        supported: true,
+        registration_task: 'sync_accounts',
+        event_types: ['creative.assignment_changed'],
+        repair_tasks: ['get_media_buys'],
+        supports_webhook_activity: false,
+      },
+    };
+    doc.account = {
+      supported_billing: ['operator', 'agent'],
+      required_for_products: false,
+      ...(settings.testController ? { sandbox: true } : {}),
+      notifications: {
+        supported: true,
+        registration_task: 'sync_accounts',
+        read_task: 'list_accounts',
+        event_types: ['account.status_changed'],
+        supports_webhook_activity: false,
+      },
+    };
+    // What the published enums have no place for: impairments registered per buy, and
+    // creative.status_changed on account subscribers (supplement); under `ext`.
+    doc.ext = {
+      impairment_notifications: {
         supported: true,
         registration_task: 'create_media_buy',
         event_types: ['impairment'],
         repair_tasks: ['get_media_buys'],
         supports_webhook_activity: true,
       },
-    };
-    doc.account = {
-      notifications: {
-        supported: true,
-        registration_task: 'sync_accounts',
-        read_task: 'list_accounts',
-        event_types: [
-          'creative.status_changed',
-          'creative.assignment_changed',
-          'account.status_changed',
-        ],
-        supports_webhook_activity: false,
-      },
+      account_event_types: [
+        'creative.status_changed',
+        'creative.assignment_changed',
+        'account.status_changed',
+      ],
     };
   }
   return doc;
@@ -202,15 +247,16 @@ export function registerCommonTasks(
       errorShape: agent === 'signals' ? 'signal' : 'single',
       handle: async (params, ctx) => {
         checkUniqueSubscribers(params.notification_configs, 'notification_configs');
+        const { rows } = await ctx.db.query<{ configs: SubscriberEntry[] }>(
+          `SELECT configs FROM ${ctx.schema}.agent_notification_configs WHERE agent = $1 AND principal_id = $2`,
+          [agent, ctx.principal!.principal_id],
+        );
+        const previous = rows[0]?.configs ?? [];
         if (!params.dry_run && !ctx.dryRun) {
-          const { rows } = await ctx.db.query<{ configs: SubscriberEntry[] }>(
-            `SELECT configs FROM ${ctx.schema}.agent_notification_configs WHERE agent = $1 AND principal_id = $2`,
-            [agent, ctx.principal!.principal_id],
-          );
           await proveSubscribers(ctx.settings.subscriberVerifier, {
             scope: 'agent',
             sellerAgentUrl: ctx.settings.urls[agent],
-            previous: rows[0]?.configs ?? [],
+            previous,
             next: params.notification_configs as SubscriberEntry[],
             fieldPrefix: 'notification_configs',
           });
@@ -227,6 +273,7 @@ export function registerCommonTasks(
         return {
           status: 'completed',
           body: {
+            action: syncAction(previous, params.notification_configs),
             notification_configs: params.notification_configs.map(publicConfig),
             capabilities_version: String(v.version),
             ...(params.dry_run ? { dry_run: true } : {}),
@@ -253,7 +300,7 @@ export function registerCommonTasks(
         );
         // The poll answers with the polled task's status.
         const { status, ...rest } = view;
-        return { status, body: rest };
+        return { status, body: { ...rest, protocol: TASK_PROTOCOLS[agent] } };
       },
     });
   }

@@ -7,8 +7,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Pool } from '../../shared/infra/pg.js';
+import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { checkAssets } from '../sales/creatives.js';
+import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { AgentClock } from '../runtime/clock.js';
+import { TaskError } from '../../shared/errors/task-errors.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
@@ -30,13 +33,44 @@ const ListFormatsSchema = z.looseObject({
   max_height: z.number().int().positive().optional(),
   is_responsive: z.boolean().optional(),
   name_search: z.string().max(200).optional(),
+  pagination: PaginationRequestSchema.optional(),
+  account: z.looseObject({}).optional(),
 });
+
+/** A format the test controller seeded (name and type only; no asset slots). */
+function seededFormat(f: { id: string; data: Record<string, unknown> }): FormatRow {
+  return {
+    format_id: f.id,
+    name: String(f.data.name ?? f.id),
+    type: (f.data.type as FormatRow['type'] | undefined) ?? 'display',
+    width: null,
+    height: null,
+    duration_ms: null,
+    is_responsive: false,
+    assets_required: [],
+    renders: [],
+    requirements: {},
+  };
+}
 
 async function listFormats(params: z.output<typeof ListFormatsSchema>, ctx: TaskContext) {
   const agentUrl = ctx.settings.urls.creative;
   const ids = params.format_ids ? new Set(params.format_ids.map((f) => f.id)) : null;
   const search = params.name_search?.toLowerCase();
-  const formats = (await allFormats(ctx.db, ctx.schema)).filter(
+  // A sandbox principal naming an account sees exactly the formats its test controller
+  // session seeded, when it seeded any.
+  const seeded = params.account
+    ? await sandboxFixtures(
+        ctx.db,
+        ctx.schema,
+        'creative',
+        ctx.principal?.principal_id,
+        SESSION,
+        'creative_format',
+      )
+    : null;
+  const catalog = seeded ? seeded.map(seededFormat) : await allFormats(ctx.db, ctx.schema);
+  const formats = catalog.filter(
     (f) =>
       (!ids || ids.has(f.format_id)) &&
       (!params.type || f.type === params.type) &&
@@ -47,7 +81,13 @@ async function listFormats(params: z.output<typeof ListFormatsSchema>, ctx: Task
       (params.is_responsive === undefined || f.is_responsive === params.is_responsive) &&
       (!search || f.name.toLowerCase().includes(search) || f.format_id.includes(search)),
   );
-  return { formats: formats.map((f) => formatDefinition(f, agentUrl)), creative_agents: [] };
+  // Published default page size: 50.
+  const { page, pagination } = paginate(formats, params.pagination, 50);
+  return {
+    formats: page.map((f) => formatDefinition(f, agentUrl)),
+    creative_agents: [],
+    pagination,
+  };
 }
 
 const ManifestSchema = z.looseObject({
@@ -55,12 +95,49 @@ const ManifestSchema = z.looseObject({
   assets: z.record(z.string(), z.looseObject({ asset_type: z.enum(ASSET_TYPES) })).default({}),
 });
 
-const BuildSchema = z.looseObject({
-  message: z.string().max(5000).optional(),
-  creative_manifest: ManifestSchema.optional(),
-  target_format_id: FormatIdSchema,
-  brand_manifest: BrandManifestSchema.optional(),
+const InputsSchema = z
+  .array(
+    z.looseObject({
+      name: z.string().min(1).max(100),
+      macros: z.record(z.string(), z.string().max(500)).optional(),
+    }),
+  )
+  .max(20)
+  .optional();
+
+const BrandRefSchema = z.looseObject({
+  domain: z
+    .string()
+    .min(3)
+    .max(253)
+    .regex(/^[a-z0-9.-]+\.[a-z]{2,}$/i, 'brand.domain must be a domain name'),
 });
+
+/**
+ * Published: `target_format_id` or `target_format_ids` (one manifest per format), `brand`
+ * as a `{domain}` reference, `include_preview`. Older: `brand_manifest`.
+ */
+const BuildSchema = z
+  .looseObject({
+    message: z.string().max(5000).optional(),
+    creative_manifest: ManifestSchema.optional(),
+    target_format_id: FormatIdSchema.optional(),
+    target_format_ids: z.array(FormatIdSchema).min(1).max(20).optional(),
+    brand_manifest: BrandManifestSchema.optional(),
+    brand: BrandRefSchema.optional(),
+    include_preview: z.boolean().optional(),
+    preview_inputs: InputsSchema,
+    preview_output_format: z.enum(['url', 'html']).optional(),
+  })
+  .superRefine((p, zctx) => {
+    if ((p.target_format_id === undefined) === (p.target_format_ids === undefined)) {
+      zctx.addIssue({
+        code: 'custom',
+        path: ['target_format_id'],
+        message: 'give exactly one of target_format_id and target_format_ids',
+      });
+    }
+  });
 
 type Asset = Record<string, unknown> & { asset_type: string };
 
@@ -69,7 +146,8 @@ function brandOf(params: z.output<typeof BuildSchema>): BrandManifest | null {
     { brand_manifest?: unknown } | undefined;
   const fromAssets = BrandManifestSchema.safeParse(offerings?.brand_manifest);
   if (fromAssets.success) return fromAssets.data;
-  return params.brand_manifest ?? null;
+  if (params.brand_manifest) return params.brand_manifest;
+  return params.brand ? { url: `https://${params.brand.domain.toLowerCase()}` } : null;
 }
 
 function brandName(brand: BrandManifest | null): string {
@@ -175,13 +253,14 @@ export function buildManifest(
             duration_ms: format.duration_ms ?? existing.duration_ms,
           };
         } else {
+          // A generated ad is an inline tag document (published `vast` / `daast` asset),
+          // which the format's video/audio slot accepts in place of a hosted file.
           assets[req.asset_id] = {
-            asset_type: req.asset_type,
+            asset_type: req.asset_type === 'video' ? 'vast' : 'daast',
+            delivery_type: 'inline',
             content: vast(`gen_${id}`, seconds, clickUrl, headline.slice(0, 90)),
+            ...(req.asset_type === 'video' ? { vast_version: '4.2' } : {}),
             duration_ms: format.duration_ms,
-            ...(format.width && req.asset_type === 'video'
-              ? { width: format.width, height: format.height }
-              : {}),
           };
         }
         break;
@@ -195,19 +274,19 @@ export function buildManifest(
 
 async function buildCreative(params: z.output<typeof BuildSchema>, ctx: TaskContext) {
   const agentUrl = ctx.settings.urls.creative;
-  const format = await resolveFormat(
-    ctx.db,
-    ctx.schema,
-    params.target_format_id,
-    agentUrl,
-    'target_format_id',
-  );
+  const targets = params.target_format_ids
+    ? params.target_format_ids.map((f, i) => ({ id: f, field: `target_format_ids[${i}]` }))
+    : [{ id: params.target_format_id!, field: 'target_format_id' }];
+  const formats: FormatRow[] = [];
+  for (const t of targets) {
+    formats.push(await resolveFormat(ctx.db, ctx.schema, t.id, agentUrl, t.field));
+  }
   const brand = brandOf(params);
   const source = params.creative_manifest?.assets as Record<string, Asset> | undefined;
   if (!params.message && !source && !brand) {
     throw taskError(
       'VALIDATION_ERROR',
-      'build_creative needs a message, a creative_manifest or a brand manifest to work from',
+      'build_creative needs a message, a creative_manifest or a brand to work from',
       { field: 'message' },
     );
   }
@@ -223,43 +302,59 @@ async function buildCreative(params: z.output<typeof BuildSchema>, ctx: TaskCont
     const hasAll = from.assets_required.every((r) => !r.required || source?.[r.asset_id]);
     if (hasAll) checkAssets(from, source ?? {}, 'creative_manifest.assets');
   }
-  const manifest = buildManifest(format, agentUrl, {
-    ...(params.message ? { message: params.message } : {}),
-    ...(source ? { source } : {}),
-    brand,
-  });
-  return { creative_manifest: manifest };
+  const manifests = formats.map((format) =>
+    buildManifest(format, agentUrl, {
+      ...(params.message ? { message: params.message } : {}),
+      ...(source ? { source } : {}),
+      brand,
+    }),
+  );
+  const body: Record<string, unknown> = params.target_format_ids
+    ? { creative_manifests: manifests }
+    : { creative_manifest: manifests[0] };
+  if (params.include_preview) {
+    const expires = new Date(ctx.clock.nowMs() + ctx.settings.previewTtlSeconds * 1000);
+    const outputFormat = params.preview_output_format ?? 'url';
+    const previews: Array<Record<string, unknown>> = [];
+    for (const manifest of manifests) {
+      const item: PreviewItem = {
+        creative_manifest: manifest as NonNullable<PreviewItem['creative_manifest']>,
+        ...(params.preview_inputs ? { inputs: params.preview_inputs } : {}),
+      };
+      previews.push(...(await previewsOf(item, '', outputFormat, expires, ctx)));
+    }
+    body.preview = { previews, expires_at: expires.toISOString() };
+  }
+  return body;
 }
 
+/**
+ * One preview request: the published form (`creative_manifest` carrying its `format_id`)
+ * or the spec digest's (`format_id` beside the manifest). `creative_id` names a library
+ * creative, which this agent does not keep.
+ */
 const PreviewItemSchema = z.looseObject({
-  format_id: FormatIdSchema,
-  creative_manifest: ManifestSchema,
-  inputs: z
-    .array(
-      z.looseObject({
-        name: z.string().min(1).max(100),
-        macros: z.record(z.string(), z.string().max(500)).optional(),
-      }),
-    )
-    .max(20)
-    .optional(),
+  format_id: FormatIdSchema.optional(),
+  creative_manifest: ManifestSchema.optional(),
+  creative_id: z.string().min(1).max(255).optional(),
+  inputs: InputsSchema,
+  output_format: z.enum(['url', 'html']).optional(),
 });
 
 const PreviewSchema = z.discriminatedUnion(
   'request_type',
   [
-    PreviewItemSchema.extend({
-      request_type: z.literal('single'),
-      output_format: z.enum(['url', 'html']).optional(),
-    }),
+    PreviewItemSchema.extend({ request_type: z.literal('single') }),
     z.looseObject({
       request_type: z.literal('batch'),
       requests: z.array(PreviewItemSchema).min(1).max(50),
       output_format: z.enum(['url', 'html']).optional(),
     }),
   ],
-  { error: 'request_type must be single or batch' },
+  { error: 'request_type must be single or batch (variant previews are not kept)' },
 );
+
+type PreviewItem = z.output<typeof PreviewItemSchema>;
 
 /** Only web and inline-image URLs reach the preview page (no `javascript:` links). */
 function safeUrl(u: unknown): string {
@@ -282,8 +377,8 @@ function renderHtml(
     typeof assets.headline?.content === 'string' ? escapeXml(sub(assets.headline.content)) : '';
   let body: string;
   const img = Object.values(assets).find((a) => a.asset_type === 'image');
-  const media = Object.values(assets).find(
-    (a) => a.asset_type === 'video' || a.asset_type === 'audio',
+  const media = Object.values(assets).find((a) =>
+    ['video', 'audio', 'vast', 'daast'].includes(a.asset_type),
   );
   if (format.type === 'video' || format.type === 'audio') {
     const tag = format.type;
@@ -307,48 +402,127 @@ function renderHtml(
   );
 }
 
-async function previewCreative(params: z.output<typeof PreviewSchema>, ctx: TaskContext) {
-  const agentUrl = ctx.settings.urls.creative;
-  const items = params.request_type === 'single' ? [params] : params.requests;
-  const outputFormat = params.output_format ?? 'url';
-  const expires = new Date(ctx.clock.nowMs() + ctx.settings.previewTtlSeconds * 1000);
-  const previews: Array<Record<string, unknown>> = [];
-  for (const [i, item] of items.entries()) {
-    const prefix = params.request_type === 'single' ? '' : `requests[${i}].`;
-    const format = await resolveFormat(
-      ctx.db,
-      ctx.schema,
-      item.format_id,
-      agentUrl,
-      `${prefix}format_id`,
+/** The manifest and format one preview item names; refusals name the item's fields. */
+async function previewTarget(item: PreviewItem, prefix: string, ctx: TaskContext) {
+  if (item.creative_id !== undefined && item.creative_manifest === undefined) {
+    throw taskError(
+      'CREATIVE_NOT_FOUND',
+      'this creative agent keeps no creative library; send the creative_manifest',
+      { field: `${prefix}creative_id` },
     );
-    const assets = item.creative_manifest.assets as Record<string, Asset>;
-    checkAssets(format, assets, `${prefix}creative_manifest.assets`);
-    const inputs =
-      item.inputs && item.inputs.length > 0 ? item.inputs : [{ name: 'default', macros: {} }];
-    for (const input of inputs) {
-      const html = renderHtml(format, assets, input.macros ?? {});
-      const previewId = `prv_${randomUUID().replaceAll('-', '')}`;
-      const p: Record<string, unknown> = {
-        preview_id: previewId,
-        format_id: { agent_url: agentUrl, id: format.format_id },
-        input: { name: input.name, ...(input.macros ? { macros: input.macros } : {}) },
-        ...(params.request_type === 'batch' ? { request_index: i } : {}),
-      };
-      if (format.width && format.height)
-        p.dimensions = { width: format.width, height: format.height };
-      if (outputFormat === 'html') p.preview_html = html;
-      else {
-        await ctx.db.query(
-          `INSERT INTO ${ctx.schema}.previews (preview_id, html, expires_at) VALUES ($1, $2, $3)`,
-          [previewId, html, expires],
-        );
-        p.preview_url = `${ctx.settings.previewBaseUrl.replace(/\/+$/, '')}/${previewId}`;
-      }
-      previews.push(p);
+  }
+  if (item.creative_manifest === undefined) {
+    throw taskError('VALIDATION_ERROR', 'creative_manifest is required', {
+      field: `${prefix}creative_manifest`,
+    });
+  }
+  const inner = item.creative_manifest.format_id;
+  if (inner && item.format_id && JSON.stringify(inner) !== JSON.stringify(item.format_id)) {
+    throw taskError(
+      'VALIDATION_ERROR',
+      'format_id and creative_manifest.format_id name different formats',
+      { field: `${prefix}format_id`, suggestion: 'send the format only inside the manifest' },
+    );
+  }
+  const formatId = inner ?? item.format_id;
+  if (!formatId) {
+    throw taskError(
+      'VALIDATION_ERROR',
+      'creative_manifest.format_id (or format_id beside it) names the format to preview',
+      { field: `${prefix}creative_manifest.format_id` },
+    );
+  }
+  const field = item.creative_manifest.format_id ? 'creative_manifest.format_id' : 'format_id';
+  const format = await resolveFormat(
+    ctx.db,
+    ctx.schema,
+    formatId,
+    ctx.settings.urls.creative,
+    `${prefix}${field}`,
+  );
+  const assets = item.creative_manifest.assets as Record<string, Asset>;
+  checkAssets(format, assets, `${prefix}creative_manifest.assets`);
+  return { format, assets };
+}
+
+/** The previews of one item: one per input, each with one primary render. */
+async function previewsOf(
+  item: PreviewItem,
+  prefix: string,
+  outputFormat: 'url' | 'html',
+  expires: Date,
+  ctx: TaskContext,
+): Promise<Array<Record<string, unknown>>> {
+  const { format, assets } = await previewTarget(item, prefix, ctx);
+  const inputs =
+    item.inputs && item.inputs.length > 0 ? item.inputs : [{ name: 'default', macros: {} }];
+  const previews: Array<Record<string, unknown>> = [];
+  for (const input of inputs) {
+    const html = renderHtml(format, assets, input.macros ?? {});
+    const previewId = `prv_${randomUUID().replaceAll('-', '')}`;
+    const render: Record<string, unknown> = {
+      render_id: `${previewId}_primary`,
+      output_format: outputFormat,
+      role: 'primary',
+    };
+    if (format.width && format.height)
+      render.dimensions = { width: format.width, height: format.height };
+    if (outputFormat === 'html') render.preview_html = html;
+    else {
+      await ctx.db.query(
+        `INSERT INTO ${ctx.schema}.previews (preview_id, html, expires_at) VALUES ($1, $2, $3)`,
+        [previewId, html, expires],
+      );
+      render.preview_url = `${ctx.settings.previewBaseUrl.replace(/\/+$/, '')}/${previewId}`;
+    }
+    previews.push({
+      preview_id: previewId,
+      format_id: { agent_url: ctx.settings.urls.creative, id: format.format_id },
+      renders: [render],
+      input: { name: input.name, ...(input.macros ? { macros: input.macros } : {}) },
+    });
+  }
+  return previews;
+}
+
+/**
+ * Published response shapes: `single` -> `{response_type, previews[], expires_at}`;
+ * `batch` -> `{response_type, results[]}` in request order, each `{success, creative_id,
+ * response | errors}` (one bad item does not sink the others).
+ */
+async function previewCreative(params: z.output<typeof PreviewSchema>, ctx: TaskContext) {
+  const expires = new Date(ctx.clock.nowMs() + ctx.settings.previewTtlSeconds * 1000);
+  if (params.request_type === 'single') {
+    const previews = await previewsOf(params, '', params.output_format ?? 'url', expires, ctx);
+    return { response_type: 'single', previews, expires_at: expires.toISOString() };
+  }
+  const results: Array<Record<string, unknown>> = [];
+  for (const [i, item] of params.requests.entries()) {
+    const creativeId = item.creative_id ?? `request_${i}`;
+    const outputFormat = item.output_format ?? params.output_format ?? 'url';
+    try {
+      const previews = await previewsOf(item, `requests[${i}].`, outputFormat, expires, ctx);
+      results.push({
+        success: true,
+        creative_id: creativeId,
+        response: { previews, expires_at: expires.toISOString() },
+      });
+    } catch (err) {
+      if (!(err instanceof TaskError)) throw err;
+      results.push({
+        success: false,
+        creative_id: creativeId,
+        errors: [
+          {
+            code: err.code,
+            message: err.message,
+            ...(err.field !== undefined ? { field: err.field } : {}),
+          },
+        ],
+      });
     }
   }
-  return { previews, expires_at: expires.toISOString() };
+  return { response_type: 'batch', results };
 }
 
 /** A stored preview for the agent's HTTP route; null when unknown or expired. */

@@ -1,7 +1,9 @@
 /**
- * The creative agent's standard formats: what each needs (assets_required) and renders.
- * Rows live in the `formats` table (seeded from here); format ids on the wire are
- * `{agent_url: <creative agent URL>, id}`.
+ * The creative agent's standard formats: what each needs and renders. Rows live in the
+ * `formats` table (seeded from here; the column keeps the spec digest's name
+ * `assets_required`); on the wire a format is the published `core/format.json`: format ids
+ * `{agent_url: <creative agent URL>, id}`, `assets[]` (`item_type: individual`, requirement
+ * names of the published `*-asset-requirements`), `renders[]` each with `dimensions`.
  */
 import type { PoolClient, Pool } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
@@ -18,6 +20,8 @@ export const ASSET_TYPES = [
   'html',
   'javascript',
   'url',
+  'vast',
+  'daast',
 ] as const;
 export type AssetType = (typeof ASSET_TYPES)[number];
 
@@ -173,16 +177,59 @@ export function sameAgentUrl(a: string, b: string): boolean {
   return norm(a) === norm(b);
 }
 
-/** The wire definition of a format. */
+const VIDEO_CONTAINERS = new Set(['mp4', 'webm', 'mov', 'avi', 'mkv']);
+const AUDIO_FORMATS = new Set(['mp3', 'aac', 'wav', 'ogg', 'flac']);
+
+/** Our requirement members under the published `*-asset-requirements` names and enums. */
+function wireRequirements(a: AssetRequirement): Record<string, unknown> | undefined {
+  const r = a.requirements;
+  if (!r) return undefined;
+  const { width, height, file_types, duration_ms, ...rest } = r as Record<string, unknown> & {
+    width?: number;
+    height?: number;
+    file_types?: string[];
+    duration_ms?: number;
+  };
+  const { containers, ...others } = rest as { containers?: string[] };
+  const out: Record<string, unknown> = { ...others };
+  // Tag documents (vast, daast) are accepted too but are asset types, not file containers.
+  if (containers && a.asset_type === 'video') {
+    out.containers = containers.filter((c) => VIDEO_CONTAINERS.has(c));
+  }
+  if (containers && a.asset_type === 'audio') {
+    out.formats = containers.filter((c) => AUDIO_FORMATS.has(c));
+  }
+  if (typeof width === 'number') Object.assign(out, { min_width: width, max_width: width });
+  if (typeof height === 'number') Object.assign(out, { min_height: height, max_height: height });
+  if (file_types) out.formats = file_types;
+  if (typeof duration_ms === 'number') {
+    Object.assign(out, { min_duration_ms: duration_ms, max_duration_ms: duration_ms });
+  }
+  return out;
+}
+
+/** The wire definition of a format (published `core/format.json`). */
 export function formatDefinition(row: FormatRow, agentUrl: string): Record<string, unknown> {
   const def: Record<string, unknown> = {
     format_id: { agent_url: agentUrl, id: row.format_id },
     name: row.name,
     type: row.type,
     is_responsive: row.is_responsive,
-    assets_required: row.assets_required,
-    renders: row.renders,
+    assets: row.assets_required.map((a) => {
+      const requirements = wireRequirements(a);
+      return {
+        item_type: 'individual',
+        asset_id: a.asset_id,
+        asset_type: a.asset_type,
+        required: a.required,
+        ...(requirements ? { requirements } : {}),
+      };
+    }),
   };
+  // Every published render carries `dimensions`; a format without a visual surface
+  // (audio) has no render to describe.
+  const renders = row.renders.filter((r) => r.dimensions !== undefined);
+  if (renders.length > 0) def.renders = renders;
   if (row.width !== null && row.height !== null) {
     def.dimensions = { width: row.width, height: row.height, unit: 'px' };
   }

@@ -24,6 +24,7 @@ import type { Pool } from '../../shared/infra/pg.js';
 import { assertSchemaName } from '../../shared/infra/pg.js';
 import type { AgentAuthKeys } from '../auth/authenticate.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
+import { AGENT_ENDPOINT_PATHS, oauthResources } from '../auth/resources.js';
 import { migrateOAuthStore, pgAdapterFactory } from './pg-adapter.js';
 
 export const OAUTH_MOUNT = '/oauth';
@@ -74,6 +75,25 @@ async function signingJwk(pool: Pool, schema: string): Promise<JWK> {
   return signingJwk(pool, schema);
 }
 
+/**
+ * RFC 8414 authorization-server metadata of the issuer `<origin>/oauth`: the path-inserted
+ * form (§3.1), the root form, and the issuer-appended form clients derive from the issuer
+ * URL; all three answer what the OIDC discovery document says.
+ */
+const AS_METADATA_PATHS = new Set([
+  '/.well-known/oauth-authorization-server',
+  `/.well-known/oauth-authorization-server${OAUTH_MOUNT}`,
+  `${OAUTH_MOUNT}/.well-known/oauth-authorization-server`,
+]);
+
+/** The resource path a protected-resource metadata URL names ('' = the origin), or null. */
+function protectedResource(path: string): string | null {
+  const base = '/.well-known/oauth-protected-resource';
+  if (path === base || path === `${base}/`) return '';
+  const rest = path.startsWith(`${base}/`) ? path.slice(base.length) : null;
+  return rest !== null && (AGENT_ENDPOINT_PATHS as readonly string[]).includes(rest) ? rest : null;
+}
+
 export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthServer> {
   await migrateOAuthStore(o.pool, o.schema);
   const privateJwk = await signingJwk(o.pool, o.schema);
@@ -87,6 +107,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
   const providers = {} as Record<AgentKind, Provider>;
   for (const agent of AGENT_KINDS) {
     const resource = o.urls[agent];
+    const resources = oauthResources(resource);
     const config: Configuration = {
       adapter: pgAdapterFactory(o.pool, o.schema, agent),
       jwks: { keys: [privateJwk as never] },
@@ -120,12 +141,14 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
           defaultResource: () => resource,
           useGrantedResource: () => true,
           getResourceServerInfo: (_ctx, indicator) => {
-            if (indicator !== resource) {
-              throw new oidcErrors.InvalidTarget(`this server issues tokens for ${resource} only`);
+            if (!resources.includes(indicator)) {
+              throw new oidcErrors.InvalidTarget(
+                `this server issues tokens for ${resources.join(', ')} only`,
+              );
             }
             return {
               scope: scopes.join(' '),
-              audience: resource,
+              audience: indicator,
               accessTokenTTL: o.accessTokenTtlSeconds ?? 3600,
               accessTokenFormat: 'jwt',
               jwt: { sign: { alg: 'ES256' } },
@@ -159,18 +182,20 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
       const handle = throughLogger(o.logger, () => providers[agent].callback());
       return async (ctx, next) => {
         let path = ctx.path;
-        if (path === '/.well-known/oauth-protected-resource' && ctx.method === 'GET') {
-          // RFC 9728: where MCP and A2A clients find the server that issues this agent's tokens.
+        const prm = protectedResource(path);
+        if (prm !== null && ctx.method === 'GET') {
+          // RFC 9728: where MCP and A2A clients find the server that issues this agent's
+          // tokens; `/.well-known/oauth-protected-resource/mcp` describes `<origin>/mcp`.
           ctx.type = 'application/json';
           ctx.body = {
-            resource: o.urls[agent],
+            resource: `${o.urls[agent]}${prm}`,
             authorization_servers: [issuer(agent)],
             scopes_supported: scopes,
             bearer_methods_supported: ['header'],
           };
           return;
         }
-        if (path === '/.well-known/oauth-authorization-server') {
+        if (AS_METADATA_PATHS.has(path)) {
           path = `${OAUTH_MOUNT}/.well-known/openid-configuration`;
         }
         if (path !== OAUTH_MOUNT && !path.startsWith(`${OAUTH_MOUNT}/`)) return next();

@@ -1,9 +1,22 @@
 /**
  * What transports publish about a task: a one-line description and the JSON Schema of
- * its parameters (MCP tool `inputSchema`, A2A skill docs). Format ids, custom zod
- * checks, become `{}` (any) in the schema; the dispatcher still enforces them.
+ * its parameters (MCP tool `inputSchema`, A2A skill docs). The schema is derived, not
+ * written again: every member of the protocol's published request schema (3.2 and 3.1,
+ * `$ref`s inlined a few levels deep, deeper ones left open), plus the spec's older
+ * members our zod schema still accepts (`buyer_ref`, `brand_manifest`, `updates`...).
+ * `required` is what the dispatcher enforces (the zod schema's), since each form alone
+ * would refuse the other; the dispatcher still validates everything. A typed client
+ * that strips undeclared members (the reference SDK's) so keeps every member we take.
  */
 import { z } from 'zod';
+import {
+  hasPublishedTask,
+  publishedSchema,
+  publishedTaskName,
+  RELEASES,
+  resolveRef,
+  type Release,
+} from '../protocol/index.js';
 import type { TaskDefinition } from './types.js';
 
 const DESCRIPTIONS: Record<string, string> = {
@@ -32,9 +45,104 @@ export function taskDescription(def: TaskDefinition): string {
   return DESCRIPTIONS[def.name] ?? 'Return the capability document of this agent.';
 }
 
-export function taskInputJsonSchema(def: TaskDefinition): Record<string, unknown> {
-  return z.toJSONSchema(def.schema, { unrepresentable: 'any', io: 'input' }) as Record<
-    string,
-    unknown
-  >;
+type Json = Record<string, unknown>;
+
+/** How deep `$ref`s are inlined; below, a member is described but left open (`{}`). */
+const INLINE_DEPTH = 1;
+
+/** Keywords that only point elsewhere or steer validators; dropped from inlined copies. */
+const DROPPED = new Set(['$id', '$schema', 'definitions', '$defs', 'examples', 'x-entity']);
+
+/**
+ * A published schema with its `$ref`s inlined `depth` levels deep. Only the member's own
+ * description is kept (`top`): the nested ones would make a tool list megabytes long.
+ */
+function inline(
+  node: unknown,
+  release: Release,
+  base: string,
+  depth: number,
+  top = false,
+): unknown {
+  if (Array.isArray(node)) return node.map((n) => inline(n, release, base, depth));
+  if (!node || typeof node !== 'object') return node;
+  const o = node as Json;
+  if (typeof o.$ref === 'string') {
+    const ref = o.$ref;
+    const target = ref.startsWith('#') ? null : resolveRef(release, absolute(ref, base));
+    const rest = Object.fromEntries(
+      Object.entries(o).filter(([k]) => k !== '$ref' && (top || k !== 'description')),
+    );
+    if (!target || depth <= 0) {
+      const description = top ? ((rest.description ?? target?.description) as string) : undefined;
+      return description ? { description } : {};
+    }
+    const id = typeof target.$id === 'string' ? target.$id : base;
+    return { ...(inline(target, release, id, depth - 1) as Json), ...rest };
+  }
+  const out: Json = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (DROPPED.has(k) || (!top && (k === 'description' || k === 'title'))) continue;
+    out[k] =
+      k === 'properties' || k === 'patternProperties'
+        ? Object.fromEntries(
+            Object.entries(v as Json).map(([pk, pv]) => [pk, inline(pv, release, base, depth)]),
+          )
+        : inline(v, release, base, depth);
+  }
+  return out;
+}
+
+/** A `$ref` relative to the `$id` of the file it is in, as an absolute `$id`. */
+function absolute(ref: string, base: string): string {
+  if (ref.startsWith('/') || /^https?:/.test(ref)) return ref.split('#')[0]!;
+  const dir = base.slice(0, base.lastIndexOf('/') + 1);
+  const parts = (dir + ref.split('#')[0]).split('/');
+  const out: string[] = [];
+  for (const p of parts) {
+    if (p === '..') out.pop();
+    else if (p !== '.') out.push(p);
+  }
+  return out.join('/');
+}
+
+/** The top-level members of the published request, newest release first. */
+function publishedProperties(def: TaskDefinition): Json {
+  const props: Json = {};
+  const name = publishedTaskName(def.name);
+  for (const release of [...RELEASES].reverse()) {
+    if (!hasPublishedTask(release, def.agent, name)) continue;
+    const schema = publishedSchema(release, def.agent, name, 'request');
+    if (!schema) continue;
+    const id = String(schema.$id);
+    for (const [k, v] of Object.entries((schema.properties ?? {}) as Json)) {
+      if (!(k in props)) props[k] = inline(v, release, id, INLINE_DEPTH, true);
+    }
+  }
+  return props;
+}
+
+const schemas = new WeakMap<TaskDefinition, Json>();
+
+/** The MCP `inputSchema` / A2A skill schema of a task (computed once per definition). */
+export function taskInputJsonSchema(def: TaskDefinition): Json {
+  const cached = schemas.get(def);
+  if (cached) return cached;
+  const ours = z.toJSONSchema(def.schema, { unrepresentable: 'any', io: 'input' }) as Json;
+  const published = publishedProperties(def);
+  const properties: Json = { ...published };
+  // The older forms we still accept: members the published request has not, and the
+  // older shape of a member it has (e.g. `start_time: {type: 'asap'}`) as an alternative.
+  for (const [k, v] of Object.entries((ours.properties ?? {}) as Json)) {
+    const pub = properties[k] as Json | undefined;
+    if (!pub) properties[k] = v;
+    else if (Object.keys(pub).some((key) => key !== 'description')) {
+      const { description, ...shape } = pub;
+      properties[k] = { ...(description ? { description } : {}), anyOf: [shape, v] };
+    }
+  }
+  const out: Json = { type: 'object', properties, additionalProperties: true };
+  if (Array.isArray(ours.required) && ours.required.length > 0) out.required = ours.required;
+  schemas.set(def, out);
+  return out;
 }

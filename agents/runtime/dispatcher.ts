@@ -6,7 +6,7 @@
  */
 import { nearestNames } from '../../shared/text/nearest.js';
 import { PushNotificationConfigSchema } from '../../shared/envelope/channel-config.js';
-import { isTerminalStatus } from '../../shared/envelope/task-status.js';
+import { isTerminalStatus, type TaskStatus } from '../../shared/envelope/task-status.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import { fingerprint } from '../../shared/json/canonical.js';
@@ -19,6 +19,7 @@ import type { AgentSettings } from './settings.js';
 import type { TaskRegistry } from './registry.js';
 import { newTaskId, TaskStore, type TaskView } from './task-store.js';
 import type {
+  A2aPush,
   AgentNotifications,
   InvokeRequest,
   RequestMeta,
@@ -28,6 +29,7 @@ import type {
   TaskSuccess,
 } from './types.js';
 import { fieldPath, issueToError } from './validation.js';
+import { checkVersionPin } from './versions.js';
 
 export interface TaskDispatcherOptions {
   pool: Pool;
@@ -40,6 +42,15 @@ export interface TaskDispatcherOptions {
 }
 
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{8,255}$/;
+
+/**
+ * Other names of our tasks: the reference SDK polls with a tool/skill named `tasks/get`
+ * (`tasks_get` where `/` is not allowed); both are `get_task_status`.
+ */
+const TASK_ALIASES: Record<string, string> = {
+  'tasks/get': 'get_task_status',
+  tasks_get: 'get_task_status',
+};
 
 /** The request as its fingerprint sees it (supplement §4.8: credentials are excluded). */
 function canonicalRequest(task: string, params: Record<string, unknown>): string {
@@ -101,13 +112,112 @@ export class TaskDispatcher {
     return this.options.authenticator.authenticate(agent, credentials);
   }
 
-  /** The polling view of a task the principal owns; TaskError TASK_NOT_FOUND otherwise. */
+  /** What the agents know of where they run (transports read the response-check mode). */
+  get settings(): AgentSettings {
+    return this.options.settings;
+  }
+
+  /** The brand word of the wire names (`<brand>_error`, `<brand>_major_version`). */
+  get brand(): string {
+    return this.options.settings.profile.brand;
+  }
+
+  /**
+   * Admission of a task call before it runs: the credentials hold and the task's tier and
+   * permission allow the caller. Transports call it first so an auth refusal is an HTTP
+   * 401/403 rather than a task result; they hand the principal on to `invoke`. A task the
+   * agent does not have needs credentials too (with them, its call answers UNKNOWN_TASK).
+   * A send without a skill (`task` '') only authenticates. Throws TaskError.
+   */
+  async admit(
+    agent: AgentKind,
+    task: string,
+    credentials: InvokeRequest['credentials'],
+  ): Promise<Principal | null> {
+    const principal = await this.options.authenticator.authenticate(agent, credentials);
+    const def = this.definition(agent, task);
+    if (def) this.authorize(def, principal);
+    else if (!principal && task !== '') {
+      // Only the agent's public tasks answer without credentials; any other name asks for
+      // them first (as a protected task would), so an anonymous probe learns nothing.
+      throw taskError(
+        'AUTH_REQUIRED',
+        `the ${agent} agent has no public task "${String(task).slice(0, 100)}"; send credentials (Authorization or X-API-Key)`,
+      );
+    }
+    return principal;
+  }
+
+  /**
+   * The polling view of a task the principal owns; TaskError TASK_NOT_FOUND otherwise.
+   * `agent`: where a caller without credentials polls (they see tasks of no principal).
+   */
   async getTask(
     taskId: string,
     principal: Principal | null,
     includeResult = true,
+    agent?: AgentKind,
   ): Promise<TaskView> {
-    return this.tasks.view(this.options.pool, taskId, principal, includeResult);
+    return this.tasks.view(this.options.pool, taskId, principal, includeResult, agent);
+  }
+
+  /**
+   * Stores a task that was answered at once under the id the transport handed out (A2A
+   * gives every answer a task), so `tasks/get` finds it; `body` is the answer as sent.
+   */
+  async recordAnswered(input: {
+    taskId: string;
+    agent: AgentKind;
+    task: string;
+    principal: Principal | null;
+    status: TaskStatus;
+    body: Record<string, unknown>;
+    context?: Record<string, unknown> | undefined;
+  }): Promise<void> {
+    await this.tasks.insertAnswered(this.options.pool, {
+      task_id: input.taskId,
+      agent: input.agent,
+      task_type: input.task.slice(0, 100),
+      principal_id: input.principal?.principal_id ?? null,
+      status: input.status,
+      result: input.body,
+      context: input.context ?? null,
+    });
+  }
+
+  /** The A2A push config of a task the principal owns (null: none). TaskError otherwise. */
+  async a2aPushConfig(
+    taskId: string,
+    principal: Principal | null,
+    agent: AgentKind,
+  ): Promise<A2aPush | null> {
+    return (await this.tasks.owned(this.options.pool, taskId, principal, agent)).a2a_push;
+  }
+
+  /**
+   * Registers (replacing any) or, with null, removes the A2A push config of a task the
+   * principal owns; a registration the sender would refuse is INVALID_REQUEST naming it.
+   */
+  async setA2aPushConfig(
+    taskId: string,
+    principal: Principal | null,
+    agent: AgentKind,
+    push: A2aPush | null,
+  ): Promise<void> {
+    await this.tasks.owned(this.options.pool, taskId, principal, agent);
+    if (push) {
+      try {
+        this.options.notifications.validateRegistration?.({
+          a2aConfig: { version: push.version, config: push.config },
+        });
+      } catch (err) {
+        const e = err as { field?: string; message?: string };
+        throw taskError('INVALID_REQUEST', e.message ?? 'push notification config refused', {
+          field: e.field ?? 'pushNotificationConfig',
+        });
+      }
+    }
+    await this.tasks.setA2aPush(this.options.pool, taskId, push);
   }
 
   /**
@@ -158,8 +268,12 @@ export class TaskDispatcher {
     }
   }
 
+  private definition(agent: AgentKind, task: string): TaskDefinition | undefined {
+    return this.registry.get(agent, Object.hasOwn(TASK_ALIASES, task) ? TASK_ALIASES[task]! : task);
+  }
+
   private async run(req: InvokeRequest): Promise<TaskSuccess> {
-    const def = this.registry.get(req.agent, req.task);
+    const def = this.definition(req.agent, req.task);
     if (!def) {
       const name = String(req.task).slice(0, 100);
       const near = nearestNames(
@@ -173,22 +287,29 @@ export class TaskDispatcher {
         near.length ? { suggestion: near.join(', ') } : {},
       );
     }
-    const principal = await this.options.authenticator.authenticate(req.agent, req.credentials);
+    const principal =
+      req.principal !== undefined
+        ? req.principal
+        : await this.options.authenticator.authenticate(req.agent, req.credentials);
     this.authorize(def, principal);
 
     const raw = req.params ?? {};
     if (typeof raw !== 'object' || Array.isArray(raw)) {
       throw taskError('VALIDATION_ERROR', 'task parameters must be a JSON object');
     }
-    const params = raw as Record<string, unknown>;
-    const meta = this.requestMeta(req, params);
+    const params = checkVersionPin(raw as Record<string, unknown>, this.brand);
+    // The call's task id, made first: a push registration without operation_id gets it.
+    const taskId = newTaskId();
+    const meta = this.requestMeta(req, params, taskId);
     const parsed = def.schema.safeParse(params);
     if (!parsed.success) {
       throw issueToError(parsed.error.issues);
     }
     const idempotencyKey = this.idempotencyKey(def, params, principal);
     const dryRun = req.dryRun === true;
-    if (def.readOnly) return this.runReadOnly(def, req, principal, meta, parsed.data, dryRun);
+    if (def.readOnly) {
+      return this.runReadOnly(def, req, principal, meta, parsed.data, dryRun, taskId);
+    }
 
     const db = await this.options.pool.connect();
     try {
@@ -201,7 +322,7 @@ export class TaskDispatcher {
         }
       }
       const notifications = dryRun ? silentNotifications : this.options.notifications;
-      const ctx = this.context(req, principal, db, dryRun, notifications, meta);
+      const ctx = this.context(req, principal, db, dryRun, notifications, meta, taskId);
       const outcome = await def.handle(parsed.data, ctx);
       const response: TaskSuccess = { status: outcome.status };
       if (outcome.async && !isTerminalStatus(outcome.status)) {
@@ -254,13 +375,14 @@ export class TaskDispatcher {
     meta: RequestMeta,
     params: unknown,
     dryRun: boolean,
+    taskId: string,
   ): Promise<TaskSuccess> {
     const pool = this.options.pool;
     // Pool queries in the shape handlers use; nothing here may BEGIN or lock.
     const db = {
       query: (text: string, values?: unknown[]) => pool.query(text, values),
     } as unknown as PoolClient;
-    const ctx = this.context(req, principal, db, dryRun, silentNotifications, meta);
+    const ctx = this.context(req, principal, db, dryRun, silentNotifications, meta, taskId);
     const outcome = await def.handle(params, ctx);
     const response: TaskSuccess = { status: outcome.status, ...outcome.body };
     if (meta.context !== undefined) response.context = meta.context;
@@ -268,7 +390,7 @@ export class TaskDispatcher {
     return response;
   }
 
-  /** What a handler sees of its call; a fresh task id in case it turns out asynchronous. */
+  /** What a handler sees of its call; its task id in case it turns out asynchronous. */
   private context(
     req: InvokeRequest,
     principal: Principal | null,
@@ -276,6 +398,7 @@ export class TaskDispatcher {
     dryRun: boolean,
     notifications: AgentNotifications,
     meta: RequestMeta,
+    taskId: string,
   ): TaskContext {
     return {
       agent: req.agent,
@@ -286,7 +409,7 @@ export class TaskDispatcher {
       notifications,
       settings: this.options.settings,
       schema: this.schema,
-      taskId: newTaskId(),
+      taskId,
       request: meta,
     };
   }
@@ -315,7 +438,17 @@ export class TaskDispatcher {
     }
   }
 
-  private requestMeta(req: InvokeRequest, params: Record<string, unknown>): RequestMeta {
+  /**
+   * Context, push registrations and the A2A push config of a call. A registration without
+   * `operation_id` (the published 3.x buyer sends none) gets the call's task id as its
+   * operation_id: unique per invocation, as operation_id promises, and the id the buyer
+   * correlates by anyway.
+   */
+  private requestMeta(
+    req: InvokeRequest,
+    params: Record<string, unknown>,
+    taskId: string,
+  ): RequestMeta {
     const meta: RequestMeta = { transport: req.transport };
     if (params.context !== undefined) {
       if (
@@ -335,14 +468,10 @@ export class TaskDispatcher {
         const field = fieldPath(['push_notification_config', ...issue.path]);
         throw taskError('INVALID_REQUEST', `${field}: ${issue.message}`, { field });
       }
-      if (parsed.data.operation_id === undefined) {
-        throw taskError(
-          'INVALID_REQUEST',
-          'push_notification_config.operation_id is required (a buyer-generated id, unique per task invocation)',
-          { field: 'push_notification_config.operation_id' },
-        );
-      }
-      meta.pushNotificationConfig = push as Record<string, unknown>;
+      meta.pushNotificationConfig =
+        parsed.data.operation_id === undefined
+          ? { ...(push as Record<string, unknown>), operation_id: taskId }
+          : (push as Record<string, unknown>);
     }
     if (req.a2aPush !== undefined) meta.a2aPush = req.a2aPush;
     if (meta.pushNotificationConfig || meta.a2aPush) {

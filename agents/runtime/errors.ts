@@ -6,6 +6,7 @@
  */
 import {
   TaskError,
+  type ErrorIssue,
   type TaskErrorCode,
   type TaskErrorOptions,
 } from '../../shared/errors/task-errors.js';
@@ -23,6 +24,8 @@ export const AGENT_ERROR_STATUS = {
   FORMAT_NOT_SUPPORTED: 404,
   /** The resource's state does not allow the change (e.g. updating a canceled buy). */
   INVALID_STATE: 409,
+  /** `adcp_major_version` / `adcp_version` outside the majors this seller speaks. */
+  VERSION_UNSUPPORTED: 400,
 } as const satisfies Record<string, number>;
 
 export type AgentErrorCode = keyof typeof AGENT_ERROR_STATUS;
@@ -41,11 +44,11 @@ export function taskError(
   });
 }
 
-export { TaskError };
+export { TaskError, type ErrorIssue };
 
 /**
- * Several refusals at once (the signal agent's `{errors: [...]}`): the first is the
- * headline (code, status); all of them go in the body.
+ * Several refusals at once (e.g. the signal agent's per-destination refusals): the first
+ * is the headline (code, status); all of them go in `errors[]`.
  */
 export class TaskErrors extends TaskError {
   readonly items: TaskError[];
@@ -56,25 +59,128 @@ export class TaskErrors extends TaskError {
       status: first.status,
       ...(first.field !== undefined ? { field: first.field } : {}),
       ...(first.suggestion !== undefined ? { suggestion: first.suggestion } : {}),
+      ...(first.issues !== undefined ? { issues: first.issues } : {}),
+      ...(first.details !== undefined ? { details: first.details } : {}),
     });
     this.items = items;
   }
-
-  override toSignalErrorsBody() {
-    return { errors: this.items.map((e) => e.toSignalItem()) };
-  }
 }
 
-/** How a transport answers a refusal: the HTTP status and the agent's error shape. */
-export function errorResponse(
-  agent: 'sales' | 'creative' | 'signals',
-  err: TaskError,
-): { status: number; body: Record<string, unknown> } {
-  return {
-    status: err.status,
-    body: (agent === 'signals' ? err.toSignalErrorsBody() : err.toErrorBody()) as unknown as Record<
-      string,
-      unknown
-    >,
+/** `/packages/0/budget` (RFC 6901) -> `packages[0].budget` (the published `field` form). */
+export function fieldOfPointer(pointer: string): string {
+  let out = '';
+  for (const raw of pointer.split('/').slice(1)) {
+    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^(0|[1-9]\d*)$/.test(part)) out += `[${part}]`;
+    else out += out === '' ? part : `.${part}`;
+  }
+  return out;
+}
+
+/** A zod/JS path (`['packages', 0, 'budget']`) as an RFC 6901 pointer. */
+export function pointerOf(path: ReadonlyArray<PropertyKey>): string {
+  return path.map((p) => `/${String(p).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+}
+
+/**
+ * One VALIDATION_ERROR naming every offending field: `issues[]` carries them all,
+ * `field` the first (as the published error requires), the message lists each.
+ */
+export function validationError(issues: readonly ErrorIssue[], message?: string): TaskError {
+  const first = issues[0];
+  if (!first) return taskError('VALIDATION_ERROR', message ?? 'invalid parameters');
+  const named = issues.map((i) => {
+    const field = fieldOfPointer(i.pointer);
+    return field ? `${field}: ${i.message}` : i.message;
+  });
+  const field = fieldOfPointer(first.pointer);
+  return taskError('VALIDATION_ERROR', message ?? named.join('; '), {
+    ...(field ? { field } : {}),
+    issues,
+  });
+}
+
+/**
+ * The published recovery class of each code we emit (the protocol's
+ * `enums/error-code.json` enumMetadata; our own codes classed alike). Absent: correctable.
+ */
+const RECOVERY: Partial<Record<string, 'transient' | 'correctable' | 'terminal'>> = {
+  AUTH_INVALID: 'terminal',
+  ACCOUNT_NOT_FOUND: 'terminal',
+  AGENT_ACCESS_DENIED: 'terminal',
+  DEPLOYMENT_UNAUTHORIZED: 'terminal',
+  INSUFFICIENT_PERMISSIONS: 'terminal',
+  ACTIVATION_FAILED: 'terminal',
+  INTERNAL_ERROR: 'transient',
+};
+
+/** One item of the published `errors[]` (core/error.json). */
+export interface ProtocolError {
+  code: string;
+  message: string;
+  field?: string;
+  suggestion?: string;
+  issues?: ErrorIssue[];
+  details?: Record<string, unknown>;
+  recovery: 'transient' | 'correctable' | 'terminal';
+}
+
+export function protocolError(err: {
+  code: string;
+  message: string;
+  field?: string | undefined;
+  suggestion?: string | undefined;
+  issues?: readonly ErrorIssue[] | undefined;
+  details?: Record<string, unknown> | undefined;
+}): ProtocolError {
+  const out: ProtocolError = {
+    code: err.code,
+    message: err.message,
+    recovery: RECOVERY[err.code] ?? 'correctable',
   };
+  if (err.field !== undefined) out.field = err.field;
+  if (err.suggestion !== undefined) out.suggestion = err.suggestion;
+  if (err.issues !== undefined && err.issues.length > 0) out.issues = [...err.issues];
+  if (err.details !== undefined) out.details = err.details;
+  return out;
+}
+
+/** The envelope member of the fatal error: `adcp_error` (SVC_BRAND=adcp), `svc_error`. */
+export function errorMember(brand: string): string {
+  return `${brand}_error`;
+}
+
+/** The request's `context` when it is an object (echoed verbatim on every answer). */
+export function contextOf(params: unknown): Record<string, unknown> | undefined {
+  if (!params || typeof params !== 'object' || Array.isArray(params)) return undefined;
+  const c = (params as Record<string, unknown>).context;
+  return c && typeof c === 'object' && !Array.isArray(c)
+    ? (c as Record<string, unknown>)
+    : undefined;
+}
+
+/**
+ * How a transport answers a refusal: the HTTP status and the published error branch of
+ * the task's response, `{status: 'failed', errors: [...], <brand>_error: errors[0],
+ * context?}` (the two-layer model: payload `errors[]` plus the envelope's typed error).
+ */
+export function errorResponse(
+  err: TaskError,
+  options: { brand: string; context?: Record<string, unknown> | undefined },
+): { status: number; body: Record<string, unknown> } {
+  const items = err instanceof TaskErrors ? err.items : [err];
+  const errors = items.map(protocolError);
+  const body: Record<string, unknown> = {
+    status: 'failed',
+    errors,
+    [errorMember(options.brand)]: errors[0],
+  };
+  if (options.context !== undefined) body.context = options.context;
+  return { status: err.status, body };
+}
+
+/** A fault or refusal outside any task (404 route, 500, a client's own) in the same shape. */
+export function plainErrorBody(brand: string, code: string, message: string, field?: string) {
+  const error = protocolError({ code, message, ...(field !== undefined ? { field } : {}) });
+  return { status: 'failed', errors: [error], [errorMember(brand)]: error };
 }

@@ -6,6 +6,7 @@
 import type { BrandProfile } from '../../shared/brand.js';
 import type { AgentKind } from '../auth/principal.js';
 import type { SubscriberVerifier } from '../common/subscriber-proof.js';
+import type { ResponseValidationMode } from '../protocol/index.js';
 
 export interface PublisherProperty {
   property_id: string;
@@ -66,6 +67,16 @@ export interface AgentSettings {
   taskStepMs: number;
   /** Proof of control for account/agent subscribers (supplement §7.4); none: not checked. */
   subscriberVerifier?: SubscriberVerifier;
+  /**
+   * Responses checked against the published schemas (SVC_AGENTS_VALIDATE_RESPONSES):
+   * `off` (production default), `warn` (log drift) or `strict` (a drift is a fault; tests).
+   */
+  validateResponses: ResponseValidationMode;
+  /**
+   * `comply_test_controller` (agents/testing/): off by default; when on, it answers only
+   * sandbox principals and never touches a production account. `svc start` turns it on.
+   */
+  testController: boolean;
   /** Reads `webhook_activity[]` (the sender's activity log) when present. */
   webhookActivity?: {
     list(query: { principalId: string; mediaBuyId: string; limit?: number }): Promise<unknown[]>;
@@ -108,6 +119,8 @@ export function defaultSettings(
     idempotencyTtlSeconds: 86400,
     previewTtlSeconds: 86400,
     taskStepMs: 2000,
+    testController: false,
+    validateResponses: 'off',
     ...overrides,
   };
 }

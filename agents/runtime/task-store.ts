@@ -9,7 +9,7 @@ import { isTerminalStatus, type WebhookTaskType } from '../../shared/envelope/ta
 import { assertSchemaName, type PoolClient } from '../../shared/infra/pg.js';
 import type { Principal } from '../auth/principal.js';
 import { taskError } from './errors.js';
-import type { AgentNotifications, StoredTask, TaskStatus } from './types.js';
+import type { A2aPush, AgentNotifications, StoredTask, TaskStatus } from './types.js';
 
 export function newTaskId(): string {
   return `task_${randomUUID()}`;
@@ -82,28 +82,58 @@ export class TaskStore {
     return rows[0] ?? null;
   }
 
-  /** The task if the principal owns it; TASK_NOT_FOUND otherwise (no existence leak). */
+  /**
+   * A task answered at once (A2A hands every answer a task id), stored terminal so
+   * `tasks/get` finds it like any other; nothing is scheduled or notified.
+   */
+  async insertAnswered(
+    db: Pick<PoolClient, 'query'>,
+    task: {
+      task_id: string;
+      agent: string;
+      task_type: string;
+      principal_id: string | null;
+      status: TaskStatus;
+      result: Record<string, unknown>;
+      context: Record<string, unknown> | null;
+    },
+  ): Promise<void> {
+    await db.query(
+      `INSERT INTO ${this.schema}.tasks
+        (task_id, agent, task_type, principal_id, status, initial_status, params, result, context)
+       VALUES ($1, $2, $3, $4, $5, $5, '{}', $6, $7)`,
+      [
+        task.task_id,
+        task.agent,
+        task.task_type,
+        task.principal_id,
+        task.status,
+        task.result,
+        task.context,
+      ],
+    );
+  }
+
+  /** Replaces (or, with null, removes) the A2A transport push config of a task. */
+  async setA2aPush(db: Pick<PoolClient, 'query'>, taskId: string, push: A2aPush | null) {
+    await db.query(
+      `UPDATE ${this.schema}.tasks SET a2a_push = $2, updated_at = now() WHERE task_id = $1`,
+      [taskId, push],
+    );
+  }
+
+  /**
+   * The task if the principal owns it; TASK_NOT_FOUND otherwise (no existence leak).
+   * Without credentials (`principal` null) only tasks of no principal at `agent` are seen.
+   */
   async view(
     db: Pick<PoolClient, 'query'>,
     taskId: string,
     principal: Principal | null,
     includeResult = true,
+    agent?: string,
   ): Promise<TaskView> {
-    const task =
-      typeof taskId === 'string' && taskId.length <= 255 ? await this.get(db, taskId) : null;
-    if (
-      !task ||
-      task.agent !== principal?.agent ||
-      (task.principal_id !== null && task.principal_id !== principal.principal_id)
-    ) {
-      throw taskError(
-        'TASK_NOT_FOUND',
-        `no task ${String(taskId).slice(0, 80)} for this principal`,
-        {
-          field: 'task_id',
-        },
-      );
-    }
+    const task = await this.owned(db, taskId, principal, agent);
     const view: TaskView = {
       task_id: task.task_id,
       task_type: task.task_type,
@@ -114,6 +144,31 @@ export class TaskStore {
     if (task.message) view.message = task.message;
     if (task.result && (includeResult || isTerminalStatus(task.status))) view.result = task.result;
     return view;
+  }
+
+  /** The stored task if the principal may see it (see `view`); TASK_NOT_FOUND otherwise. */
+  async owned(
+    db: Pick<PoolClient, 'query'>,
+    taskId: string,
+    principal: Principal | null,
+    agent?: string,
+  ): Promise<StoredTask> {
+    const task =
+      typeof taskId === 'string' && taskId.length <= 255 ? await this.get(db, taskId) : null;
+    if (
+      !task ||
+      task.agent !== (principal?.agent ?? agent) ||
+      (task.principal_id !== null && task.principal_id !== principal?.principal_id)
+    ) {
+      throw taskError(
+        'TASK_NOT_FOUND',
+        `no task ${String(taskId).slice(0, 80)} for this principal`,
+        {
+          field: 'task_id',
+        },
+      );
+    }
+    return task;
   }
 
   /**

@@ -206,4 +206,6 @@ export interface InvokeRequest {
   dryRun?: boolean;
   transport: 'mcp' | 'a2a';
   a2aPush?: A2aPush;
+  /** Already admitted by the transport (`dispatcher.admit`): not authenticated again. */
+  principal?: Principal | null;
 }

@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import type { TaskError } from '../../shared/errors/task-errors.js';
-import { taskError, type AnyTaskErrorCode } from './errors.js';
+import type { ErrorIssue } from '../../shared/errors/task-errors.js';
+import { pointerOf, taskError, validationError, type AnyTaskErrorCode } from './errors.js';
 
 export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
   let out = '';
@@ -53,18 +54,65 @@ export function parseParams<S extends z.ZodType>(schema: S, params: unknown): z.
   throw issueToError(parsed.error.issues);
 }
 
+/** The JSON Schema keyword a zod issue corresponds to (the published `issues[].keyword`). */
+function keywordOf(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      return (issue as { input?: unknown }).input === undefined ? 'required' : 'type';
+    case 'too_small':
+      return issue.origin === 'array'
+        ? 'minItems'
+        : issue.origin === 'string'
+          ? 'minLength'
+          : 'minimum';
+    case 'too_big':
+      return issue.origin === 'array'
+        ? 'maxItems'
+        : issue.origin === 'string'
+          ? 'maxLength'
+          : 'maximum';
+    case 'invalid_value':
+      return 'enum';
+    case 'invalid_format':
+      return issue.format === 'regex' ? 'pattern' : 'format';
+    case 'unrecognized_keys':
+      return 'additionalProperties';
+    case 'invalid_union':
+      return (issue as { input?: unknown }).input === undefined ? 'required' : 'anyOf';
+    default:
+      return issue.code;
+  }
+}
+
+/** Every zod issue as a published `issues[]` item (RFC 6901 pointer, message, keyword). */
+export function issuesOf(issues: readonly z.core.$ZodIssue[]): ErrorIssue[] {
+  return issues.map((i) => ({
+    pointer: pointerOf(i.path),
+    message: i.message,
+    keyword: keywordOf(i),
+  }));
+}
+
+/**
+ * A refused request as one error naming every offending field at once (`issues[]`, with
+ * `field` the first), not one field per call. A format id that is not structured is
+ * INVALID_FORMAT_ID: it has its own code and callers look for it first.
+ */
 export function issueToError(issues: z.core.$ZodIssue[]): TaskError {
-  // A format-id issue wins: it has its own code and callers look for it first.
   const formatIssue = issues.find(
     (i) => i.code === 'custom' && (i.params as { taskCode?: string })?.taskCode,
   );
-  const issue = formatIssue ?? issues[0];
-  if (!issue) return taskError('VALIDATION_ERROR', 'invalid parameters');
-  const field = fieldPath(issue.path);
-  const code = ((issue.code === 'custom' && (issue.params as { taskCode?: string })?.taskCode) ||
-    'VALIDATION_ERROR') as AnyTaskErrorCode;
-  const message = field ? `${field}: ${issue.message}` : issue.message;
-  return taskError(code, message, field ? { field } : {});
+  if (formatIssue) {
+    const field = fieldPath(formatIssue.path);
+    const code = (formatIssue as { params?: { taskCode: string } }).params!
+      .taskCode as AnyTaskErrorCode;
+    const message = field ? `${field}: ${formatIssue.message}` : formatIssue.message;
+    return taskError(code, message, {
+      ...(field ? { field } : {}),
+      issues: issuesOf([formatIssue]),
+    });
+  }
+  return validationError(issuesOf(issues));
 }
 
 /** ISO 8601 date-time with an offset (Z or ±hh:mm). */

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
 import { canonicalJson } from '../../shared/json/canonical.js';
 import { ACCOUNT_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
 import { LegacyAuthenticationSchema } from '../../shared/envelope/channel-config.js';
@@ -67,8 +68,27 @@ const SyncAccountsSchema = z.looseObject({
           .string()
           .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
           .optional(),
-        name: z.string().min(1).max(200),
+        /** Published settings-update key: `{account_id}` of an existing account. */
+        account: z
+          .looseObject({
+            account_id: z
+              .string()
+              .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
+              .optional(),
+          })
+          .optional(),
+        name: z.string().min(1).max(200).optional(),
         brand: z.looseObject({ domain: z.string().min(1).max(253) }).optional(),
+        /** Published provisioning: the operator's domain, and who is invoiced. */
+        operator: z
+          .string()
+          .regex(
+            /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/,
+            'operator must be a domain',
+          )
+          .max(253)
+          .optional(),
+        billing: z.enum(['operator', 'agent', 'advertiser']).optional(),
         notification_configs: z.array(AccountConfigSchema).max(20).optional(),
       }),
     )
@@ -78,6 +98,25 @@ const SyncAccountsSchema = z.looseObject({
   idempotency_key: z.string().optional(),
   context: z.unknown().optional(),
 });
+
+/**
+ * One account entry in the internal model: the published provisioning form (`brand`,
+ * `operator`, `billing`), the settings-update form (`account: {account_id}`) and the spec's
+ * older form (`account_id?`, `name`) give an id, a name, and the brand and operator the
+ * published response requires. Without a brand (older form) the account's brand and
+ * operator are `<principal>.invalid` (RFC 2606: a name that never resolves).
+ */
+function accountEntry(
+  principalId: string,
+  a: z.output<typeof SyncAccountsSchema>['accounts'][number],
+): { accountId: string; name: string; brand: { domain: string }; operator: string } {
+  const fallback = `${principalId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}.invalid`;
+  const brand = a.brand ? { ...a.brand, domain: a.brand.domain } : { domain: fallback };
+  const operator = a.operator ?? brand.domain;
+  const key = a.name ?? `${brand.domain}|${operator}`;
+  const accountId = a.account_id ?? a.account?.account_id ?? derivedAccountId(principalId, key);
+  return { accountId, name: a.name ?? brand.domain, brand, operator };
+}
 
 function derivedAccountId(principalId: string, name: string): string {
   return `acct_${createHash('sha256').update(`${principalId}\0${name}`).digest('hex').slice(0, 16)}`;
@@ -91,7 +130,7 @@ async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: Ta
   for (const [i, a] of params.accounts.entries()) {
     if (a.notification_configs)
       checkUniqueSubscribers(a.notification_configs, `accounts[${i}].notification_configs`);
-    const accountId = a.account_id ?? derivedAccountId(principalId, a.name);
+    const { accountId, name, brand, operator } = accountEntry(principalId, a);
     const { rows } = await ctx.db.query<{
       principal_id: string;
       name: string;
@@ -122,7 +161,7 @@ async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: Ta
     let action = 'created';
     if (before) {
       action =
-        before.name === a.name &&
+        before.name === name &&
         canonicalJson(before.brand ?? null) === canonicalJson(a.brand ?? null) &&
         canonicalJson(before.notification_configs) === canonicalJson(configs)
           ? 'unchanged'
@@ -133,12 +172,14 @@ async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: Ta
        VALUES ($1,$2,$3,$4,$5,$6)
        ON CONFLICT (agent, account_id) DO UPDATE SET name = EXCLUDED.name, brand = EXCLUDED.brand,
          notification_configs = EXCLUDED.notification_configs, updated_at = now()`,
-      [ctx.agent, accountId, principalId, a.name, a.brand ?? null, canonicalJson(configs)],
+      [ctx.agent, accountId, principalId, name, a.brand ?? null, canonicalJson(configs)],
     );
     out.push({
       account_id: accountId,
-      name: a.name,
-      ...(a.brand ? { brand: a.brand } : {}),
+      name,
+      brand,
+      operator,
+      ...(a.billing ? { billing: a.billing } : {}),
       action,
       status: 'active',
       notification_configs: configs.map(publicConfig),
@@ -191,6 +232,7 @@ export async function emitAccountEvent(
 
 const ListAccountsSchema = z.looseObject({
   account_ids: z.array(z.string().min(1).max(128)).max(100).optional(),
+  pagination: PaginationRequestSchema.optional(),
 });
 
 export function registerAccountTasks(registry: TaskRegistry): void {
@@ -205,21 +247,27 @@ export function registerAccountTasks(registry: TaskRegistry): void {
     readOnly: true,
     errorShape: 'single',
     handle: async (params, ctx) => {
+      const offset = decodeCursor(params.pagination?.cursor);
+      const limit = params.pagination?.max_results ?? 100;
       const { rows } = await ctx.db.query<{
         account_id: string;
         name: string;
         brand: unknown;
         status: string;
         notification_configs: Array<Record<string, unknown>>;
+        total: string;
       }>(
-        `SELECT account_id, name, brand, status, notification_configs FROM ${ctx.schema}.accounts
+        `SELECT account_id, name, brand, status, notification_configs,
+                count(*) OVER () AS total FROM ${ctx.schema}.accounts
           WHERE agent = $1 AND principal_id = $2 AND ($3::text[] IS NULL OR account_id = ANY($3))
-          ORDER BY created_at, account_id`,
-        [ctx.agent, ctx.principal!.principal_id, params.account_ids ?? null],
+          ORDER BY created_at, account_id LIMIT $4 OFFSET $5`,
+        [ctx.agent, ctx.principal!.principal_id, params.account_ids ?? null, limit, offset],
       );
+      const total = rows.length > 0 ? Number(rows[0]!.total) : 0;
       return {
         status: 'completed',
         body: {
+          pagination: pageInfo(offset, rows.length, total, false),
           accounts: rows.map((r) => ({
             account_id: r.account_id,
             name: r.name,

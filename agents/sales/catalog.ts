@@ -5,12 +5,36 @@
 import { z } from 'zod';
 import { hasPermission } from '../auth/principal.js';
 import { allFormats, formatDefinition, GENERIC_FORMAT_IDS } from '../creative/formats.js';
+import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { briefTerms, score } from '../runtime/ranking.js';
+import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { BrandManifestSchema } from '../runtime/validation.js';
+import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
 
+export type { PricingOption };
+
+/** Our channels (the spec's words); the wire says the published `channels` of each. */
 export const CHANNELS = ['video', 'ctv', 'display', 'audio', 'dooh'] as const;
+
+/** The published channel enum values our products are sold as. */
+const PUBLISHED_CHANNELS = ['olv', 'ctv', 'display', 'streaming_audio', 'podcast', 'dooh'] as const;
+
+/** A request's channel (ours or published) as the published channels it means. */
+function requestedChannels(channel: string): string[] {
+  if (channel === 'video') return ['olv'];
+  if (channel === 'audio') return ['streaming_audio', 'podcast'];
+  return [channel];
+}
+
+/** The published channels of a product: audio is a podcast or streaming audio. */
+export function productChannels(p: Pick<ProductRow, 'channel' | 'keywords'>): string[] {
+  if (p.channel === 'video') return ['olv'];
+  if (p.channel === 'audio')
+    return [p.keywords.includes('podcast') ? 'podcast' : 'streaming_audio'];
+  return [p.channel];
+}
 
 export interface ProductRow {
   product_id: string;
@@ -30,15 +54,6 @@ export interface ProductRow {
   sort_order: number;
 }
 
-export interface PricingOption {
-  pricing_option_id: string;
-  pricing_model: string;
-  price?: number;
-  floor?: number;
-  currency: string;
-  min_spend?: number;
-}
-
 const FORMAT_TYPES = ['video', 'display', 'audio', 'dooh'] as const;
 
 export const GetProductsSchema = z.looseObject({
@@ -46,7 +61,7 @@ export const GetProductsSchema = z.looseObject({
   brand_manifest: BrandManifestSchema.optional(),
   filters: z
     .looseObject({
-      channels: z.array(z.enum(CHANNELS)).optional(),
+      channels: z.array(z.enum([...CHANNELS, ...PUBLISHED_CHANNELS])).optional(),
       budget_range: z
         .looseObject({
           min: z.number().nonnegative().optional(),
@@ -62,6 +77,16 @@ export const GetProductsSchema = z.looseObject({
     .optional(),
 });
 
+/** A product row with its pricing options in the internal (published) form. */
+export function productRow(row: ProductRow): ProductRow {
+  return {
+    ...row,
+    pricing_options: row.pricing_options.map((o) =>
+      normalizePricingOption(o as unknown as Record<string, unknown>),
+    ),
+  };
+}
+
 /** Products this caller may see: standard ones, and custom ones made for it. */
 export async function visibleProducts(ctx: TaskContext): Promise<ProductRow[]> {
   const s = ctx.schema;
@@ -70,7 +95,33 @@ export async function visibleProducts(ctx: TaskContext): Promise<ProductRow[]> {
       WHERE custom_principal IS NULL OR custom_principal = $1 ORDER BY sort_order`,
     [ctx.principal?.principal_id ?? ''],
   );
-  return rows;
+  return rows.map(productRow);
+}
+
+/**
+ * `publisher_properties` of every product: all properties of each publisher whose
+ * adagents.json authorizes this sales agent (the seller's own host when none is configured).
+ */
+function publisherProperties(ctx: TaskContext): Array<Record<string, unknown>> {
+  const salesUrl = ctx.settings.urls.sales;
+  const domains = ctx.settings.publishers
+    .filter((p) => p.authorized_agents.some((a) => sameUrl(a.url, salesUrl)))
+    .map((p) => p.domain);
+  if (domains.length === 0) domains.push(new URL(salesUrl).hostname);
+  return domains.map((d) => ({ publisher_domain: d, selection_type: 'all' }));
+}
+
+/** A pricing option on the wire (published members only). */
+function wirePricingOption(o: PricingOption): Record<string, unknown> {
+  const opt: Record<string, unknown> = {
+    pricing_option_id: o.pricing_option_id,
+    pricing_model: o.pricing_model,
+    currency: o.currency,
+  };
+  if (o.fixed_price !== undefined) opt.fixed_price = o.fixed_price;
+  if (o.floor_price !== undefined) opt.floor_price = o.floor_price;
+  if (o.min_spend_per_package !== undefined) opt.min_spend_per_package = o.min_spend_per_package;
+  return opt;
 }
 
 function formatTypeOf(formatId: string): string {
@@ -84,7 +135,10 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
   let products = await visibleProducts(ctx);
   if (!full) products = products.filter((p) => p.is_standard && !p.custom_principal);
   const f = params.filters ?? {};
-  if (f.channels) products = products.filter((p) => f.channels!.includes(p.channel as never));
+  if (f.channels) {
+    const wanted = new Set(f.channels.flatMap(requestedChannels));
+    products = products.filter((p) => productChannels(p).some((c) => wanted.has(c)));
+  }
   if (f.delivery_type) products = products.filter((p) => p.delivery_type === f.delivery_type);
   if (f.format_types) {
     products = products.filter((p) =>
@@ -93,11 +147,7 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
   }
   if (f.budget_range?.max !== undefined) {
     const max = f.budget_range.max;
-    products = products.filter((p) =>
-      p.pricing_options.some(
-        (o) => (o.pricing_model === 'flat-fee' ? (o.price ?? 0) : (o.min_spend ?? 0)) <= max,
-      ),
-    );
+    products = products.filter((p) => p.pricing_options.some((o) => minimumBudget(o) <= max));
   }
   const terms = briefTerms(params.brief);
   let ranked = products.map((p) => ({ p, ...score(p, terms) }));
@@ -107,6 +157,7 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
     ranked.sort((a, b) => b.score - a.score || a.p.sort_order - b.p.sort_order);
   }
   const agentUrl = ctx.settings.urls.creative;
+  const properties = publisherProperties(ctx);
   return {
     products: ranked.map(({ p, matched }) => {
       const formatIds = full
@@ -116,35 +167,32 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
         product_id: p.product_id,
         name: p.name,
         description: p.description,
+        publisher_properties: properties,
+        channels: productChannels(p),
         channel: p.channel,
         delivery_type: p.delivery_type,
         format_ids: formatIds.map((id) => ({ agent_url: agentUrl, id })),
         targeting: p.targeting,
         is_custom: p.custom_principal !== null,
+        // The published product requires its pricing; the partial catalog (no credentials)
+        // narrows which products and formats are shown, not their rate card.
+        pricing_options: p.pricing_options.map(wirePricingOption),
         reporting_capabilities: {
           available_reporting_frequencies: p.reporting_frequencies,
           expected_delay_minutes: p.expected_delay_minutes,
-          windowed_pull_granularities: ctx.settings.windowedPullGranularities,
+          timezone: 'UTC',
+          supports_webhooks: true,
           available_metrics: ['impressions', 'spend', 'clicks', 'ctr'],
+          date_range_support: 'date_range',
+          windowed_pull_granularities: ctx.settings.windowedPullGranularities,
         },
       };
-      if (full) {
-        out.pricing_options = p.pricing_options.map((o) => {
-          const opt: Record<string, unknown> = {
-            pricing_option_id: o.pricing_option_id,
-            pricing_model: o.pricing_model,
-            currency: o.currency,
-          };
-          if (o.price !== undefined) opt.price = o.price;
-          if (o.floor !== undefined) opt.floor = o.floor;
-          if (o.min_spend !== undefined) opt.min_spend = o.min_spend;
-          return opt;
-        });
-      }
       if (terms.length > 0 && matched.length > 0)
         out.brief_relevance = `matches: ${matched.join(', ')}`;
       return out;
     }),
+    // Our rate card is the same for every account.
+    cache_scope: 'public',
     ...(full ? {} : { catalog: 'partial' }),
   };
 }
@@ -152,7 +200,36 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
 export const ListCreativeFormatsSalesSchema = z.looseObject({
   format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
   format_ids: z.array(z.unknown()).optional(),
+  account: z.looseObject({}).optional(),
+  pagination: PaginationRequestSchema.optional(),
 });
+
+/**
+ * The formats a sandbox principal's test controller seeded for the sales agent, when the
+ * request names an account and any were seeded (as the creative agent lists its own).
+ */
+async function seededFormats(
+  params: z.output<typeof ListCreativeFormatsSalesSchema>,
+  ctx: TaskContext,
+  agentUrl: string,
+): Promise<Array<Record<string, unknown>> | null> {
+  if (!params.account) return null;
+  const seeded = await sandboxFixtures(
+    ctx.db,
+    ctx.schema,
+    'sales',
+    ctx.principal?.principal_id,
+    SESSION,
+    'creative_format',
+  );
+  return seeded
+    ? seeded.map((f) => ({
+        format_id: { agent_url: agentUrl, id: f.id },
+        name: String(f.data.name ?? f.id),
+        ...(typeof f.data.type === 'string' ? { type: f.data.type } : {}),
+      }))
+    : null;
+}
 
 export function registerCatalogTasks(registry: TaskRegistry): void {
   registry.add({
@@ -199,13 +276,21 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
     errorShape: 'single',
     handle: async (params, ctx) => {
       const s = ctx.schema;
+      const agentUrl = ctx.settings.urls.creative;
+      const seeded = await seededFormats(params, ctx, agentUrl);
+      if (seeded) {
+        const { page, pagination } = paginate(seeded, params.pagination, 50);
+        return {
+          status: 'completed',
+          body: { formats: page, creative_agents: [{ agent_url: agentUrl }], pagination },
+        };
+      }
       const { rows } = await ctx.db.query<{ id: string }>(
         `SELECT DISTINCT jsonb_array_elements_text(format_ids) AS id FROM ${s}.products
           WHERE custom_principal IS NULL OR custom_principal = $1`,
         [ctx.principal?.principal_id ?? ''],
       );
       const used = new Set(rows.map((r) => r.id));
-      const agentUrl = ctx.settings.urls.creative;
       const formats = (await allFormats(ctx.db, s))
         .filter((f) => used.has(f.format_id))
         .filter((f) => !params.format_types || params.format_types.includes(f.type as never))
@@ -219,7 +304,12 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
             ]),
           ),
         }));
-      return { status: 'completed', body: { formats, creative_agents: [{ agent_url: agentUrl }] } };
+      // Published cursor pagination, default page size 50.
+      const { page, pagination } = paginate(formats, params.pagination, 50);
+      return {
+        status: 'completed',
+        body: { formats: page, creative_agents: [{ agent_url: agentUrl }], pagination },
+      };
     },
   });
 }

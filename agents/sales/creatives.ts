@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
 import { ASSET_TYPES, resolveFormat, type FormatRow } from '../creative/formats.js';
+import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
@@ -28,6 +29,9 @@ export const CreativeSchema = z.looseObject({
   assets: z.record(z.string(), z.union([AssetSchema, z.record(z.string(), z.unknown())])),
 });
 
+/** Tag documents a video/audio slot takes in place of a hosted file (published asset types). */
+const TAG_FOR_SLOT: Record<string, string> = { video: 'vast', audio: 'daast' };
+
 /** The manifest's assets against the format: required ones present with the right type. */
 export function checkAssets(
   format: FormatRow,
@@ -49,7 +53,7 @@ export function checkAssets(
       }
       continue;
     }
-    if (asset.asset_type !== req.asset_type) {
+    if (asset.asset_type !== req.asset_type && TAG_FOR_SLOT[req.asset_type] !== asset.asset_type) {
       throw taskError(
         'VALIDATION_ERROR',
         `${req.asset_id} must be a ${req.asset_type} asset for format ${format.format_id}`,
@@ -152,7 +156,7 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
       );
     }
     if (action === 'created') created.push(c.creative_id);
-    results.push({ creative_id: c.creative_id, action, status: 'active' });
+    results.push({ creative_id: c.creative_id, action, status: wireCreativeStatus('active') });
   }
   if (params.delete_missing) {
     const { rows } = await ctx.db.query<{ creative_id: string }>(
@@ -166,7 +170,8 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
         `DELETE FROM ${s}.creative_assignments WHERE principal_id = $1 AND creative_id = $2`,
         [principalId, r.creative_id],
       );
-      results.push({ creative_id: r.creative_id, action: 'deleted', status: 'archived' });
+      // The published result of a deletion carries no status.
+      results.push({ creative_id: r.creative_id, action: 'deleted' });
     }
   }
   const assignmentResults: Array<Record<string, unknown>> = [];
@@ -203,7 +208,7 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
     for (const id of created) {
       await emitAccountEvent(ctx, 'creative.status_changed', `creative.${id}.active`, {
         creative_id: id,
-        transition: { from: 'processing', to: 'active' },
+        transition: { from: 'processing', to: wireCreativeStatus('active') },
         reason_code: 'approved',
         initiator: 'seller',
       });
@@ -233,26 +238,71 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
   };
 }
 
+/**
+ * Creative statuses: ours are `active` and `archived`; the published enum says `approved`
+ * for an active creative (a filter may use either word).
+ */
+export function wireCreativeStatus(status: string): string {
+  return status === 'active' ? 'approved' : status;
+}
+
+function internalCreativeStatuses(list: string[] | undefined): string[] | null {
+  if (!list) return null;
+  return [...new Set(list.map((st) => (st === 'approved' ? 'active' : st)))];
+}
+
 const ListCreativesSchema = z.looseObject({
   filters: z
     .looseObject({
+      /** The published filter name; `status` is the spec's older one. */
+      statuses: z.array(z.string().min(1)).optional(),
       status: z.array(z.string().min(1)).optional(),
       format_types: z.array(z.enum(['video', 'display', 'audio', 'dooh'])).optional(),
       creative_ids: z.array(z.string().min(1)).max(500).optional(),
     })
     .optional(),
+  pagination: PaginationRequestSchema.optional(),
+  /** The spec's older offset paging. */
   limit: z.number().int().min(1).max(500).optional(),
   offset: z.number().int().min(0).optional(),
 });
 
+/**
+ * Stored assets as the published asset objects: a video or image the buyer sent without
+ * its dimensions takes them from the creative's format.
+ */
+function wireAssets(
+  assets: Record<string, unknown>,
+  format: { width: number | null; height: number | null },
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [id, value] of Object.entries(assets ?? {})) {
+    const a = value as Record<string, unknown> | null;
+    if (
+      a &&
+      typeof a === 'object' &&
+      (a.asset_type === 'video' || a.asset_type === 'image') &&
+      (a.width === undefined || a.height === undefined) &&
+      format.width !== null &&
+      format.height !== null
+    ) {
+      out[id] = { width: format.width, height: format.height, ...a };
+    } else out[id] = value;
+  }
+  return out;
+}
+
 async function listCreatives(params: z.output<typeof ListCreativesSchema>, ctx: TaskContext) {
   const s = ctx.schema;
   const f = params.filters ?? {};
-  const limit = params.limit ?? 50;
-  const offset = params.offset ?? 0;
+  const limit = params.pagination?.max_results ?? params.limit ?? 50;
+  const offset =
+    params.pagination?.cursor !== undefined
+      ? decodeCursor(params.pagination.cursor)
+      : (params.offset ?? 0);
   const args = [
     ctx.principal!.principal_id,
-    f.status ?? null,
+    internalCreativeStatuses(f.statuses ?? f.status),
     f.format_types ?? null,
     f.creative_ids ?? null,
   ];
@@ -263,25 +313,37 @@ async function listCreatives(params: z.output<typeof ListCreativesSchema>, ctx: 
     args,
   );
   const { rows } = await ctx.db.query(
-    `SELECT c.*, COALESCE((SELECT array_agg(a.package_id ORDER BY a.package_id) FROM ${s}.creative_assignments a
+    `SELECT c.*, f.width AS format_width, f.height AS format_height,
+        COALESCE((SELECT array_agg(a.package_id ORDER BY a.package_id) FROM ${s}.creative_assignments a
         WHERE a.principal_id = c.principal_id AND a.creative_id = c.creative_id), '{}') AS package_ids
-       FROM ${s}.creatives c WHERE ${where} ORDER BY created_at, creative_id LIMIT $5 OFFSET $6`,
+       FROM ${s}.creatives c LEFT JOIN ${s}.formats f ON f.format_id = c.format_id->>'id'
+      WHERE ${where} ORDER BY c.created_at, c.creative_id LIMIT $5 OFFSET $6`,
     [...args, limit, offset],
   );
   const total = Number(countRows[0]?.n ?? 0);
   return {
-    creatives: rows.map((r) => ({
-      creative_id: r.creative_id,
-      name: r.name,
-      format_id: r.format_id,
-      status: r.status,
-      assets: r.assets,
-      assigned_package_ids: r.package_ids,
-      created_at: (r.created_at as Date).toISOString(),
-      updated_at: (r.updated_at as Date).toISOString(),
-    })),
+    creatives: rows.map((r) => {
+      const created = (r.created_at as Date).toISOString();
+      const updated = (r.updated_at as Date).toISOString();
+      return {
+        creative_id: r.creative_id,
+        name: r.name,
+        format_id: r.format_id,
+        status: wireCreativeStatus(r.status as string),
+        assets: wireAssets(r.assets as Record<string, unknown>, {
+          width: r.format_width as number | null,
+          height: r.format_height as number | null,
+        }),
+        assigned_package_ids: r.package_ids,
+        created_date: created,
+        updated_date: updated,
+        // The spec's older names, kept for the clients that read them.
+        created_at: created,
+        updated_at: updated,
+      };
+    }),
     query_summary: { total_matching: total, returned: rows.length },
-    pagination: { limit, offset, has_more: offset + rows.length < total },
+    pagination: pageInfo(offset, rows.length, total),
   };
 }
 

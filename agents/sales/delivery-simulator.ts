@@ -8,6 +8,7 @@ import { withTransaction, type Pool, type PoolClient } from '../../shared/infra/
 import type { AgentClock } from '../runtime/clock.js';
 import type { AgentNotifications } from '../runtime/types.js';
 import { loadPackages, type BuyRow, type PackageRow } from './media-buy-records.js';
+import { isFlatRate } from './pricing.js';
 
 const HOUR = 3600_000;
 /** Flat-fee inventory is counted at this notional CPM. */
@@ -17,7 +18,7 @@ export function impressionsFor(
   p: Pick<PackageRow, 'pricing_model' | 'rate'>,
   spend: number,
 ): number {
-  const cpm = p.pricing_model === 'flat-fee' ? FLAT_FEE_NOTIONAL_CPM : p.rate;
+  const cpm = isFlatRate(p.pricing_model) ? FLAT_FEE_NOTIONAL_CPM : p.rate;
   return cpm > 0 ? (spend / cpm) * 1000 : 0;
 }
 

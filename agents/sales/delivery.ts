@@ -19,6 +19,7 @@ import {
   type BuyRow,
   type PackageRow,
 } from './media-buy-records.js';
+import { publishedPricingModel } from './pricing.js';
 
 const GRANULARITIES = ['hourly', 'daily', 'weekly', 'monthly'] as const;
 
@@ -31,8 +32,31 @@ const GetDeliverySchema = z.looseObject({
     .looseObject({ start: DateSchema, end: DateSchema })
     .refine((r) => r.start <= r.end, { message: 'start must not be after end' })
     .optional(),
+  /** Published: the report's date range (either end may be left open). */
+  start_date: DateSchema.optional(),
+  end_date: DateSchema.optional(),
   include_window_breakdown: z.boolean().optional(),
 });
+
+/** The requested range in days, from the published `start_date`/`end_date` or `date_range`. */
+function requestedRange(
+  params: z.output<typeof GetDeliverySchema>,
+  now: Date,
+): { start?: string; end?: string } | null {
+  if (params.start_date === undefined && params.end_date === undefined) {
+    return params.date_range ?? null;
+  }
+  const range = {
+    ...(params.start_date !== undefined ? { start: params.start_date } : {}),
+    ...(params.end_date !== undefined ? { end: params.end_date } : {}),
+  };
+  if (range.start !== undefined && (range.end ?? now.toISOString().slice(0, 10)) < range.start) {
+    throw taskError('VALIDATION_ERROR', 'end_date must not be before start_date', {
+      field: range.end !== undefined ? 'end_date' : 'start_date',
+    });
+  }
+  return range;
+}
 
 interface Sums {
   impressions: number;
@@ -97,6 +121,10 @@ async function series(
   }));
 }
 
+function deliveryStatus(status: string): string {
+  return status === 'pending' ? 'pending_start' : status;
+}
+
 const UNIT = { hourly: 'hour', daily: 'day', weekly: 'week', monthly: 'month' } as const;
 
 async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: TaskContext) {
@@ -141,11 +169,12 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
   }
   // Bring the simulation up to now so the numbers are current.
   for (const b of buys) await accrueBuy(ctx.db, s, b, now, ctx.notifications);
-  const from = params.date_range
-    ? new Date(`${params.date_range.start}T00:00:00Z`)
+  const range = requestedRange(params, now);
+  const from = range?.start
+    ? new Date(`${range.start}T00:00:00Z`)
     : new Date(Math.min(...buys.map((b) => b.start_at.getTime()), now.getTime()));
-  const to = params.date_range
-    ? new Date(new Date(`${params.date_range.end}T00:00:00Z`).getTime() + 86400_000)
+  const to = range?.end
+    ? new Date(new Date(`${range.end}T00:00:00Z`).getTime() + 86400_000)
     : new Date(Math.max(now.getTime(), from.getTime()) + 1);
   const buyIds = buys.map((b) => b.media_buy_id);
   const packages = await loadPackages(ctx.db, s, buyIds);
@@ -173,8 +202,11 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
         };
         return {
           package_id: p.package_id,
-          buyer_ref: p.buyer_ref,
-          pricing_model: p.pricing_model,
+          ...(p.buyer_ref !== null ? { buyer_ref: p.buyer_ref } : {}),
+          pricing_model: publishedPricingModel(p.pricing_model),
+          // The rate the package pays (CPM, or the flat fee) and its currency.
+          rate: round2(p.rate),
+          currency: b.currency,
           ...metrics(r),
         };
       });
@@ -197,8 +229,9 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
     total.spend += t.spend;
     const d: Record<string, unknown> = {
       media_buy_id: b.media_buy_id,
-      buyer_ref: b.buyer_ref,
-      status: statusOf.get(b.media_buy_id) ?? b.status,
+      ...(b.buyer_ref !== null ? { buyer_ref: b.buyer_ref } : {}),
+      // The delivery enum keeps `reporting_delayed`; a buy awaiting approval is pending_start.
+      status: deliveryStatus(statusOf.get(b.media_buy_id) ?? b.status),
       totals: metrics(t),
       by_package: byPackage,
     };
@@ -351,11 +384,11 @@ export class SimulatedDeliverySource {
         }),
         { spend: 0, impressions: 0, clicks: 0 },
       );
-      const models = [...new Set(packages.map((p) => p.pricing_model))];
+      const models = [...new Set(packages.map((p) => publishedPricingModel(p.pricing_model)))];
       return {
         totals,
         by_package: byPackage,
-        status: st[0]?.status ?? buy.status,
+        status: deliveryStatus(st[0]?.status ?? buy.status),
         currency: buy.currency,
         ...(models.length === 1 ? { pricing_model: models[0]! } : {}),
       };

@@ -1,7 +1,12 @@
-/** Media buy and package rows, and their wire shapes. */
+/**
+ * Media buy and package rows, and their wire shapes. Internal statuses are ours (`pending`
+ * awaiting seller approval, `reporting_delayed`); the wire says the published
+ * `media-buy-status` of each (`wireBuyStatus`).
+ */
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
+import { publishedPricingModel } from './pricing.js';
 
 export const BUY_STATUSES = [
   'pending',
@@ -18,7 +23,7 @@ export const TERMINAL_BUY = new Set<string>(['completed', 'canceled', 'rejected'
 export interface BuyRow {
   media_buy_id: string;
   principal_id: string;
-  buyer_ref: string;
+  buyer_ref: string | null;
   status: BuyStatus;
   brand_manifest: Record<string, unknown>;
   start_time: Record<string, unknown>;
@@ -32,6 +37,10 @@ export interface BuyRow {
   accrued_until: Date | null;
   approved_at: Date | null;
   reporting_expected_at: Date | null;
+  /** Bumped by every change of the buy (the published optimistic-concurrency revision). */
+  revision: number;
+  /** Created with `paused: true`: approval makes it paused rather than active. */
+  held: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -39,7 +48,7 @@ export interface BuyRow {
 export interface PackageRow {
   package_id: string;
   media_buy_id: string;
-  buyer_ref: string;
+  buyer_ref: string | null;
   product_id: string;
   pricing_option_id: string;
   pricing_model: string;
@@ -130,17 +139,29 @@ export async function assignmentsOf(
   return out;
 }
 
+/**
+ * The published status of a buy. A buy awaiting seller approval is provisional
+ * (`confirmed_at: null`): `pending_creatives` until creatives are assigned, then
+ * `pending_start`. A reporting delay is ours: the buy is still `active`.
+ */
+export function wireBuyStatus(status: string, hasCreatives: boolean): string {
+  if (status === 'pending') return hasCreatives ? 'pending_start' : 'pending_creatives';
+  if (status === 'reporting_delayed') return 'active';
+  return status;
+}
+
 export function packageView(p: PackageRow, creativeIds: string[] = []): Record<string, unknown> {
   const out: Record<string, unknown> = {
     package_id: p.package_id,
-    buyer_ref: p.buyer_ref,
     product_id: p.product_id,
     pricing_option_id: p.pricing_option_id,
-    pricing_model: p.pricing_model,
+    pricing_model: publishedPricingModel(p.pricing_model),
     budget: round2(p.budget),
     paused: p.paused,
+    creative_assignments: creativeIds.map((creative_id) => ({ creative_id })),
     creative_ids: creativeIds,
   };
+  if (p.buyer_ref !== null) out.buyer_ref = p.buyer_ref;
   if (p.bid_price !== null) out.bid_price = p.bid_price;
   if (p.targeting_overlay) out.targeting_overlay = p.targeting_overlay;
   return out;

@@ -12,10 +12,11 @@ import { TaskError } from '../../shared/errors/task-errors.js';
 import type { BrandProfile } from '../../shared/brand.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { AgentKind } from '../auth/principal.js';
-import { errorResponse } from '../runtime/errors.js';
+import { errorResponse, plainErrorBody } from '../runtime/errors.js';
 import type { AgentsCore } from '../service.js';
 import { a2aMiddleware } from '../transport/a2a.js';
 import { agentCardMiddleware } from '../transport/agent-card.js';
+import { protectedResourceMetadataUrl } from '../transport/auth-challenge.js';
 import { readJsonBody } from '../transport/body.js';
 import { mcpMiddleware } from '../transport/mcp.js';
 
@@ -29,6 +30,11 @@ export interface AgentAppOptions {
   keysRouter?: Router;
   /** Further middleware mounted before the agent routes (e.g. the OAuth server). */
   extra?: Middleware[];
+  /**
+   * The origin serves RFC 9728 protected-resource metadata (the OAuth server is mounted):
+   * auth challenges then name it in `resource_metadata`.
+   */
+  oauth?: boolean;
   logger?: Logger;
 }
 
@@ -36,14 +42,15 @@ export function agentDisplayName(profile: BrandProfile, agent: AgentKind): strin
   return `${profile.brand} ${agent} agent`;
 }
 
-function errorBody(code: string, message: string) {
-  return { error: { code, message } };
-}
-
 export function createAgentApp(o: AgentAppOptions): Koa {
   const { agent, core, profile } = o;
   const baseUrl = o.baseUrl ?? core.settings.urls[agent];
   const name = agentDisplayName(profile, agent);
+  const brand = profile.brand;
+  const errorBody = (code: string, message: string) => plainErrorBody(brand, code, message);
+  const endpoint = (path: '/mcp' | '/a2a') => new URL(path, baseUrl).toString();
+  const resourceMetadata = (path: '/mcp' | '/a2a') =>
+    o.oauth ? { resourceMetadata: protectedResourceMetadataUrl(endpoint(path)) } : {};
   const app = new Koa();
   app.proxy = false;
   app.silent = true;
@@ -57,7 +64,7 @@ export function createAgentApp(o: AgentAppOptions): Koa {
       }
     } catch (err) {
       if (err instanceof TaskError) {
-        const r = errorResponse(agent, err);
+        const r = errorResponse(err, { brand });
         ctx.status = r.status;
         ctx.body = r.body;
         return;
@@ -75,6 +82,8 @@ export function createAgentApp(o: AgentAppOptions): Koa {
     agent,
     dispatcher: core.dispatcher,
     serverName: `${profile.brand}-${agent}-agent`,
+    endpointUrl: endpoint('/mcp'),
+    ...resourceMetadata('/mcp'),
     ...(o.logger ? { logger: o.logger } : {}),
   });
   router.all('/mcp', mcp);
@@ -85,6 +94,7 @@ export function createAgentApp(o: AgentAppOptions): Koa {
       dispatcher: core.dispatcher,
       baseUrl,
       name,
+      ...resourceMetadata('/a2a'),
       ...(o.logger ? { logger: o.logger } : {}),
     }),
   );

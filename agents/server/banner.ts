@@ -63,6 +63,7 @@ export function startBanner(
   credentialsFile: string,
   production: boolean,
   dataDir = DEFAULT_DATA_DIR,
+  testController = false,
 ): string {
   const u = service.urls;
   const out: string[] = [`${service.profile.brand} agents are up`, ''];
@@ -88,6 +89,12 @@ export function startBanner(
     '',
     `credentials  demo API keys and 30-day bearer tokens: ${credentialsFile} (owner-only, section "agents")`,
   );
+  if (testController) {
+    out.push(
+      'test controller: comply_test_controller is on for the demo principals (sandbox accounts;',
+      'it never answers a production principal)',
+    );
+  }
   if (!production) {
     const calls = exampleCalls(u, dataDir);
     out.push('', 'try:');

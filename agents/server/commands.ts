@@ -155,13 +155,13 @@ export function registerAgentCommands(program: Command): void {
   program
     .command('approve')
     .description('Approve (or with --reject, reject) a pending media buy as the seller operator')
-    .argument('<media-buy-id>')
+    .argument('<id>', "the media buy's id, or the task_id create_media_buy answered with")
     .option('--reject [reason]', 'reject instead of approving')
-    .action(async (mediaBuyId: string, opts: { reject?: string | boolean }) => {
+    .action(async (id: string, opts: { reject?: string | boolean }) => {
       const config = loadConfigOrExit();
       const { operatorAction } = await import('./operator.js');
       try {
-        const r = await operatorAction(config, mediaBuyId, opts.reject);
+        const r = await operatorAction(config, id, opts.reject);
         process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
       } catch (err) {
         const e = err as { code?: string; message?: string };

@@ -218,6 +218,8 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
         previewBaseUrl: `${urls.creative}/previews`,
         webhookActivity: activity,
         brandJsonUrl: `${urls.sales}/.well-known/brand.json`,
+        // The demo deployment carries its test controller, for its demo (sandbox) principals.
+        testController: true,
         ...(o.settings ?? {}),
       },
       ...(oauth ? { authKeys: oauth.authKeys() } : {}),
@@ -259,6 +261,7 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
         profile,
         keysRouter: keysRouter({ keys, profile, agents: brandAgents }),
         extra,
+        oauth: oauth !== null,
         logger,
       });
       servers[agent].on('request', app.callback());
@@ -274,6 +277,12 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       keysDir: resolve(keysDir),
     });
     stops.push(() => removeDeployment(config.SVC_DATA_DIR));
+    if (agentsCore.settings.testController) {
+      logger.info(
+        { principals: [...new Set(credentials.map((c) => c.principal_id))] },
+        'comply_test_controller is on for the demo principals (sandbox accounts only)',
+      );
+    }
     return {
       profile,
       urls,

@@ -45,7 +45,7 @@ export async function runStart(config: Config): Promise<void> {
     agentsCredentialsSection(service.urls, service.credentials),
   );
   process.stdout.write(
-    `${startBanner(service, file, isProduction(config), config.SVC_DATA_DIR)}\n`,
+    `${startBanner(service, file, isProduction(config), config.SVC_DATA_DIR, service.core.settings.testController)}\n`,
   );
   logger.info({ event: 'ready', urls: service.urls }, 'ready');
   if (signalled === null) await new Promise<void>((r) => (wake = r));

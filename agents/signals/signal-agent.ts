@@ -2,14 +2,17 @@
  * The signal agent: get_signals (ranked against the spec, filtered, per-target
  * deployment status and coverage) and activate_signal (asynchronous: deployments in
  * progress with `estimated_activation_duration_minutes`, live later with an activation
- * key: `segment_id` on platforms, `key_value` on agents). Errors use the
- * `{errors: [...]}` shape.
+ * key: `segment_id` on platforms, `key_value` on agents). Requests in the published form
+ * (`destinations`, `countries`) or the spec digest's (`deliver_to`, `deployments`); responses
+ * in the published shapes (`signal_id`, `pricing_options`, cursor `pagination`, no `errors`
+ * on a successful activation).
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { AgentKind, Principal } from '../auth/principal.js';
 import { sameAgentUrl } from '../creative/formats.js';
 import { taskError, TaskErrors, type TaskError } from '../runtime/errors.js';
+import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { briefTerms, score } from '../runtime/ranking.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentSettings } from '../runtime/settings.js';
@@ -31,33 +34,77 @@ type Target = z.output<typeof TargetSchema>;
 
 const SIGNAL_TYPES = ['marketplace', 'custom', 'owned'] as const;
 
-const GetSignalsSchema = z.looseObject({
-  signal_spec: z.string().min(1, 'signal_spec is required').max(5000),
-  deliver_to: z.looseObject({
-    deployments: z.array(TargetSchema).min(1).max(20),
-    countries: z
-      .array(z.string().regex(/^[A-Z]{2}$/, 'countries are ISO 3166-1 alpha-2 codes'))
-      .min(1)
-      .max(250),
-  }),
-  filters: z
-    .looseObject({
-      catalog_types: z.array(z.enum(SIGNAL_TYPES)).optional(),
-      data_providers: z.array(z.string().min(1)).optional(),
-      max_cpm: z.number().nonnegative().optional(),
-      min_coverage_percentage: z.number().min(0).max(100).optional(),
-    })
-    .optional(),
-  max_results: z.number().int().min(1).max(100).optional(),
-});
+const CountriesSchema = z
+  .array(z.string().regex(/^[A-Z]{2}$/, 'countries are ISO 3166-1 alpha-2 codes'))
+  .min(1)
+  .max(250);
 
-const ActivateSchema = z.looseObject({
-  signal_agent_segment_id: z.string().min(1).max(255),
-  deployments: z.array(TargetSchema).min(1).max(20),
-  idempotency_key: z.string().optional(),
-  context: z.unknown().optional(),
-  push_notification_config: z.unknown().optional(),
-});
+/**
+ * Published: top-level `destinations[]` and `countries[]` (both optional), `signal_spec`
+ * or `signal_ids`/`signal_refs`, cursor `pagination`. Older (spec digest): `deliver_to:
+ * {deployments, countries}`. One of the two forms; both at once is ambiguous.
+ */
+const GetSignalsSchema = z
+  .looseObject({
+    signal_spec: z.string().min(1, 'signal_spec must not be empty').max(5000).optional(),
+    signal_ids: z
+      .array(z.looseObject({ id: z.string().min(1).max(255) }))
+      .max(100)
+      .optional(),
+    signal_refs: z
+      .array(z.looseObject({ signal_id: z.string().min(1).max(255) }))
+      .max(100)
+      .optional(),
+    destinations: z.array(TargetSchema).max(20).optional(),
+    countries: CountriesSchema.optional(),
+    deliver_to: z
+      .looseObject({
+        deployments: z.array(TargetSchema).min(1).max(20),
+        countries: CountriesSchema,
+      })
+      .optional(),
+    filters: z
+      .looseObject({
+        catalog_types: z.array(z.enum(SIGNAL_TYPES)).optional(),
+        data_providers: z.array(z.string().min(1)).optional(),
+        max_cpm: z.number().nonnegative().optional(),
+        min_coverage_percentage: z.number().min(0).max(100).optional(),
+      })
+      .optional(),
+    max_results: z.number().int().min(1).max(100).optional(),
+    pagination: PaginationRequestSchema.optional(),
+  })
+  .superRefine((p, zctx) => {
+    if (p.deliver_to && (p.destinations !== undefined || p.countries !== undefined)) {
+      zctx.addIssue({
+        code: 'custom',
+        path: ['deliver_to'],
+        message: 'send destinations/countries or the older deliver_to, not both',
+      });
+    }
+  });
+
+/** Published: `destinations[]`, `action`, `pricing_option_id`; older: `deployments[]`. */
+const ActivateSchema = z
+  .looseObject({
+    signal_agent_segment_id: z.string().min(1).max(255),
+    action: z.enum(['activate', 'deactivate']).optional(),
+    destinations: z.array(TargetSchema).min(1).max(20).optional(),
+    deployments: z.array(TargetSchema).min(1).max(20).optional(),
+    pricing_option_id: z.string().min(1).max(255).optional(),
+    idempotency_key: z.string().optional(),
+    context: z.unknown().optional(),
+    push_notification_config: z.unknown().optional(),
+  })
+  .superRefine((p, zctx) => {
+    if ((p.destinations === undefined) === (p.deployments === undefined)) {
+      zctx.addIssue({
+        code: 'custom',
+        path: ['destinations'],
+        message: 'give the targets in destinations (or the older deployments), exactly one',
+      });
+    }
+  });
 
 interface SignalRow {
   signal_agent_segment_id: string;
@@ -128,6 +175,9 @@ function checkTarget(
     return null;
   }
   const a = d.agents.find((x) => sameAgentUrl(x.agent_url, t.agent_url));
+  // Any public https agent takes a key_value activation (published: every signals agent
+  // accepts `type: agent`); configured private agents only for the principals they name.
+  if (!a && t.agent_url.startsWith('https://')) return null;
   if (!a || (a.private && !(a.visible_to ?? []).includes(principal.principal_id))) {
     return taskError('AGENT_NOT_FOUND', `no agent ${t.agent_url.slice(0, 200)} is visible to you`, {
       field: `${field}.agent_url`,
@@ -189,75 +239,145 @@ async function visibleSignal(ctx: TaskContext, id: string): Promise<SignalRow> {
   return row;
 }
 
+/** The pricing option id of a signal's one CPM price (published `vendor-pricing-option`). */
+export function pricingOptionId(signal: Pick<SignalRow, 'signal_agent_segment_id'>): string {
+  return `${signal.signal_agent_segment_id}_cpm`;
+}
+
+function signalView(
+  r: SignalRow,
+  deployments: Array<Record<string, unknown>>,
+  agentUrl: string,
+): Record<string, unknown> {
+  const cpm = r.signal_type === 'owned' ? 0 : (r.cpm ?? 0);
+  return {
+    signal_id: { source: 'agent', agent_url: agentUrl, id: r.signal_agent_segment_id },
+    signal_agent_segment_id: r.signal_agent_segment_id,
+    name: r.name,
+    description: r.description,
+    signal_type: r.signal_type,
+    data_provider: r.data_provider,
+    coverage_percentage: r.coverage_percentage,
+    deployments,
+    pricing_options: [
+      { pricing_option_id: pricingOptionId(r), model: 'cpm', cpm, currency: r.currency },
+    ],
+    // The spec digest's member, kept for older buyers.
+    pricing: { cpm, currency: r.currency },
+  };
+}
+
+/** Targets and countries from either request form, with the field prefix refusals name. */
+function targetsOf(params: z.output<typeof GetSignalsSchema>) {
+  if (params.deliver_to) {
+    return {
+      targets: params.deliver_to.deployments,
+      countries: params.deliver_to.countries,
+      field: 'deliver_to.deployments',
+    };
+  }
+  return {
+    targets: params.destinations ?? [],
+    countries: params.countries ?? null,
+    field: 'destinations',
+  };
+}
+
 async function getSignals(params: z.output<typeof GetSignalsSchema>, ctx: TaskContext) {
   const principal = ctx.principal!;
-  const errors = params.deliver_to.deployments
-    .map((t, i) => checkTarget(t, principal, ctx.settings, `deliver_to.deployments[${i}]`))
+  const { targets, countries, field } = targetsOf(params);
+  const errors = targets
+    .map((t, i) => checkTarget(t, principal, ctx.settings, `${field}[${i}]`))
     .filter((e): e is TaskError => e !== null);
   if (errors.length > 0) throw new TaskErrors(errors);
+  const ids = [
+    ...(params.signal_ids ?? []).map((x) => x.id),
+    ...(params.signal_refs ?? []).map((x) => x.signal_id),
+  ];
   const f = params.filters ?? {};
   const { rows } = await ctx.db.query<SignalRow>(
     `SELECT * FROM ${ctx.schema}.signals
-      WHERE (owner_principal IS NULL OR owner_principal = $1) AND countries && $2::text[]
+      WHERE (owner_principal IS NULL OR owner_principal = $1)
+        AND ($2::text[] IS NULL OR countries && $2::text[])
         AND ($3::text[] IS NULL OR signal_type = ANY($3))
         AND ($4::text[] IS NULL OR data_provider = ANY($4))
         AND ($5::float8 IS NULL OR COALESCE(cpm, 0) <= $5)
         AND ($6::float8 IS NULL OR coverage_percentage >= $6)
+        AND ($7::text[] IS NULL OR signal_agent_segment_id = ANY($7))
       ORDER BY signal_agent_segment_id`,
     [
       principal.principal_id,
-      params.deliver_to.countries,
+      countries,
       f.catalog_types ?? null,
       f.data_providers ?? null,
       f.max_cpm ?? null,
       f.min_coverage_percentage ?? null,
+      ids.length > 0 ? ids : null,
     ],
   );
-  const terms = briefTerms(params.signal_spec);
+  const terms = briefTerms(params.signal_spec ?? '');
+  // Relevance order: the signals the spec matches first, then the rest of the catalog.
   let ranked = rows.map((r) => ({ r, ...score({ ...r, channel: r.signal_type }, terms) }));
-  const matching = ranked.filter((x) => x.score > 0);
-  if (matching.length > 0) ranked = matching;
   ranked.sort((a, b) => b.score - a.score || b.r.coverage_percentage - a.r.coverage_percentage);
-  ranked = ranked.slice(0, params.max_results ?? 10);
+  // `max_results` (older) caps the whole answer; `pagination.max_results` sizes a page.
+  if (params.max_results !== undefined) ranked = ranked.slice(0, params.max_results);
+  const { page, pagination } = paginate(ranked, params.pagination, 10);
   const { rows: deps } = await ctx.db.query<DeploymentRow>(
     `SELECT * FROM ${ctx.schema}.signal_deployments WHERE signal_agent_segment_id = ANY($1)`,
-    [ranked.map((x) => x.r.signal_agent_segment_id)],
+    [page.map((x) => x.r.signal_agent_segment_id)],
   );
   const now = ctx.clock.now();
   return {
-    signals: ranked.map(({ r }) => ({
-      signal_agent_segment_id: r.signal_agent_segment_id,
-      name: r.name,
-      description: r.description,
-      signal_type: r.signal_type,
-      data_provider: r.data_provider,
-      coverage_percentage: r.coverage_percentage,
-      deployments: params.deliver_to.deployments.map((t) =>
-        deploymentView(
-          t,
-          deps.find(
-            (d) =>
-              d.signal_agent_segment_id === r.signal_agent_segment_id &&
-              d.destination === destinationKey(t),
+    signals: page.map(({ r }) =>
+      signalView(
+        r,
+        targets.map((t) =>
+          deploymentView(
+            t,
+            deps.find(
+              (d) =>
+                d.signal_agent_segment_id === r.signal_agent_segment_id &&
+                d.destination === destinationKey(t),
+            ),
+            r,
+            now,
           ),
-          r,
-          now,
         ),
+        ctx.settings.urls.signals,
       ),
-      pricing: { cpm: r.signal_type === 'owned' ? 0 : (r.cpm ?? 0), currency: r.currency },
-    })),
+    ),
+    pagination,
+    // Published rule: without an `account` in the request the answer is the public layer.
+    cache_scope: params.account === undefined ? 'public' : 'account',
   };
 }
 
+/**
+ * All or nothing: the published success branch carries no `errors`, so one refused
+ * destination refuses the request, naming every refused destination at once.
+ */
 async function activateSignal(params: z.output<typeof ActivateSchema>, ctx: TaskContext) {
   const principal = ctx.principal!;
   const signal = await visibleSignal(ctx, params.signal_agent_segment_id);
+  const field = params.destinations ? 'destinations' : 'deployments';
+  const targets = (params.destinations ?? params.deployments)!;
+  if (
+    params.pricing_option_id !== undefined &&
+    params.pricing_option_id !== pricingOptionId(signal)
+  ) {
+    throw taskError(
+      'VALIDATION_ERROR',
+      `signal ${signal.signal_agent_segment_id} has no pricing option ${params.pricing_option_id.slice(0, 100)}`,
+      { field: 'pricing_option_id', suggestion: `use ${pricingOptionId(signal)}` },
+    );
+  }
+  if (params.action === 'deactivate') return deactivate(signal, targets, field, ctx);
   const errors: TaskError[] = [];
-  const accepted: Array<{ t: Target; index: number }> = [];
+  const accepted: Target[] = [];
   const seen = new Set<string>();
-  for (const [i, t] of params.deployments.entries()) {
-    const field = `deployments[${i}]`;
-    const bad = checkTarget(t, principal, ctx.settings, field);
+  for (const [i, t] of targets.entries()) {
+    const at = `${field}[${i}]`;
+    const bad = checkTarget(t, principal, ctx.settings, at);
     if (bad) {
       errors.push(bad);
       continue;
@@ -270,10 +390,7 @@ async function activateSignal(params: z.output<typeof ActivateSchema>, ctx: Task
         taskError(
           'ACTIVATION_FAILED',
           `signal ${signal.signal_agent_segment_id} can no longer be activated`,
-          {
-            field,
-            suggestion: 'choose another signal from get_signals',
-          },
+          { field: at, suggestion: 'choose another signal from get_signals' },
         ),
       );
       continue;
@@ -290,7 +407,7 @@ async function activateSignal(params: z.output<typeof ActivateSchema>, ctx: Task
             ? 'signal is already live on this target'
             : 'activation on this target is already in progress',
           {
-            field,
+            field: at,
             suggestion: rows[0].is_live
               ? 'use the activation_key from get_signals'
               : 'poll get_signals or wait for the webhook',
@@ -299,12 +416,12 @@ async function activateSignal(params: z.output<typeof ActivateSchema>, ctx: Task
       );
       continue;
     }
-    accepted.push({ t, index: i });
+    accepted.push(t);
   }
-  if (accepted.length === 0) throw new TaskErrors(errors);
+  if (errors.length > 0) throw new TaskErrors(errors);
   const now = ctx.clock.now();
   const readyAt = new Date(now.getTime() + signal.activation_minutes * 60000);
-  for (const { t } of accepted) {
+  for (const t of accepted) {
     await ctx.db.query(
       `INSERT INTO ${ctx.schema}.signal_deployments (signal_agent_segment_id, destination, target, is_live, ready_at, task_id)
        VALUES ($1, $2, $3, false, $4, $5)`,
@@ -315,20 +432,35 @@ async function activateSignal(params: z.output<typeof ActivateSchema>, ctx: Task
     status: 'working' as const,
     body: {
       signal_agent_segment_id: signal.signal_agent_segment_id,
-      deployments: accepted.map(({ t }) => ({
+      deployments: accepted.map((t) => ({
         ...targetView(t),
         is_live: false,
         estimated_activation_duration_minutes: signal.activation_minutes,
       })),
-      errors: errors.map((e) => e.toSignalItem()),
     },
     async: {
       runAfterMs: signal.activation_minutes * 60000,
       resourceId: signal.signal_agent_segment_id,
-      state: {
-        destinations: accepted.map(({ t }) => destinationKey(t)),
-        errors: errors.map((e) => e.toSignalItem()),
-      },
+      state: { destinations: accepted.map((t) => destinationKey(t)) },
+    },
+  };
+}
+
+/** `action: deactivate`: the signal leaves each named destination (live or in progress). */
+async function deactivate(signal: SignalRow, targets: Target[], field: string, ctx: TaskContext) {
+  const errors = targets
+    .map((t, i) => checkTarget(t, ctx.principal!, ctx.settings, `${field}[${i}]`))
+    .filter((e): e is TaskError => e !== null);
+  if (errors.length > 0) throw new TaskErrors(errors);
+  await ctx.db.query(
+    `DELETE FROM ${ctx.schema}.signal_deployments WHERE signal_agent_segment_id = $1 AND destination = ANY($2)`,
+    [signal.signal_agent_segment_id, targets.map(destinationKey)],
+  );
+  return {
+    status: 'completed' as const,
+    body: {
+      signal_agent_segment_id: signal.signal_agent_segment_id,
+      deployments: targets.map((t) => ({ ...targetView(t), is_live: false })),
     },
   };
 }
@@ -392,7 +524,6 @@ async function advanceActivation(task: StoredTask, ctx: TaskContext): Promise<Ad
         activation_key: r.activation_key,
         deployed_at: r.deployed_at?.toISOString(),
       })),
-      errors: (task.state.errors as unknown[]) ?? [],
     },
   };
 }

@@ -239,7 +239,35 @@ export const AGENT_MIGRATIONS: Migration[] = [
     id: '002_reporting_delay',
     sql: (s) => `ALTER TABLE ${s}.media_buys ADD COLUMN reporting_expected_at timestamptz;`,
   },
+  {
+    // The published protocol has no buyer_ref (the spec's older form still sends one),
+    // every buy carries a revision for optimistic concurrency, and `held` is a buy created
+    // with `paused: true` (it goes paused, not active, when approved).
+    id: '003_published_media_buys',
+    sql: (s) => `
+      ALTER TABLE ${s}.media_buys ALTER COLUMN buyer_ref DROP NOT NULL;
+      ALTER TABLE ${s}.media_buys ADD COLUMN revision integer NOT NULL DEFAULT 1;
+      ALTER TABLE ${s}.media_buys ADD COLUMN held boolean NOT NULL DEFAULT false;
+      ALTER TABLE ${s}.packages ALTER COLUMN buyer_ref DROP NOT NULL;`,
+  },
 ];
+
+// Appended by the test controller (agents/testing/): which principals are test buyers, and
+// what the controller seeded for them.
+AGENT_MIGRATIONS.push({
+  id: '004_sandbox',
+  sql: (s) => `
+    ALTER TABLE ${s}.principals ADD COLUMN sandbox boolean NOT NULL DEFAULT false;
+    CREATE TABLE ${s}.sandbox_fixtures (
+      agent text NOT NULL,
+      principal_id text NOT NULL,
+      account_key text NOT NULL,
+      kind text NOT NULL,
+      fixture_id text NOT NULL,
+      data jsonb NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (agent, principal_id, account_key, kind, fixture_id));`,
+});
 
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);

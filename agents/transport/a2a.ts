@@ -17,20 +17,26 @@
  *
  * Answers are A2A Tasks. Terminal states carry the AdCP response (or the spec's error
  * body, state failed) in `artifacts[0].parts[0]` (a data part); interim states carry it
- * in `status.message.parts[0]` (Events rule 3). A synchronous task gets a fresh task id
- * that is not stored (its answer is final); `tasks/get` / `GetTask` polls async tasks.
+ * in `status.message.parts[0]` (Events rule 3). An answer given at once gets a fresh
+ * task id and is stored terminal, so every task id handed out can be polled; the task
+ * methods (get, cancel, push-notification configs) are in `a2a-tasks.ts`. Auth is decided
+ * before the SDK sees a request: refusals are HTTP 401/403 (`auth-challenge.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import {
-  Role,
   TaskState,
   type AgentCard,
+  type CancelTaskRequest,
+  type DeleteTaskPushNotificationConfigRequest,
+  type GetTaskPushNotificationConfigRequest,
+  type ListTaskPushNotificationConfigsRequest,
+  type ListTaskPushNotificationConfigsResponse,
   type Message,
-  type Part,
   type SendMessageRequest,
   type Task,
+  type TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
-import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import {
   JsonRpcTransportHandler,
   ServerCallContext,
@@ -41,12 +47,23 @@ import { isLegacyJsonRpcMethod } from '@a2a-js/sdk/compat/v0_3';
 import type { Middleware } from 'koa';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import type { Logger } from '../../shared/infra/logger.js';
-import type { AgentKind } from '../auth/principal.js';
+import type { AgentKind, Principal } from '../auth/principal.js';
+import { checkResponse } from '../protocol/index.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
-import { errorResponse, taskError } from '../runtime/errors.js';
-import type { TaskView } from '../runtime/task-store.js';
+import { contextOf, errorResponse, taskError } from '../runtime/errors.js';
 import type { TaskResult, TaskStatus } from '../runtime/types.js';
+import {
+  cancelTask,
+  deletePushConfig,
+  getPushConfig,
+  getTask,
+  listPushConfigs,
+  setPushConfig,
+  type TaskCall,
+} from './a2a-tasks.js';
+import { STATE_OF, taskOf } from './a2a-task-shape.js';
 import { coreAgentCard } from './agent-card.js';
+import { isAuthRefusal, writeAuthRefusal } from './auth-challenge.js';
 import { readJsonBody } from './body.js';
 import { credentialsOf, dryRunOf, type HeaderBag } from './request-headers.js';
 
@@ -60,27 +77,9 @@ export interface A2aEndpointOptions {
   /** Card name, e.g. `svc sales agent`. */
   name: string;
   logger?: Logger;
+  /** RFC 9728 metadata URL named in auth challenges (when the origin runs OAuth). */
+  resourceMetadata?: string;
 }
-
-const STATE_OF: Record<TaskStatus, TaskState> = {
-  submitted: TaskState.TASK_STATE_SUBMITTED,
-  working: TaskState.TASK_STATE_WORKING,
-  'input-required': TaskState.TASK_STATE_INPUT_REQUIRED,
-  completed: TaskState.TASK_STATE_COMPLETED,
-  failed: TaskState.TASK_STATE_FAILED,
-  canceled: TaskState.TASK_STATE_CANCELED,
-  // Supplement §6.2: an AdCP `rejected` result rides inside a completed A2A task.
-  rejected: TaskState.TASK_STATE_COMPLETED,
-  'auth-required': TaskState.TASK_STATE_AUTH_REQUIRED,
-  unknown: TaskState.TASK_STATE_UNSPECIFIED,
-} as Record<TaskStatus, TaskState>;
-
-const TERMINAL = new Set<TaskState>([
-  TaskState.TASK_STATE_COMPLETED,
-  TaskState.TASK_STATE_FAILED,
-  TaskState.TASK_STATE_CANCELED,
-  TaskState.TASK_STATE_REJECTED,
-]);
 
 /** Per-call state the Koa route puts in the SDK's ServerCallContext. */
 interface CallState {
@@ -88,76 +87,12 @@ interface CallState {
   headers: HeaderBag;
   /** `configuration.pushNotificationConfig` (0.3) / `taskPushNotificationConfig` (1.0) raw. */
   rawPushConfig: unknown;
+  /** Admitted before the SDK saw the request (`dispatcher.admit`); undefined: not yet. */
+  principal?: Principal | null;
+  /** The JSON-RPC params as sent (push-config methods keep the version's own shape). */
+  rawParams?: Record<string, unknown> | undefined;
 }
 const CALL_STATE = 'agent.call';
-
-function dataPart(value: Record<string, unknown>): Part {
-  return {
-    content: { $case: 'data', value },
-    metadata: undefined,
-    filename: '',
-    mediaType: 'application/json',
-  };
-}
-
-function textPart(value: string): Part {
-  return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' };
-}
-
-function agentMessage(taskId: string, contextId: string, parts: Part[]): Message {
-  return {
-    messageId: randomUUID(),
-    contextId,
-    taskId,
-    role: Role.ROLE_AGENT,
-    parts,
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
-
-/** An AdCP answer (or refusal) as an A2A Task. */
-export function taskOf(input: {
-  taskId: string;
-  contextId: string;
-  skill: string;
-  state: TaskState;
-  body: Record<string, unknown>;
-  text?: string;
-  timestamp?: string;
-}): Task {
-  const { taskId, contextId, state, body } = input;
-  const terminal = TERMINAL.has(state);
-  const parts = [dataPart(body)];
-  return {
-    id: taskId,
-    contextId,
-    status: {
-      state,
-      message: terminal
-        ? input.text
-          ? agentMessage(taskId, contextId, [textPart(input.text)])
-          : undefined
-        : agentMessage(taskId, contextId, input.text ? [...parts, textPart(input.text)] : parts),
-      timestamp: input.timestamp ?? new Date().toISOString(),
-    },
-    artifacts: terminal
-      ? [
-          {
-            artifactId: `${taskId}-result`,
-            name: input.skill,
-            description: '',
-            parts,
-            metadata: undefined,
-            extensions: [],
-          },
-        ]
-      : [],
-    history: [],
-    metadata: { skill: input.skill },
-  };
-}
 
 /** The skill call carried by the message: the first data part's `skill` and parameters. */
 export function skillCallOf(
@@ -194,6 +129,12 @@ class AgentA2aHandler implements A2ARequestHandler {
     return s;
   }
 
+  /** The response-validation hook (off in production; strict in the test suite). */
+  private check(skill: string, body: unknown): void {
+    const mode = this.o.dispatcher.settings.validateResponses;
+    checkResponse(mode, this.o.agent, skill, body, this.o.logger ? { logger: this.o.logger } : {});
+  }
+
   async getAgentCard(): Promise<AgentCard> {
     return coreAgentCard(this.o);
   }
@@ -208,10 +149,12 @@ class AgentA2aHandler implements A2ARequestHandler {
     // Without a client contextId the task id serves (as the sender and tasks/get do).
     const givenContext = message?.contextId || undefined;
     let skill = 'unknown';
+    let skillParams: unknown;
     let result: TaskResult;
     try {
       const parsed = skillCallOf(message, call.version);
       skill = parsed.skill;
+      skillParams = parsed.params;
       const push = call.rawPushConfig;
       result = await this.o.dispatcher.invoke({
         agent: this.o.agent,
@@ -220,6 +163,7 @@ class AgentA2aHandler implements A2ARequestHandler {
         credentials: credentialsOf(call.headers),
         dryRun: dryRunOf(call.headers),
         transport: 'a2a',
+        ...(call.principal !== undefined ? { principal: call.principal } : {}),
         ...(push !== undefined && push !== null
           ? {
               a2aPush: {
@@ -237,9 +181,14 @@ class AgentA2aHandler implements A2ARequestHandler {
       }
       result = err;
     }
+    const taskId = `task_${randomUUID()}`;
     if (result instanceof TaskError) {
-      const { body } = errorResponse(this.o.agent, result);
-      const taskId = `task_${randomUUID()}`;
+      const { body } = errorResponse(result, {
+        brand: this.o.dispatcher.brand,
+        context: contextOf(skillParams),
+      });
+      this.check(skill, body);
+      await this.record(call, { taskId, skill, status: 'failed', body, params: skillParams });
       return taskOf({
         taskId,
         contextId: givenContext ?? taskId,
@@ -249,70 +198,101 @@ class AgentA2aHandler implements A2ARequestHandler {
         text: `${result.code}: ${result.message}`,
       });
     }
+    this.check(skill, result);
     const { status, task_id: asyncId, ...rest } = result;
-    const taskId = asyncId ?? `task_${randomUUID()}`;
+    if (!asyncId)
+      await this.record(call, { taskId, skill, status, body: rest, params: skillParams });
+    const id = asyncId ?? taskId;
     return taskOf({
-      taskId,
-      contextId: givenContext ?? taskId,
+      taskId: id,
+      contextId: givenContext ?? id,
       skill,
       state: STATE_OF[status] ?? TaskState.TASK_STATE_UNSPECIFIED,
       body: { status, ...(asyncId ? { task_id: asyncId } : {}), ...rest },
     });
   }
 
-  async getTask(params: { id: string }, context: ServerCallContext): Promise<Task> {
-    const call = this.call(context);
-    let view: TaskView;
+  /**
+   * Stores an answer given at once under the task id it is handed out with, so
+   * `tasks/get` finds every task id this endpoint gives (not for dry runs: they keep
+   * nothing). A failure to store is logged; the answer stands.
+   */
+  private async record(
+    call: CallState,
+    a: { taskId: string; skill: string; status: TaskStatus; body: object; params: unknown },
+  ): Promise<void> {
+    let dry = false;
     try {
-      const principal = await this.o.dispatcher.authenticate(
-        this.o.agent,
-        credentialsOf(call.headers),
-      );
-      view = await this.o.dispatcher.getTask(params.id, principal, true);
-    } catch (err) {
-      if (err instanceof TaskError) {
-        // A task the credentials cannot see does not exist for them.
-        throw new TaskNotFoundError({
-          message: `${err.code}: ${err.message}`,
-          metadata: { code: err.code },
-        });
-      }
-      throw err;
+      dry = dryRunOf(call.headers);
+    } catch {
+      // A malformed X-Dry-Run was refused by the call itself; nothing ran.
     }
-    const body: Record<string, unknown> = view.result
-      ? { status: view.status, task_id: view.task_id, ...view.result }
-      : { status: view.status, task_id: view.task_id };
-    return taskOf({
-      taskId: view.task_id,
-      contextId: view.task_id,
-      skill: view.task_type,
-      state: STATE_OF[view.status] ?? TaskState.TASK_STATE_UNSPECIFIED,
-      body,
-      ...(view.message ? { text: view.message } : {}),
-      timestamp: view.updated_at,
-    });
+    if (dry) return;
+    try {
+      await this.o.dispatcher.recordAnswered({
+        taskId: a.taskId,
+        agent: this.o.agent,
+        task: a.skill,
+        principal: call.principal ?? null,
+        status: a.status,
+        body: a.body as Record<string, unknown>,
+        context: contextOf(a.params),
+      });
+    } catch (err) {
+      this.o.logger?.error({ err, skill: a.skill }, 'a2a answer not stored for tasks/get');
+    }
   }
 
-  // Not offered: no streaming, no cancellation, push configs only with the message.
+  private ops(context: ServerCallContext): TaskCall {
+    const call = this.call(context);
+    return {
+      dispatcher: this.o.dispatcher,
+      agent: this.o.agent,
+      principal: call.principal ?? null,
+      version: call.version,
+      rawParams: call.rawParams,
+    };
+  }
+
+  getTask(params: { id: string }, context: ServerCallContext): Promise<Task> {
+    return getTask(this.ops(context), params.id);
+  }
+
+  cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+    return cancelTask(this.ops(context), params);
+  }
+
+  createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+    context: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
+    return setPushConfig(this.ops(context), params);
+  }
+
+  getTaskPushNotificationConfig(
+    params: GetTaskPushNotificationConfigRequest,
+    context: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
+    return getPushConfig(this.ops(context), params);
+  }
+
+  listTaskPushNotificationConfigs(
+    params: ListTaskPushNotificationConfigsRequest,
+    context: ServerCallContext,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
+    return listPushConfigs(this.ops(context), params.taskId);
+  }
+
+  deleteTaskPushNotificationConfig(
+    params: DeleteTaskPushNotificationConfigRequest,
+    context: ServerCallContext,
+  ): Promise<void> {
+    return deletePushConfig(this.ops(context), params);
+  }
+
+  // Not offered: streaming and task lists.
   sendMessageStream(): AsyncGenerator<never> {
     throw new UnsupportedOperationError({ message: 'streaming is not offered; poll the task' });
-  }
-  async cancelTask(): Promise<Task> {
-    throw new UnsupportedOperationError({ message: 'tasks cannot be canceled over A2A' });
-  }
-  async createTaskPushNotificationConfig(): Promise<never> {
-    throw new UnsupportedOperationError({
-      message: 'send the push config with the message (configuration)',
-    });
-  }
-  async getTaskPushNotificationConfig(): Promise<never> {
-    throw new UnsupportedOperationError({ message: 'push configs are not listed' });
-  }
-  async listTaskPushNotificationConfigs(): Promise<never> {
-    throw new UnsupportedOperationError({ message: 'push configs are not listed' });
-  }
-  async deleteTaskPushNotificationConfig(): Promise<never> {
-    throw new UnsupportedOperationError({ message: 'push configs are not deleted' });
   }
   resubscribe(): AsyncGenerator<never> {
     throw new UnsupportedOperationError({ message: 'streaming is not offered; poll the task' });
@@ -328,6 +308,56 @@ function rpcError(id: unknown, code: number, message: string) {
     id: typeof id === 'string' || typeof id === 'number' ? id : null,
     error: { code, message },
   };
+}
+
+const SEND_METHODS = new Set([
+  'message/send',
+  'message/stream',
+  'SendMessage',
+  'SendStreamingMessage',
+]);
+
+/** The skill and parameters named by a raw send request (either version's part shape). */
+function rawSkillCall(params: Record<string, unknown> | undefined): {
+  skill: string;
+  params: unknown;
+} {
+  const message = params?.message as { parts?: unknown } | undefined;
+  const parts = Array.isArray(message?.parts) ? (message.parts as unknown[]) : [];
+  for (const part of parts) {
+    let data = (part as { data?: unknown } | null)?.data as Record<string, unknown> | undefined;
+    if (data && typeof data.data === 'object' && data.skill === undefined) {
+      data = data.data as Record<string, unknown>;
+    }
+    if (data && typeof data === 'object' && typeof data.skill === 'string') {
+      return { skill: data.skill, params: data.input ?? data.parameters };
+    }
+  }
+  return { skill: '', params: undefined };
+}
+
+/**
+ * Admission before the SDK sees the request: the credentials must hold for any method,
+ * and a skill call must be allowed for the caller (tier, permission). Refusals are the
+ * transport's 401/403; the principal is handed on so the call does not authenticate again.
+ */
+async function admitA2a(
+  o: A2aEndpointOptions,
+  headers: HeaderBag,
+  rpc: Record<string, unknown>,
+): Promise<{ principal?: Principal | null; refusal?: TaskError; params?: unknown }> {
+  const isSend = typeof rpc.method === 'string' && SEND_METHODS.has(rpc.method);
+  const call = isSend
+    ? rawSkillCall(rpc.params as Record<string, unknown> | undefined)
+    : { skill: '', params: undefined };
+  try {
+    const principal = await o.dispatcher.admit(o.agent, call.skill, credentialsOf(headers));
+    return { principal, params: call.params };
+  } catch (err) {
+    if (err instanceof TaskError && isAuthRefusal(err))
+      return { refusal: err, params: call.params };
+    throw err;
+  }
 }
 
 /** Koa middleware for `POST /a2a` (JSON-RPC, both versions). */
@@ -363,8 +393,26 @@ export function a2aMiddleware(o: A2aEndpointOptions): Middleware {
           ? configuration.pushNotificationConfig
           : configuration.taskPushNotificationConfig
         : undefined;
+    const admitted = await admitA2a(o, ctx.req.headers, rpc);
+    if (admitted.refusal) {
+      ctx.respond = false;
+      writeAuthRefusal(ctx.res, admitted.refusal, {
+        brand: o.dispatcher.brand,
+        rpcId: rpc.id,
+        context: contextOf(admitted.params),
+        realm: new URL('/a2a', o.baseUrl).toString(),
+        resourceMetadata: o.resourceMetadata,
+      });
+      return;
+    }
     const state = new Map<string, unknown>();
-    state.set(CALL_STATE, { version, headers: ctx.req.headers, rawPushConfig } satisfies CallState);
+    state.set(CALL_STATE, {
+      version,
+      headers: ctx.req.headers,
+      rawPushConfig,
+      principal: admitted.principal ?? null,
+      rawParams: params,
+    } satisfies CallState);
     const context = new ServerCallContext({
       requestedVersion: version === '0.3' ? '0.3' : '1.0',
       state,

@@ -2,7 +2,9 @@
  * The A2A agent card of one agent, served at `/.well-known/agent-card.json` of its origin.
  * A request with `A2A-Version: 1.x` gets the 1.0 card (`supportedInterfaces`); any other
  * (0.3 clients send none) gets the 0.3 card (`url`, `preferredTransport`), as the SDK's
- * own card handler does. Both list every task as a skill and both JSON-RPC versions.
+ * own card handler does. Both list every task as a skill and both JSON-RPC versions, and
+ * declare their security requirement: a bearer (JWT or API key) or an X-API-Key. Skills
+ * that are public answer without credentials all the same (the tiers of agents/README.md).
  */
 import { AgentCard, type AgentCard as CoreAgentCard } from '@a2a-js/sdk';
 import type { Middleware } from 'koa';
@@ -21,6 +23,9 @@ const DESCRIPTION: Record<AgentKind, string> = {
   creative: 'Creative agent: creative formats, building and previewing creatives',
   signals: 'Signal agent: discovering and activating audience signals',
 };
+
+const BEARER_DESCRIPTION =
+  "A JWT (the agent's own, or an OAuth access token of its /oauth issuer) or an API key";
 
 function skills(o: AgentCardOptions) {
   return o.dispatcher.registry.list(o.agent).map((def) => ({
@@ -53,9 +58,20 @@ export function coreAgentCard(o: AgentCardOptions): CoreAgentCard {
     version: '1.0.0',
     capabilities: { streaming: false, pushNotifications: true, extendedAgentCard: false },
     securitySchemes: {
-      bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT' } },
+      bearer: {
+        httpAuthSecurityScheme: {
+          scheme: 'Bearer',
+          bearerFormat: 'JWT',
+          description: BEARER_DESCRIPTION,
+        },
+      },
       apiKey: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' } },
     },
+    // Either scheme satisfies the agent (each requirement is an alternative).
+    securityRequirements: [
+      { schemes: { bearer: { list: [] } } },
+      { schemes: { apiKey: { list: [] } } },
+    ],
     defaultInputModes: ['application/json', 'text/plain'],
     defaultOutputModes: ['application/json'],
     skills: skills(o),
@@ -75,9 +91,15 @@ export function legacyAgentCard(o: AgentCardOptions): Record<string, unknown> {
     version: '1.0.0',
     capabilities: { streaming: false, pushNotifications: true },
     securitySchemes: {
-      bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description: BEARER_DESCRIPTION,
+      },
       apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
     },
+    security: [{ bearer: [] }, { apiKey: [] }],
     defaultInputModes: ['application/json', 'text/plain'],
     defaultOutputModes: ['application/json'],
     skills: skills(o).map(({ id, name, description, tags }) => ({ id, name, description, tags })),

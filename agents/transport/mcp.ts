@@ -1,17 +1,20 @@
 /**
  * MCP over Streamable HTTP (official SDK), one endpoint per agent. Every task of the agent
- * is a tool whose arguments are the task parameters; `get_task_status` polls async tasks.
+ * is a tool whose arguments are the task parameters; `get_task_status` polls tasks.
  *
  * Stateless mode: each POST gets a fresh SDK `Server` + transport (no `Mcp-Session-Id`),
  * so any process behind a load balancer can answer any call and nothing lives in memory
  * between calls; task state is in PostgreSQL. GET (server-initiated SSE) and DELETE
- * (session end) have no meaning without sessions and answer 405.
+ * (session end) have no meaning without sessions and answer 405. Answers are always JSON,
+ * so a client accepting only `application/json` (the reference SDK's probes) is served.
  *
- * Refusals come back as tool results with `isError: true`, the spec's error body in
- * `structuredContent` and as JSON text: `{error:{code,message,field}}`, or the signal
- * agent's `{errors:[...]}`. The spec's HTTP status of the refusal is not the HTTP status
- * of the MCP exchange (a JSON-RPC call that worked is 200); it is given in
- * `_meta.http_status` of the result.
+ * Auth comes before the call: a `tools/call` whose credentials are missing (for a task
+ * that needs them), rejected, or without the right answers HTTP 401/403 with a Bearer
+ * challenge (`auth-challenge.ts`), not a tool result. Other refusals are tool results
+ * with `isError: true` and the protocol's error envelope (`{status: failed, errors,
+ * <brand>_error, context?}`) in `structuredContent` and as JSON text; the exchange itself
+ * is HTTP 200 (the JSON-RPC call worked, the task was refused) and the refusal's own HTTP
+ * status is in `_meta.http_status`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -24,13 +27,16 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Middleware } from 'koa';
-import { z } from 'zod';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import type { Logger } from '../../shared/infra/logger.js';
-import type { AgentKind } from '../auth/principal.js';
+import type { AgentKind, Principal } from '../auth/principal.js';
+import { checkResponse } from '../protocol/index.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
-import { errorResponse } from '../runtime/errors.js';
+import { taskInputJsonSchema } from '../runtime/describe.js';
+import { contextOf, errorResponse } from '../runtime/errors.js';
 import type { TaskDefinition, TaskResult } from '../runtime/types.js';
+import { isAuthRefusal, writeAuthRefusal } from './auth-challenge.js';
+import { readJsonBody } from './body.js';
 import { credentialsOf, dryRunOf, type HeaderBag } from './request-headers.js';
 
 export interface McpEndpointOptions {
@@ -40,6 +46,10 @@ export interface McpEndpointOptions {
   serverName: string;
   version?: string;
   logger?: Logger;
+  /** The endpoint's public URL (`<origin>/mcp`): the realm of auth challenges. */
+  endpointUrl?: string;
+  /** RFC 9728 metadata URL named in auth challenges (when the origin runs OAuth). */
+  resourceMetadata?: string;
 }
 
 /** The tool list of an agent: task name, description, JSON Schema of the parameters. */
@@ -48,17 +58,10 @@ export function toolsOf(dispatcher: TaskDispatcher, agent: AgentKind): Tool[] {
 }
 
 function toolOf(def: TaskDefinition): Tool {
-  let inputSchema: Tool['inputSchema'] = { type: 'object' };
-  try {
-    const js = z.toJSONSchema(def.schema, { io: 'input', unrepresentable: 'any' }) as Record<
-      string,
-      unknown
-    >;
-    delete js.$schema;
-    if (js.type === 'object') inputSchema = js as Tool['inputSchema'];
-  } catch {
-    // A schema zod cannot express keeps the permissive object schema; the dispatcher validates.
-  }
+  // Derived from the published request schemas (plus the older forms still accepted), so
+  // SDK clients that filter arguments by it keep every member; the dispatcher validates.
+  const js = taskInputJsonSchema(def) as Record<string, unknown>;
+  const inputSchema = (js && js.type === 'object' ? js : { type: 'object' }) as Tool['inputSchema'];
   const tier =
     def.auth.tier === 'public'
       ? 'public'
@@ -73,10 +76,14 @@ function toolOf(def: TaskDefinition): Tool {
   };
 }
 
-/** A task answer as an MCP tool result. */
-export function toolResult(agent: AgentKind, result: TaskResult): CallToolResult {
+/** A task answer as an MCP tool result (`context`: the request's, echoed on refusals). */
+export function toolResult(
+  brand: string,
+  result: TaskResult,
+  context?: Record<string, unknown>,
+): CallToolResult {
   if (result instanceof TaskError) {
-    const { status, body } = errorResponse(agent, result);
+    const { status, body } = errorResponse(result, { brand, context });
     return {
       isError: true,
       content: [{ type: 'text', text: JSON.stringify(body) }],
@@ -93,7 +100,11 @@ export function toolResult(agent: AgentKind, result: TaskResult): CallToolResult
 let sharedValidator: AjvJsonSchemaValidator | null = null;
 const toolLists = new WeakMap<McpEndpointOptions, Tool[]>();
 
-function buildServer(o: McpEndpointOptions, headers: HeaderBag): Server {
+function buildServer(
+  o: McpEndpointOptions,
+  headers: HeaderBag,
+  principal: Principal | null | undefined,
+): Server {
   sharedValidator ??= new AjvJsonSchemaValidator();
   const server = new Server(
     { name: o.serverName, version: o.version ?? '1.0.0' },
@@ -114,6 +125,7 @@ function buildServer(o: McpEndpointOptions, headers: HeaderBag): Server {
         credentials: credentialsOf(headers),
         dryRun: dryRunOf(headers),
         transport: 'mcp',
+        ...(principal !== undefined ? { principal } : {}),
       });
     } catch (err) {
       if (err instanceof TaskError) result = err;
@@ -122,9 +134,72 @@ function buildServer(o: McpEndpointOptions, headers: HeaderBag): Server {
         throw err;
       }
     }
-    return toolResult(o.agent, result);
+    const answer = toolResult(o.dispatcher.brand, result, contextOf(req.params.arguments));
+    checkResponse(
+      o.dispatcher.settings.validateResponses,
+      o.agent,
+      req.params.name,
+      answer.structuredContent,
+      o.logger ? { logger: o.logger } : {},
+    );
+    return answer;
   });
   return server;
+}
+
+function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  res
+    .writeHead(status, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/**
+ * We only ever answer JSON (`enableJsonResponse`), so a client that accepts JSON, any
+ * type, or sends no Accept is served: the SDK transport, which insists on both JSON and
+ * SSE being acceptable, is shown the header it expects. A client that accepts neither
+ * still gets its 406.
+ */
+function acceptJsonOnly(req: IncomingMessage): void {
+  const accept = req.headers.accept;
+  if (accept !== undefined && !/application\/json|application\/\*|\*\/\*/i.test(accept)) return;
+  if (accept !== undefined && /text\/event-stream/i.test(accept)) return;
+  const value = 'application/json, text/event-stream';
+  req.headers.accept = value;
+  // The SDK rebuilds the request from rawHeaders.
+  const raw = req.rawHeaders;
+  for (let i = raw.length - 2; i >= 0; i -= 2) {
+    if (raw[i]!.toLowerCase() === 'accept') raw.splice(i, 2);
+  }
+  raw.push('Accept', value);
+}
+
+type RpcMessage = {
+  id?: unknown;
+  method?: unknown;
+  params?: { name?: unknown; arguments?: unknown };
+};
+
+/**
+ * Admits every `tools/call` of the request (one JSON-RPC message, or a batch): the
+ * principal when all are allowed, undefined when there is no call, or the refusal.
+ */
+async function admitCalls(
+  o: McpEndpointOptions,
+  headers: HeaderBag,
+  messages: RpcMessage[],
+): Promise<{ principal?: Principal | null; refusal?: { err: TaskError; call: RpcMessage } }> {
+  let principal: Principal | null | undefined;
+  for (const m of messages) {
+    if (m?.method !== 'tools/call') continue;
+    const name = typeof m.params?.name === 'string' ? m.params.name : '';
+    try {
+      principal = await o.dispatcher.admit(o.agent, name, credentialsOf(headers));
+    } catch (err) {
+      if (err instanceof TaskError && isAuthRefusal(err)) return { refusal: { err, call: m } };
+      throw err;
+    }
+  }
+  return principal === undefined ? {} : { principal };
 }
 
 /** Answers one HTTP request at the MCP endpoint. */
@@ -143,7 +218,26 @@ export async function handleMcpRequest(
     );
     return;
   }
-  const server = buildServer(o, req.headers);
+  acceptJsonOnly(req);
+  const read = await readJsonBody(req);
+  if (!read.ok) {
+    rpcError(res, read.status, read.status === 400 ? -32700 : -32600, read.message);
+    return;
+  }
+  const messages = (Array.isArray(read.value) ? read.value : [read.value]) as RpcMessage[];
+  const admitted = await admitCalls(o, req.headers, messages);
+  if (admitted.refusal) {
+    const { err, call } = admitted.refusal;
+    writeAuthRefusal(res, err, {
+      brand: o.dispatcher.brand,
+      rpcId: call.id,
+      context: contextOf(call.params?.arguments),
+      realm: o.endpointUrl ?? 'mcp',
+      resourceMetadata: o.resourceMetadata,
+    });
+    return;
+  }
+  const server = buildServer(o, req.headers, admitted.principal);
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
@@ -153,7 +247,7 @@ export async function handleMcpRequest(
     void server.close();
   });
   await server.connect(transport);
-  await transport.handleRequest(req, res);
+  await transport.handleRequest(req, res, read.value);
 }
 
 /** Koa middleware serving the MCP endpoint (mount at `/mcp`). */

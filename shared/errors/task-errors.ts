@@ -48,7 +48,18 @@ export interface TaskErrorOptions {
   suggestion?: string;
   /** Overrides the code's default status (e.g. 422 for a whole-document schema failure). */
   status?: number;
+  /** Every offending field of a validation failure (the published error's `issues[]`). */
+  issues?: readonly ErrorIssue[];
+  /** Code-specific details (e.g. VERSION_UNSUPPORTED's `supported_versions`). */
+  details?: Record<string, unknown>;
   cause?: unknown;
+}
+
+/** One rejected field: RFC 6901 pointer into the request, why, and the schema keyword. */
+export interface ErrorIssue {
+  pointer: string;
+  message: string;
+  keyword: string;
 }
 
 export interface ErrorBody {
@@ -72,6 +83,8 @@ export class TaskError extends Error {
   readonly status: number;
   readonly field: string | undefined;
   readonly suggestion: string | undefined;
+  readonly issues: readonly ErrorIssue[] | undefined;
+  readonly details: Record<string, unknown> | undefined;
   constructor(code: TaskErrorCode, message: string, options: TaskErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'TaskError';
@@ -79,6 +92,8 @@ export class TaskError extends Error {
     this.status = options.status ?? TASK_ERROR_STATUS[code];
     this.field = options.field;
     this.suggestion = options.suggestion;
+    this.issues = options.issues;
+    this.details = options.details;
   }
 
   /** `{error: {code, message, field?}}`. */

@@ -160,8 +160,11 @@ t.test('tiers and credentials', async (t) => {
   );
   t.equal(e3.code, 'AGENT_ACCESS_DENIED');
   t.equal(e3.status, 403);
-  t.same(errorResponse('signals', e3).body, {
-    errors: [{ code: 'AGENT_ACCESS_DENIED', message: e3.message }],
+  const refused = { code: 'AGENT_ACCESS_DENIED', message: e3.message, recovery: 'terminal' };
+  t.same(errorResponse(e3, { brand: 'svc' }).body, {
+    status: 'failed',
+    errors: [refused],
+    svc_error: refused,
   });
 });
 

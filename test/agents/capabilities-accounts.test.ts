@@ -5,11 +5,16 @@
  */
 import t from 'tap';
 import { brandProfile } from '../../shared/brand.js';
-import { buyer, harness } from './support/core.js';
+import { buyer, harness, pendingBuyId } from './support/core.js';
 
 t.test('capability documents per agent and brand', async (t) => {
+  // The published schemas spell the adcp brand (`adcp`, `adcp/webhook-signing/v1`): this
+  // brand-svc document is checked against them in the adcp test below instead.
   const h = await harness(t, {
-    settings: { brandJsonUrl: 'https://seller.example/.well-known/brand.json' },
+    settings: {
+      brandJsonUrl: 'https://seller.example/.well-known/brand.json',
+      validateResponses: 'off',
+    },
   });
   const doc = await h.ok('sales', 'get_svc_capabilities', {});
   t.same(doc.supported_protocols, ['media_buy']);
@@ -27,7 +32,21 @@ t.test('capability documents per agent and brand', async (t) => {
   t.match(doc.media_buy, {
     reporting_capabilities: { windowed_pull_granularities: ['hourly'] },
     reporting_delivery_methods: ['webhook'],
+    relationship_notifications: {
+      supported: true,
+      registration_task: 'sync_accounts',
+      event_types: ['creative.assignment_changed'],
+      repair_tasks: ['get_media_buys'],
+    },
   });
+  // Published: the account block names its billing parties and only account lifecycle events.
+  t.match(doc.account, {
+    supported_billing: ['operator', 'agent'],
+    notifications: { event_types: ['account.status_changed'] },
+  });
+  t.notOk('sandbox' in (doc.account as object), 'no sandbox accounts unless the controller is on');
+  t.notOk('compliance_testing' in doc, 'no test controller by default');
+  t.match(doc.ext, { impairment_notifications: { registration_task: 'create_media_buy' } });
   t.same(doc.identity, {
     brand_json_url: 'https://seller.example/.well-known/brand.json',
     per_principal_key_isolation: false,
@@ -59,10 +78,20 @@ t.test('adcp brand and 3.1: branded names switch, no retry horizon', async (t) =
   t.match(doc.webhook_signing, { profile: 'adcp/webhook-signing/v1' });
   t.notOk('delivery_retry_horizon_seconds' in (doc.webhook_signing as object));
   t.ok(doc.adcp);
+  t.notOk('identity' in doc, 'no https brand.json configured: no identity block');
+  // The harness validates every response against both published releases (strict).
+  for (const agent of ['creative', 'signals'] as const) {
+    t.same((await h.ok(agent, 'get_adcp_capabilities', {})).supported_protocols, [agent]);
+  }
 });
 
+// Account subscribers for creative.status_changed (supplement) are outside the published
+// account notification enum: these responses are not published-schema checked (agents-schemas
+// owns sync_accounts; reported in agents-coord.md).
+const unchecked = { settings: { validateResponses: 'off' as const } };
+
 t.test('sync_accounts: replacement semantics and account events', async (t) => {
-  const h = await harness(t);
+  const h = await harness(t, unchecked);
   const c = buyer(h);
   const cfg = (id: string, types = ['creative.status_changed']) => ({
     subscriber_id: id,
@@ -141,7 +170,7 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
   t.match(events[0]!.fields, {
     account_id: acct.account_id,
     creative_id: 'cr1',
-    transition: { to: 'active' },
+    transition: { to: 'approved' },
   });
 
   // Assignment changes go to subscribers of creative.assignment_changed.
@@ -179,7 +208,12 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
     },
     c,
   );
-  const pkg = (created.packages as Array<{ package_id: string }>)[0]!.package_id;
+  const buyId = await pendingBuyId(h, created.task_id);
+  const pkg = (
+    (await h.ok('sales', 'get_media_buys', { media_buy_ids: [buyId] }, c)).media_buys as Array<{
+      packages: Array<{ package_id: string }>;
+    }>
+  )[0]!.packages[0]!.package_id;
   await h.ok(
     'sales',
     'sync_creatives',
@@ -261,7 +295,8 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
 });
 
 t.test('agent-level configs and capabilities.changed', async (t) => {
-  const h = await harness(t);
+  // get_svc_capabilities below: brand svc (see the first test).
+  const h = await harness(t, unchecked);
   const configs = [
     {
       subscriber_id: 'caps-1',
@@ -282,7 +317,28 @@ t.test('agent-level configs and capabilities.changed', async (t) => {
     buyer(h, 'signals'),
   );
   t.equal(r.capabilities_version, '1');
+  t.equal(r.action, 'updated');
   t.equal((r.notification_configs as unknown[]).length, 2);
+  const again = await h.ok(
+    'signals',
+    'sync_agent_notification_configs',
+    { notification_configs: configs },
+    buyer(h, 'signals'),
+  );
+  t.equal(again.action, 'unchanged', 'the same set again');
+  const cleared = await h.ok(
+    'signals',
+    'sync_agent_notification_configs',
+    { notification_configs: [] },
+    buyer(h, 'signals'),
+  );
+  t.equal(cleared.action, 'cleared');
+  await h.ok(
+    'signals',
+    'sync_agent_notification_configs',
+    { notification_configs: configs },
+    buyer(h, 'signals'),
+  );
   t.equal(
     (
       await h.err(
@@ -323,7 +379,7 @@ t.test('agent-level configs and capabilities.changed', async (t) => {
 });
 
 t.test('list_accounts reads back the principal accounts only', async (t) => {
-  const h = await harness(t);
+  const h = await harness(t, unchecked);
   await h.ok(
     'sales',
     'sync_accounts',

@@ -4,9 +4,17 @@
  * error, never a fault.
  */
 import t from 'tap';
-import { errorResponse } from '../../agents/runtime/errors.js';
+import {
+  contextOf,
+  errorResponse,
+  fieldOfPointer,
+  plainErrorBody,
+  pointerOf,
+  TaskErrors,
+  validationError,
+} from '../../agents/runtime/errors.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
-import { buyer, harness, START } from './support/core.js';
+import { buyer, harness, pendingBuyId, START } from './support/core.js';
 
 const CREATIVE = 'http://127.0.0.1:3002';
 const end = new Date(START + 86400_000).toISOString();
@@ -64,7 +72,8 @@ t.test('spec error codes', async (t) => {
     'packages[0].budget',
   );
   await expect(
-    h.err('sales', 'create_media_buy', buy({ buyer_ref: undefined }), c),
+    // buyer_ref is optional (the published request has none), but not of any type.
+    h.err('sales', 'create_media_buy', buy({ buyer_ref: 5 }), c),
     'VALIDATION_ERROR',
     400,
     'buyer_ref',
@@ -173,12 +182,22 @@ t.test('spec error codes', async (t) => {
     404,
   );
 
-  // Webhook registration without operation_id: INVALID_REQUEST; bad reporting webhook too.
-  await badBuy(
-    { push_notification_config: { url: 'https://b.example/h' } },
-    'INVALID_REQUEST',
-    'push_notification_config.operation_id',
+  // Webhook registration without operation_id (the published buyer sends none): accepted,
+  // its operation_id is the call's task id. A bad URL or reporting webhook is refused.
+  const noOp = await h.call(
+    'sales',
+    'create_media_buy',
+    buy({ buyer_ref: 'no-op-id', push_notification_config: { url: 'https://b.example/h' } }),
+    c,
   );
+  t.notOk(noOp instanceof TaskError, 'no operation_id: accepted');
+  const noOpTask = (noOp as { task_id?: string }).task_id;
+  t.match(noOpTask, /^task_/);
+  const { rows: pushRows } = await h.pool.query(
+    `SELECT push_notification_config AS p FROM ${h.schema}.tasks WHERE task_id = $1`,
+    [noOpTask],
+  );
+  t.same(pushRows[0].p, { url: 'https://b.example/h', operation_id: noOpTask });
   await badBuy(
     { push_notification_config: { url: 'not a url', operation_id: 'x' } },
     'INVALID_REQUEST',
@@ -363,11 +382,12 @@ t.test('spec error codes', async (t) => {
 
   // A media buy of another principal is not found; its task neither.
   const mine = await h.ok('sales', 'create_media_buy', buy(), c);
+  const mineId = await pendingBuyId(h, mine.task_id);
   await expect(
     h.err(
       'sales',
       'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: {} },
+      { media_buy_id: mineId, updates: {} },
       { authorization: `Bearer ${other}` },
     ),
     'MEDIA_BUY_NOT_FOUND',
@@ -385,12 +405,7 @@ t.test('spec error codes', async (t) => {
     404,
   );
   await expect(
-    h.err(
-      'sales',
-      'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: { status: 'paused' } },
-      c,
-    ),
+    h.err('sales', 'update_media_buy', { media_buy_id: mineId, updates: { status: 'paused' } }, c),
     'INVALID_STATE',
     409,
     'updates.status',
@@ -399,7 +414,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: { status: 'completed' } },
+      { media_buy_id: mineId, updates: { status: 'completed' } },
       c,
     ),
     'VALIDATION_ERROR',
@@ -410,7 +425,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: { budget_change: -999999 } },
+      { media_buy_id: mineId, updates: { budget_change: -999999 } },
       c,
     ),
     'VALIDATION_ERROR',
@@ -421,7 +436,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'update_media_buy',
-      { media_buy_id: mine.media_buy_id, updates: { packages: [{ package_id: 'pkg_x' }] } },
+      { media_buy_id: mineId, updates: { packages: [{ package_id: 'pkg_x' }] } },
       c,
     ),
     'PACKAGE_NOT_FOUND',
@@ -435,7 +450,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'get_media_buy_delivery',
-      { media_buy_id: mine.media_buy_id, time_granularity: '15min' },
+      { media_buy_id: mineId, time_granularity: '15min' },
       c,
     ),
     'UNSUPPORTED_GRANULARITY',
@@ -446,7 +461,7 @@ t.test('spec error codes', async (t) => {
     h.err(
       'sales',
       'get_media_buy_delivery',
-      { media_buy_id: mine.media_buy_id, date_range: { start: '2026-03-05', end: '2026-03-01' } },
+      { media_buy_id: mineId, date_range: { start: '2026-03-05', end: '2026-03-01' } },
       c,
     ),
     'VALIDATION_ERROR',
@@ -484,11 +499,11 @@ t.test('spec error codes', async (t) => {
   );
 });
 
-t.test('signal agent codes use the errors[] shape', async (t) => {
+t.test('signal agent refusals: several errors[] at once', async (t) => {
   const h = await harness(t);
   const c = buyer(h, 'signals');
   const ttd = { type: 'platform', platform: 'the-trade-desk' };
-  const body = async (p: Promise<TaskError>) => errorResponse('signals', await p);
+  const body = async (p: Promise<TaskError>) => errorResponse(await p, { brand: 'svc' });
 
   const nf = await body(
     h.err(
@@ -598,8 +613,14 @@ t.test('signal agent codes use the errors[] shape', async (t) => {
   );
   t.match(foreign.body, { errors: [{ code: 'SIGNAL_AGENT_SEGMENT_NOT_FOUND' }] });
 
+  // signal_spec is optional in the published request (a catalog browse); empty is refused.
   const invalid = await body(
-    h.err('signals', 'get_signals', { deliver_to: { deployments: [ttd], countries: ['US'] } }, c),
+    h.err(
+      'signals',
+      'get_signals',
+      { signal_spec: '', deliver_to: { deployments: [ttd], countries: ['US'] } },
+      c,
+    ),
   );
   t.equal(invalid.status, 400);
   t.match(invalid.body, { errors: [{ code: 'VALIDATION_ERROR', field: 'signal_spec' }] });
@@ -682,4 +703,103 @@ t.test('malformed inputs of every task give a specific error, never a fault', as
       }
     }
   }
+});
+
+t.test('the published error envelope: issues, recovery, context, brand names', async (t) => {
+  t.equal(
+    fieldOfPointer('/packages/0/targeting/geo_countries/2'),
+    'packages[0].targeting.geo_countries[2]',
+  );
+  t.equal(fieldOfPointer('/a~1b/c~0d'), 'a/b.c~d');
+  t.equal(fieldOfPointer(''), '');
+  t.equal(pointerOf(['packages', 0, 'a/b~']), '/packages/0/a~1b~0');
+
+  const issues = [
+    { pointer: '/packages/0/budget', message: 'must be > 0', keyword: 'exclusiveMinimum' },
+    { pointer: '/end_time', message: 'must be a date-time', keyword: 'format' },
+  ];
+  const v = validationError(issues);
+  t.equal(v.code, 'VALIDATION_ERROR');
+  t.equal(v.status, 400);
+  t.equal(v.field, 'packages[0].budget', 'field is the first issue, JSONPath-lite');
+  t.match(v.message, /packages\[0\]\.budget: must be > 0; end_time: must be a date-time/);
+  const ctx = { correlation_id: 'c-1', nested: { a: [1, 2] } };
+  const { status, body } = errorResponse(v, { brand: 'adcp', context: ctx });
+  t.equal(status, 400);
+  t.same(body, {
+    status: 'failed',
+    errors: [
+      {
+        code: 'VALIDATION_ERROR',
+        message: v.message,
+        recovery: 'correctable',
+        field: 'packages[0].budget',
+        issues,
+      },
+    ],
+    adcp_error: (body.errors as unknown[])[0],
+    context: ctx,
+  });
+  t.equal(body.context, ctx, 'context echoed as given');
+  t.notOk('svc_error' in body);
+  t.equal(validationError([]).message, 'invalid parameters');
+  t.equal(validationError([], 'whole body').message, 'whole body');
+
+  t.same(plainErrorBody('svc', 'NOT_FOUND', 'no route'), {
+    status: 'failed',
+    errors: [{ code: 'NOT_FOUND', message: 'no route', recovery: 'correctable' }],
+    svc_error: { code: 'NOT_FOUND', message: 'no route', recovery: 'correctable' },
+  });
+  t.equal(
+    (plainErrorBody('svc', 'INTERNAL_ERROR', 'x').svc_error as { recovery: string }).recovery,
+    'transient',
+  );
+  t.equal(contextOf({ context: [1] }), undefined, 'a non-object context is not echoed');
+  t.equal(contextOf(null), undefined);
+  t.throws(() => new TaskErrors([]), RangeError);
+});
+
+t.test('version pins: VERSION_UNSUPPORTED for another major, context echoed', async (t) => {
+  const h = await harness(t);
+  const context = { correlation_id: 'v-99' };
+  const e = await h.err('sales', 'list_authorized_properties', { svc_major_version: 99, context });
+  t.equal(e.code, 'VERSION_UNSUPPORTED');
+  t.equal(e.status, 400);
+  t.equal(e.field, 'svc_major_version');
+  t.same(e.details, { supported_versions: ['3.0', '3.1', '3.2'], supported_majors: [3] });
+  const wire = errorResponse(e, { brand: 'svc', context }).body;
+  t.match(wire, {
+    status: 'failed',
+    errors: [
+      { code: 'VERSION_UNSUPPORTED', details: { supported_versions: ['3.0', '3.1', '3.2'] } },
+    ],
+    svc_error: { code: 'VERSION_UNSUPPORTED' },
+    context,
+  });
+  t.equal(
+    (await h.err('sales', 'list_authorized_properties', { svc_version: '4.0' })).code,
+    'VERSION_UNSUPPORTED',
+  );
+  for (const [params, field] of [
+    [{ svc_major_version: '3' }, 'svc_major_version'],
+    [{ svc_major_version: 0 }, 'svc_major_version'],
+    [{ svc_major_version: 3.5 }, 'svc_major_version'],
+    [{ svc_version: 'three' }, 'svc_version'],
+    [{ svc_version: 3.1 }, 'svc_version'],
+  ] as const) {
+    const bad = await h.err('sales', 'list_authorized_properties', params);
+    t.equal(bad.code, 'VALIDATION_ERROR', JSON.stringify(params));
+    t.equal(bad.field, field, JSON.stringify(params));
+  }
+  // Supported pins are served (and do not reach the task's own schema).
+  const ok = await h.call('sales', 'list_authorized_properties', {
+    svc_major_version: 3,
+    svc_version: '3.1',
+  });
+  t.notOk(ok instanceof TaskError, 'major 3 pin accepted');
+  const beta = await h.call('sales', 'list_authorized_properties', { svc_version: '3.2-beta.5' });
+  t.notOk(beta instanceof TaskError, 'a 3.x pre-release pin accepted');
+  // The adcp brand's names are not ours under svc: they reach the task as unknown members.
+  const other = await h.call('sales', 'list_authorized_properties', { adcp_major_version: 99 });
+  t.ok(!(other instanceof TaskError) || String(other.code) !== 'VERSION_UNSUPPORTED');
 });

@@ -59,7 +59,6 @@ t.test('idempotent replay returns the stored response and fires nothing more', a
     c,
   );
   t.equal(replay.replayed, true);
-  t.equal(replay.media_buy_id, first.media_buy_id);
   t.equal(replay.task_id, first.task_id);
   t.equal(await count(h, 'media_buys'), 1, 'no second buy');
   t.equal(h.notifications.calls.length, channelCalls, 'no notification on replay');
@@ -90,7 +89,7 @@ t.test('idempotent replay returns the stored response and fires nothing more', a
     buy({ idempotency_key: 'req-key-000001' }),
     { authorization: `Bearer ${other}` },
   );
-  t.not(theirs.media_buy_id, first.media_buy_id);
+  t.not(theirs.task_id, first.task_id);
   // Key order and whitespace do not matter (canonical JSON).
   const reordered = JSON.parse(
     JSON.stringify(buy({ push_notification_config: push, idempotency_key: 'req-key-000001' })),
@@ -137,7 +136,7 @@ t.test('concurrent twins: one creates, the other replays', async (t) => {
     h.ok('sales', 'create_media_buy', buy({ idempotency_key: 'req-key-000003' }), c),
     h.ok('sales', 'create_media_buy', buy({ idempotency_key: 'req-key-000003' }), c),
   ]);
-  t.equal(a.media_buy_id, b.media_buy_id);
+  t.equal(a.task_id, b.task_id);
   t.equal([a.replayed, b.replayed].filter(Boolean).length, 1);
   t.equal(await count(h, 'media_buys'), 1);
 });
@@ -174,7 +173,7 @@ t.test('X-Dry-Run changes nothing and notifies nothing', async (t) => {
   const res = r as Record<string, unknown>;
   t.equal(res.dry_run, true);
   t.equal(res.status, 'submitted', 'the result a real call would give');
-  t.ok(res.media_buy_id);
+  t.ok(res.task_id);
   // Validation still runs.
   const refused = await h.call('sales', 'create_media_buy', buy({ packages: [] }), c, dry);
   t.ok(refused instanceof Error && (refused as { code: string }).code === 'VALIDATION_ERROR');
@@ -315,8 +314,16 @@ t.test('expired idempotency records and previews are purged', async (t) => {
     },
     buyer(h, 'creative'),
   );
-  t.same(await purgeExpired(h.pool, h.schema, h.clock), { idempotency: 0, previews: 0 });
+  t.same(await purgeExpired(h.pool, h.schema, h.clock), {
+    idempotency: 0,
+    previews: 0,
+    answered: 0,
+  });
   h.clock.advance(86400_000 + 1);
-  t.same(await purgeExpired(h.pool, h.schema, h.clock), { idempotency: 1, previews: 1 });
+  t.same(await purgeExpired(h.pool, h.schema, h.clock), {
+    idempotency: 1,
+    previews: 1,
+    answered: 0,
+  });
   t.equal(await count(h, 'idempotency'), 0);
 });

@@ -16,7 +16,7 @@ import { defaultSettings } from '../../agents/runtime/settings.js';
 import { TaskStore } from '../../agents/runtime/task-store.js';
 import { fieldPath, parseParams } from '../../agents/runtime/validation.js';
 import { migrateAgents } from '../../agents/store/migrations.js';
-import { buyer, harness, START } from './support/core.js';
+import { buyer, harness, pendingBuyId, START } from './support/core.js';
 
 /** A one-package DOOH buy starting now, ending a day later, with `extra` merged in. */
 const transitBuy = (buyerRef: string, extra: Record<string, unknown> = {}) => ({
@@ -318,7 +318,12 @@ t.test('cancelTask: pending buy and in-progress activation', async (t) => {
     h.notifications.of('mediaBuyTerminal').map((x) => x.status),
     ['canceled'],
   );
-  const buys = await h.ok('sales', 'get_media_buys', { media_buy_ids: [created.media_buy_id] }, c);
+  const buys = await h.ok(
+    'sales',
+    'get_media_buys',
+    { media_buy_ids: [await pendingBuyId(h, created.task_id)] },
+    c,
+  );
   t.equal((buys.media_buys as Array<{ status: string }>)[0]!.status, 'canceled');
   t.match(await h.core.dispatcher.cancelTask(created.task_id!, principal), {
     code: 'INVALID_STATE',
@@ -364,9 +369,40 @@ t.test('every task publishes a description and a JSON Schema', async (t) => {
     }
   }
   const create = h.core.registry.get('sales', 'create_media_buy')!;
-  t.match(taskInputJsonSchema(create), {
-    required: ['buyer_ref', 'packages', 'start_time', 'end_time'],
-  });
+  const createSchema = taskInputJsonSchema(create) as {
+    required: string[];
+    properties: Record<string, { anyOf?: unknown[] }>;
+  };
+  t.same(createSchema.required, ['packages', 'start_time', 'end_time'], 'what we enforce');
+  for (const member of [
+    'brand',
+    'account',
+    'paused',
+    'idempotency_key',
+    'buyer_ref',
+    'brand_manifest',
+  ]) {
+    t.ok(
+      createSchema.properties[member],
+      `create_media_buy declares ${member} (published or older)`,
+    );
+  }
+  t.equal(createSchema.properties.start_time!.anyOf!.length, 2, 'published and older start_time');
+  const published = {
+    get_products: ['buying_mode', 'brand', 'account', 'filters'],
+    update_media_buy: ['paused', 'packages', 'canceled', 'revision', 'updates'],
+    get_media_buy_delivery: ['start_date', 'end_date', 'date_range'],
+    list_creatives: ['pagination', 'filters', 'limit'],
+  };
+  for (const [task, members] of Object.entries(published)) {
+    const props = (
+      taskInputJsonSchema(h.core.registry.get('sales', task)!) as {
+        properties: Record<string, unknown>;
+      }
+    ).properties;
+    for (const m of members) t.ok(props[m], `${task} declares ${m}`);
+  }
+  t.equal(taskInputJsonSchema(create), taskInputJsonSchema(create), 'computed once');
 });
 
 t.test('operator approvals racing the executor neither deadlock nor double-notify', async (t) => {
@@ -393,7 +429,7 @@ t.test('operator approvals racing the executor neither deadlock nor double-notif
       },
       buyer(h),
     );
-    ids.push(r.media_buy_id as string);
+    ids.push(await pendingBuyId(h, r.task_id));
   }
   h.clock.advance(5);
   await h.core.executor.runDue();

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { TaskError } from '../../shared/errors/task-errors.js';
-import { buyer, harness, START } from './support/core.js';
+import { buyer, harness, pendingBuyId, START } from './support/core.js';
 
 const CREATIVE = 'http://127.0.0.1:3002';
 const HOUR = 3600_000;
@@ -81,10 +81,16 @@ t.test('typical sales flow with approval, webhooks and delivery', async (t) => {
   );
   t.equal(created.status, 'submitted');
   t.match(created.task_id, /^task_/);
-  t.equal(created.media_buy_status, 'pending');
+  t.notOk('media_buy_id' in created || 'packages' in created, 'the submitted envelope has no buy');
   t.same(created.context, context, 'context echoed verbatim');
-  const mediaBuyId = created.media_buy_id as string;
-  const packages = created.packages as Array<{ package_id: string; buyer_ref: string }>;
+  const mediaBuyId = await pendingBuyId(h, created.task_id);
+  const pending = (
+    (await h.ok('sales', 'get_media_buys', { media_buy_ids: [mediaBuyId] }, creds))
+      .media_buys as Array<Record<string, unknown>>
+  )[0]!;
+  t.equal(pending.status, 'pending_creatives', 'awaiting approval, no creatives yet');
+  t.equal(pending.confirmed_at, null, 'provisional until the seller confirms');
+  const packages = pending.packages as Array<{ package_id: string; buyer_ref: string }>;
   t.equal(packages.length, 2);
   t.ok(packages.every((p) => p.package_id.startsWith('pkg_')));
 
@@ -173,7 +179,7 @@ t.test('typical sales flow with approval, webhooks and delivery', async (t) => {
   t.same((synced.creatives as unknown[])[0], {
     creative_id: 'cr-ctv-1',
     action: 'created',
-    status: 'active',
+    status: 'approved',
   });
   const again = await h.ok(
     'sales',
@@ -415,7 +421,8 @@ t.test('operator rejection and buyer cancellation end the task', async (t) => {
     }),
     buyer(h),
   );
-  const rejected = await h.core.operator.reject(a.media_buy_id as string, 'inventory sold out');
+  const aId = await pendingBuyId(h, a.task_id);
+  const rejected = await h.core.operator.reject(aId, 'inventory sold out');
   t.equal(rejected.media_buy_status, 'rejected');
   t.same(
     h.notifications.of('taskStatusChanged').map((s) => s.status),
@@ -425,7 +432,7 @@ t.test('operator rejection and buyer cancellation end the task', async (t) => {
     h.notifications.of('mediaBuyTerminal').map((s) => s.status),
     ['rejected'],
   );
-  const again = await h.core.operator.approve(a.media_buy_id as string).catch((e: unknown) => e);
+  const again = await h.core.operator.approve(aId).catch((e: unknown) => e);
   t.ok(again instanceof TaskError && (again.code as string) === 'INVALID_STATE');
 
   h.notifications.clear();
@@ -441,7 +448,7 @@ t.test('operator rejection and buyer cancellation end the task', async (t) => {
   const c = await h.ok(
     'sales',
     'update_media_buy',
-    { media_buy_id: b.media_buy_id, updates: { status: 'canceled' } },
+    { media_buy_id: await pendingBuyId(h, b.task_id), updates: { status: 'canceled' } },
     buyer(h),
   );
   t.equal(c.media_buy_status, 'canceled');
@@ -461,8 +468,8 @@ t.test('unauthenticated get_products is the partial catalog', async (t) => {
   const list = r.products as Array<Record<string, unknown>>;
   t.ok(list.length > 0);
   t.ok(
-    list.every((p) => p.pricing_options === undefined),
-    'no pricing',
+    list.every((p) => (p.pricing_options as unknown[]).length > 0),
+    'the published product always carries its rate card',
   );
   t.notOk(
     list.some((p) => p.product_id === 'custom_demo_buyer_sports_bundle'),
@@ -548,7 +555,11 @@ t.test('reporting delays: late data for the sender, delivery goes on', async (t)
     expectedAvailability: expected.toISOString(),
   });
   const buys = await h.ok('sales', 'get_media_buys', { media_buy_ids: [id] }, c);
-  t.equal((buys.media_buys as Array<{ status: string }>)[0]!.status, 'reporting_delayed');
+  t.equal(
+    (buys.media_buys as Array<{ status: string }>)[0]!.status,
+    'active',
+    'a reporting delay is ours: on the wire the buy is still active',
+  );
   h.clock.advance(HOUR);
   await h.core.simulator.tick();
   await h.core.operator.resumeReporting(id);

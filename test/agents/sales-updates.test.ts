@@ -54,7 +54,7 @@ t.test('update_media_buy variants', async (t) => {
     pricing_model: string;
     budget: number;
   }>;
-  t.equal(pb!.pricing_model, 'flat-fee');
+  t.equal(pb!.pricing_model, 'flat_rate', 'the published name of a flat fee');
   h.notifications.clear();
 
   const upd = await h.ok(
@@ -167,10 +167,10 @@ t.test('update_media_buy variants', async (t) => {
   const badPush = await h.err(
     'sales',
     'update_media_buy',
-    { media_buy_id: created.media_buy_id, push_notification_config: { url: 'https://b.example' } },
+    { media_buy_id: created.media_buy_id, push_notification_config: { url: 'not a url' } },
     c,
   );
-  t.equal(badPush.field, 'push_notification_config.operation_id');
+  t.equal(badPush.field, 'push_notification_config.url');
   const badCreative = await h.err(
     'sales',
     'update_media_buy',
@@ -338,8 +338,28 @@ t.test('creatives: delete_missing and paging', async (t) => {
     (page1.creatives as Array<{ creative_id: string }>).map((x) => x.creative_id),
     ['c1', 'c2'],
   );
-  t.same(page1.pagination, { limit: 2, offset: 0, has_more: true });
-  const page2 = await h.ok('sales', 'list_creatives', { limit: 2, offset: 2 }, c);
+  const cursor = (page1.pagination as { cursor: string }).cursor;
+  t.same(page1.pagination, { has_more: true, cursor, total_count: 3 }, 'published cursor paging');
+  const page2 = await h.ok(
+    'sales',
+    'list_creatives',
+    { pagination: { max_results: 2, cursor } },
+    c,
+  );
+  t.same(page2.pagination, { has_more: false, total_count: 3 }, 'the last page has no cursor');
+  const older = await h.ok('sales', 'list_creatives', { limit: 2, offset: 2 }, c);
+  t.same(older.creatives, page2.creatives, 'the older offset paging lands on the same page');
+  const first = (page1.creatives as Array<Record<string, unknown>>)[0]!;
+  t.match(first.created_date, /^\d{4}-\d{2}-\d{2}T/, 'created_date (published)');
+  t.equal(first.created_at, first.created_date, 'created_at kept for older clients');
+  t.equal(first.status, 'approved');
+  const badCursor = await h.err(
+    'sales',
+    'list_creatives',
+    { pagination: { cursor: 'not-ours' } },
+    c,
+  );
+  t.equal(badCursor.field, 'pagination.cursor');
   t.same(
     (page2.creatives as Array<{ creative_id: string; assigned_package_ids: string[] }>).map((x) => [
       x.creative_id,
@@ -370,6 +390,13 @@ t.test('creatives: delete_missing and paging', async (t) => {
     c,
   );
   t.equal((active.query_summary as { total_matching: number }).total_matching, 1);
+  const approved = await h.ok(
+    'sales',
+    'list_creatives',
+    { filters: { statuses: ['approved'], format_types: ['display'] } },
+    c,
+  );
+  t.same(approved.creatives, active.creatives, 'published statuses filter, same creatives');
   const archived = await h.ok('sales', 'list_creatives', { filters: { status: ['archived'] } }, c);
   t.equal((archived.creatives as unknown[]).length, 2);
   const restored = await h.ok('sales', 'sync_creatives', { creatives: [display('c1')] }, c);
@@ -423,7 +450,7 @@ t.test('3.2 create_media_buy members: brand domain, account, total_budget', asyn
   });
   t.match(await h.err('sales', 'create_media_buy', { ...base, buyer_ref: 'x1' }, c), {
     code: 'VALIDATION_ERROR',
-    field: 'brand_manifest',
+    field: 'brand',
   });
   t.match(
     await h.err(

@@ -107,7 +107,28 @@ t.test('discover, activate, target', async (t) => {
   );
   t.same(strangers.signals, [], 'custom and owned signals are private to their principal');
 
-  // Activate on a platform and on the sales agent; one target is refused alongside.
+  // One refused target refuses the activation (the published success carries no errors),
+  // naming every refused target at once.
+  const refused = await h.err(
+    'signals',
+    'activate_signal',
+    {
+      signal_agent_segment_id: 'sig_luxury_auto_intenders',
+      deployments: [
+        ttd,
+        { type: 'platform', platform: 'dv360', account: 'not-mine' },
+        { type: 'platform', platform: 'nowhere' },
+      ],
+    },
+    c,
+  );
+  t.equal(refused.code, 'DEPLOYMENT_UNAUTHORIZED');
+  t.same(
+    (refused as unknown as { items: Array<{ field: string }> }).items.map((e) => e.field),
+    ['deployments[1].account', 'deployments[2].platform'],
+  );
+
+  // Activate on a platform and on the sales agent (older `deployments` form).
   const context = { correlation_id: 'sig-1' };
   const push = { url: 'https://buyer.example/hooks/signals', operation_id: 'op-activate-1' };
   const act = await h.ok(
@@ -115,7 +136,7 @@ t.test('discover, activate, target', async (t) => {
     'activate_signal',
     {
       signal_agent_segment_id: 'sig_luxury_auto_intenders',
-      deployments: [ttd, salesTarget, { type: 'platform', platform: 'dv360', account: 'not-mine' }],
+      deployments: [ttd, salesTarget],
       push_notification_config: push,
       context,
     },
@@ -133,7 +154,7 @@ t.test('discover, activate, target', async (t) => {
       [false, 60],
     ],
   );
-  t.match(act.errors, [{ code: 'DEPLOYMENT_UNAUTHORIZED', field: 'deployments[2].account' }]);
+  t.notOk('errors' in act, 'a successful activation carries no errors member');
   t.same(h.notifications.calls, [], 'initial response inline only');
 
   // In progress: a second activation is refused; get_signals shows the remaining time.
@@ -169,10 +190,7 @@ t.test('discover, activate, target', async (t) => {
   t.equal(changes[0]!.initialStatus, 'working');
   t.same(changes[0]!.context, context);
   t.same(changes[0]!.pushNotificationConfig, push);
-  const result = changes[0]!.result as {
-    deployments: Array<Record<string, unknown>>;
-    errors: unknown[];
-  };
+  const result = changes[0]!.result as { deployments: Array<Record<string, unknown>> };
   t.match(result.deployments, [
     {
       type: 'platform',
@@ -188,7 +206,7 @@ t.test('discover, activate, target', async (t) => {
     },
   ]);
   t.ok(result.deployments.every((d) => typeof d.deployed_at === 'string'));
-  t.equal(result.errors.length, 1);
+  t.notOk('errors' in result);
   const polled = await h.ok('signals', 'get_task_status', { task_id: act.task_id }, c);
   t.equal(polled.status, 'completed');
 
@@ -214,7 +232,220 @@ t.test('discover, activate, target', async (t) => {
     },
     buyer(h),
   );
-  t.same((created.packages as Array<{ targeting_overlay: unknown }>)[0]!.targeting_overlay, {
-    key_value_pairs: [{ key: 'svc_signal', value: 'sig_luxury_auto_intenders' }],
+  t.ok(created.task_id ?? created.media_buy_id, 'the buy was accepted');
+  const buys = await h.ok('sales', 'get_media_buys', { buyer_refs: ['with-signal'] }, buyer(h));
+  t.match(buys.media_buys, [
+    {
+      packages: [
+        {
+          targeting_overlay: {
+            key_value_pairs: [{ key: 'svc_signal', value: 'sig_luxury_auto_intenders' }],
+          },
+        },
+      ],
+    },
+  ]);
+});
+
+t.test('published request forms, pagination, pricing options, deactivation', async (t) => {
+  const h = await harness(t);
+  const c = buyer(h, 'signals');
+  const ttd = { type: 'platform', platform: 'the-trade-desk' };
+  const found = await h.ok(
+    'signals',
+    'get_signals',
+    { signal_spec: 'luxury car buyers in market', destinations: [ttd], countries: ['US'] },
+    c,
+  );
+  const first = (found.signals as Array<Record<string, unknown>>)[0]!;
+  t.same(first.signal_id, {
+    source: 'agent',
+    agent_url: 'http://127.0.0.1:3003',
+    id: 'sig_luxury_auto_intenders',
   });
+  t.same(first.pricing_options, [
+    { pricing_option_id: 'sig_luxury_auto_intenders_cpm', model: 'cpm', cpm: 4, currency: 'USD' },
+  ]);
+  t.equal(found.cache_scope, 'public');
+  t.match(found.pagination, { has_more: false, total_count: (found.signals as unknown[]).length });
+  t.notOk('cursor' in (found.pagination as object), 'no cursor on the last page');
+
+  // No destinations and no countries: every signal, in pages.
+  const seen: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await h.ok(
+      'signals',
+      'get_signals',
+      { pagination: { max_results: 2, ...(cursor ? { cursor } : {}) } },
+      c,
+    );
+    const p = page.pagination as { has_more: boolean; cursor?: string; total_count: number };
+    seen.push(
+      ...(page.signals as Array<{ signal_agent_segment_id: string; deployments: unknown[] }>).map(
+        (x) => x.signal_agent_segment_id,
+      ),
+    );
+    t.equal(p.has_more, p.cursor !== undefined, 'cursor exactly when has_more');
+    cursor = p.cursor;
+    pages++;
+  } while (cursor && pages < 10);
+  t.ok(pages >= 2, 'more than one page');
+  t.equal(new Set(seen).size, seen.length, 'no signal twice across pages');
+  const byId = await h.ok(
+    'signals',
+    'get_signals',
+    { signal_ids: [{ source: 'agent', agent_url: 'x', id: 'sig_sports_enthusiasts' }] },
+    c,
+  );
+  t.same(
+    (byId.signals as Array<{ signal_agent_segment_id: string }>).map(
+      (x) => x.signal_agent_segment_id,
+    ),
+    ['sig_sports_enthusiasts'],
+  );
+
+  // Malformed: each names its field.
+  const bad: Array<[string, string, unknown, string, string]> = [
+    [
+      'both forms',
+      'get_signals',
+      {
+        signal_spec: 'x',
+        destinations: [ttd],
+        deliver_to: { deployments: [ttd], countries: ['US'] },
+      },
+      'VALIDATION_ERROR',
+      'deliver_to',
+    ],
+    [
+      'bad country',
+      'get_signals',
+      { signal_spec: 'x', countries: ['usa'] },
+      'VALIDATION_ERROR',
+      'countries[0]',
+    ],
+    [
+      'bad destination',
+      'get_signals',
+      { signal_spec: 'x', destinations: [{ type: 'dsp' }] },
+      'VALIDATION_ERROR',
+      'destinations[0].type',
+    ],
+    [
+      'unknown platform',
+      'get_signals',
+      { signal_spec: 'x', destinations: [{ type: 'platform', platform: 'nowhere' }] },
+      'DEPLOYMENT_UNAUTHORIZED',
+      'destinations[0].platform',
+    ],
+    [
+      'forged cursor',
+      'get_signals',
+      { signal_spec: 'x', pagination: { cursor: 'not-a-cursor' } },
+      'VALIDATION_ERROR',
+      'pagination.cursor',
+    ],
+    [
+      'page too big',
+      'get_signals',
+      { signal_spec: 'x', pagination: { max_results: 1000 } },
+      'VALIDATION_ERROR',
+      'pagination.max_results',
+    ],
+    [
+      'no targets',
+      'activate_signal',
+      { signal_agent_segment_id: 'sig_sports_enthusiasts' },
+      'VALIDATION_ERROR',
+      'destinations',
+    ],
+    [
+      'both target forms',
+      'activate_signal',
+      {
+        signal_agent_segment_id: 'sig_sports_enthusiasts',
+        destinations: [ttd],
+        deployments: [ttd],
+      },
+      'VALIDATION_ERROR',
+      'destinations',
+    ],
+    [
+      'unknown pricing option',
+      'activate_signal',
+      {
+        signal_agent_segment_id: 'sig_luxury_auto_intenders',
+        destinations: [ttd],
+        pricing_option_id: 'nope',
+      },
+      'VALIDATION_ERROR',
+      'pricing_option_id',
+    ],
+    [
+      'bad action',
+      'activate_signal',
+      {
+        signal_agent_segment_id: 'sig_luxury_auto_intenders',
+        destinations: [ttd],
+        action: 'pause',
+      },
+      'VALIDATION_ERROR',
+      'action',
+    ],
+  ];
+  for (const [name, task, params, code, field] of bad) {
+    const e = await h.err('signals', task, params, c);
+    t.equal(e.code, code, `${name}: code`);
+    t.equal(e.field, field, `${name}: field ${e.field}`);
+  }
+
+  // Published activation: destinations + pricing option; then deactivation.
+  const act = await h.ok(
+    'signals',
+    'activate_signal',
+    {
+      signal_agent_segment_id: 'sig_luxury_auto_intenders',
+      destinations: [ttd],
+      pricing_option_id: 'sig_luxury_auto_intenders_cpm',
+      idempotency_key: 'act-published-0001',
+    },
+    c,
+  );
+  t.equal(act.status, 'working');
+  t.match(act.deployments, [{ type: 'platform', platform: 'the-trade-desk', is_live: false }]);
+  const off = await h.ok(
+    'signals',
+    'activate_signal',
+    {
+      signal_agent_segment_id: 'sig_luxury_auto_intenders',
+      action: 'deactivate',
+      destinations: [ttd],
+      idempotency_key: 'act-published-0002',
+    },
+    c,
+  );
+  t.equal(off.status, 'completed');
+  t.same(off.deployments, [{ type: 'platform', platform: 'the-trade-desk', is_live: false }]);
+  const after = await h.ok(
+    'signals',
+    'get_signals',
+    { signal_ids: [{ id: 'sig_luxury_auto_intenders' }], destinations: [ttd] },
+    c,
+  );
+  t.match((after.signals as Array<{ deployments: unknown[] }>)[0]!.deployments, [
+    { is_live: false, estimated_activation_duration_minutes: 60 },
+  ]);
+  // Activating again works once the destination is clear.
+  await h.ok(
+    'signals',
+    'activate_signal',
+    {
+      signal_agent_segment_id: 'sig_luxury_auto_intenders',
+      destinations: [ttd],
+      idempotency_key: 'act-published-0003',
+    },
+    c,
+  );
 });

@@ -112,7 +112,10 @@ t.test('create_media_buy webhooks and reporting through the real sender', async 
 
   clock.advance(1000);
   await agents.executor.runDue();
-  await agents.operator.approve(res.media_buy_id as string);
+  // The submitted envelope carries no media_buy_id: the operator names the task.
+  const approved = await agents.operator.approve(res.task_id as string);
+  const mediaBuyId = approved.media_buy_id as string;
+  t.match(mediaBuyId, /^mb_/);
   await rx.waitFor(2, 20_000);
   const tasks = rx.received
     .filter((r) => r.url.endsWith('/task'))
@@ -125,7 +128,7 @@ t.test('create_media_buy webhooks and reporting through the real sender', async 
     t.same(b.context, context);
     t.match(b.idempotency_key, /^[A-Za-z0-9_.:-]{16,255}$/);
   }
-  t.equal(tasks.find((b) => b.status === 'completed').result.media_buy_id, res.media_buy_id);
+  t.equal(tasks.find((b) => b.status === 'completed').result.media_buy_id, mediaBuyId);
 
   // Two hours on: the hourly schedule fires reports with simulated numbers.
   clock.advance(2 * 3600_000);
@@ -137,7 +140,7 @@ t.test('create_media_buy webhooks and reporting through the real sender', async 
   t.equal(report.task_type, 'media_buy_delivery');
   t.equal(report.result.notification_type, 'scheduled');
   const row = report.result.media_buy_deliveries[0];
-  t.equal(row.media_buy_id, res.media_buy_id);
+  t.equal(row.media_buy_id, mediaBuyId);
   t.equal(row.status, 'active');
   t.ok(row.totals.impressions > 0 && row.totals.spend > 0, JSON.stringify(row.totals));
   t.notOk('aggregated_totals' in report.result);
@@ -149,7 +152,7 @@ t.test('create_media_buy webhooks and reporting through the real sender', async 
     task: 'get_media_buys',
     transport: 'a2a',
     credentials: creds,
-    params: { media_buy_ids: [res.media_buy_id], include_webhook_activity: true },
+    params: { media_buy_ids: [mediaBuyId], include_webhook_activity: true },
   });
   const activity = (
     (buys as Record<string, unknown>).media_buys as Array<{

@@ -49,21 +49,23 @@ t.test('approve and reject pending buys', async (t) => {
   const a = await create('op-approve');
   t.equal(a.status, 'submitted', JSON.stringify(a.body));
   await rx.waitFor((e) => e.some((x) => x.operationId === 'op-approve' && x.status === 'working'));
-  const approved = await operatorAction(config, a.body.media_buy_id as string, undefined, opts);
-  t.match(approved, { media_buy_id: a.body.media_buy_id });
+  // The submitted envelope has no media_buy_id: the operator names the create task.
+  t.notOk('media_buy_id' in a.body);
+  const approved = await operatorAction(config, a.taskId!, undefined, opts);
+  t.match(approved, { media_buy_id: /^mb_/ });
   await rx.waitFor((e) =>
     e.some((x) => x.operationId === 'op-approve' && x.status === 'completed'),
   );
 
   const r = await create('op-reject');
   await rx.waitFor((e) => e.some((x) => x.operationId === 'op-reject' && x.status === 'working'));
-  await operatorAction(config, r.body.media_buy_id as string, 'no inventory', opts);
+  const refused = await operatorAction(config, r.taskId!, 'no inventory', opts);
   await rx.waitFor((e) =>
     e.some((x) => x.operationId === 'op-reject' && ['rejected', 'failed'].includes(x.status!)),
   );
   const buys = await c.call('get_media_buys', {});
   const rejected = (buys.body.media_buys as Array<{ media_buy_id: string; status: string }>).find(
-    (b) => b.media_buy_id === r.body.media_buy_id,
+    (b) => b.media_buy_id === refused.media_buy_id,
   );
   t.equal(rejected?.status, 'rejected');
 
@@ -77,7 +79,7 @@ t.test('approve and reject pending buys', async (t) => {
     LOG_LEVEL: 'silent',
     SVC_SENDER_ALLOW_HOSTS: '127.0.0.1',
   });
-  await operatorAction(offline, q.body.media_buy_id as string, undefined, opts);
+  await operatorAction(offline, q.taskId!, undefined, opts);
   const pool = createPool({ connectionString: DATABASE_URL, max: 1 });
   t.teardown(() => pool.end());
   const { rows } = await pool.query(

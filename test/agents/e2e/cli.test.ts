@@ -152,7 +152,7 @@ t.test('svc call: MCP and A2A, refusals exit 1, bad input exits 2', async (t) =>
   t.match(JSON.parse(a2a.stdout), { media_buys: [] });
   const refused = await run(['call', urls.sales, 'get_media_buys']);
   t.equal(refused.code, 1);
-  t.match(JSON.parse(refused.stdout), { error: { code: 'AUTH_REQUIRED' } });
+  t.match(JSON.parse(refused.stdout), { errors: [{ code: 'AUTH_REQUIRED' }] });
   const badJson = await run(['call', urls.sales, 'get_products', '{nope']);
   t.not(badJson.code, 0);
   t.match(badJson.stderr, /not valid JSON/);
@@ -227,13 +227,15 @@ t.test('svc mcp: call_svc_agent over stdio', async (t) => {
     arguments: { agent_url: urls.sales, task: 'create_media_buy', params: {} },
   });
   t.equal(refused.isError, true);
-  t.match(refused.structuredContent, { error: { code: 'AUTH_REQUIRED' } });
+  t.match(refused.structuredContent, { errors: [{ code: 'AUTH_REQUIRED' }] });
   const malformed = await client.callTool({
     name: 'call_svc_agent',
     arguments: { agent_url: 'not a url', task: 'get_products' },
   });
   t.equal(malformed.isError, true);
-  t.match(malformed.structuredContent, { error: { code: 'VALIDATION_ERROR', field: 'agent_url' } });
+  t.match(malformed.structuredContent, {
+    errors: [{ code: 'VALIDATION_ERROR', field: 'agent_url' }],
+  });
 });
 
 t.test('svc start: an unreachable database or a taken port ends with a message', async (t) => {

@@ -65,9 +65,10 @@ t.test('sales flow over MCP and A2A with verified webhooks', async (t) => {
     }),
   );
   t.equal(created.status, 'submitted');
-  const mediaBuyId = created.body.media_buy_id as string;
+  t.notOk('media_buy_id' in created.body, 'the published submitted envelope has no buy');
   await rx.waitFor((e) => e.some((x) => x.operationId === 'op-mcp-1' && x.status === 'working'));
-  await service.core.operator.approve(mediaBuyId);
+  // The operator names the create task (the buyer's handle); the buy comes back.
+  const mediaBuyId = (await service.core.operator.approve(created.taskId!)).media_buy_id as string;
   await rx.waitFor((e) => e.some((x) => x.operationId === 'op-mcp-1' && x.status === 'completed'));
   const mine = rx.events.filter((x) => x.operationId === 'op-mcp-1');
   t.ok(
@@ -80,7 +81,8 @@ t.test('sales flow over MCP and A2A with verified webhooks', async (t) => {
   const polled = await mcp.getTask(created.taskId!);
   t.equal(polled.body.status, 'completed');
 
-  const pkg = (created.body.packages as Array<{ package_id: string }>)[0]!;
+  // The buy's packages arrive on the task's completion result (the webhook's `result`).
+  const pkg = (done.result as { packages: Array<{ package_id: string }> }).packages[0]!;
   const synced = await mcp.call('sync_creatives', {
     creatives: [
       {
@@ -124,7 +126,7 @@ t.test('sales flow over MCP and A2A with verified webhooks', async (t) => {
     await rxA2a.waitFor((e) =>
       e.some((x) => x.format === 'a2a' && x.taskId === res.taskId && x.status === 'working'),
     );
-    await service.core.operator.approve(res.body.media_buy_id as string);
+    await service.core.operator.approve(res.taskId as string);
     await rxA2a.waitFor((e) =>
       e.some((x) => x.format === 'a2a' && x.taskId === res.taskId && x.status === 'completed'),
     );
@@ -166,7 +168,9 @@ t.test('creative flow over A2A 0.3, signal flow over MCP with a webhook', async 
     format_id: manifest.format_id,
     creative_manifest: manifest,
   });
-  const previewUrl = (preview.body.previews as Array<{ preview_url: string }>)[0]!.preview_url;
+  const previewUrl = (
+    preview.body.previews as Array<{ renders: Array<{ preview_url: string }> }>
+  )[0]!.renders[0]!.preview_url;
   t.ok(previewUrl.startsWith(`${urls.creative}/previews/`));
   const page = await fetch(previewUrl);
   t.equal(page.status, 200);
@@ -226,12 +230,16 @@ t.test('creative flow over MCP, signal flow over A2A 1.0 with a webhook', async 
     output_format: 'html',
   });
   t.equal(preview.ok, true, JSON.stringify(preview.body));
-  t.match(JSON.stringify(preview.body.previews), /Autumn sale/, 'batch preview as HTML over MCP');
+  t.match(JSON.stringify(preview.body.results), /Autumn sale/, 'batch preview as HTML over MCP');
   const plain = await creative.call('build_creative', {
     target_format_id: 'display_300x250',
     message: 'x',
   });
-  t.match(plain.body, { error: { code: 'INVALID_FORMAT_ID' } }, 'plain-string format id over MCP');
+  t.match(
+    plain.body,
+    { errors: [{ code: 'INVALID_FORMAT_ID' }] },
+    'plain-string format id over MCP',
+  );
 
   const signals = new AgentClient({
     agentUrl: urls.signals,

@@ -10,6 +10,8 @@ import { RecordingNotifications } from '../../../agents/runtime/recording-notifi
 import type { AgentKind } from '../../../agents/auth/principal.js';
 import type { TaskResult, TaskSuccess } from '../../../agents/runtime/types.js';
 import { TaskError } from '../../../shared/errors/task-errors.js';
+import { checkResponse, releasesOf } from '../../../agents/protocol/index.js';
+import { contextOf, errorResponse } from '../../../agents/runtime/errors.js';
 import { testDatabase } from '../../helpers/db.js';
 
 export const START = Date.parse('2026-03-02T10:00:00Z');
@@ -57,13 +59,38 @@ export async function harness(t: T, options: Partial<AgentsCoreOptions> = {}): P
     notifications,
     clock,
     ...options,
-    settings: { approval: 'manual', taskStepMs: 1000, ...(options.settings ?? {}) },
+    settings: {
+      approval: 'manual',
+      taskStepMs: 1000,
+      validateResponses: 'strict',
+      ...(options.settings ?? {}),
+    },
   });
   const creds = await core.demoCredentials();
   const keys: Record<string, string> = {};
   for (const c of creds) keys[`${c.agent}:${c.principal_id}`] = c.api_key;
-  const call: Harness['call'] = (agent, task, params, credentials = {}, extra = {}) =>
-    core.dispatcher.invoke({ agent, task, params, credentials, transport: 'mcp', ...extra });
+  // The response-validation test hook: every answer a test gets from the core is checked
+  // against the published response schema of each release that has the task (strict: a
+  // drifting field fails the test). The transports check their wire bodies the same way.
+  const call: Harness['call'] = async (agent, task, params, credentials = {}, extra = {}) => {
+    const result = await core.dispatcher.invoke({
+      agent,
+      task,
+      params,
+      credentials,
+      transport: 'mcp',
+      ...extra,
+    });
+    const wire =
+      result instanceof TaskError
+        ? errorResponse(result, { brand: core.settings.profile.brand, context: contextOf(params) })
+            .body
+        : result;
+    checkResponse(core.settings.validateResponses, agent, task, wire, {
+      releases: releasesOf(params),
+    });
+    return result;
+  };
   return {
     core,
     clock,
@@ -93,4 +120,17 @@ export function buyer(h: Harness, agent: AgentKind = 'sales') {
 
 export function viewer(h: Harness, agent: AgentKind = 'sales') {
   return { apiKey: h.keys[`${agent}:demo-viewer`]! };
+}
+
+/**
+ * The media buy behind a submitted create_media_buy task: the published submitted
+ * envelope carries no media_buy_id (it lands on the task's completion result).
+ */
+export async function pendingBuyId(h: Harness, taskId: unknown): Promise<string> {
+  const { rows } = await h.pool.query<{ resource_id: string }>(
+    `SELECT resource_id FROM ${h.schema}.tasks WHERE task_id = $1`,
+    [taskId],
+  );
+  if (!rows[0]) throw new Error(`no task ${String(taskId)}`);
+  return rows[0].resource_id;
 }

@@ -50,9 +50,9 @@ t.test('malformed protocol input', async (t) => {
 
   const badAuth = new AgentClient({ agentUrl: urls.sales, token: 'x y z' });
   t.teardown(() => badAuth.close());
-  t.match((await badAuth.call('list_authorized_properties', {})).body, {
-    error: { code: 'AUTH_INVALID' },
-  });
+  const badAuthRes = await badAuth.call('list_authorized_properties', {});
+  t.equal(badAuthRes.httpStatus, 401);
+  t.match(badAuthRes.body, { errors: [{ code: 'AUTH_INVALID' }] });
 
   const unknownMethod = await postJson(`${urls.sales}/a2a`, {
     jsonrpc: '2.0',

@@ -96,14 +96,15 @@ t.test('OAuth: registration, client_credentials, scopes to permissions, audience
     start_time: { type: 'asap' },
     end_time: new Date(h.clock.nowMs() + 24 * HOUR).toISOString(),
   });
-  t.match(buy.body, { error: { code: 'INSUFFICIENT_PERMISSIONS' } });
+  t.equal(buy.httpStatus, 403, 'a token without the right is an HTTP 403');
+  t.match(buy.body, { errors: [{ code: 'INSUFFICIENT_PERMISSIONS' }] });
 
   // A sales token is refused by the creative agent.
   const cross = new AgentClient({ agentUrl: urls.creative, token: token.access_token });
   t.teardown(() => cross.close());
-  t.match((await cross.call('list_creative_formats', {})).body, {
-    error: { code: 'AUTH_INVALID' },
-  });
+  const crossRes = await cross.call('list_creative_formats', {});
+  t.equal(crossRes.httpStatus, 401);
+  t.match(crossRes.body, { errors: [{ code: 'AUTH_INVALID' }] });
 
   const disc = await fetch(`${urls.sales}/.well-known/oauth-authorization-server`);
   const meta = (await disc.json()) as any;

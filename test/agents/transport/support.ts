@@ -75,7 +75,7 @@ async function startWith(
       agent,
       core: h.core,
       profile,
-      ...(oauth ? { extra: [oauth.middleware(agent)] } : {}),
+      ...(oauth ? { extra: [oauth.middleware(agent)], oauth: true } : {}),
     });
     handlers[agent] = app.callback();
   }

@@ -52,12 +52,6 @@ t.test('MCP: tools, public and authenticated calls, errors in the spec shapes', 
   t.equal(partial.ok, true);
   const pp = partial.body.products as Array<Record<string, unknown>>;
   t.ok(pp.length > 0);
-  t.ok(
-    pp.every(
-      (p) => p.pricing_options === undefined || (p.pricing_options as unknown[]).length === 0,
-    ),
-    'no pricing without credentials',
-  );
 
   const buyer = new AgentClient({ agentUrl: `${urls.sales}/mcp`, apiKey: buyerKey });
   t.teardown(() => buyer.close());
@@ -69,10 +63,10 @@ t.test('MCP: tools, public and authenticated calls, errors in the spec shapes', 
 
   const unknown = await buyer.call('no_such_task', {});
   t.equal(unknown.ok, false);
-  t.match(unknown.body, { error: { code: 'UNKNOWN_TASK' } });
+  t.match(unknown.body, { errors: [{ code: 'UNKNOWN_TASK' }] });
 
   const required = await anon.call('create_media_buy', buyParams(urls.creative));
-  t.match(required.body, { error: { code: 'AUTH_REQUIRED' } });
+  t.match(required.body, { errors: [{ code: 'AUTH_REQUIRED' }] });
 
   const budget = await buyer.call('create_media_buy', {
     ...buyParams(urls.creative),
@@ -85,18 +79,18 @@ t.test('MCP: tools, public and authenticated calls, errors in the spec shapes', 
       },
     ],
   });
-  t.match(budget.body, { error: { code: 'VALIDATION_ERROR', field: 'packages[0].budget' } });
+  t.match(budget.body, { errors: [{ code: 'VALIDATION_ERROR', field: 'packages[0].budget' }] });
 
   const plainFormat = await buyer.call('sync_creatives', {
     creatives: [{ creative_id: 'c1', name: 'x', format_id: 'video_ctv_30s', assets: {} }],
   });
-  t.match(plainFormat.body, { error: { code: 'INVALID_FORMAT_ID' } });
+  t.match(plainFormat.body, { errors: [{ code: 'INVALID_FORMAT_ID' }] });
 
   const badKey = new AgentClient({ agentUrl: urls.sales, apiKey: 'nope-nope-nope' });
   t.teardown(() => badKey.close());
-  t.match((await badKey.call('list_creative_formats', {})).body, {
-    error: { code: 'AUTH_INVALID' },
-  });
+  const badKeyRes = await badKey.call('list_creative_formats', {});
+  t.equal(badKeyRes.httpStatus, 401, 'a rejected key is an HTTP 401');
+  t.match(badKeyRes.body, { errors: [{ code: 'AUTH_INVALID' }] });
 
   // Credentials of one agent are not valid at another.
   const crossed = new AgentClient({ agentUrl: urls.signals, apiKey: buyerKey });
@@ -124,7 +118,7 @@ t.test('MCP: tools, public and authenticated calls, errors in the spec shapes', 
   };
   t.equal(badDryBody.result.isError, true);
   t.match(badDryBody.result.structuredContent, {
-    error: { code: 'VALIDATION_ERROR', field: 'X-Dry-Run' },
+    errors: [{ code: 'VALIDATION_ERROR', field: 'X-Dry-Run' }],
   });
 
   // Dry run: a buy is answered but nothing is kept.
@@ -180,9 +174,27 @@ for (const version of ['0.3', '1.0'] as const) {
     });
     t.equal(refused.status, 'failed');
     t.equal(refused.ok, false);
-    t.match(refused.body, { error: { code: 'VALIDATION_ERROR', field: 'end_time' } });
+    t.match(refused.body, { errors: [{ code: 'VALIDATION_ERROR', field: 'end_time' }] });
 
     await t.rejects(client.getTask('task_unknown'), 'unknown task id is refused');
+
+    // An HTTP 401 from the endpoint is a failed result carrying the error envelope.
+    const badKey = new AgentClient({
+      agentUrl: urls.sales,
+      transport: 'a2a',
+      a2aVersion: version,
+      apiKey: 'not-a-key-of-ours',
+    });
+    const denied = await badKey.call('get_media_buys', { context: { trace: version } });
+    t.equal(denied.ok, false);
+    t.equal(denied.httpStatus, 401);
+    t.match(denied.body, {
+      status: 'failed',
+      errors: [{ code: 'AUTH_INVALID' }],
+      context: { trace: version },
+    });
+    const deniedPoll = await badKey.getTask(created.taskId!);
+    t.equal(deniedPoll.httpStatus, 401, 'polling with rejected credentials too');
   });
 }
 
@@ -249,7 +261,8 @@ t.test('A2A raw wire shapes of both versions', async (t) => {
   });
   t.equal(noSkill.body.result.status.state, 'failed');
   t.match(noSkill.body.result.artifacts[0].parts[0].data, {
-    error: { code: 'VALIDATION_ERROR', field: 'message.parts' },
+    status: 'failed',
+    errors: [{ code: 'VALIDATION_ERROR', field: 'message.parts' }],
   });
 
   const bad = await postJson(`${urls.sales}/a2a`, '{"jsonrpc":');
@@ -287,19 +300,19 @@ t.test('registry endpoint, previews, unknown routes', async (t) => {
     publisher_properties: [],
   });
   t.equal(bad.status, 400);
-  t.match(bad.body, { error: { code: 'VALIDATION_ERROR' } });
+  t.match(bad.body, { errors: [{ code: 'VALIDATION_ERROR' }] });
   const notJson = await postJson(`${urls.sales}/api/registry/validate/product-authorization`, '{');
   t.equal(notJson.status, 400);
-  t.match(notJson.body, { error: { code: 'VALIDATION_ERROR' } });
+  t.match(notJson.body, { errors: [{ code: 'VALIDATION_ERROR' }] });
 
   const onCreative = await postJson(
     `${urls.creative}/api/registry/validate/product-authorization`,
     {},
   );
   t.equal(onCreative.status, 404);
-  t.match(onCreative.body, { error: { code: 'NOT_FOUND' } });
+  t.match(onCreative.body, { errors: [{ code: 'NOT_FOUND' }] });
 
   const preview = await fetch(`${urls.creative}/previews/prv_${'0'.repeat(32)}`);
   t.equal(preview.status, 404);
-  t.match(await preview.json(), { error: { code: 'CREATIVE_NOT_FOUND' } });
+  t.match(await preview.json(), { errors: [{ code: 'CREATIVE_NOT_FOUND' }] });
 });

@@ -1,0 +1,162 @@
+/**
+ * Response validation against the published schemas. `validateResponse` answers one
+ * release; `checkResponse` applies the configured mode (SVC_AGENTS_VALIDATE_RESPONSES)
+ * to a wire body over every release that publishes the task: `off` returns at once (the
+ * production default, nothing loaded), `warn` logs each drift, `strict` throws
+ * ResponseSchemaDrift (tests run strict, so a drifting field fails the test that made it).
+ */
+import { BRANDS } from '../../shared/brand.js';
+import { issuesFromAjv, type ValidationIssue } from './issues.js';
+import {
+  errorEnvelopeValidator,
+  publishedValidator,
+  RELEASES,
+  type Release,
+} from './published-schemas.js';
+
+export type ResponseValidationMode = 'off' | 'warn' | 'strict';
+export const RESPONSE_VALIDATION_MODES = ['off', 'warn', 'strict'] as const;
+
+const CAPABILITIES_TASKS = new Set(BRANDS.map((b) => `get_${b}_capabilities`));
+
+/** Our brand's capabilities task (`get_svc_capabilities`) is the protocol's `get_adcp_capabilities`. */
+export function publishedTaskName(task: string): string {
+  return CAPABILITIES_TASKS.has(task) ? 'get_adcp_capabilities' : task;
+}
+
+const PROBE_FAILURE = { status: 'failed', errors: [{ code: 'PROBE', message: 'probe' }] };
+const errorBranch = new Map<string, boolean>();
+
+/** Whether the task's response schema has its own branch for a failed task. */
+function hasErrorBranch(release: Release, agent: string, task: string): boolean {
+  const key = `${release} ${agent} ${task}`;
+  let has = errorBranch.get(key);
+  if (has === undefined) {
+    has = publishedValidator(release, agent, task, 'response')?.(PROBE_FAILURE) === true;
+    errorBranch.set(key, has);
+  }
+  return has;
+}
+
+function isFailure(body: unknown): boolean {
+  return (
+    typeof body === 'object' &&
+    body !== null &&
+    (body as { status?: unknown }).status === 'failed' &&
+    Array.isArray((body as { errors?: unknown }).errors)
+  );
+}
+
+/**
+ * The issues of a wire body against one release's response schema of the task: `[]` when
+ * valid, null when the release does not publish that task. A failed task (`status:
+ * 'failed'` with `errors[]`) is checked against the task's own error branch where its
+ * schema has one (create_media_buy...), else against the protocol's error envelope
+ * (a list's response schema requires the list, which a refusal does not have).
+ */
+export function validateResponse(
+  agent: string,
+  task: string,
+  body: unknown,
+  release: Release,
+): ValidationIssue[] | null {
+  const name = publishedTaskName(task);
+  const fn = publishedValidator(release, agent, name, 'response');
+  if (!fn) return null;
+  const check =
+    isFailure(body) && !hasErrorBranch(release, agent, name) ? errorEnvelopeValidator(release) : fn;
+  return check(body) ? [] : issuesFromAjv(check.errors);
+}
+
+/** The issues of a request against one release's request schema (null: unpublished). */
+export function validateRequest(
+  agent: string,
+  task: string,
+  params: unknown,
+  release: Release,
+): ValidationIssue[] | null {
+  const fn = publishedValidator(release, agent, publishedTaskName(task), 'request');
+  if (!fn) return null;
+  return fn(params) ? [] : issuesFromAjv(fn.errors);
+}
+
+export interface DriftItem {
+  release: Release;
+  issues: ValidationIssue[];
+}
+
+export class ResponseSchemaDrift extends Error {
+  readonly agent: string;
+  readonly task: string;
+  readonly drift: DriftItem[];
+  constructor(agent: string, task: string, drift: DriftItem[]) {
+    const detail = drift
+      .map(
+        (d) =>
+          `${d.release}: ${d.issues
+            .slice(0, 8)
+            .map((i) => `${i.pointer || '/'} ${i.message}`)
+            .join('; ')}`,
+      )
+      .join(' | ');
+    super(`${agent} ${task} response does not match the published schema: ${detail}`);
+    this.name = 'ResponseSchemaDrift';
+    this.agent = agent;
+    this.task = task;
+    this.drift = drift;
+  }
+}
+
+/**
+ * The releases a request speaks: its `adcp_version` (`3.1...` or `3.2...`) names one; a
+ * request without one is answered in a shape every release accepts. (A 3.2-only value,
+ * e.g. the `creative.assignment_changed` event type, cannot be valid 3.1.)
+ */
+export function releasesOf(params: unknown): readonly Release[] {
+  const v =
+    params && typeof params === 'object'
+      ? (params as { adcp_version?: unknown }).adcp_version
+      : null;
+  if (typeof v === 'string') {
+    const match = RELEASES.filter((r) => r.startsWith(v.split('.').slice(0, 2).join('.') + '.'));
+    if (match.length > 0) return match;
+  }
+  return RELEASES;
+}
+
+/** Every release's drift of a wire body (empty when it matches each that publishes it). */
+export function responseDrift(
+  agent: string,
+  task: string,
+  body: unknown,
+  releases: readonly Release[] = RELEASES,
+): DriftItem[] {
+  const drift: DriftItem[] = [];
+  for (const release of releases) {
+    const issues = validateResponse(agent, task, body, release);
+    if (issues && issues.length > 0) drift.push({ release, issues });
+  }
+  return drift;
+}
+
+export interface DriftLogger {
+  warn(obj: object, msg: string): void;
+}
+
+/** Applies the mode to one wire body; see the module comment. */
+export function checkResponse(
+  mode: ResponseValidationMode | undefined,
+  agent: string,
+  task: string,
+  body: unknown,
+  options: { logger?: DriftLogger; releases?: readonly Release[] } = {},
+): void {
+  if (mode === undefined || mode === 'off') return;
+  const drift = responseDrift(agent, task, body, options.releases);
+  const logger = options.logger;
+  if (drift.length === 0) return;
+  const err = new ResponseSchemaDrift(agent, task, drift);
+  if (mode === 'strict') throw err;
+  if (logger) logger.warn({ agent, task, drift }, 'response does not match the published schema');
+  else process.emitWarning(err.message, 'ResponseSchemaDrift');
+}

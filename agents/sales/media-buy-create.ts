@@ -1,0 +1,394 @@
+/**
+ * create_media_buy: checks the request against the catalog, stores the buy and its
+ * packages, registers its webhook channels, and either answers with the buy (no approval
+ * needed) or as the published submitted task envelope (`status: submitted`, `task_id`;
+ * the buy lands on the task's completion result). The background steps walk the task
+ * from review to approval; a canceled task cancels the pending buy.
+ */
+import { ReportingWebhookSchema } from '../../shared/envelope/channel-config.js';
+import type { PoolClient } from '../../shared/infra/pg.js';
+import { taskError } from '../runtime/errors.js';
+import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../runtime/types.js';
+import { fieldPath } from '../runtime/validation.js';
+import { isSandboxPrincipal } from '../testing/sandbox.js';
+import { productRow, type ProductRow } from './catalog.js';
+import { assignCreatives } from './creatives.js';
+import { loadBuy, newMediaBuyId, newPackageId, type BuyRow } from './media-buy-records.js';
+import {
+  endInstant,
+  packageCreativeIds,
+  startInstant,
+  type CreateMediaBuyRequest,
+  type PackageRequest,
+} from './media-buy-requests.js';
+import { buyResponse } from './media-buy-views.js';
+import { clearingRate, isAuction, minimumBudget, type PricingOption } from './pricing.js';
+
+/** `reporting_webhook` accepted for the buy, or INVALID_REQUEST naming the member. */
+export function checkReportingWebhook(
+  value: unknown,
+  products: ProductRow[],
+): Record<string, unknown> {
+  const parsed = ReportingWebhookSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = fieldPath(['reporting_webhook', ...issue.path]);
+    throw taskError('INVALID_REQUEST', `${field}: ${issue.message}`, { field });
+  }
+  const freq = parsed.data.reporting_frequency;
+  const unsupported = products.find((p) => !p.reporting_frequencies.includes(freq));
+  if (unsupported) {
+    throw taskError(
+      'INVALID_REQUEST',
+      `reporting_frequency ${freq} is not offered by product ${unsupported.product_id}`,
+      { field: 'reporting_webhook.reporting_frequency' },
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+export async function productsById(
+  db: Pick<PoolClient, 'query'>,
+  schema: string,
+  ids: string[],
+): Promise<ProductRow[]> {
+  const { rows } = await db.query<ProductRow>(
+    `SELECT * FROM ${schema}.products WHERE product_id = ANY($1)`,
+    [ids],
+  );
+  return rows.map(productRow);
+}
+
+/** Account, brand and budget checks of the request as a whole. */
+async function checkBuyer(params: CreateMediaBuyRequest, ctx: TaskContext) {
+  const principal = ctx.principal!;
+  const brandManifest =
+    params.brand_manifest ?? (params.brand ? { url: `https://${params.brand.domain}` } : null);
+  if (!brandManifest) {
+    throw taskError(
+      'VALIDATION_ERROR',
+      'brand is required ({domain}; or the older brand_manifest)',
+      {
+        field: 'brand',
+      },
+    );
+  }
+  if (params.account && 'account_id' in params.account) {
+    const accountId = String(params.account.account_id);
+    const { rowCount } = await ctx.db.query(
+      `SELECT 1 FROM ${ctx.schema}.accounts WHERE agent = 'sales' AND account_id = $1 AND principal_id = $2`,
+      [accountId, principal.principal_id],
+    );
+    if (!rowCount) {
+      throw taskError(
+        'ACCOUNT_NOT_FOUND',
+        `no account ${accountId.slice(0, 80)} for this principal`,
+        {
+          field: 'account.account_id',
+        },
+      );
+    }
+  }
+  if (params.total_budget) {
+    const sum = params.packages.reduce((a, p) => a + p.budget, 0);
+    if (Math.abs(sum - params.total_budget.amount) > 0.005) {
+      throw taskError(
+        'VALIDATION_ERROR',
+        `package budgets add up to ${sum}, not total_budget.amount`,
+        {
+          field: 'total_budget.amount',
+        },
+      );
+    }
+    if (params.total_budget.currency !== 'USD') {
+      throw taskError('VALIDATION_ERROR', 'this seller trades in USD', {
+        field: 'total_budget.currency',
+      });
+    }
+  }
+  if (params.buyer_ref !== undefined) {
+    const dup = await ctx.db.query(
+      `SELECT 1 FROM ${ctx.schema}.media_buys WHERE principal_id = $1 AND buyer_ref = $2`,
+      [principal.principal_id, params.buyer_ref],
+    );
+    if (dup.rowCount) {
+      throw taskError(
+        'VALIDATION_ERROR',
+        'buyer_ref is already used by another media buy of yours',
+        {
+          field: 'buyer_ref',
+        },
+      );
+    }
+  }
+  return brandManifest;
+}
+
+interface PlannedPackage {
+  pkg: PackageRequest;
+  option: PricingOption;
+  rate: number;
+  index: number;
+}
+
+/** Each package against its product and pricing option: the rate it will pay. */
+function planPackages(
+  params: CreateMediaBuyRequest,
+  products: ProductRow[],
+  principalId: string,
+): PlannedPackage[] {
+  const byId = new Map(products.map((p) => [p.product_id, p]));
+  const refs = new Set<string>();
+  return params.packages.map((pkg, i) => {
+    if (pkg.buyer_ref !== undefined) {
+      if (refs.has(pkg.buyer_ref)) {
+        throw taskError('VALIDATION_ERROR', `packages[${i}].buyer_ref repeats another package's`, {
+          field: `packages[${i}].buyer_ref`,
+        });
+      }
+      refs.add(pkg.buyer_ref);
+    }
+    const product = byId.get(pkg.product_id);
+    if (
+      !product ||
+      (product.custom_principal !== null && product.custom_principal !== principalId)
+    ) {
+      throw taskError('PRODUCT_NOT_FOUND', `no product ${pkg.product_id.slice(0, 80)}`, {
+        field: `packages[${i}].product_id`,
+      });
+    }
+    const option = product.pricing_options.find(
+      (o) => o.pricing_option_id === pkg.pricing_option_id,
+    );
+    if (!option) {
+      throw taskError(
+        'VALIDATION_ERROR',
+        `pricing option ${pkg.pricing_option_id.slice(0, 80)} is not offered by ${product.product_id}`,
+        { field: `packages[${i}].pricing_option_id` },
+      );
+    }
+    if (isAuction(option)) {
+      if (pkg.bid_price === undefined) {
+        throw taskError('VALIDATION_ERROR', 'bid_price is required for auction pricing', {
+          field: `packages[${i}].bid_price`,
+        });
+      }
+      if (pkg.bid_price < (option.floor_price ?? 0)) {
+        throw taskError(
+          'VALIDATION_ERROR',
+          `bid_price must be at least the floor ${option.floor_price}`,
+          {
+            field: `packages[${i}].bid_price`,
+          },
+        );
+      }
+    }
+    const minimum = minimumBudget(option);
+    if (pkg.budget < minimum) {
+      throw taskError(
+        'VALIDATION_ERROR',
+        `budget must be at least ${minimum} for this pricing option`,
+        {
+          field: `packages[${i}].budget`,
+        },
+      );
+    }
+    return { pkg, option, rate: clearingRate(option, pkg.bid_price), index: i };
+  });
+}
+
+export async function createMediaBuy(
+  params: CreateMediaBuyRequest,
+  ctx: TaskContext,
+): Promise<HandlerOutcome> {
+  const s = ctx.schema;
+  const principal = ctx.principal!;
+  const now = ctx.clock.now();
+  const brandManifest = await checkBuyer(params, ctx);
+  // Order of refusals: what the request says of itself (reversed dates), then what it
+  // names (an unknown product), then what depends on the clock (a flight already over).
+  const startAt = startInstant(params.start_time, now);
+  const endAt = endInstant(params.end_time);
+  if (!(endAt.getTime() > startAt.getTime())) {
+    throw taskError('VALIDATION_ERROR', 'end_time must be after start_time', { field: 'end_time' });
+  }
+  const products = await productsById(
+    ctx.db,
+    s,
+    params.packages.map((p) => p.product_id),
+  );
+  const planned = planPackages(params, products, principal.principal_id);
+  if (endAt.getTime() <= now.getTime()) {
+    throw taskError('VALIDATION_ERROR', 'end_time must be in the future', { field: 'end_time' });
+  }
+  const reporting =
+    params.reporting_webhook === undefined
+      ? null
+      : checkReportingWebhook(params.reporting_webhook, products);
+
+  // A sandbox account (a request naming an account of a sandbox principal, test controller
+  // on) has no human review: its buys are confirmed at once, as the protocol's compliance
+  // storyboards expect; the controller's forced transitions stand in for the seller.
+  const sandboxAccount =
+    params.account !== undefined &&
+    ctx.settings.testController &&
+    (await isSandboxPrincipal(ctx.db, s, 'sales', principal.principal_id));
+  const needsApproval = ctx.settings.approval !== 'never' && !sandboxAccount;
+  const held = params.paused === true;
+  const mediaBuyId = newMediaBuyId();
+  const startTime =
+    typeof params.start_time === 'string'
+      ? params.start_time === 'asap'
+        ? { type: 'asap' }
+        : { type: 'scheduled', datetime: startAt.toISOString() }
+      : params.start_time;
+  await ctx.db.query(
+    `INSERT INTO ${s}.media_buys (media_buy_id, principal_id, buyer_ref, status, brand_manifest,
+       start_time, start_at, end_at, push_notification_config, reporting_webhook, context, task_id,
+       accrued_until, approved_at, held)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
+    [
+      mediaBuyId,
+      principal.principal_id,
+      params.buyer_ref ?? null,
+      needsApproval ? 'pending' : held ? 'paused' : 'active',
+      brandManifest,
+      startTime,
+      startAt,
+      endAt,
+      ctx.request.pushNotificationConfig ?? null,
+      reporting,
+      ctx.request.context ?? null,
+      needsApproval ? ctx.taskId : null,
+      needsApproval ? null : now,
+      needsApproval ? null : now,
+      held,
+    ],
+  );
+  for (const { pkg, option, rate, index } of planned) {
+    const packageId = newPackageId();
+    await ctx.db.query(
+      `INSERT INTO ${s}.packages (package_id, media_buy_id, buyer_ref, product_id, pricing_option_id,
+         pricing_model, rate, budget, bid_price, targeting_overlay, position, paused)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
+      [
+        packageId,
+        mediaBuyId,
+        pkg.buyer_ref ?? null,
+        pkg.product_id,
+        pkg.pricing_option_id,
+        option.pricing_model,
+        rate,
+        pkg.budget,
+        pkg.bid_price ?? null,
+        pkg.targeting_overlay ?? null,
+        index,
+        pkg.paused ?? false,
+      ],
+    );
+    const creativeIds = packageCreativeIds(pkg);
+    if (creativeIds.length > 0) {
+      await assignCreatives(ctx, packageId, creativeIds, `packages[${index}].creative_ids`);
+    }
+  }
+  if (ctx.request.pushNotificationConfig || reporting) {
+    await ctx.notifications.mediaBuyChannelsConfigured({
+      mediaBuyId,
+      principalId: principal.principal_id,
+      ...(ctx.request.pushNotificationConfig
+        ? { pushNotificationConfig: ctx.request.pushNotificationConfig }
+        : {}),
+      ...(reporting ? { reportingWebhook: reporting } : {}),
+      flightStart: startAt.toISOString(),
+      flightEnd: endAt.toISOString(),
+      client: ctx.db,
+    });
+  }
+  if (!needsApproval) {
+    const buy = await loadBuy(ctx.db, s, mediaBuyId, principal.principal_id);
+    return { status: 'completed', body: await buyResponse(ctx.db, s, buy) };
+  }
+  // The published submitted envelope: no media_buy_id or packages until the task completes.
+  return {
+    status: 'submitted',
+    body: { message: 'media buy received; it is pending seller approval' },
+    async: {
+      runAfterMs: ctx.settings.taskStepMs,
+      resourceId: mediaBuyId,
+      state: { phase: 'review' },
+    },
+  };
+}
+
+/** Approval: the buy goes active (or paused, when created with `paused: true`). */
+export async function activateBuy(
+  db: PoolClient,
+  schema: string,
+  buy: BuyRow,
+  now: Date,
+): Promise<void> {
+  await db.query(
+    `UPDATE ${schema}.media_buys SET status = CASE WHEN held THEN 'paused' ELSE 'active' END,
+       approved_at = $2, accrued_until = $2, revision = revision + 1, updated_at = now()
+      WHERE media_buy_id = $1`,
+    [buy.media_buy_id, now],
+  );
+}
+
+/** Background steps of create_media_buy: review (working), then approval. */
+export async function advanceCreate(task: StoredTask, ctx: TaskContext): Promise<Advance | null> {
+  const s = ctx.schema;
+  const buy = await loadBuy(ctx.db, s, task.resource_id!, null, { forUpdate: true });
+  if (buy.status === 'canceled') {
+    return {
+      status: 'canceled',
+      result: await buyResponse(ctx.db, s, buy),
+      message: 'media buy canceled',
+    };
+  }
+  if (buy.status !== 'pending') {
+    return { status: 'completed', result: await buyResponse(ctx.db, s, buy) };
+  }
+  const approval = ctx.settings.approval;
+  if (task.status === 'submitted') {
+    const wait = typeof approval === 'object' ? approval.autoAfterSeconds * 1000 : null;
+    return {
+      status: 'working',
+      result: { percentage: 50, current_step: 'inventory_review', total_steps: 2, step_number: 1 },
+      message: 'checking inventory and policy',
+      runAfterMs: wait,
+    };
+  }
+  if (typeof approval === 'object') {
+    await activateBuy(ctx.db, s, buy, ctx.clock.now());
+    const fresh = await loadBuy(ctx.db, s, buy.media_buy_id, null);
+    return {
+      status: 'completed',
+      result: await buyResponse(ctx.db, s, fresh),
+      message: 'media buy approved',
+    };
+  }
+  return {
+    status: 'input-required',
+    result: { reason: 'awaiting seller approval', errors: [] },
+    message: 'awaiting seller approval',
+  };
+}
+
+/** The buyer canceled the create task: a still-pending buy is canceled with it. */
+export async function cancelCreate(task: StoredTask, ctx: TaskContext): Promise<void> {
+  if (!task.resource_id) return;
+  const buy = await loadBuy(ctx.db, ctx.schema, task.resource_id, null, { forUpdate: true });
+  if (buy.status !== 'pending') return;
+  await ctx.db.query(
+    `UPDATE ${ctx.schema}.media_buys SET status = 'canceled', revision = revision + 1,
+       updated_at = now() WHERE media_buy_id = $1`,
+    [buy.media_buy_id],
+  );
+  await ctx.notifications.mediaBuyTerminal({
+    mediaBuyId: buy.media_buy_id,
+    principalId: buy.principal_id,
+    status: 'canceled',
+    client: ctx.db,
+  });
+}

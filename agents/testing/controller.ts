@@ -1,0 +1,428 @@
+/**
+ * `comply_test_controller`, the protocol's test controller (published
+ * `compliance/comply-test-controller-*.json`). It exists only when the deployment turns it
+ * on (`settings.testController`; `svc start` does, for its demo principals) and answers
+ * only sandbox principals: a production principal gets FORBIDDEN, and an account or entity
+ * of anyone else is NOT_FOUND, so no production account can ever be changed.
+ *
+ * Outcomes are the published response branches: `{success: true, ...}` or the
+ * ControllerError `{success: false, error, error_detail}` (a completed task either way,
+ * as the protocol's harness expects).
+ */
+import { z } from 'zod';
+import type { AgentKind } from '../auth/principal.js';
+import type { TaskRegistry } from '../runtime/registry.js';
+import type { TaskContext } from '../runtime/types.js';
+import { isSandboxPrincipal, putFixture, SESSION } from './sandbox.js';
+import { CONTROLLER_SCENARIOS } from './scenarios.js';
+
+const ACCOUNT_STATUSES = [
+  'active',
+  'pending_approval',
+  'rejected',
+  'payment_required',
+  'suspended',
+  'closed',
+] as const;
+const FORMAT_TYPES = ['display', 'video', 'audio', 'dooh'] as const;
+const CREATIVE_STATUSES = [
+  'processing',
+  'pending_review',
+  'approved',
+  'suspended',
+  'rejected',
+  'archived',
+] as const;
+
+/**
+ * The published scenarios' required params (the request schema's per-scenario rules):
+ * missing ones are INVALID_PARAMS whether or not this agent implements the scenario.
+ */
+const REQUIRED_PARAMS: Record<string, string[]> = {
+  force_creative_status: ['creative_id', 'status'],
+  force_creative_purge: ['creative_id'],
+  force_account_status: ['account_id', 'status'],
+  force_media_buy_status: ['media_buy_id', 'status'],
+  force_create_media_buy_arm: ['arm'],
+  force_get_products_arm: ['arm'],
+  force_get_signals_arm: ['arm'],
+  force_task_completion: ['task_id', 'result'],
+  force_session_status: ['session_id', 'status'],
+  simulate_delivery: ['media_buy_id'],
+  simulate_budget_spend: ['spend_percentage'],
+  seed_product: ['product_id'],
+  seed_pricing_option: ['product_id', 'pricing_option_id'],
+  seed_creative: ['creative_id'],
+  seed_plan: ['plan_id'],
+  seed_media_buy: ['media_buy_id'],
+  seed_account: ['account_id'],
+  seed_creative_format: ['format_id'],
+};
+
+/** The entity a published force scenario targets, when this agent holds none of its kind. */
+const ENTITY_OF: Record<string, { param: string; holder: AgentKind }> = {
+  force_creative_status: { param: 'creative_id', holder: 'sales' },
+  force_creative_purge: { param: 'creative_id', holder: 'sales' },
+  force_account_status: { param: 'account_id', holder: 'sales' },
+  force_media_buy_status: { param: 'media_buy_id', holder: 'sales' },
+  simulate_delivery: { param: 'media_buy_id', holder: 'sales' },
+};
+
+// Members spelled out: buyers' SDKs strip what a tool's input schema does not declare.
+const ControllerSchema = z.looseObject({
+  scenario: z.string().min(1).max(100),
+  account: z
+    .looseObject({
+      account_id: z.string().optional(),
+      brand: z.looseObject({ domain: z.string().optional() }).optional(),
+      operator: z.string().optional(),
+      sandbox: z.boolean().optional(),
+    })
+    .optional(),
+  params: z
+    .looseObject({
+      creative_id: z.unknown().optional(),
+      account_id: z.unknown().optional(),
+      media_buy_id: z.unknown().optional(),
+      format_id: z.unknown().optional(),
+      status: z.unknown().optional(),
+      fixture: z.unknown().optional(),
+      product_id: z.unknown().optional(),
+      pricing_option_id: z.unknown().optional(),
+      plan_id: z.unknown().optional(),
+      task_id: z.unknown().optional(),
+      session_id: z.unknown().optional(),
+      arm: z.unknown().optional(),
+      result: z.unknown().optional(),
+      spend_percentage: z.unknown().optional(),
+    })
+    .optional(),
+  context: z.unknown().optional(),
+});
+type ControllerRequest = z.output<typeof ControllerSchema>;
+
+type ControllerCode =
+  'NOT_FOUND' | 'UNKNOWN_SCENARIO' | 'INVALID_PARAMS' | 'FORBIDDEN' | 'INVALID_TRANSITION';
+
+function refuse(error: ControllerCode, detail: string, currentState?: string | null) {
+  return {
+    success: false,
+    error,
+    error_detail: detail,
+    ...(currentState !== undefined ? { current_state: currentState } : {}),
+  };
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+
+async function forceAccountStatus(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const accountId = str(p.account_id);
+  const status = p.status as string;
+  if (!accountId || !(ACCOUNT_STATUSES as readonly string[]).includes(status)) {
+    return refuse(
+      'INVALID_PARAMS',
+      `params.account_id and params.status (one of ${ACCOUNT_STATUSES.join(', ')}) are required`,
+    );
+  }
+  // Only the caller's own (sandbox) accounts: another principal's account does not exist here.
+  const { rows } = await ctx.db.query<{ status: string }>(
+    `SELECT status FROM ${ctx.schema}.accounts WHERE agent = $1 AND account_id = $2 AND principal_id = $3 FOR UPDATE`,
+    [ctx.agent, accountId, ctx.principal!.principal_id],
+  );
+  const row = rows[0];
+  if (!row) return refuse('NOT_FOUND', `no sandbox account ${accountId.slice(0, 100)}`, null);
+  if (row.status === 'closed' && status !== 'closed') {
+    return refuse('INVALID_TRANSITION', 'a closed account stays closed', row.status);
+  }
+  await ctx.db.query(
+    `UPDATE ${ctx.schema}.accounts SET status = $3, updated_at = now() WHERE agent = $1 AND account_id = $2`,
+    [ctx.agent, accountId, status],
+  );
+  return { success: true, previous_state: row.status, current_state: status };
+}
+
+/** Internal creative status `active` is the published `approved`. */
+const internalCreative = (s: string) => (s === 'approved' ? 'active' : s);
+const wireCreative = (s: string) => (s === 'active' ? 'approved' : s);
+
+async function forceCreativeStatus(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const creativeId = str(p.creative_id);
+  const status = p.status as string;
+  if (!creativeId || !(CREATIVE_STATUSES as readonly string[]).includes(status)) {
+    return refuse(
+      'INVALID_PARAMS',
+      `params.creative_id and params.status (one of ${CREATIVE_STATUSES.join(', ')}) are required`,
+    );
+  }
+  const { rows } = await ctx.db.query<{ status: string }>(
+    `SELECT status FROM ${ctx.schema}.creatives WHERE principal_id = $1 AND creative_id = $2 FOR UPDATE`,
+    [ctx.principal!.principal_id, creativeId],
+  );
+  const row = rows[0];
+  if (!row) return refuse('NOT_FOUND', `no sandbox creative ${creativeId.slice(0, 100)}`, null);
+  const from = wireCreative(row.status);
+  // Review is behind a creative once it left processing; a rejected one is only archived.
+  if (
+    (status === 'processing' && from !== 'processing') ||
+    (from === 'rejected' && !['rejected', 'archived'].includes(status))
+  ) {
+    return refuse('INVALID_TRANSITION', `a ${from} creative cannot become ${status}`, from);
+  }
+  await ctx.db.query(
+    `UPDATE ${ctx.schema}.creatives SET status = $3, updated_at = now() WHERE principal_id = $1 AND creative_id = $2`,
+    [ctx.principal!.principal_id, creativeId, internalCreative(status)],
+  );
+  return { success: true, previous_state: from, current_state: status };
+}
+
+const CHANNELS = ['ctv', 'display', 'audio', 'dooh', 'video'];
+const ID = /^[A-Za-z0-9_.:-]{1,100}$/;
+
+/**
+ * The seeded product's row, when it is the caller's own (or new). Product ids are global:
+ * one held by the catalog or by another principal is never overwritten.
+ */
+async function ownProduct(ctx: TaskContext, productId: string) {
+  const { rows } = await ctx.db.query<{
+    custom_principal: string | null;
+    pricing_options: unknown[];
+  }>(
+    `SELECT custom_principal, pricing_options FROM ${ctx.schema}.products WHERE product_id = $1 FOR UPDATE`,
+    [productId],
+  );
+  const row = rows[0];
+  if (row && row.custom_principal !== ctx.principal!.principal_id) return 'taken' as const;
+  return row ?? null;
+}
+
+/** A product visible to the caller only (`custom_principal`), as the fixture describes it. */
+async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const productId = str(p.product_id);
+  const fixture = (p.fixture ?? {}) as Record<string, unknown>;
+  if (!productId || !ID.test(productId)) {
+    return refuse('INVALID_PARAMS', 'params.product_id (letters, digits, _ . : -) is required');
+  }
+  if (typeof fixture !== 'object' || Array.isArray(fixture)) {
+    return refuse('INVALID_PARAMS', 'params.fixture must be an object');
+  }
+  const own = await ownProduct(ctx, productId);
+  if (own === 'taken') {
+    return refuse('FORBIDDEN', `product ${productId} belongs to the catalog or another principal`);
+  }
+  const channels = Array.isArray(fixture.channels) ? (fixture.channels as unknown[]) : [];
+  const channel = CHANNELS.find((c) => channels.includes(c)) ?? 'display';
+  const deliveryType = fixture.delivery_type === 'non_guaranteed' ? 'non_guaranteed' : 'guaranteed';
+  const formatIds = (Array.isArray(fixture.format_ids) ? (fixture.format_ids as unknown[]) : [])
+    .map((f) => (typeof f === 'string' ? f : (f as { id?: unknown })?.id))
+    .filter((id): id is string => typeof id === 'string');
+  const name = typeof fixture.name === 'string' ? fixture.name.slice(0, 200) : productId;
+  await ctx.db.query(
+    `INSERT INTO ${ctx.schema}.products (product_id, name, description, channel, delivery_type,
+       is_standard, custom_principal, format_ids, pricing_options, targeting, keywords)
+     VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, '{}', $9)
+     ON CONFLICT (product_id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
+       channel = EXCLUDED.channel, delivery_type = EXCLUDED.delivery_type,
+       format_ids = EXCLUDED.format_ids, keywords = EXCLUDED.keywords`,
+    [
+      productId,
+      name,
+      typeof fixture.description === 'string' ? fixture.description.slice(0, 1000) : name,
+      channel,
+      deliveryType,
+      ctx.principal!.principal_id,
+      JSON.stringify(formatIds.length > 0 ? formatIds : ['display_300x250']),
+      JSON.stringify(own?.pricing_options ?? []),
+      productId
+        .split(/[^A-Za-z0-9]+/)
+        .filter(Boolean)
+        .concat(channel),
+    ],
+  );
+  return { success: true, message: `product ${productId} seeded (visible to you only)` };
+}
+
+/** A pricing option on one of the caller's seeded products (replaces one with its id). */
+async function seedPricingOption(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const productId = str(p.product_id);
+  const optionId = str(p.pricing_option_id);
+  const fixture = (p.fixture ?? {}) as Record<string, unknown>;
+  if (!productId || !optionId || !ID.test(optionId)) {
+    return refuse('INVALID_PARAMS', 'params.product_id and params.pricing_option_id are required');
+  }
+  const price = fixture.fixed_price ?? fixture.floor_price;
+  if (typeof price !== 'number' || !(price >= 0)) {
+    return refuse('INVALID_PARAMS', 'params.fixture.fixed_price (or floor_price) must be a number');
+  }
+  const own = await ownProduct(ctx, productId);
+  if (own === 'taken') {
+    return refuse('FORBIDDEN', `product ${productId} belongs to the catalog or another principal`);
+  }
+  if (!own) return refuse('NOT_FOUND', `no seeded product ${productId}; seed_product first`, null);
+  const option = {
+    pricing_option_id: optionId,
+    pricing_model: typeof fixture.pricing_model === 'string' ? fixture.pricing_model : 'cpm',
+    currency: typeof fixture.currency === 'string' ? fixture.currency : 'USD',
+    ...(fixture.floor_price !== undefined && fixture.fixed_price === undefined
+      ? { floor_price: price }
+      : { fixed_price: price }),
+  };
+  const options = (own.pricing_options as Array<{ pricing_option_id?: unknown }>).filter(
+    (o) => o.pricing_option_id !== optionId,
+  );
+  await ctx.db.query(
+    `UPDATE ${ctx.schema}.products SET pricing_options = $2 WHERE product_id = $1`,
+    [productId, JSON.stringify([...options, option])],
+  );
+  return { success: true, message: `pricing option ${optionId} seeded on ${productId}` };
+}
+
+/** A library creative of the caller's, as the fixture describes it (upsert). */
+async function seedCreative(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const creativeId = str(p.creative_id);
+  const fixture = (p.fixture ?? {}) as Record<string, unknown>;
+  if (!creativeId || creativeId.length > 255) {
+    return refuse('INVALID_PARAMS', 'params.creative_id (1-255 characters) is required');
+  }
+  if (typeof fixture !== 'object' || Array.isArray(fixture)) {
+    return refuse('INVALID_PARAMS', 'params.fixture must be an object');
+  }
+  const status = (fixture.status as string | undefined) ?? 'approved';
+  if (!(CREATIVE_STATUSES as readonly string[]).includes(status)) {
+    return refuse(
+      'INVALID_PARAMS',
+      `params.fixture.status must be one of ${CREATIVE_STATUSES.join(', ')}`,
+    );
+  }
+  const fid = (fixture.format_id ?? {}) as { agent_url?: unknown; id?: unknown };
+  const formatId = {
+    agent_url: typeof fid.agent_url === 'string' ? fid.agent_url : ctx.settings.urls.creative,
+    id: typeof fid.id === 'string' ? fid.id : 'display_300x250',
+  };
+  await ctx.db.query(
+    `INSERT INTO ${ctx.schema}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (principal_id, creative_id) DO UPDATE SET name = EXCLUDED.name,
+       format_id = EXCLUDED.format_id, assets = EXCLUDED.assets, status = EXCLUDED.status,
+       updated_at = now()`,
+    [
+      ctx.principal!.principal_id,
+      creativeId,
+      typeof fixture.name === 'string' ? fixture.name.slice(0, 500) : creativeId,
+      JSON.stringify(formatId),
+      'display',
+      JSON.stringify(fixture.assets ?? {}),
+      internalCreative(status),
+    ],
+  );
+  return { success: true, message: `creative ${creativeId} seeded` };
+}
+
+async function seedCreativeFormat(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const formatId = str(p.format_id);
+  const fixture = (p.fixture ?? {}) as Record<string, unknown>;
+  if (!formatId || !/^[A-Za-z0-9_.-]{1,100}$/.test(formatId)) {
+    return refuse('INVALID_PARAMS', 'params.format_id (letters, digits, _ . -) is required');
+  }
+  if (typeof fixture !== 'object' || Array.isArray(fixture)) {
+    return refuse('INVALID_PARAMS', 'params.fixture must be an object');
+  }
+  const type = fixture.type ?? 'display';
+  if (!(FORMAT_TYPES as readonly unknown[]).includes(type)) {
+    return refuse(
+      'INVALID_PARAMS',
+      `params.fixture.type must be one of ${FORMAT_TYPES.join(', ')}`,
+    );
+  }
+  const name = typeof fixture.name === 'string' ? fixture.name.slice(0, 200) : formatId;
+  await putFixture(
+    ctx.db,
+    ctx.schema,
+    {
+      agent: ctx.agent,
+      principalId: ctx.principal!.principal_id,
+      // Formats belong to the session: the harness seeds them under its own account
+      // reference and lists them under the storyboard's.
+      account: SESSION,
+      kind: 'creative_format',
+      id: formatId,
+    },
+    { name, type },
+  );
+  return { success: true, message: `format ${formatId} seeded for this sandbox account` };
+}
+
+async function control(req: ControllerRequest, ctx: TaskContext) {
+  const agent = ctx.agent;
+  const scenarios = CONTROLLER_SCENARIOS[agent];
+  if (!(await isSandboxPrincipal(ctx.db, ctx.schema, agent, ctx.principal!.principal_id))) {
+    return refuse('FORBIDDEN', 'the test controller answers sandbox accounts only');
+  }
+  if (req.scenario === 'list_scenarios') return { success: true, scenarios: [...scenarios] };
+  const required = REQUIRED_PARAMS[req.scenario];
+  const missing = (required ?? []).filter((k) => {
+    const v = (req.params ?? {})[k];
+    return v === undefined || v === null || v === '';
+  });
+  if (missing.length > 0) {
+    return refuse('INVALID_PARAMS', `${req.scenario} needs params.${missing.join(', params.')}`);
+  }
+  const entity = ENTITY_OF[req.scenario];
+  if (!scenarios.includes(req.scenario) && entity && entity.holder !== agent) {
+    const id = String((req.params ?? {})[entity.param]).slice(0, 100);
+    return refuse(
+      'NOT_FOUND',
+      `the ${agent} agent holds no ${entity.param.replace('_id', '')} ${id}`,
+      null,
+    );
+  }
+  if (!scenarios.includes(req.scenario)) {
+    return refuse(
+      'UNKNOWN_SCENARIO',
+      `scenario ${req.scenario.slice(0, 100)} is not supported; list_scenarios names the supported ones`,
+    );
+  }
+  // The seller's own record decides (the caller is a sandbox principal, checked above); an
+  // account the request names must still assert sandbox: true. Protocol 3.0.6 runners send
+  // no account on some calls, so its absence is not refused.
+  if (req.account !== undefined && req.account.sandbox !== true) {
+    return refuse('INVALID_PARAMS', 'the account must assert sandbox: true');
+  }
+  switch (req.scenario) {
+    case 'force_account_status':
+      return forceAccountStatus(req, ctx);
+    case 'force_creative_status':
+      return forceCreativeStatus(req, ctx);
+    case 'seed_creative':
+      return seedCreative(req, ctx);
+    case 'seed_product':
+      return seedProduct(req, ctx);
+    case 'seed_pricing_option':
+      return seedPricingOption(req, ctx);
+    default:
+      return seedCreativeFormat(req, ctx);
+  }
+}
+
+/** Registers the controller on every agent that has scenarios (only when switched on). */
+export function registerTestController(registry: TaskRegistry): void {
+  for (const [agent, scenarios] of Object.entries(CONTROLLER_SCENARIOS)) {
+    if (scenarios.length === 0) continue;
+    registry.add({
+      name: 'comply_test_controller',
+      agent: agent as AgentKind,
+      schema: ControllerSchema,
+      auth: { tier: 'authenticated' },
+      expectedDuration: '1s',
+      mode: 'sync',
+      mutating: true,
+      errorShape: 'single',
+      handle: async (params, ctx) => ({ status: 'completed', body: await control(params, ctx) }),
+    });
+  }
+}

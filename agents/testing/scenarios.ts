@@ -1,0 +1,19 @@
+/**
+ * The `comply_test_controller` scenarios each agent implements (the capability document's
+ * `compliance_testing.scenarios` and the controller's `list_scenarios` answer). An agent
+ * with none has no controller.
+ */
+import type { AgentKind } from '../auth/principal.js';
+
+export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
+  sales: [
+    'force_account_status',
+    'force_creative_status',
+    'seed_creative',
+    'seed_creative_format',
+    'seed_product',
+    'seed_pricing_option',
+  ],
+  creative: ['seed_creative_format'],
+  signals: [],
+};

@@ -1,0 +1,96 @@
+/**
+ * AdCP answers as A2A Tasks (SDK 1.x types; the 0.3 compat layer converts on the wire):
+ * terminal states carry the body in `artifacts[0].parts[0]`, interim states in
+ * `status.message.parts[0]` (Events rule 3); AdCP task statuses map to A2A states.
+ */
+import { randomUUID } from 'node:crypto';
+import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
+import type { TaskStatus } from '../runtime/types.js';
+
+export const STATE_OF: Record<TaskStatus, TaskState> = {
+  submitted: TaskState.TASK_STATE_SUBMITTED,
+  working: TaskState.TASK_STATE_WORKING,
+  'input-required': TaskState.TASK_STATE_INPUT_REQUIRED,
+  completed: TaskState.TASK_STATE_COMPLETED,
+  failed: TaskState.TASK_STATE_FAILED,
+  canceled: TaskState.TASK_STATE_CANCELED,
+  // Supplement §6.2: an AdCP `rejected` result rides inside a completed A2A task.
+  rejected: TaskState.TASK_STATE_COMPLETED,
+  'auth-required': TaskState.TASK_STATE_AUTH_REQUIRED,
+  unknown: TaskState.TASK_STATE_UNSPECIFIED,
+} as Record<TaskStatus, TaskState>;
+
+export const TERMINAL = new Set<TaskState>([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+]);
+
+function dataPart(value: Record<string, unknown>): Part {
+  return {
+    content: { $case: 'data', value },
+    metadata: undefined,
+    filename: '',
+    mediaType: 'application/json',
+  };
+}
+
+function textPart(value: string): Part {
+  return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' };
+}
+
+function agentMessage(taskId: string, contextId: string, parts: Part[]): Message {
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts,
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+/** An AdCP answer (or refusal) as an A2A Task. */
+export function taskOf(input: {
+  taskId: string;
+  contextId: string;
+  skill: string;
+  state: TaskState;
+  body: Record<string, unknown>;
+  text?: string;
+  timestamp?: string;
+}): Task {
+  const { taskId, contextId, state, body } = input;
+  const terminal = TERMINAL.has(state);
+  const parts = [dataPart(body)];
+  return {
+    id: taskId,
+    contextId,
+    status: {
+      state,
+      message: terminal
+        ? input.text
+          ? agentMessage(taskId, contextId, [textPart(input.text)])
+          : undefined
+        : agentMessage(taskId, contextId, input.text ? [...parts, textPart(input.text)] : parts),
+      timestamp: input.timestamp ?? new Date().toISOString(),
+    },
+    artifacts: terminal
+      ? [
+          {
+            artifactId: `${taskId}-result`,
+            name: input.skill,
+            description: '',
+            parts,
+            metadata: undefined,
+            extensions: [],
+          },
+        ]
+      : [],
+    history: [],
+    metadata: { skill: input.skill },
+  };
+}

@@ -1,0 +1,411 @@
+/**
+ * comply_test_controller: off by default; on, it answers sandbox principals only, never
+ * changes a production principal's account or creative, seeds creative formats per test
+ * session, and refuses malformed requests with the published controller errors.
+ */
+import t from 'tap';
+import { brandProfile } from '../../../shared/brand.js';
+import { buyer, harness as coreHarness } from '../support/core.js';
+
+const adcp = brandProfile('adcp');
+const harness = (
+  t: Parameters<typeof coreHarness>[0],
+  settings: { testController?: boolean } = {},
+) => coreHarness(t, { profile: adcp, settings });
+
+const sandbox = { brand: { domain: 'acme.example' }, operator: 'acme.example', sandbox: true };
+
+t.test('off by default: no tool, no capability', async (t) => {
+  const h = await harness(t);
+  t.equal(
+    (await h.err('sales', 'comply_test_controller', { scenario: 'list_scenarios' }, buyer(h))).code,
+    'UNKNOWN_TASK',
+  );
+  const caps = await h.ok('sales', 'get_adcp_capabilities', {});
+  t.notOk('compliance_testing' in caps);
+});
+
+t.test('sandbox principals only; production data never changes', async (t) => {
+  const h = await harness(t, { testController: true });
+  const caps = await h.ok('sales', 'get_adcp_capabilities', {});
+  t.same(
+    caps.compliance_testing,
+    { scenarios: ['force_account_status', 'force_creative_status'] },
+    'seeding scenarios are not declared',
+  );
+  t.match(caps.account, { sandbox: true });
+  const creativeCaps = await h.ok('creative', 'get_adcp_capabilities', {});
+  t.notOk('compliance_testing' in creativeCaps, 'seeding only: discovered with list_scenarios');
+  t.same(
+    await h.ok(
+      'creative',
+      'comply_test_controller',
+      { scenario: 'list_scenarios', account: sandbox },
+      buyer(h, 'creative'),
+    ),
+    { status: 'completed', success: true, scenarios: ['seed_creative_format'] },
+  );
+  t.equal(
+    (
+      await h.err(
+        'signals',
+        'comply_test_controller',
+        { scenario: 'list_scenarios' },
+        buyer(h, 'signals'),
+      )
+    ).code,
+    'UNKNOWN_TASK',
+    'an agent with no scenarios has no controller',
+  );
+
+  // A production principal with an account and a creative of its own.
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.accounts (agent, account_id, principal_id, name) VALUES ('sales', 'prod-acct', 'prod-buyer', 'Prod')`,
+  );
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
+     VALUES ('prod-buyer', 'prod-creative', 'Prod', '{}', 'display', '{}', 'active')`,
+  );
+  const prodToken = await h.core.issueToken('sales', 'prod-buyer', { media_buys: ['write'] });
+  const prod = { authorization: `Bearer ${prodToken}` };
+  const forbidden = await h.ok(
+    'sales',
+    'comply_test_controller',
+    {
+      scenario: 'force_account_status',
+      account: sandbox,
+      params: { account_id: 'prod-acct', status: 'suspended' },
+    },
+    prod,
+  );
+  t.match(forbidden, { success: false, error: 'FORBIDDEN' }, 'a production principal is refused');
+  t.match(
+    await h.ok(
+      'sales',
+      'comply_test_controller',
+      { scenario: 'list_scenarios', account: sandbox },
+      prod,
+    ),
+    { success: false, error: 'FORBIDDEN' },
+  );
+  // The sandbox demo buyer cannot reach them either.
+  const notMine = await h.ok(
+    'sales',
+    'comply_test_controller',
+    {
+      scenario: 'force_account_status',
+      account: sandbox,
+      params: { account_id: 'prod-acct', status: 'closed' },
+    },
+    buyer(h),
+  );
+  t.match(notMine, { success: false, error: 'NOT_FOUND', current_state: null });
+  t.match(
+    await h.ok(
+      'sales',
+      'comply_test_controller',
+      {
+        scenario: 'force_creative_status',
+        account: sandbox,
+        params: { creative_id: 'prod-creative', status: 'rejected' },
+      },
+      buyer(h),
+    ),
+    { success: false, error: 'NOT_FOUND' },
+  );
+  const { rows } = await h.pool.query<{ a: string; c: string }>(
+    `SELECT (SELECT status FROM ${h.schema}.accounts WHERE account_id = 'prod-acct') AS a,
+            (SELECT status FROM ${h.schema}.creatives WHERE creative_id = 'prod-creative') AS c`,
+  );
+  t.same(rows[0], { a: 'active', c: 'active' }, 'production account and creative unchanged');
+
+  // The sandbox buyer's own account and creative.
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.accounts (agent, account_id, principal_id, name) VALUES ('sales', 'test-acct', 'demo-buyer', 'Test')`,
+  );
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
+     VALUES ('demo-buyer', 'test-creative', 'Test', '{}', 'display', '{}', 'processing')`,
+  );
+  const force = (params: Record<string, unknown>, scenario = 'force_account_status') =>
+    h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, buyer(h));
+  t.match(await force({ account_id: 'test-acct', status: 'suspended' }), {
+    success: true,
+    previous_state: 'active',
+    current_state: 'suspended',
+  });
+  t.match(await force({ account_id: 'test-acct', status: 'closed' }), { current_state: 'closed' });
+  t.match(await force({ account_id: 'test-acct', status: 'active' }), {
+    success: false,
+    error: 'INVALID_TRANSITION',
+    current_state: 'closed',
+  });
+  t.match(
+    await force({ creative_id: 'test-creative', status: 'approved' }, 'force_creative_status'),
+    {
+      success: true,
+      previous_state: 'processing',
+      current_state: 'approved',
+    },
+  );
+  const { rows: cr } = await h.pool.query<{ status: string }>(
+    `SELECT status FROM ${h.schema}.creatives WHERE creative_id = 'test-creative'`,
+  );
+  t.equal(cr[0]!.status, 'active', 'stored as the internal status of approved');
+  t.match(
+    await force({ creative_id: 'test-creative', status: 'processing' }, 'force_creative_status'),
+    {
+      success: false,
+      error: 'INVALID_TRANSITION',
+      current_state: 'approved',
+    },
+  );
+
+  // seed_creative: a library creative of the sandbox buyer's, in the published status.
+  t.match(
+    await force(
+      {
+        creative_id: 'seeded-1',
+        fixture: { status: 'approved', format_id: { id: 'display_300x250' } },
+      },
+      'seed_creative',
+    ),
+    { success: true },
+  );
+  const { rows: seededRows } = await h.pool.query<{ principal_id: string; status: string }>(
+    `SELECT principal_id, status FROM ${h.schema}.creatives WHERE creative_id = 'seeded-1'`,
+  );
+  t.same(seededRows, [{ principal_id: 'demo-buyer', status: 'active' }]);
+  for (const [name, params] of [
+    ['no creative id', {}],
+    ['bad status', { creative_id: 'seeded-2', fixture: { status: 'live' } }],
+    ['fixture not an object', { creative_id: 'seeded-3', fixture: 'x' }],
+  ] as Array<[string, Record<string, unknown>]>) {
+    t.match(
+      await force(params, 'seed_creative'),
+      { success: false, error: 'INVALID_PARAMS' },
+      name,
+    );
+  }
+
+  // seed_product / seed_pricing_option: a product only the sandbox buyer sees.
+  t.match(
+    await force(
+      {
+        product_id: 'sb_sports_q2',
+        fixture: {
+          delivery_type: 'guaranteed',
+          channels: ['video'],
+          format_ids: [{ id: 'video_30s' }],
+        },
+      },
+      'seed_product',
+    ),
+    { success: true },
+  );
+  t.match(
+    await force(
+      {
+        product_id: 'sb_sports_q2',
+        pricing_option_id: 'cpm_g',
+        fixture: { pricing_model: 'cpm', currency: 'USD', fixed_price: 22 },
+      },
+      'seed_pricing_option',
+    ),
+    { success: true },
+  );
+  const { rows: seededProduct } = await h.pool.query<{
+    custom_principal: string;
+    pricing_options: unknown[];
+  }>(
+    `SELECT custom_principal, pricing_options FROM ${h.schema}.products WHERE product_id = 'sb_sports_q2'`,
+  );
+  t.same(seededProduct, [
+    {
+      custom_principal: 'demo-buyer',
+      pricing_options: [
+        { pricing_option_id: 'cpm_g', pricing_model: 'cpm', currency: 'USD', fixed_price: 22 },
+      ],
+    },
+  ]);
+  const { rows: before } = await h.pool.query(
+    `SELECT * FROM ${h.schema}.products WHERE product_id = 'ctv_premium_sports'`,
+  );
+  t.match(
+    await force({ product_id: 'ctv_premium_sports', fixture: { name: 'hijack' } }, 'seed_product'),
+    { success: false, error: 'FORBIDDEN' },
+  );
+  t.match(
+    await force(
+      { product_id: 'ctv_premium_sports', pricing_option_id: 'free', fixture: { fixed_price: 0 } },
+      'seed_pricing_option',
+    ),
+    { success: false, error: 'FORBIDDEN' },
+  );
+  const { rows: after } = await h.pool.query(
+    `SELECT * FROM ${h.schema}.products WHERE product_id = 'ctv_premium_sports'`,
+  );
+  t.same(after, before, 'a catalog product is never changed by a seed');
+  for (const [name, params, scenario, code] of [
+    ['product id with spaces', { product_id: 'a b' }, 'seed_product', 'INVALID_PARAMS'],
+    [
+      'option before product',
+      { product_id: 'sb_none', pricing_option_id: 'x', fixture: { fixed_price: 1 } },
+      'seed_pricing_option',
+      'NOT_FOUND',
+    ],
+    [
+      'no price',
+      { product_id: 'sb_sports_q2', pricing_option_id: 'x', fixture: {} },
+      'seed_pricing_option',
+      'INVALID_PARAMS',
+    ],
+  ] as Array<[string, Record<string, unknown>, string, string]>) {
+    t.match(await force(params, scenario), { success: false, error: code }, name);
+  }
+
+  // Malformed requests: the published controller errors.
+  const bad: Array<[string, Record<string, unknown>, string]> = [
+    [
+      'unknown scenario',
+      { scenario: 'nonexistent_scenario', account: sandbox },
+      'UNKNOWN_SCENARIO',
+    ],
+    [
+      'missing params',
+      { scenario: 'force_creative_status', account: sandbox, params: {} },
+      'INVALID_PARAMS',
+    ],
+    [
+      'bad status',
+      {
+        scenario: 'force_account_status',
+        account: sandbox,
+        params: { account_id: 'test-acct', status: 'gone' },
+      },
+      'INVALID_PARAMS',
+    ],
+    [
+      'no sandbox assertion',
+      {
+        scenario: 'force_account_status',
+        account: { account_id: 'test-acct' },
+        params: { account_id: 'test-acct', status: 'active' },
+      },
+      'INVALID_PARAMS',
+    ],
+  ];
+  for (const [name, params, code] of bad) {
+    t.match(
+      await h.ok('sales', 'comply_test_controller', params, buyer(h)),
+      { success: false, error: code },
+      name,
+    );
+  }
+  // No account at all (protocol 3.0.6 runners): the principal's own record decides.
+  t.match(
+    await h.ok(
+      'sales',
+      'comply_test_controller',
+      { scenario: 'force_creative_status', params: { creative_id: 'nope', status: 'approved' } },
+      buyer(h),
+    ),
+    { success: false, error: 'NOT_FOUND' },
+  );
+  t.equal(
+    (await h.err('sales', 'comply_test_controller', { account: sandbox }, buyer(h))).code,
+    'VALIDATION_ERROR',
+    'no scenario',
+  );
+  t.match(
+    await h.ok(
+      'creative',
+      'comply_test_controller',
+      {
+        scenario: 'force_creative_status',
+        account: sandbox,
+        params: { creative_id: 'x', status: 'approved' },
+      },
+      buyer(h, 'creative'),
+    ),
+    { success: false, error: 'NOT_FOUND' },
+    'the creative agent holds no creatives',
+  );
+});
+
+t.test('seeded creative formats: per test session, listed under an account', async (t) => {
+  const h = await harness(t, { testController: true });
+  const c = buyer(h, 'creative');
+  for (const id of ['pi_format_1', 'pi_format_2']) {
+    t.match(
+      await h.ok(
+        'creative',
+        'comply_test_controller',
+        {
+          scenario: 'seed_creative_format',
+          account: sandbox,
+          params: { format_id: id, fixture: { name: `Format ${id}`, type: 'display' } },
+        },
+        c,
+      ),
+      { success: true },
+    );
+  }
+  const account = { account_id: 'acct_pagination' };
+  const first = await h.ok(
+    'creative',
+    'list_creative_formats',
+    { account, pagination: { max_results: 1 } },
+    c,
+  );
+  t.match(first.pagination, { has_more: true, total_count: 2 });
+  const second = await h.ok(
+    'creative',
+    'list_creative_formats',
+    {
+      account,
+      pagination: { max_results: 1, cursor: (first.pagination as { cursor: string }).cursor },
+    },
+    c,
+  );
+  t.same(second.pagination, { has_more: false, total_count: 2 });
+  t.same(
+    [
+      ...(first.formats as Array<{ format_id: { id: string } }>),
+      ...(second.formats as Array<{ format_id: { id: string } }>),
+    ].map((f) => f.format_id.id),
+    ['pi_format_1', 'pi_format_2'],
+  );
+  const catalog = await h.ok('creative', 'list_creative_formats', {}, c);
+  t.ok((catalog.formats as unknown[]).length > 2, 'without an account: the real catalog');
+  const stranger = await h.core.issueToken('creative', 'prod-buyer', { creatives: ['read'] });
+  const theirs = await h.ok(
+    'creative',
+    'list_creative_formats',
+    { account },
+    { authorization: `Bearer ${stranger}` },
+  );
+  t.ok((theirs.formats as unknown[]).length > 2, 'another principal never sees the fixtures');
+  const badSeeds: Array<[string, Record<string, unknown>]> = [
+    ['no format id', {}],
+    ['bad format id', { format_id: 'has space' }],
+    ['bad type', { format_id: 'x1', fixture: { type: 'hologram' } }],
+    ['fixture not an object', { format_id: 'x2', fixture: [] }],
+  ];
+  for (const [name, params] of badSeeds) {
+    t.match(
+      await h.ok(
+        'creative',
+        'comply_test_controller',
+        { scenario: 'seed_creative_format', account: sandbox, params },
+        c,
+      ),
+      { success: false, error: 'INVALID_PARAMS' },
+      name,
+    );
+  }
+  t.equal(
+    (await h.err('creative', 'list_creative_formats', { pagination: { cursor: 'zz' } }, c)).field,
+    'pagination.cursor',
+  );
+});
