@@ -1,0 +1,56 @@
+/**
+ * The console's additions to the sender schema: one index per list filter, each ending in
+ * the list's order (created_at DESC, id DESC) so a filtered page is an index range read
+ * that stops after `limit` rows, the attempts window the Destinations view aggregates
+ * (index-only), who asked for an attempt (`requested_by`), and the audit of actions.
+ * Ids start at 050 so the sender's own numbering can grow below them.
+ */
+import type { Migration } from '../../shared/infra/pg.js';
+
+/** The origin of an outbox row's target, as every console statement and index spells it. */
+export function originSql(column: string): string {
+  return `lower(split_part(${column}, '/', 1) || '//' || split_part(split_part(split_part(${column}, '/', 3), '?', 1), '#', 1))`;
+}
+
+export const consoleMigrations: Migration[] = [
+  {
+    id: '050_console_outbox_filters',
+    sql: (s) => `
+      CREATE INDEX outbox_console_created ON ${s}.outbox (created_at DESC, id DESC);
+      CREATE INDEX outbox_console_state ON ${s}.outbox (state, created_at DESC, id DESC);
+      CREATE INDEX outbox_console_origin ON ${s}.outbox
+        ((${originSql('target_url')}), created_at DESC, id DESC);
+      CREATE INDEX outbox_console_buy ON ${s}.outbox (media_buy_id, created_at DESC, id DESC)
+        WHERE media_buy_id IS NOT NULL;
+      CREATE INDEX outbox_console_principal ON ${s}.outbox (principal_id, created_at DESC, id DESC)
+        WHERE principal_id IS NOT NULL;
+      CREATE INDEX outbox_console_task ON ${s}.outbox (task_id, created_at DESC, id DESC)
+        WHERE task_id IS NOT NULL;
+      CREATE INDEX outbox_console_type ON ${s}.outbox (notification_type, created_at DESC, id DESC);
+    `,
+  },
+  {
+    // Destinations: attempts of the last day read from the index alone (no heap visit).
+    id: '051_console_activity',
+    sql: (s) => `
+      ALTER TABLE ${s}.webhook_activity ADD COLUMN requested_by text;
+      CREATE INDEX webhook_activity_console_window ON ${s}.webhook_activity (fired_at)
+        INCLUDE (url, status, response_time_ms);
+    `,
+  },
+  {
+    id: '052_console_audit',
+    sql: (s) => `
+      CREATE TABLE ${s}.console_audit (
+        id bigserial PRIMARY KEY,
+        at timestamptz NOT NULL DEFAULT now(),
+        operator text NOT NULL,
+        via text NOT NULL,
+        action text NOT NULL,
+        target text NOT NULL,
+        detail jsonb NOT NULL DEFAULT '{}'
+      );
+      CREATE INDEX console_audit_at ON ${s}.console_audit (at DESC);
+    `,
+  },
+];
