@@ -14,6 +14,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   agents: async () => (await import('./agents.js')).run,
   conformance: async () => (await import('./conformance.js')).run,
   'agents-core': async () => (await import('./agents-core.js')).run,
+  console: async () => (await import('./console.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

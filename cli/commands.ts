@@ -4,11 +4,13 @@ import { registerAgentCommands } from '../agents/server/commands.js';
 import { registerSenderConformanceCommand } from '../receiver/conformance/command.js';
 import { registerReceiverCommand } from '../receiver/sidecar/command.js';
 import { registerSenderCommands } from '../sender/cli/commands.js';
+import { registerConsoleCommands } from '../sender/console/cli.js';
 import { registerReceiverConformanceCommand } from '../sender/conformance/command.js';
 
 export function registerCommands(program: Command): void {
   registerReceiverCommand(program);
   registerSenderCommands(program);
+  registerConsoleCommands(program);
   const conformance = program
     .command('conformance')
     .description("Grade someone else's webhook receiver or sender, check by check");

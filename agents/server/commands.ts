@@ -52,6 +52,10 @@ async function runStart(config: Config): Promise<void> {
     '',
     `keys     ${service.urls.sales}/.well-known/jwks.json, ${service.urls.sales}/.well-known/brand.json`,
   );
+  if (service.console)
+    out.push(
+      `console  ${service.console.url}  (token: console.token in ${service.console.credentialsFile})`,
+    );
   if (service.oauth)
     out.push(`oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin)`);
   out.push('', 'demo credentials:', formatDemoCredentials(service.credentials), '');
