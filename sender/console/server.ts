@@ -146,6 +146,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       ctx.body = file.body;
       return;
     }
+    if (ctx.path === '/favicon.ico') return void (ctx.status = 204);
     if (ctx.path === '/login') {
       if (ctx.method === 'GET') {
         ctx.type = 'text/html; charset=utf-8';
