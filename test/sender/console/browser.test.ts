@@ -129,7 +129,7 @@ t.test(
     await page.click('form.action button[type=submit]');
     await page.waitForURL(/redelivered=4/);
     t.match(await page.textContent('.flash.ok'), /attempt 4/);
-    await page.waitForFunction(() => document.body.classList.contains('live'));
+    await page.waitForSelector('body.live');
     await page.waitForSelector('#live[data-updated] tr.attempt.success', { timeout: 15_000 });
     t.match(await page.textContent('.verdict'), /Delivered/);
     t.match(
