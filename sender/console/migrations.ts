@@ -54,3 +54,22 @@ export const consoleMigrations: Migration[] = [
     `,
   },
 ];
+
+/**
+ * Destinations' hourly rollup: attempts per origin and finished hour with a latency
+ * histogram, computed once per hour by the console (rollup.ts) so the day view reads 24
+ * small rows per origin instead of a day of attempts. `origin = ''` marks an hour done.
+ */
+consoleMigrations.push({
+  id: '053_console_hourly',
+  sql: (s) => `
+    CREATE TABLE ${s}.console_hourly (
+      hour timestamptz NOT NULL,
+      origin text NOT NULL,
+      attempts integer NOT NULL,
+      succeeded integer NOT NULL,
+      latency integer[] NOT NULL,
+      PRIMARY KEY (hour, origin)
+    );
+  `,
+});

@@ -9,6 +9,7 @@ import { recordedUrl } from '../activity/activity-log.js';
 import type { OutboxState } from '../outbox/outbox.js';
 import { encodeCursor, type Cursor, type DeliveryFilter } from './filters.js';
 import { originSql } from './migrations.js';
+import { BUCKETS, histogramPercentile, HourlyRollup } from './rollup.js';
 
 export interface DeliverySummary {
   id: string;
@@ -79,7 +80,10 @@ export interface Destination {
   /** When the last 429 answer lets the next attempt go (a pending row's next attempt), if in the future. */
   pausedUntil: string | null;
   lastError: { at: string; status: number | null; message: string | null } | null;
-  /** Hourly buckets over the last day, oldest first: attempts and successes. */
+  /**
+   * Hourly buckets over the last day, oldest first: attempts and successes. The day's
+   * p50/p99 come from a histogram with 25 %-wide buckets (within ~12 %); the hour's are exact.
+   */
   series: Array<{ hour: string; attempts: number; succeeded: number }>;
 }
 
@@ -169,26 +173,18 @@ export function listStatement(
   return { text, values };
 }
 
-/** The Destinations aggregates over the attempts of the last day (index-only reads). */
-export function destinationsStatements(schema: string): { stats: string; series: string } {
-  const window = `FROM ${schema}.webhook_activity
-    WHERE fired_at >= now() - interval '1 day' AND status <> 'pending'`;
-  const origin = originSql('url');
-  const stats = `SELECT ${origin} AS origin,
-      count(*) FILTER (WHERE fired_at >= now() - interval '1 hour')::int AS h_n,
-      count(*) FILTER (WHERE fired_at >= now() - interval '1 hour' AND status = 'success')::int AS h_ok,
-      percentile_disc(0.5) WITHIN GROUP (ORDER BY response_time_ms)
-        FILTER (WHERE fired_at >= now() - interval '1 hour') AS h_p50,
-      percentile_disc(0.99) WITHIN GROUP (ORDER BY response_time_ms)
-        FILTER (WHERE fired_at >= now() - interval '1 hour') AS h_p99,
-      count(*)::int AS d_n, count(*) FILTER (WHERE status = 'success')::int AS d_ok,
-      percentile_disc(0.5) WITHIN GROUP (ORDER BY response_time_ms) AS d_p50,
-      percentile_disc(0.99) WITHIN GROUP (ORDER BY response_time_ms) AS d_p99
-    ${window} GROUP BY 1`;
-  const series = `SELECT ${origin} AS origin, date_trunc('hour', fired_at) AS hour,
-      count(*)::int AS n, count(*) FILTER (WHERE status = 'success')::int AS ok
-    ${window} GROUP BY 1, 2 ORDER BY 1, 2`;
-  return { stats, series };
+/**
+ * The last hour's exact figures per origin (index-only range read of about an hour of
+ * attempts); the day's come from the hourly rollup (rollup.ts).
+ */
+export function lastHourStatement(schema: string): string {
+  return `SELECT ${originSql('url')} AS origin, count(*)::int AS n,
+      count(*) FILTER (WHERE status = 'success')::int AS ok,
+      percentile_disc(0.5) WITHIN GROUP (ORDER BY response_time_ms) AS p50,
+      percentile_disc(0.99) WITHIN GROUP (ORDER BY response_time_ms) AS p99
+    FROM ${schema}.webhook_activity
+    WHERE fired_at >= now() - interval '1 hour' AND status <> 'pending'
+    GROUP BY 1`;
 }
 
 function stats(n: number, ok: number, p50: number | null, p99: number | null): WindowStats {
@@ -197,11 +193,13 @@ function stats(n: number, ok: number, p50: number | null, p99: number | null): W
 
 export class ConsoleStore {
   readonly schema: string;
+  private readonly rollup: HourlyRollup;
   constructor(
     readonly pool: Pool,
     schema: string,
   ) {
     this.schema = assertSchemaName(schema);
+    this.rollup = new HourlyRollup(pool, this.schema);
   }
 
   async list(filter: DeliveryFilter, cursor: Cursor | null, limit = 50): Promise<DeliveryPage> {
@@ -271,11 +269,10 @@ export class ConsoleStore {
   }
 
   async destinations(): Promise<Destination[]> {
-    const s = destinationsStatements(this.schema);
     const origin = originSql('target_url');
-    const [st, se, backlog, errors] = await Promise.all([
-      this.pool.query(s.stats),
-      this.pool.query(s.series),
+    const [hour, day, backlog, errors] = await Promise.all([
+      this.pool.query(lastHourStatement(this.schema)),
+      this.rollup.day(),
       this.pool.query(
         `SELECT ${origin} AS origin, count(*)::int AS n,
                 max(next_attempt_at) FILTER (WHERE last_status = 429 AND next_attempt_at > now())
@@ -308,17 +305,30 @@ export class ConsoleStore {
       }
       return d;
     };
-    for (const r of st.rows) {
-      const d = get(r.origin);
-      d.hour = stats(r.h_n, r.h_ok, r.h_p50, r.h_p99);
-      d.day = stats(r.d_n, r.d_ok, r.d_p50, r.d_p99);
-    }
-    for (const r of se.rows) {
-      get(r.origin).series.push({
-        hour: (r.hour as Date).toISOString(),
-        attempts: r.n,
-        succeeded: r.ok,
+    for (const r of hour.rows) get(r.origin).hour = stats(r.n, r.ok, r.p50, r.p99);
+    const histograms = new Map<string, number[]>();
+    const hours = new Map<string, Map<number, { attempts: number; succeeded: number }>>();
+    for (const a of day) {
+      const h = histograms.get(a.origin) ?? new Array<number>(BUCKETS).fill(0);
+      a.latency.forEach((n, i) => (h[i] = h[i]! + n));
+      histograms.set(a.origin, h);
+      const series = hours.get(a.origin) ?? new Map();
+      const t = a.hour.getTime();
+      const cur = series.get(t) ?? { attempts: 0, succeeded: 0 };
+      series.set(t, {
+        attempts: cur.attempts + a.attempts,
+        succeeded: cur.succeeded + a.succeeded,
       });
+      hours.set(a.origin, series);
+    }
+    for (const [o, series] of hours) {
+      const d = get(o);
+      const list = [...series.entries()].sort((a, b) => a[0] - b[0]);
+      const n = list.reduce((x, [, v]) => x + v.attempts, 0);
+      const ok = list.reduce((x, [, v]) => x + v.succeeded, 0);
+      const h = histograms.get(o)!;
+      d.day = stats(n, ok, histogramPercentile(h, 0.5), histogramPercentile(h, 0.99));
+      d.series = list.map(([t, v]) => ({ hour: new Date(t).toISOString(), ...v }));
     }
     for (const r of backlog.rows) {
       const d = get(r.origin);

@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { seedConsoleData } from '../../../bench/console-seed.js';
-import { destinationsStatements, listStatement } from '../../../sender/console/store.js';
+import { lastHourStatement, listStatement } from '../../../sender/console/store.js';
+import { aggregateSql } from '../../../sender/console/rollup.js';
 import type { DeliveryFilter } from '../../../sender/console/filters.js';
 import { migrateSender } from '../../../sender/schema.js';
 import { testDatabase } from '../../helpers/db.js';
@@ -64,9 +65,15 @@ t.test('console views are index-backed', async (t) => {
     }
   }
   await client.query('RESET plan_cache_mode');
-  const d = destinationsStatements(schema);
-  for (const [name, sql] of Object.entries(d)) {
-    const { rows } = await client.query(`EXPLAIN ${sql}`);
+  const window = [
+    ['last hour', `EXPLAIN ${lastHourStatement(schema)}`],
+    [
+      'hourly rollup',
+      `EXPLAIN ${aggregateSql(schema).replace('$1', "now() - interval '1 hour'").replace('$2', 'now()')}`,
+    ],
+  ];
+  for (const [name, sql] of window) {
+    const { rows } = await client.query(sql!);
     const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
     t.notMatch(plan, /Seq Scan/, `destinations ${name}: no scan`);
     // Index-only on a large log (the bench's); a small one may take a bitmap of it.
