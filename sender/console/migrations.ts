@@ -73,3 +73,17 @@ consoleMigrations.push({
     );
   `,
 });
+
+/**
+ * Stopped and expired deliveries per origin (under 1 % of rows): what "recover" picks, and
+ * the list filtered by origin and one of those states, without walking the origin's
+ * delivered rows.
+ */
+consoleMigrations.push({
+  id: '054_console_failed_origin',
+  sql: (s) => `
+    CREATE INDEX outbox_console_failed_origin ON ${s}.outbox
+      ((${originSql('target_url')}), created_at DESC, id DESC)
+      WHERE state IN ('stopped', 'expired');
+  `,
+});

@@ -7,7 +7,7 @@
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
 import { recordedUrl } from '../activity/activity-log.js';
 import type { OutboxState } from '../outbox/outbox.js';
-import { encodeCursor, type Cursor, type DeliveryFilter } from './filters.js';
+import { DELIVERY_STATES, encodeCursor, type Cursor, type DeliveryFilter } from './filters.js';
 import { originSql } from './migrations.js';
 import { BUCKETS, histogramPercentile, HourlyRollup } from './rollup.js';
 
@@ -149,7 +149,12 @@ export function listStatement(
     values.push(v);
     where.push(sql(`$${values.length}`));
   };
-  if (f.status) add((p) => `o.state = ${p}`, f.status);
+  // A literal (the value is one of four checked words): partial indexes on the state then
+  // match in generic plans too.
+  if (f.status) {
+    if (!DELIVERY_STATES.includes(f.status)) throw new Error(`unknown state ${f.status}`);
+    where.push(`o.state = '${f.status}'`);
+  }
   if (f.origin) add((p) => `${originSql('o.target_url')} = ${p}`, f.origin);
   if (f.mediaBuyId) add((p) => `o.media_buy_id = ${p}`, f.mediaBuyId);
   if (f.principalId) add((p) => `o.principal_id = ${p}`, f.principalId);

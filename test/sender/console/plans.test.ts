@@ -20,6 +20,12 @@ const VIEWS: Array<[string, DeliveryFilter, RegExp, boolean]> = [
   ['everything', {}, /outbox_console_created/, true],
   ['status', { status: 'stopped' }, /outbox_console_state/, true],
   ['origin', { origin: 'https://buyer-3.example' }, /outbox_console_origin/, true],
+  [
+    'origin and stopped',
+    { origin: 'https://buyer-3.example', status: 'stopped' },
+    /outbox_console_failed_origin/,
+    false,
+  ],
   ['media buy', { mediaBuyId: 'mb_17' }, /outbox_console_buy/, false],
   ['principal', { principalId: 'p_4' }, /outbox_console_principal/, false],
   ['task', { taskId: 'task_99' }, /outbox_console_task/, false],
