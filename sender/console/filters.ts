@@ -2,6 +2,7 @@
  * The Deliveries filter and its cursor, parsed from a query string (pages, JSON API and
  * CLI share it). Bad input is a `ConsoleInputError` naming the parameter and what it takes.
  */
+import { ConsoleInputError } from '../../shared/console/errors.js';
 import type { OutboxState } from '../outbox/outbox.js';
 
 export const DELIVERY_STATES: readonly OutboxState[] = [
@@ -32,16 +33,7 @@ export interface Cursor {
   id: string;
 }
 
-export class ConsoleInputError extends Error {
-  readonly code = 'INVALID_REQUEST';
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`${field}: ${message}`);
-    this.name = 'ConsoleInputError';
-  }
-}
+export { ConsoleInputError };
 
 /** Query-string names of the filter fields, as the pages and the API spell them. */
 export const FILTER_PARAMS = {

@@ -7,7 +7,7 @@ import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { ConsoleActions } from './actions.js';
-import { ConsoleAuth } from './auth.js';
+import { ConsoleAuth } from '../../shared/console/auth.js';
 import { credentialsPath, ensureConsoleToken } from './credentials.js';
 import { listenConsole, type ConsoleServer } from './server.js';
 import { ConsoleStore } from './store.js';

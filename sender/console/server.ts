@@ -9,11 +9,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
+import { CONSOLE_CSS, ownOrigin, setSecurityHeaders } from '../../shared/console/http.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { ConsoleActionError, type ConsoleActions, type Operator } from './actions.js';
-import type { ConsoleAuth } from './auth.js';
-import { SESSION_COOKIE, type Session } from './auth.js';
-import { readBody } from './body.js';
+import type { ConsoleAuth } from '../../shared/console/auth.js';
+import { SESSION_COOKIE, type Session } from '../../shared/console/auth.js';
+import { readBody } from '../../shared/console/body.js';
 import {
   ConsoleInputError,
   decodeCursor,
@@ -27,30 +28,16 @@ import { auditBody } from './pages/audit.js';
 import { deliveriesBody, deliveryRow } from './pages/deliveries.js';
 import { deliveryBody, deliveryLive } from './pages/delivery.js';
 import { destinationsBody } from './pages/destinations.js';
-import type { Html } from './pages/html.js';
+import type { Html } from '../../shared/console/html.js';
 import { errorPage, layout, loginPage, type PageContext } from './pages/layout.js';
 import type { ConsoleStore } from './store.js';
-
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-].join('; ');
 
 const STATIC: Record<string, { type: string; body: Buffer }> = {
   'console.js': {
     type: 'text/javascript; charset=utf-8',
     body: readFileSync(new URL('./static/console.js', import.meta.url)),
   },
-  'console.css': {
-    type: 'text/css; charset=utf-8',
-    body: readFileSync(new URL('./static/console.css', import.meta.url)),
-  },
+  'console.css': CONSOLE_CSS,
 };
 
 export interface ConsoleAppOptions {
@@ -102,11 +89,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
 
   // Headers on every answer, errors in the caller's language (JSON for the API).
   app.use(async (ctx, next) => {
-    ctx.set('content-security-policy', CONTENT_SECURITY_POLICY);
-    ctx.set('x-content-type-options', 'nosniff');
-    ctx.set('referrer-policy', 'same-origin');
-    ctx.set('x-frame-options', 'DENY');
-    ctx.set('cache-control', 'no-store');
+    setSecurityHeaders(ctx);
     try {
       await next();
     } catch (err) {
@@ -224,8 +207,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     ctx.state.operator = { name: session.operator, via: ctx.state.api ? 'api' : 'console' };
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       const origin = ctx.get('origin');
-      // Our own origin from the Host header (Koa 3's ctx.origin echoes the Origin header).
-      if (origin && origin !== `${ctx.protocol}://${ctx.host}`) {
+      if (origin && origin !== ownOrigin(ctx)) {
         throw new ConsoleActionError(403, 'CSRF_REJECTED', 'the request came from another origin');
       }
       ctx.state.form = await readBody(ctx);

@@ -1,6 +1,6 @@
 /** Audit: every operator action, newest first. */
 import type { AuditEntry } from '../store.js';
-import { html, type Html } from './html.js';
+import { html, type Html } from '../../../shared/console/html.js';
 
 export function auditBody(list: AuditEntry[]): Html {
   return html`<h1>Audit</h1>

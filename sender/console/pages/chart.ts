@@ -2,7 +2,7 @@
  * A server-rendered SVG bar chart of attempts per hour (successes stacked under failures).
  * Presentation attributes only, no style attribute: the page's CSP forbids inline styles.
  */
-import { html, type Html } from './html.js';
+import { html, type Html } from '../../../shared/console/html.js';
 
 export function attemptsChart(
   series: Array<{ hour: string; attempts: number; succeeded: number }>,

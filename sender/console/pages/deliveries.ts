@@ -1,7 +1,7 @@
 /** Deliveries: the filter form, one page of rows (newest first) and the link to older ones. */
 import { DELIVERY_STATES, filterParams, type DeliveryFilter } from '../filters.js';
 import type { DeliveryPage, DeliverySummary } from '../store.js';
-import { html, query, type Html } from './html.js';
+import { html, query, type Html } from '../../../shared/console/html.js';
 
 function when(iso: string | null): string {
   return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';

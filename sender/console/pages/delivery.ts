@@ -1,6 +1,6 @@
 /** One delivery: what it is, why it stands where it stands, its body and its attempts. */
 import type { Attempt, DeliveryDetail } from '../store.js';
-import { html, type Html } from './html.js';
+import { html, type Html } from '../../../shared/console/html.js';
 
 function when(iso: string | null): string {
   return iso ? iso.replace('T', ' ').replace(/Z$/, 'Z') : '';

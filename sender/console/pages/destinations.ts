@@ -1,7 +1,7 @@
 /** Destinations: per origin health over the last hour and day, backlog, and "recover". */
 import type { Destination, WindowStats } from '../store.js';
 import { attemptsChart } from './chart.js';
-import { html, query, type Html } from './html.js';
+import { html, query, type Html } from '../../../shared/console/html.js';
 
 function pct(s: WindowStats): string {
   return s.successRate === null ? '-' : `${(s.successRate * 100).toFixed(1)} %`;

@@ -1,5 +1,5 @@
 /** The frame every page shares: head (stylesheet, script), navigation, flash message. */
-import { html, type Html, type Renderable } from './html.js';
+import { html, type Html, type Renderable } from '../../../shared/console/html.js';
 
 export interface PageContext {
   title: string;

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { ConsoleActions } from '../../../sender/console/actions.js';
-import { ConsoleAuth } from '../../../sender/console/auth.js';
+import { ConsoleAuth } from '../../../shared/console/auth.js';
 import { listenConsole } from '../../../sender/console/server.js';
 import { ConsoleStore } from '../../../sender/console/store.js';
 import { newIdempotencyKey } from '../../../sender/outbox/keys.js';

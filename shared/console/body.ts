@@ -1,6 +1,6 @@
 /** Reads a small request body (form or JSON) with a size cap; anything else is refused. */
 import type Koa from 'koa';
-import { ConsoleInputError } from './filters.js';
+import { ConsoleInputError } from './errors.js';
 
 const MAX_BYTES = 16 * 1024;
 
