@@ -55,6 +55,7 @@ import {
   type ReceiverResponse,
 } from './responses.js';
 import { RECEIVER_MIGRATIONS } from './schema.js';
+import { observation, type DeliveryObservation, type Seen } from './observation.js';
 
 export type { ReceiverResponse };
 
@@ -103,6 +104,8 @@ export interface WebhookReceiverOptions {
    * an event (see schema.ts); the queue publisher's insert always waits for the flush.
    */
   synchronousCommit?: boolean;
+  /** Told of every answered delivery (the sidecar console's event log); must not throw. */
+  observe?: (o: DeliveryObservation) => void;
 }
 
 const RFC9421: RouteDecision = { mode: 'rfc9421' };
@@ -230,13 +233,15 @@ export class WebhookReceiver {
   /** Runs one delivery through every stage; never throws, never answers 500. */
   async handle(req: ReceiverRequest): Promise<ReceiverResponse> {
     let res: ReceiverResponse;
+    const seen: Seen = {};
     try {
-      res = await this.run(req);
+      res = await this.run(req, seen);
     } catch (err) {
       this.log.error({ event: 'webhook_internal_error', err }, 'receiver internal failure');
       res = retryLater('receiver_unavailable', 'temporarily unavailable', this.retryAfter);
     }
     this.metrics.responses.inc({ status: String(res.status) });
+    if (this.o.observe) this.o.observe(observation(res, seen, req.headers, this.clock()));
     return res;
   }
 
@@ -246,7 +251,7 @@ export class WebhookReceiver {
     return res;
   }
 
-  private async run(req: ReceiverRequest): Promise<ReceiverResponse> {
+  private async run(req: ReceiverRequest, seen: Seen): Promise<ReceiverResponse> {
     // 1. Gates, before any crypto.
     if (req.method.toUpperCase() !== 'POST') {
       return this.reject(
@@ -314,6 +319,8 @@ export class WebhookReceiver {
       throw err;
     }
     this.metrics.verified.inc();
+    seen.sender = auth.sender;
+    seen.keyid = auth.keyid;
     if (auth.keyid !== null) this.o.admission?.observe(auth.keyid, auth.sender);
     // Every exit from here on first settles step 13 (the nonce insert), except the claim
     // path, which runs it concurrently with the claim.
@@ -360,6 +367,7 @@ export class WebhookReceiver {
         { sender: auth.sender, fields: err.fields },
       );
     }
+    seen.event = event;
     if (event.format === 'a2a' && event.a2aKind === 'message') {
       // A bare A2A {message}: acknowledged, no task state change, nothing to publish.
       return burn(ok('message'), '');

@@ -13,6 +13,7 @@ import { QUEUE_NAME } from '../publish/queue.js';
 import { loadTrustFile } from '../trust/trust-file.js';
 import { verifierDependencies } from './dependencies.js';
 import { Sidecar, type SidecarTarget } from './server.js';
+import type { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
 
 interface Flags {
   listen?: string;
@@ -23,6 +24,8 @@ interface Flags {
   queue?: string;
   scheme?: string;
   workers?: string;
+  consoleListen?: string;
+  consoleToken?: string;
 }
 
 export class UsageError extends Error {}
@@ -60,6 +63,14 @@ export function registerReceiverCommand(program: Command): void {
       ).choices(['http', 'https']),
     )
     .option('--workers <n>', 'worker processes sharing the port (env SVC_RECEIVER_WORKERS)')
+    .option(
+      '--console-listen <host:port>',
+      'serve the operator console here (token: receiver_console in <data dir>/demo-credentials.json)',
+    )
+    .option(
+      '--console-token <token>',
+      'operator console token (16+ characters) instead of the file',
+    )
     .addHelpText(
       'after',
       '\nExactly one of --forward or --queue. DATABASE_URL holds the idempotency store, replay\n' +
@@ -113,6 +124,10 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   if (!Number.isInteger(workers) || workers < 1 || workers > 64) {
     throw new UsageError('--workers: an integer 1-64');
   }
+  const consoleAt = flags.consoleListen ? parseListen(flags.consoleListen) : null;
+  if (flags.consoleToken !== undefined && flags.consoleToken.length < 16) {
+    throw new UsageError('--console-token: at least 16 characters');
+  }
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
   const trust = await loadTrustFile(trustPath);
   if (workers > 1 && cluster.isPrimary) {
@@ -149,7 +164,11 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
       evaluateEveryMs: config.SVC_RECEIVER_ADMISSION_EVALUATE_SECONDS * 1000,
     },
   });
+  // The operator console's event log exists before the sidecar: its record is the hook.
+  const { createEventLog, startReceiverConsole } = await import('../console/index.js');
+  const eventLog = consoleAt ? await createEventLog({ pool, schema, logger }) : null;
   const sidecar = await Sidecar.start({
+    ...(eventLog ? { observe: eventLog.record } : {}),
     host: listen.host,
     port: listen.port,
     trust,
@@ -169,6 +188,28 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   });
   deps.admission.attachMetrics(sidecar.metrics.registry);
   process.stdout.write(`receiver listening on ${sidecar.url}\n`);
+  const operatorConsole =
+    consoleAt && eventLog
+      ? await startReceiverConsole({
+          pool,
+          schema,
+          eventLog,
+          metrics: sidecar.metrics,
+          queue: sidecar.queue,
+          target: 'forward' in target ? `forwarded to ${target.forward}` : `queue ${target.queue}`,
+          keys: 'status' in deps.keys ? (deps.keys as TrustedKeyResolver) : null,
+          dataDir: config.SVC_DATA_DIR,
+          ...(flags.consoleToken ? { token: flags.consoleToken } : {}),
+          host: consoleAt.host,
+          port: consoleAt.port,
+          logger,
+        })
+      : null;
+  if (operatorConsole) {
+    process.stdout.write(
+      `receiver console on ${operatorConsole.url}${operatorConsole.credentialsFile ? ` (token: receiver_console in ${operatorConsole.credentialsFile})` : ''}\n`,
+    );
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -176,6 +217,8 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     logger.info({ event: 'shutdown', signal }, 'finishing in-flight requests');
     sidecar
       .close()
+      .then(() => operatorConsole?.close())
+      .then(() => eventLog?.close())
       .then(() => deps.close())
       .then(() => pool.end())
       .then(

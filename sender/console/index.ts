@@ -8,14 +8,14 @@ import type { Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { ConsoleActions } from './actions.js';
 import { ConsoleAuth } from '../../shared/console/auth.js';
-import { credentialsPath, ensureConsoleToken } from './credentials.js';
+import { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
 import { listenConsole, type ConsoleServer } from './server.js';
 import { ConsoleStore } from './store.js';
 
 export { ConsoleActions, ConsoleActionError, type Operator } from './actions.js';
 export { ConsoleStore } from './store.js';
 export { consoleMigrations } from './migrations.js';
-export { credentialsPath, ensureConsoleToken, writeCredentialsSection } from './credentials.js';
+export { credentialsPath, ensureConsoleToken, writeCredentialsSection } from '../../shared/console/credentials.js';
 export type { ConsoleServer } from './server.js';
 
 export interface StartConsoleOptions {

@@ -1,5 +1,5 @@
 /**
- * The console's section of the demo-credentials file (`<data dir>/demo-credentials.json`,
+ * The consoles' sections of the demo-credentials file (`<data dir>/demo-credentials.json`,
  * mode 0600, one member per component): read-modify-write that keeps every other member,
  * written to a temporary file and renamed so a reader never sees half a file.
  */
@@ -50,10 +50,17 @@ export async function writeCredentialsSection(
   await rename(tmp, path);
 }
 
-/** The console token from the file, or a new one written there (first start). */
-export async function ensureConsoleToken(path: string, url?: string): Promise<ConsoleCredentials> {
+/**
+ * The token of a console's section (`console`: the seller's; `receiver_console`: the
+ * sidecar's) from the file, or a new one written there (first start).
+ */
+export async function ensureConsoleToken(
+  path: string,
+  url?: string,
+  section = 'console',
+): Promise<ConsoleCredentials> {
   const all = await readAll(path);
-  const c = all.console as Partial<ConsoleCredentials> | undefined;
+  const c = all[section] as Partial<ConsoleCredentials> | undefined;
   const token = typeof c?.token === 'string' && c.token.length >= 16 ? c.token : null;
   const creds: ConsoleCredentials = {
     operator: typeof c?.operator === 'string' && c.operator ? c.operator : 'operator',
@@ -61,7 +68,7 @@ export async function ensureConsoleToken(path: string, url?: string): Promise<Co
     ...(url ? { url } : {}),
   };
   if (!token || (url && c?.url !== url)) {
-    await writeCredentialsSection(path, 'console', { ...creds });
+    await writeCredentialsSection(path, section, { ...creds });
   }
   return creds;
 }
