@@ -284,13 +284,14 @@ export class ConsoleStore {
                   AS paused_until
            FROM ${this.schema}.outbox WHERE state = 'pending' GROUP BY 1`,
       ),
+      // The newest failures, read backwards along the window index and stopped after 2000
+      // (a day of them can be tens of thousands): each origin's newest among them.
       this.pool.query(
-        `SELECT DISTINCT ON (1) ${originSql('url')} AS origin, fired_at, http_status_code,
-                error_message
+        `SELECT ${originSql('url')} AS origin, fired_at, http_status_code, error_message
            FROM ${this.schema}.webhook_activity
           WHERE fired_at >= now() - interval '1 day'
             AND status IN ('failed', 'timeout', 'connection_error')
-          ORDER BY 1, fired_at DESC`,
+          ORDER BY fired_at DESC LIMIT 2000`,
       ),
     ]);
     const by = new Map<string, Destination>();
@@ -341,6 +342,7 @@ export class ConsoleStore {
       d.pausedUntil = iso(r.paused_until);
     }
     for (const r of errors.rows) {
+      if (get(r.origin).lastError) continue;
       get(r.origin).lastError = {
         at: (r.fired_at as Date).toISOString(),
         status: r.http_status_code,
