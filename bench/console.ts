@@ -41,6 +41,7 @@ export async function run(args: string[]): Promise<void> {
       .catch(() => -1);
     if (have !== deliveries) {
       await dropSchema(pool, SCHEMA);
+      await migrateSender(pool, SCHEMA);
       const t0 = performance.now();
       process.stdout.write(
         `seeding ${deliveries} deliveries, ${deliveries * attemptsPer} attempts...\n`,
