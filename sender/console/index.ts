@@ -15,7 +15,11 @@ import { ConsoleStore } from './store.js';
 export { ConsoleActions, ConsoleActionError, type Operator } from './actions.js';
 export { ConsoleStore } from './store.js';
 export { consoleMigrations } from './migrations.js';
-export { credentialsPath, ensureConsoleToken, writeCredentialsSection } from '../../shared/console/credentials.js';
+export {
+  credentialsPath,
+  ensureConsoleToken,
+  writeCredentialsSection,
+} from '../../shared/console/credentials.js';
 export type { ConsoleServer } from './server.js';
 
 export interface StartConsoleOptions {
