@@ -17,6 +17,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   'agents-core': async () => (await import('./agents-core.js')).run,
   startup: async () => (await import('./startup/index.js')).run,
   chaos: async () => (await import('./chaos.js')).run,
+  console: async () => (await import('./console.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

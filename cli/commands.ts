@@ -5,10 +5,12 @@ import { registerSenderConformanceCommand } from '../receiver/conformance/regist
 import { registerReceiverCommand } from '../receiver/sidecar/command.js';
 import { registerSenderCommands } from '../sender/cli/commands.js';
 import { registerReceiverConformanceCommand } from '../sender/conformance/register.js';
+import { registerConsoleCommands } from '../sender/console/cli.js';
 
 export function registerCommands(program: Command): void {
   registerReceiverCommand(program);
   registerSenderCommands(program);
+  registerConsoleCommands(program);
   const conformance = program
     .command('conformance')
     .description("Grade someone else's webhook receiver or sender, check by check");

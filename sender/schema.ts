@@ -3,6 +3,7 @@
  * of every event and its delivery state) and webhook_activity (one row per attempt).
  */
 import { migrate, type Migration, type Pool } from '../shared/infra/pg.js';
+import { consoleMigrations } from './console/migrations.js';
 
 export const DEFAULT_SENDER_SCHEMA = 'sender';
 
@@ -108,5 +109,6 @@ export const senderMigrations: Migration[] = [
 
 /** Creates or upgrades the sender's tables in `schema`. */
 export function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA): Promise<string[]> {
-  return migrate(pool, schema, senderMigrations);
+  // The operator console's indexes and audit table (sender/console/migrations.ts).
+  return migrate(pool, schema, [...senderMigrations, ...consoleMigrations]);
 }

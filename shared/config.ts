@@ -69,6 +69,10 @@ const variables = {
   SVC_SALES_PORT: { schema: port.default(3001), accepts: 'a port number 0-65535' },
   SVC_CREATIVE_PORT: { schema: port.default(3002), accepts: 'a port number 0-65535' },
   SVC_SIGNALS_PORT: { schema: port.default(3003), accepts: 'a port number 0-65535' },
+  SVC_CONSOLE_PORT: {
+    schema: port.default(3004),
+    accepts: "the seller console's port on SVC_HTTP_HOST, 0-65535 (svc start, svc console)",
+  },
   SVC_SENDER_ALLOW_HOSTS: {
     schema: z
       .string()

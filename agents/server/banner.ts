@@ -59,7 +59,7 @@ export function startBanner(
     | 'redisUrl'
     | 'privateRedisReason'
     | 'queuePrefix'
-  >,
+  > & { console?: AgentsService['console'] },
   credentialsFile: string,
   production: boolean,
   dataDir = DEFAULT_DATA_DIR,
@@ -75,6 +75,11 @@ export function startBanner(
   out.push(`keys     ${u.sales}/.well-known/jwks.json, ${u.sales}/.well-known/brand.json`);
   if (service.oauth) {
     out.push(`oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin)`);
+  }
+  if (service.console) {
+    out.push(
+      `console  ${service.console.url}  (operator token: section "console" of ${service.console.credentialsFile})`,
+    );
   }
   const db = new URL(service.databaseUrl);
   out.push(

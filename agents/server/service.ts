@@ -39,6 +39,7 @@ import { DeliveryWorker } from '../../sender/delivery/worker.js';
 import { KeySet, writeNewKey } from '../../sender/keys/key-set.js';
 import { keysRouter, type BrandAgent } from '../../sender/keys/router.js';
 import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
+import { startConsole, type RunningConsole } from '../../sender/console/index.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
@@ -51,8 +52,11 @@ import { senderWiring } from './sender-wiring.js';
 export interface AgentsServiceOptions {
   config: Config;
   logger: Logger;
-  /** Listen ports per agent (default from config; 0 picks a free port). */
-  ports?: Partial<Record<AgentKind, number>>;
+  /**
+   * Listen ports per agent and of the operator console (default from config; 0 picks a
+   * free port). When `ports` is given without `console`, the console takes a free port.
+   */
+  ports?: Partial<Record<AgentKind | 'console', number>>;
   agentsSchema?: string;
   senderSchema?: string;
   /** BullMQ key prefix (tests: a unique one). */
@@ -81,6 +85,8 @@ export interface AgentsService {
   privateRedisReason: string | null;
   queuePrefix: string;
   credentials: DemoCredential[];
+  /** The operator console, or null when its port was taken (logged). */
+  console: Pick<RunningConsole, 'url' | 'credentialsFile'> | null;
   stop(): Promise<void>;
 }
 
@@ -283,6 +289,8 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
         'comply_test_controller is on for the demo principals (sandbox accounts only)',
       );
     }
+    const operatorConsole = await startOperatorConsole(o, { pool, queue, senderSchema, logger });
+    if (operatorConsole) stops.push(() => operatorConsole.close());
     return {
       profile,
       urls,
@@ -295,6 +303,7 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       privateRedisReason: redisHandle.reason,
       queuePrefix,
       credentials,
+      console: operatorConsole,
       stop,
     };
   } catch (err) {
@@ -344,4 +353,28 @@ async function backingRedis(config: Config, logger: Logger): Promise<RedisHandle
     return { url: config.REDIS_URL, child: null, reason: null, stop: async () => {} };
   }
   return ensureRedis(DEFAULT_REDIS_URL, config.SVC_DATA_DIR, logger);
+}
+
+/** The seller's operator console (sender/console); a taken port is logged, not fatal. */
+async function startOperatorConsole(
+  o: AgentsServiceOptions,
+  w: { pool: Pool; queue: DeliveryQueue; senderSchema: string; logger: Logger },
+): Promise<RunningConsole | null> {
+  const port = o.ports?.console ?? (o.ports ? 0 : o.config.SVC_CONSOLE_PORT);
+  try {
+    return await startConsole({
+      pool: w.pool,
+      queue: w.queue,
+      schema: w.senderSchema,
+      dataDir: o.config.SVC_DATA_DIR,
+      host: o.config.SVC_HTTP_HOST,
+      port,
+      brand: o.config.SVC_BRAND,
+      logger: w.logger,
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    w.logger.warn({ port }, 'operator console not started: port in use (set SVC_CONSOLE_PORT)');
+    return null;
+  }
 }

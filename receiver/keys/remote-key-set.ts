@@ -69,6 +69,11 @@ export class RemoteKeySet {
   }
 
   /** True when a fetch was tried and no good set was ever loaded (the keys are unavailable). */
+  /** Unix ms of the last successful fetch, or null (operator console). */
+  lastFetchMs(): number | null {
+    return Number.isFinite(this.fetchedAt) ? this.fetchedAt : null;
+  }
+
   unavailable(): boolean {
     return this.good === null && this.fetches > 0 && this.inflight === null;
   }

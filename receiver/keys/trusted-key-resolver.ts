@@ -129,6 +129,14 @@ class AgentSource implements KeySource {
   }
 }
 
+export interface SenderKeyStatus {
+  sender: string;
+  kids: string[];
+  jwksUri: string | null;
+  lastFetchMs: number | null;
+  failure: KeyFailure | null;
+}
+
 interface Sender {
   id: string;
   source: KeySource;
@@ -241,6 +249,23 @@ export class TrustedKeyResolver implements KeyResolver {
   }
 
   /** The sender a kid last resolved to (sync; for per-sender revocation state). */
+  /**
+   * Each sender's keys as this process holds them, for the operator console: kids (public
+   * identifiers only), where they come from, the last fetch, and why none can be had now.
+   */
+  status(): SenderKeyStatus[] {
+    return this.senders.map((s) => {
+      const set = s.source instanceof UriSource ? s.source.set : null;
+      return {
+        sender: s.id,
+        kids: [...(s.source.peek()?.keys() ?? [])],
+        jwksUri: s.source.jwksUri(),
+        lastFetchMs: set?.lastFetchMs() ?? null,
+        failure: s.source.failure(),
+      };
+    });
+  }
+
   senderOf(keyid: string): string | undefined {
     return this.lastSender.get(keyid);
   }

@@ -63,6 +63,7 @@ import {
   type ReceiverResponse,
 } from './responses.js';
 import { RECEIVER_MIGRATIONS } from './schema.js';
+import { observation, type DeliveryObservation, type Seen } from './observation.js';
 
 export type { ReceiverResponse };
 
@@ -129,6 +130,8 @@ export interface WebhookReceiverOptions {
    * an event (see schema.ts); the queue publisher's insert always waits for the flush.
    */
   synchronousCommit?: boolean;
+  /** Told of every answered delivery (the sidecar console's event log); must not throw. */
+  observe?: (o: DeliveryObservation) => void;
 }
 
 const RFC9421: RouteDecision = { mode: 'rfc9421' };
@@ -271,8 +274,9 @@ export class WebhookReceiver {
   async handle(req: ReceiverRequest): Promise<ReceiverResponse> {
     let res: ReceiverResponse;
     const accounts: BodyAccount[] = [];
+    const seen: Seen = {};
     try {
-      res = await this.run(req, accounts, Date.now());
+      res = await this.run(req, seen, accounts, Date.now());
     } catch (err) {
       this.log.error({ event: 'webhook_internal_error', err }, 'receiver internal failure');
       res = retryLater('receiver_unavailable', 'temporarily unavailable', this.retryAfter);
@@ -280,6 +284,7 @@ export class WebhookReceiver {
       for (const a of accounts) a.release();
     }
     this.metrics.responses.inc({ status: String(res.status) });
+    if (this.o.observe) this.o.observe(observation(res, seen, req.headers, this.clock()));
     return res;
   }
 
@@ -291,6 +296,7 @@ export class WebhookReceiver {
 
   private async run(
     req: ReceiverRequest,
+    seen: Seen,
     accounts: BodyAccount[],
     startedMs: number,
   ): Promise<ReceiverResponse> {
@@ -354,6 +360,8 @@ export class WebhookReceiver {
       throw err;
     }
     this.metrics.verified.inc();
+    seen.sender = auth.sender;
+    seen.keyid = auth.keyid;
     if (auth.keyid !== null) this.o.admission?.observe(auth.keyid, auth.sender);
     // Every exit from here on first settles step 13 (the nonce insert), except the claim
     // path, which runs it concurrently with the claim.
@@ -400,6 +408,7 @@ export class WebhookReceiver {
         { sender: auth.sender, fields: err.fields },
       );
     }
+    seen.event = event;
     if (event.format === 'a2a' && event.a2aKind === 'message') {
       // A bare A2A {message}: acknowledged, no task state change, nothing to publish.
       return burn(ok('message'), '');

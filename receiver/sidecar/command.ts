@@ -4,7 +4,7 @@
  * loads only when the command runs, so `svc --help` stays fast.
  */
 import type { Command } from 'commander';
-import { envOption } from '../../cli/env-option.js';
+import { envOption, plainOption } from '../../cli/env-option.js';
 import { ServiceUnavailableError } from '../../shared/infra/service-errors.js';
 
 export interface Flags {
@@ -24,6 +24,8 @@ export interface Flags {
   synchronousCommit?: boolean;
   allowHttpLoopback?: boolean;
   wait?: string;
+  consoleListen?: string;
+  consoleToken?: string;
 }
 
 export class UsageError extends Error {}
@@ -131,6 +133,20 @@ export function registerReceiverCommand(program: Command): void {
         '--synchronous-commit',
         'wait for the WAL flush on every claim, nonce and done-mark',
         'SVC_RECEIVER_SYNCHRONOUS_COMMIT',
+      ),
+    )
+    .addOption(
+      plainOption(
+        '--console-listen <host:port>',
+        'serve the operator console here (token: receiver_console in <data dir>/credentials.json)',
+        'off',
+      ),
+    )
+    .addOption(
+      plainOption(
+        '--console-token <token>',
+        'operator console token (16+ characters) instead of the file',
+        'from the file',
       ),
     )
     .addHelpText(

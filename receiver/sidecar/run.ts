@@ -15,6 +15,7 @@ import { loadTrustFile } from '../trust/trust-file.js';
 import { intFlag, parseListen, UsageError, type Flags } from './command.js';
 import { verifierDependencies } from './dependencies.js';
 import { Sidecar, type SidecarTarget } from './server.js';
+import type { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
 
 export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   flagsToEnv(flags as Record<string, unknown>, {
@@ -95,6 +96,10 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   };
   const synchronousCommit =
     flags.synchronousCommit === true || config.SVC_RECEIVER_SYNCHRONOUS_COMMIT === '1';
+  const consoleAt = flags.consoleListen ? parseListen(flags.consoleListen) : null;
+  if (flags.consoleToken !== undefined && flags.consoleToken.length < 16) {
+    throw new UsageError('--console-token: at least 16 characters');
+  }
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
   const trust = await loadTrustFile(trustPath);
   if (workers > 1 && cluster.isPrimary) {
@@ -143,6 +148,9 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
       evaluateEveryMs: config.SVC_RECEIVER_ADMISSION_EVALUATE_SECONDS * 1000,
     },
   });
+  // The operator console's event log exists before the sidecar: its record is the hook.
+  const { createEventLog, startReceiverConsole } = await import('../console/index.js');
+  const eventLog = consoleAt ? await createEventLog({ pool, schema, logger }) : null;
   const sidecar = await Sidecar.start({
     host: listen.host,
     port: listen.port,
@@ -162,9 +170,32 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     logger,
     ...limits,
     synchronousCommit,
+    ...(eventLog ? { observe: eventLog.record } : {}),
   });
   deps.admission.attachMetrics(sidecar.metrics.registry);
   process.stdout.write(`receiver listening on ${sidecar.url}\n`);
+  const operatorConsole =
+    consoleAt && eventLog
+      ? await startReceiverConsole({
+          pool,
+          schema,
+          eventLog,
+          metrics: sidecar.metrics,
+          queue: sidecar.queue,
+          target: 'forward' in target ? `forwarded to ${target.forward}` : `queue ${target.queue}`,
+          keys: 'status' in deps.keys ? (deps.keys as TrustedKeyResolver) : null,
+          dataDir: config.SVC_DATA_DIR,
+          ...(flags.consoleToken ? { token: flags.consoleToken } : {}),
+          host: consoleAt.host,
+          port: consoleAt.port,
+          logger,
+        })
+      : null;
+  if (operatorConsole) {
+    process.stdout.write(
+      `receiver console on ${operatorConsole.url}${operatorConsole.credentialsFile ? ` (token: receiver_console in ${operatorConsole.credentialsFile})` : ''}\n`,
+    );
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -172,6 +203,8 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     logger.info({ event: 'shutdown', signal }, 'finishing in-flight requests');
     sidecar
       .close()
+      .then(() => operatorConsole?.close())
+      .then(() => eventLog?.close())
       .then(() => deps.close())
       .then(() => pool.end())
       .then(

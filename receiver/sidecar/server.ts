@@ -16,7 +16,11 @@ import { receiverRequest, writeReceiverResponse } from '../http.js';
 import type { KeyObserver } from '../admission/tracker.js';
 import type { ProtocolVersion } from '../idempotency/store.js';
 import { ReceiverMetrics } from '../pipeline/metrics.js';
-import { DEFAULT_BODY_TIMEOUT_MS, WebhookReceiver } from '../pipeline/receiver.js';
+import {
+  DEFAULT_BODY_TIMEOUT_MS,
+  WebhookReceiver,
+  type WebhookReceiverOptions,
+} from '../pipeline/receiver.js';
 import { ForwardPublisher } from '../publish/forward.js';
 import { DurableQueue } from '../publish/queue.js';
 import type { Publisher } from '../publish/types.js';
@@ -27,6 +31,8 @@ import { handleQueueApi, QUEUE_API_PREFIX } from './queue-api.js';
 export type SidecarTarget = { forward: string } | { queue: string };
 
 export interface SidecarOptions extends ServerLimits {
+  /** Told of every answered delivery (the operator console's event log). */
+  observe?: WebhookReceiverOptions['observe'];
   host?: string;
   port?: number;
   trust: TrustConfig;
@@ -129,6 +135,7 @@ export class Sidecar {
       clock: o.clock,
       leaseMs: o.leaseMs,
       maxKeysPerSender: o.maxKeysPerSender,
+      ...(o.observe ? { observe: o.observe } : {}),
       retryHorizonSeconds: horizon,
       metrics,
     });

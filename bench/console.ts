@@ -1,0 +1,139 @@
+/**
+ * `npm run bench -- console [--deliveries N] [--attempts-per N] [--keep]`: seeds its own
+ * schema with 1,000,000 deliveries and 3,000,000 attempt records (generate_series), then
+ * times every console view (the store's statements, as the pages and API run them) with
+ * varied parameters and prints p50/p99 per view. Target: p99 < 100 ms. The schema is
+ * dropped afterwards unless --keep (then a later run with the same counts reuses it).
+ */
+import { createPool, dropSchema } from '../shared/infra/pg.js';
+import { resolveDatabaseUrl } from '../shared/infra/services.js';
+import { loadConfigOrExit } from '../shared/config.js';
+import { ConsoleStore } from '../sender/console/store.js';
+import type { DeliveryFilter } from '../sender/console/filters.js';
+import { decodeCursor } from '../sender/console/filters.js';
+import { migrateSender } from '../sender/schema.js';
+import { seedConsoleData } from './console-seed.js';
+
+const SCHEMA = 'bench_console';
+
+function arg(args: string[], name: string, dflt: number): number {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : dflt;
+}
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
+}
+
+export async function run(args: string[]): Promise<void> {
+  const deliveries = arg(args, '--deliveries', 1_000_000);
+  const attemptsPer = arg(args, '--attempts-per', 3);
+  const keep = args.includes('--keep');
+  const config = loadConfigOrExit();
+  const pool = createPool({
+    connectionString: await resolveDatabaseUrl(config.DATABASE_URL),
+    max: 8,
+  });
+  try {
+    const have = await pool
+      .query(`SELECT count(*)::int AS n FROM ${SCHEMA}.outbox`)
+      .then((r) => r.rows[0].n as number)
+      .catch(() => -1);
+    if (have !== deliveries) {
+      await dropSchema(pool, SCHEMA);
+      await migrateSender(pool, SCHEMA);
+      const t0 = performance.now();
+      process.stdout.write(
+        `seeding ${deliveries} deliveries, ${deliveries * attemptsPer} attempts...\n`,
+      );
+      await seedConsoleData(pool, SCHEMA, { deliveries, attemptsPer });
+      process.stdout.write(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    } else {
+      process.stdout.write(`reusing ${SCHEMA} (${have} deliveries)\n`);
+    }
+    await migrateSender(pool, SCHEMA);
+    const store = new ConsoleStore(pool, SCHEMA);
+    // Destinations' first call of an hour rolls up the finished hours: timed on its own.
+    const r0 = performance.now();
+    await store.destinations();
+    process.stdout.write(
+      `destinations, first call (rolls up the day's hours): ${(performance.now() - r0).toFixed(0)} ms\n`,
+    );
+    const day = 86_400_000;
+    const n = 60;
+    const views: Array<[string, (i: number) => Promise<unknown>]> = [
+      ['all, first page', () => store.list({}, null, 50)],
+      ['status=stopped', () => store.list({ status: 'stopped' }, null, 50)],
+      ['status=pending', () => store.list({ status: 'pending' }, null, 50)],
+      ['status=delivered', () => store.list({ status: 'delivered' }, null, 50)],
+      ['origin', (i) => store.list({ origin: `https://buyer-${i % 20}.example` }, null, 50)],
+      [
+        'origin + stopped',
+        (i) =>
+          store.list({ origin: `https://buyer-${i % 20}.example`, status: 'stopped' }, null, 50),
+      ],
+      ['media buy', (i) => store.list({ mediaBuyId: `mb_${(i * 7919) % 50000}` }, null, 50)],
+      ['principal', (i) => store.list({ principalId: `p_${(i * 31) % 500}` }, null, 50)],
+      [
+        'principal + stopped',
+        (i) => store.list({ principalId: `p_${(i * 31) % 500}`, status: 'stopped' }, null, 50),
+      ],
+      ['task', (i) => store.list({ taskId: `task_${(i * 7919) % 250000}` }, null, 50)],
+      [
+        'event type',
+        (i) => store.list({ eventType: ['completed', 'failed', 'final'][i % 3]! }, null, 50),
+      ],
+      [
+        'idempotency key',
+        (i) => store.list({ idempotencyKey: `seed_${(i * 7919) % deliveries}` }, null, 50),
+      ],
+      [
+        'time range (a day, 10 days ago)',
+        (i) => {
+          const to = new Date(Date.now() - (10 + (i % 5)) * day);
+          return store.list({ from: new Date(to.getTime() - day), to }, null, 50);
+        },
+      ],
+      [
+        'page 20 (keyset)',
+        async () => {
+          let cursor = null;
+          for (let p = 0; p < 20; p++) {
+            const page: Awaited<ReturnType<ConsoleStore['list']>> = await store.list(
+              { status: 'delivered' } as DeliveryFilter,
+              cursor,
+              50,
+            );
+            cursor = page.next ? decodeCursor(page.next) : null;
+          }
+        },
+      ],
+      ['a delivery', (i) => store.get(String(1 + ((i * 7919) % deliveries)))],
+      ['destinations', () => store.destinations()],
+      ['live poll', () => store.landedSince(new Date(Date.now() - 3000))],
+    ];
+    process.stdout.write(
+      `\n${'view'.padEnd(34)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}\n`,
+    );
+    for (const [name, fn] of views) {
+      await fn(0);
+      const times: number[] = [];
+      for (let i = 1; i <= n; i++) {
+        const t0 = performance.now();
+        await fn(i);
+        times.push(performance.now() - t0);
+      }
+      times.sort((a, b) => a - b);
+      const per = name.startsWith('page 20') ? 20 : 1;
+      process.stdout.write(
+        `${(per > 1 ? `${name} (per page)` : name).padEnd(34)} ${(pct(times, 0.5) / per).toFixed(1).padStart(8)} ${(pct(times, 0.99) / per).toFixed(1).padStart(8)}\n`,
+      );
+    }
+    process.stdout.write(
+      `\n${n} runs per view; target p99 < 100 ms. Shared machine: figures are noisy.\n`,
+    );
+    if (!keep) await dropSchema(pool, SCHEMA);
+  } finally {
+    await pool.end();
+  }
+}

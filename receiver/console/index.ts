@@ -1,0 +1,87 @@
+/**
+ * The sidecar's operator console, the part's one entry point. `createEventLog` first (its
+ * `record` is the receiver's `observe` hook), then `startReceiverConsole` once the sidecar
+ * runs. The token comes from `--console-token` or the `receiver_console` section of
+ * `<data dir>/credentials.json` (made there on first start, 0600).
+ */
+import { ConsoleAuth } from '../../shared/console/auth.js';
+import { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
+import type { Logger } from '../../shared/infra/logger.js';
+import type { Pool } from '../../shared/infra/pg.js';
+import type { SenderKeyStatus } from '../keys/trusted-key-resolver.js';
+import type { ReceiverMetrics } from '../pipeline/metrics.js';
+import type { DurableQueue } from '../publish/queue.js';
+import { ReceiverEventLog } from './event-log.js';
+import { listenReceiverConsole } from './server.js';
+import { ReceiverConsoleStore } from './store.js';
+
+export { ReceiverEventLog } from './event-log.js';
+
+export async function createEventLog(o: {
+  pool: Pool;
+  schema: string;
+  logger?: Logger;
+  maxRows?: number;
+}): Promise<ReceiverEventLog> {
+  const log = new ReceiverEventLog(o);
+  await log.start();
+  return log;
+}
+
+export interface ReceiverConsoleStart {
+  pool: Pool;
+  schema: string;
+  eventLog: ReceiverEventLog;
+  metrics: ReceiverMetrics;
+  queue: DurableQueue | null;
+  /** Where events go, in words (`forwarded to URL`, `queue NAME`). */
+  target: string;
+  keys: { status(): SenderKeyStatus[] } | null;
+  dataDir: string;
+  token?: string;
+  host: string;
+  port: number;
+  logger?: Logger;
+}
+
+export interface RunningReceiverConsole {
+  url: string;
+  credentialsFile: string | null;
+  close(): Promise<void>;
+}
+
+export async function startReceiverConsole(
+  o: ReceiverConsoleStart,
+): Promise<RunningReceiverConsole> {
+  const file = o.token ? null : credentialsPath(o.dataDir);
+  const creds = o.token
+    ? { token: o.token, operator: 'operator' }
+    : await ensureConsoleToken(file!, undefined, 'receiver_console');
+  const running = await listenReceiverConsole({
+    store: new ReceiverConsoleStore(o.pool, o.schema),
+    auth: new ConsoleAuth({ token: creds.token, operator: creds.operator }),
+    senders: () =>
+      (o.keys?.status() ?? []).map((s) => ({
+        sender: s.sender,
+        kids: s.kids,
+        jwksUri: s.jwksUri,
+        lastFetch: s.lastFetchMs === null ? null : new Date(s.lastFetchMs).toISOString(),
+        failure: s.failure,
+      })),
+    totals: async () => {
+      const m = await o.metrics.responses.get();
+      return {
+        byStatus: m.values
+          .map((v) => ({ status: String(v.labels.status), count: v.value }))
+          .sort((a, b) => a.status.localeCompare(b.status)),
+        queueBacklog: o.queue ? await o.queue.depth() : null,
+        target: o.target,
+      };
+    },
+    host: o.host,
+    port: o.port,
+    ...(o.logger ? { logger: o.logger } : {}),
+  });
+  if (file) await ensureConsoleToken(file, running.url, 'receiver_console');
+  return { url: running.url, credentialsFile: file, close: running.close };
+}

@@ -1,0 +1,196 @@
+/**
+ * The operator's two actions. Both put finished outbox rows back to `pending` (same key,
+ * same frozen bytes; the worker signs each attempt afresh), write the coming attempt's
+ * `pending` record into webhook_activity with `requested_by` (the worker completes that
+ * record in place when the attempt ends), and audit the action, in one transaction; then
+ * dispatch the rows. A dispatch Redis loses is picked up by the reconciler.
+ */
+import { silentLogger, type Logger } from '../../shared/infra/logger.js';
+import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
+import type { DeliveryQueue } from '../delivery/queue.js';
+import { jobIdFor } from '../delivery/queue.js';
+import { originSql } from './migrations.js';
+
+/** Who acts, and through what (`console`, `api`, `cli`). */
+export interface Operator {
+  name: string;
+  via: 'console' | 'api' | 'cli';
+}
+
+export class ConsoleActionError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConsoleActionError';
+  }
+}
+
+export interface RedeliverResult {
+  id: string;
+  attempt: number;
+}
+
+export interface RecoverResult {
+  origin: string;
+  since: string;
+  recovered: number;
+  /** True when more rows matched than one call takes (`limit`): run it again. */
+  more: boolean;
+}
+
+/** Rows back to pending, and the pending record of each one's coming attempt. */
+function reopen(schema: string, pick: string): string {
+  return `WITH picked AS (${pick}),
+    r AS (
+      UPDATE ${schema}.outbox o
+         SET state = 'pending', next_attempt_at = now(), first_attempt_at = NULL,
+             completed_at = NULL
+        FROM picked WHERE o.id = picked.id AND o.state <> 'pending'
+      RETURNING o.*
+    ), a AS (
+      INSERT INTO ${schema}.webhook_activity (outbox_id, media_buy_id, media_buy_ids,
+        principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
+        sequence_number, attempt, status, url, payload_size_bytes, fired_at, requested_by)
+      SELECT id, media_buy_id, media_buy_ids, principal_id, subscriber_id, idempotency_key,
+             notification_id, notification_type, sequence_number, attempts + 1, 'pending',
+             split_part(split_part(target_url, '?', 1), '#', 1), octet_length(body), now(),
+             $REQUESTED_BY
+        FROM r
+      ON CONFLICT (outbox_id, attempt) DO UPDATE SET requested_by = EXCLUDED.requested_by
+    )
+    SELECT id::text AS id, target_url, attempts + 1 AS attempt FROM r`;
+}
+
+export class ConsoleActions {
+  private readonly schema: string;
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly queue: DeliveryQueue,
+    schema: string,
+    logger?: Logger,
+  ) {
+    this.schema = assertSchemaName(schema);
+    this.logger = logger ?? silentLogger;
+  }
+
+  /** One delivery again: delivered, stopped or expired. A pending one is already on its way. */
+  async redeliver(id: string, who: Operator): Promise<RedeliverResult> {
+    if (!/^\d{1,18}$/.test(id)) throw new ConsoleActionError(404, 'NOT_FOUND', 'no such delivery');
+    const out = await withTransaction(this.pool, async (client) => {
+      const cur = await client.query(
+        `SELECT state, next_attempt_at FROM ${this.schema}.outbox WHERE id = $1 FOR UPDATE`,
+        [id],
+      );
+      const row = cur.rows[0];
+      if (!row) throw new ConsoleActionError(404, 'NOT_FOUND', `no delivery ${id}`);
+      if (row.state === 'pending') {
+        throw new ConsoleActionError(
+          409,
+          'ALREADY_PENDING',
+          `delivery ${id} is pending: its next attempt is due ${(row.next_attempt_at as Date).toISOString()}`,
+        );
+      }
+      const { rows } = await client.query(
+        reopen(this.schema, `SELECT $1::bigint AS id`).replace('$REQUESTED_BY', '$2'),
+        [id, who.name],
+      );
+      await this.audit(client, who, 'redeliver', id, { previous_state: row.state });
+      return rows[0] as { id: string; target_url: string; attempt: number };
+    });
+    await this.dispatch([out]);
+    this.logger.info(
+      { operator: who.name, via: who.via, action: 'redeliver', delivery: id, attempt: out.attempt },
+      'console: delivery redelivered',
+    );
+    return { id, attempt: out.attempt };
+  }
+
+  /**
+   * Every stopped or expired delivery to `origin` created since `since`, oldest first, at
+   * most `limit` per call.
+   */
+  async recover(
+    origin: string,
+    since: Date,
+    who: Operator,
+    limit = 10_000,
+  ): Promise<RecoverResult> {
+    const match = `${originSql('target_url')} = $1 AND state IN ('stopped', 'expired')
+           AND created_at >= $2`;
+    const { rows, more } = await withTransaction(this.pool, async (client) => {
+      const pick = `SELECT id FROM ${this.schema}.outbox WHERE ${match}
+         ORDER BY created_at, id LIMIT $3 FOR UPDATE`;
+      const { rows } = await client.query(
+        reopen(this.schema, pick).replace('$REQUESTED_BY', '$4'),
+        [origin, since, limit, who.name],
+      );
+      const rest = await client.query(
+        `SELECT EXISTS (SELECT 1 FROM ${this.schema}.outbox WHERE ${match}) AS more`,
+        [origin, since],
+      );
+      await this.audit(client, who, 'recover', origin, {
+        since: since.toISOString(),
+        recovered: rows.length,
+      });
+      return {
+        rows: rows as Array<{ id: string; target_url: string; attempt: number }>,
+        more: rest.rows[0].more as boolean,
+      };
+    });
+    await this.dispatch(rows);
+    this.logger.info(
+      {
+        operator: who.name,
+        via: who.via,
+        action: 'recover',
+        origin,
+        since: since.toISOString(),
+        recovered: rows.length,
+      },
+      'console: origin recovered',
+    );
+    return { origin, since: since.toISOString(), recovered: rows.length, more };
+  }
+
+  private async audit(
+    client: { query: Pool['query'] },
+    who: Operator,
+    action: string,
+    target: string,
+    detail: Record<string, unknown>,
+  ): Promise<void> {
+    await client.query(
+      `INSERT INTO ${this.schema}.console_audit (operator, via, action, target, detail)
+       VALUES ($1, $2, $3, $4, $5)`,
+      [who.name, who.via, action, target, JSON.stringify(detail)],
+    );
+  }
+
+  /** A row job each, due now; an old job of the row still in Redis is promoted instead. */
+  private async dispatch(rows: Array<{ id: string; target_url: string }>): Promise<void> {
+    for (let i = 0; i < rows.length; i += 500) {
+      const group = rows.slice(i, i + 500);
+      try {
+        await Promise.all(
+          group.map(async (r) => {
+            const job = await this.queue.queue.getJob(jobIdFor(r.id));
+            if (job && (await job.isDelayed())) await job.promote();
+          }),
+        );
+        await this.queue.dispatch(
+          group.map((r) => ({ id: r.id, origin: new URL(r.target_url).origin })),
+        );
+      } catch (err) {
+        this.logger.warn(
+          { err, rows: group.length },
+          'console dispatch failed; reconciler will retry',
+        );
+      }
+    }
+  }
+}

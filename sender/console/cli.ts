@@ -1,0 +1,365 @@
+/**
+ * `svc deliveries list|show|redeliver|recover` (the console's reads and actions, straight
+ * against the database) and `svc console` (the console on its own). The work is in
+ * functions taking their output stream, so tests run them in-process.
+ */
+import { userInfo } from 'node:os';
+import type { Writable } from 'node:stream';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { loadConfigOrExit } from '../../shared/config.js';
+import type { Pool } from '../../shared/infra/pg.js';
+import type { DeliveryQueue } from '../delivery/queue.js';
+import { ConsoleActionError, ConsoleActions, type Operator } from './actions.js';
+import {
+  ConsoleInputError,
+  decodeCursor,
+  DELIVERY_STATES,
+  FILTER_PARAMS,
+  parseFilter,
+  parseLimit,
+  parseOrigin,
+  parseTime,
+} from './filters.js';
+import { ConsoleStore, type DeliveryDetail } from './store.js';
+
+export interface ListOptions {
+  status?: string;
+  origin?: string;
+  mediaBuy?: string;
+  principal?: string;
+  task?: string;
+  type?: string;
+  key?: string;
+  from?: string;
+  to?: string;
+  cursor?: string;
+  limit?: string;
+  json?: boolean;
+}
+
+export function cliOperator(): Operator {
+  let name = 'unknown';
+  try {
+    name = userInfo().username;
+  } catch {
+    // No user database entry (containers): the uid-less name stays.
+  }
+  return { name: `cli:${name}`, via: 'cli' };
+}
+
+export async function listDeliveries(
+  store: ConsoleStore,
+  o: ListOptions,
+  out: Writable,
+): Promise<void> {
+  const filter = parseFilter({
+    [FILTER_PARAMS.status]: o.status,
+    [FILTER_PARAMS.origin]: o.origin,
+    [FILTER_PARAMS.mediaBuyId]: o.mediaBuy,
+    [FILTER_PARAMS.principalId]: o.principal,
+    [FILTER_PARAMS.taskId]: o.task,
+    [FILTER_PARAMS.eventType]: o.type,
+    [FILTER_PARAMS.idempotencyKey]: o.key,
+    [FILTER_PARAMS.from]: o.from,
+    [FILTER_PARAMS.to]: o.to,
+  });
+  const page = await store.list(
+    filter,
+    o.cursor ? decodeCursor(o.cursor) : null,
+    parseLimit(o.limit),
+  );
+  if (o.json) {
+    out.write(`${JSON.stringify(page, null, 2)}\n`);
+    return;
+  }
+  for (const d of page.items) {
+    out.write(
+      `${d.id}\t${d.state}\t${d.eventType}\t${d.url}\tattempts=${d.attempts}\t${d.lastStatus ?? '-'} ${d.lastError ?? ''}\t${d.createdAt}\n`,
+    );
+  }
+  if (page.items.length === 0) out.write('no delivery matches\n');
+  if (page.next) out.write(`older: --cursor ${page.next}\n`);
+}
+
+function describe(d: DeliveryDetail): string {
+  const lines = [
+    `delivery ${d.id}  ${d.state}`,
+    `key        ${d.idempotencyKey}`,
+    `event      ${d.eventType} (${d.channel})`,
+    `target     ${d.url} (${d.authMode})`,
+    `buy        ${d.mediaBuyId ?? '-'}   principal ${d.principalId ?? '-'}   task ${d.taskId ?? '-'}`,
+    `created    ${d.createdAt}`,
+    `next       ${d.nextAttemptAt ?? '-'}`,
+    `last       ${d.lastStatus ?? '-'} ${d.lastError ?? ''}`,
+    '',
+    'attempts:',
+    ...d.attemptList.map(
+      (a) =>
+        `  ${a.attempt}  ${a.status.padEnd(16)} ${a.firedAt}  ${a.httpStatus ?? '-'}  ${a.responseTimeMs ?? '-'} ms  ${a.error ?? ''}${a.requestedBy ? `  (requested by ${a.requestedBy})` : ''}`,
+    ),
+    '',
+    'body:',
+    d.bodyPretty,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export async function showDelivery(
+  store: ConsoleStore,
+  id: string,
+  json: boolean,
+  out: Writable,
+): Promise<boolean> {
+  const d = await store.get(id);
+  if (!d) return false;
+  out.write(json ? `${JSON.stringify(d, null, 2)}\n` : describe(d));
+  return true;
+}
+
+export async function redeliverCommand(
+  actions: ConsoleActions,
+  id: string,
+  out: Writable,
+): Promise<void> {
+  const r = await actions.redeliver(id, cliOperator());
+  out.write(`delivery ${r.id}: attempt ${r.attempt} requested\n`);
+}
+
+export async function recoverCommand(
+  actions: ConsoleActions,
+  origin: string,
+  since: string,
+  out: Writable,
+): Promise<void> {
+  const r = await actions.recover(
+    parseOrigin('origin', origin),
+    parseTime('since', since),
+    cliOperator(),
+  );
+  out.write(
+    `${r.origin}: ${r.recovered} stopped or expired deliveries since ${r.since} sent again${r.more ? ' (more remain: run it again)' : ''}\n`,
+  );
+}
+
+interface Wired {
+  pool: Pool;
+  queue: DeliveryQueue;
+  schema: string;
+  close(): Promise<void>;
+}
+
+async function wire(
+  schema: string,
+  prefix: string | undefined,
+  withQueue: boolean,
+): Promise<Wired> {
+  const config = loadConfigOrExit();
+  // The same services every command uses: DATABASE_URL, else the embedded server of the
+  // svc start on SVC_DATA_DIR; its Redis and queue prefix from its deployment file.
+  const { commandServices } = await import('../../shared/infra/command-services.js');
+  const services = await commandServices(config, { redis: withQueue ? 'check' : 'none' });
+  const { createPool } = await import('../../shared/infra/pg.js');
+  const { migrateSender } = await import('../schema.js');
+  const pool = createPool({ connectionString: services.databaseUrl, max: 8 });
+  await migrateSender(pool, schema);
+  if (!withQueue) {
+    return { pool, queue: null as unknown as DeliveryQueue, schema, close: () => pool.end() };
+  }
+  const { createRedis } = await import('../../shared/infra/redis.js');
+  const { DeliveryQueue } = await import('../delivery/queue.js');
+  const { deploymentQueuePrefix } = await import('../delivery/queue-prefix.js');
+  const queuePrefix =
+    prefix ?? services.queuePrefix ?? (await deploymentQueuePrefix(pool, schema, config.SVC_BRAND));
+  const redis = createRedis(services.redisUrl);
+  const queue = new DeliveryQueue({ connection: redis, prefix: queuePrefix });
+  return {
+    pool,
+    queue,
+    schema,
+    close: async () => {
+      await queue.close();
+      redis.disconnect();
+      await pool.end();
+    },
+  };
+}
+
+/** Known errors become one line on stderr and exit 1 (2 for bad input). */
+async function guarded(fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    if (err instanceof ConsoleInputError) {
+      process.stderr.write(`${err.code}: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    if (err instanceof ConsoleActionError) {
+      process.stderr.write(`${err.code}: ${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    throw err;
+  }
+}
+
+function listenAddress(v: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(v);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new InvalidArgumentError('HOST:PORT, e.g. 127.0.0.1:3004');
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+}
+
+export function registerConsoleCommands(program: Command): void {
+  const deliveries = program
+    .command('deliveries')
+    .description(
+      "The seller's deliveries, as the console shows them: list, show, redeliver, recover",
+    );
+  const common = (c: Command) =>
+    c.option('--schema <name>', 'PostgreSQL schema of the outbox', 'sender');
+
+  common(
+    deliveries
+      .command('list')
+      .description('Deliveries, newest first, filtered')
+      .addOption(new Option('--status <state>', 'delivery state').choices([...DELIVERY_STATES]))
+      .option('--origin <origin>', 'destination origin, e.g. https://buyer.example')
+      .option('--media-buy <id>', 'media buy id')
+      .option('--principal <id>', 'principal id')
+      .option('--task <id>', 'task id')
+      .option('--type <type>', 'event type (notification type, e.g. completed, scheduled)')
+      .option('--key <key>', 'idempotency key')
+      .option('--from <time>', 'created at or after (ISO 8601)')
+      .option('--to <time>', 'created before (ISO 8601)')
+      .option('--cursor <cursor>', 'continue after the page that printed it')
+      .option('--limit <n>', 'rows per page, 1-200', '50')
+      .option('--json', 'print JSON'),
+  ).action(async (o: ListOptions & { schema: string }) => {
+    const w = await wire(o.schema, undefined, false);
+    try {
+      await guarded(() => listDeliveries(new ConsoleStore(w.pool, w.schema), o, process.stdout));
+    } finally {
+      await w.close();
+    }
+  });
+
+  common(
+    deliveries
+      .command('show')
+      .description('One delivery: its attempts, why it stands where it stands, its body')
+      .argument('<id>', 'delivery id (the number the list prints)')
+      .option('--json', 'print JSON'),
+  ).action(async (id: string, o: { schema: string; json?: boolean }) => {
+    const w = await wire(o.schema, undefined, false);
+    try {
+      if (!(await showDelivery(new ConsoleStore(w.pool, w.schema), id, !!o.json, process.stdout))) {
+        process.stderr.write(`NOT_FOUND: no delivery ${id}\n`);
+        process.exitCode = 1;
+      }
+    } finally {
+      await w.close();
+    }
+  });
+
+  common(
+    deliveries
+      .command('redeliver')
+      .description(
+        'Send a delivered, stopped or expired delivery again (same key and body, fresh signature)',
+      )
+      .argument('<id>', 'delivery id')
+      .option('--prefix <prefix>', "the workers' BullMQ key prefix"),
+  ).action(async (id: string, o: { schema: string; prefix?: string }) => {
+    const w = await wire(o.schema, o.prefix, true);
+    try {
+      await guarded(() =>
+        redeliverCommand(new ConsoleActions(w.pool, w.queue, w.schema), id, process.stdout),
+      );
+    } finally {
+      await w.close();
+    }
+  });
+
+  common(
+    deliveries
+      .command('recover')
+      .description('Send again every stopped or expired delivery to an origin created since a time')
+      .argument('<origin>', 'destination origin, e.g. https://buyer.example')
+      .requiredOption('--since <time>', 'created at or after (ISO 8601)')
+      .option('--prefix <prefix>', "the workers' BullMQ key prefix"),
+  ).action(async (origin: string, o: { schema: string; since: string; prefix?: string }) => {
+    const w = await wire(o.schema, o.prefix, true);
+    try {
+      await guarded(() =>
+        recoverCommand(
+          new ConsoleActions(w.pool, w.queue, w.schema),
+          origin,
+          o.since,
+          process.stdout,
+        ),
+      );
+    } finally {
+      await w.close();
+    }
+  });
+
+  program
+    .command('console')
+    .description(
+      "Run the seller's operator console on its own, against the same database as svc start",
+    )
+    .option(
+      '--listen <host:port>',
+      'address (default: SVC_HTTP_HOST:SVC_CONSOLE_PORT)',
+      listenAddress,
+    )
+    .option(
+      '--token <token>',
+      'operator token (default: console.token of <data dir>/credentials.json, made on first start)',
+    )
+    .option('--schema <name>', 'PostgreSQL schema of the outbox', 'sender')
+    .option('--prefix <prefix>', "the workers' BullMQ key prefix")
+    .action(
+      async (o: {
+        listen?: { host: string; port: number };
+        token?: string;
+        schema: string;
+        prefix?: string;
+      }) => {
+        const config = loadConfigOrExit();
+        if (o.token !== undefined && o.token.length < 16) {
+          process.stderr.write('--token must be at least 16 characters\n');
+          process.exitCode = 2;
+          return;
+        }
+        const { createLogger } = await import('../../shared/infra/logger.js');
+        const { startConsole } = await import('./index.js');
+        const logger = createLogger({
+          name: `${config.SVC_BRAND}-console`,
+          level: config.LOG_LEVEL,
+        });
+        const w = await wire(o.schema, o.prefix, true);
+        const running = await startConsole({
+          pool: w.pool,
+          queue: w.queue,
+          schema: w.schema,
+          dataDir: config.SVC_DATA_DIR,
+          host: o.listen?.host ?? config.SVC_HTTP_HOST,
+          port: o.listen?.port ?? config.SVC_CONSOLE_PORT,
+          brand: config.SVC_BRAND,
+          logger,
+          ...(o.token ? { token: o.token } : {}),
+        });
+        process.stdout.write(
+          `console  ${running.url}  (sign in with ${running.credentialsFile ? `console.token in ${running.credentialsFile}` : 'the --token given'})\n`,
+        );
+        await new Promise<void>((resolve) => {
+          process.once('SIGTERM', () => resolve());
+          process.once('SIGINT', () => resolve());
+        });
+        await running.close();
+        await w.close();
+      },
+    );
+}

@@ -1,0 +1,141 @@
+/**
+ * The Deliveries filter and its cursor, parsed from a query string (pages, JSON API and
+ * CLI share it). Bad input is a `ConsoleInputError` naming the parameter and what it takes.
+ */
+import { ConsoleInputError } from '../../shared/console/errors.js';
+import type { OutboxState } from '../outbox/outbox.js';
+
+export const DELIVERY_STATES: readonly OutboxState[] = [
+  'pending',
+  'delivered',
+  'stopped',
+  'expired',
+];
+
+export interface DeliveryFilter {
+  status?: OutboxState;
+  /** `scheme://host[:port]`, lower case. */
+  origin?: string;
+  mediaBuyId?: string;
+  principalId?: string;
+  taskId?: string;
+  eventType?: string;
+  idempotencyKey?: string;
+  /** created_at >= from */
+  from?: Date;
+  /** created_at < to */
+  to?: Date;
+}
+
+/** Keyset position: the last row shown, (created_at in µs since the epoch, id). */
+export interface Cursor {
+  createdUs: string;
+  id: string;
+}
+
+export { ConsoleInputError };
+
+/** Query-string names of the filter fields, as the pages and the API spell them. */
+export const FILTER_PARAMS = {
+  status: 'status',
+  origin: 'origin',
+  mediaBuyId: 'media_buy',
+  principalId: 'principal',
+  taskId: 'task',
+  eventType: 'type',
+  idempotencyKey: 'key',
+  from: 'from',
+  to: 'to',
+} as const;
+
+const TEXT_MAX = 256;
+
+function text(field: string, v: string): string {
+  if (v.length > TEXT_MAX) throw new ConsoleInputError(field, `at most ${TEXT_MAX} characters`);
+  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
+  if (/[\u0000-\u001f]/.test(v)) throw new ConsoleInputError(field, 'control characters');
+  return v;
+}
+
+export function parseTime(field: string, v: string): Date {
+  const d = new Date(v);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(d.getTime())) {
+    throw new ConsoleInputError(field, 'an ISO 8601 time, e.g. 2026-11-23T12:00:00Z');
+  }
+  return d;
+}
+
+/** `https://Host:8443/any/path` -> `https://host:8443`; anything else is refused. */
+export function parseOrigin(field: string, v: string): string {
+  const m = /^([a-z][a-z0-9+.-]*):\/\/([^/?#\s]+)\/?$/i.exec(v.trim());
+  if (!m) {
+    try {
+      const u = new URL(v);
+      return `${u.protocol}//${u.host}`.toLowerCase();
+    } catch {
+      throw new ConsoleInputError(field, 'an origin such as https://buyer.example');
+    }
+  }
+  return `${m[1]}://${m[2]}`.toLowerCase();
+}
+
+/** Reads the filter from query parameters; empty values are absent. */
+export function parseFilter(q: Record<string, unknown>): DeliveryFilter {
+  const get = (name: string): string | undefined => {
+    const v = q[name];
+    const s = Array.isArray(v) ? v[0] : v;
+    if (s === undefined || s === null || s === '') return undefined;
+    if (typeof s !== 'string') throw new ConsoleInputError(name, 'a string');
+    return s.trim() === '' ? undefined : s.trim();
+  };
+  const f: DeliveryFilter = {};
+  const status = get(FILTER_PARAMS.status);
+  if (status !== undefined) {
+    if (!(DELIVERY_STATES as readonly string[]).includes(status)) {
+      throw new ConsoleInputError('status', `one of ${DELIVERY_STATES.join(', ')}`);
+    }
+    f.status = status as OutboxState;
+  }
+  const origin = get(FILTER_PARAMS.origin);
+  if (origin !== undefined) f.origin = parseOrigin('origin', origin);
+  for (const k of ['mediaBuyId', 'principalId', 'taskId', 'eventType', 'idempotencyKey'] as const) {
+    const v = get(FILTER_PARAMS[k]);
+    if (v !== undefined) f[k] = text(FILTER_PARAMS[k], v);
+  }
+  const from = get('from');
+  if (from !== undefined) f.from = parseTime('from', from);
+  const to = get('to');
+  if (to !== undefined) f.to = parseTime('to', to);
+  if (f.from && f.to && f.from >= f.to) throw new ConsoleInputError('to', 'must be after from');
+  return f;
+}
+
+/** The filter back as query parameters (links, the next page). */
+export function filterParams(f: DeliveryFilter): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, name] of Object.entries(FILTER_PARAMS)) {
+    const v = f[k as keyof DeliveryFilter];
+    if (v === undefined) continue;
+    out[name] = v instanceof Date ? v.toISOString() : v;
+  }
+  return out;
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(`${c.createdUs}.${c.id}`).toString('base64url');
+}
+
+export function decodeCursor(v: string): Cursor {
+  const m = /^(\d{1,19})\.(\d{1,19})$/.exec(Buffer.from(v, 'base64url').toString());
+  if (!m) throw new ConsoleInputError('cursor', 'not a cursor this console gave out');
+  return { createdUs: m[1]!, id: m[2]! };
+}
+
+export function parseLimit(v: unknown, dflt = 50): number {
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 200) {
+    throw new ConsoleInputError('limit', 'an integer from 1 to 200');
+  }
+  return n;
+}

@@ -1,0 +1,81 @@
+/** Deliveries: the filter form, one page of rows (newest first) and the link to older ones. */
+import { DELIVERY_STATES, filterParams, type DeliveryFilter } from '../filters.js';
+import type { DeliveryPage, DeliverySummary } from '../store.js';
+import { html, query, type Html } from '../../../shared/console/html.js';
+
+function when(iso: string | null): string {
+  return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
+}
+
+export function deliveryRow(d: DeliverySummary): Html {
+  return html`<tr id="d-${d.id}" data-delivery="${d.id}">
+    <td><a href="/deliveries/${d.id}">${d.id}</a></td>
+    <td><span class="state ${d.state}">${d.state}</span></td>
+    <td>${d.eventType}</td>
+    <td class="url">${d.url}</td>
+    <td>${d.mediaBuyId ?? ''}</td>
+    <td>${d.principalId ?? ''}</td>
+    <td>${d.attempts}</td>
+    <td>
+      ${d.lastStatus ?? ''}${d.lastError ? html` <span class="err">${d.lastError}</span>` : ''}
+    </td>
+    <td>${when(d.createdAt)}</td>
+    <td>${when(d.nextAttemptAt)}</td>
+  </tr>`;
+}
+
+function field(name: string, label: string, value: string | undefined, placeholder = ''): Html {
+  return html`<label
+    >${label}<input name="${name}" value="${value ?? ''}" placeholder="${placeholder}"
+  /></label>`;
+}
+
+export function deliveriesBody(f: DeliveryFilter, page: DeliveryPage): Html {
+  const p = filterParams(f);
+  return html`<h1>Deliveries</h1>
+    <form method="get" action="/deliveries" class="filters">
+      <label
+        >Status<select name="status">
+          <option value="">any</option>
+          ${DELIVERY_STATES.map(
+            (s) =>
+              html`<option value="${s}" ${f.status === s ? html` selected` : ''}>${s}</option>`,
+          )}
+        </select></label
+      >
+      ${field('origin', 'Destination origin', p.origin, 'https://buyer.example')}
+      ${field('media_buy', 'Media buy', p.media_buy)}
+      ${field('principal', 'Principal', p.principal)} ${field('task', 'Task', p.task)}
+      ${field('type', 'Event type', p.type, 'completed, scheduled...')}
+      ${field('key', 'Idempotency key', p.key)}
+      ${field('from', 'From', p.from, '2026-11-23T00:00:00Z')}
+      ${field('to', 'To', p.to, '2026-11-24T00:00:00Z')}
+      <button type="submit">Filter</button> <a href="/deliveries">clear</a>
+    </form>
+    <table class="list">
+      <thead>
+        <tr>
+          <th>#</th>
+          <th>Status</th>
+          <th>Event</th>
+          <th>Destination</th>
+          <th>Media buy</th>
+          <th>Principal</th>
+          <th>Attempts</th>
+          <th>Last answer</th>
+          <th>Created</th>
+          <th>Next attempt</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          page.items.length
+            ? page.items.map(deliveryRow)
+            : html`<tr>
+                <td colspan="10" class="empty">No delivery matches.</td>
+              </tr>`
+        }
+      </tbody>
+    </table>
+    ${page.next ? html`<p><a rel="next" href="/deliveries${query({ ...p, cursor: page.next })}">Older deliveries</a></p>` : ''}`;
+}

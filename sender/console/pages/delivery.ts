@@ -1,0 +1,110 @@
+/** One delivery: what it is, why it stands where it stands, its body and its attempts. */
+import type { Attempt, DeliveryDetail } from '../store.js';
+import { html, type Html } from '../../../shared/console/html.js';
+
+function when(iso: string | null): string {
+  return iso ? iso.replace('T', ' ').replace(/Z$/, 'Z') : '';
+}
+
+function attemptRow(a: Attempt): Html {
+  return html`<tr class="attempt ${a.status}">
+    <td>${a.attempt}</td>
+    <td><span class="state ${a.status}">${a.status}</span></td>
+    <td>${when(a.firedAt)}</td>
+    <td>${a.httpStatus ?? ''}</td>
+    <td>${a.responseTimeMs === null ? '' : `${a.responseTimeMs} ms`}</td>
+    <td class="err">${a.error ?? ''}</td>
+    <td>${a.requestedBy ?? ''}</td>
+  </tr>`;
+}
+
+/** Why the delivery is where it is, in one sentence. */
+function verdict(d: DeliveryDetail): string {
+  switch (d.state) {
+    case 'delivered':
+      return `Delivered (HTTP ${d.lastStatus ?? '2xx'}) at ${when(d.completedAt)}.`;
+    case 'stopped':
+      return `Stopped at ${when(d.completedAt)}: ${d.lastError ?? 'no reason recorded'}${d.lastStatus ? ` (HTTP ${d.lastStatus})` : ''}. The receiver's answer means retrying cannot help; redeliver once it is fixed.`;
+    case 'expired':
+      return `Expired at ${when(d.completedAt)}: the retry horizon (${d.horizonSeconds} s from the first attempt) passed; last answer ${d.lastError ?? 'none'}${d.lastStatus ? ` (HTTP ${d.lastStatus})` : ''}.`;
+    default:
+      return d.attempts === 0
+        ? `Waiting for its first attempt (due ${when(d.nextAttemptAt)}).`
+        : `Retrying: attempt ${d.attempts + 1} is due ${when(d.nextAttemptAt)}; last answer ${d.lastError ?? 'none'}${d.lastStatus ? ` (HTTP ${d.lastStatus})` : ''}.`;
+  }
+}
+
+/** The part that live updates replace: state, verdict and attempts. */
+export function deliveryLive(d: DeliveryDetail): Html {
+  return html`<p class="verdict"><span class="state ${d.state}">${d.state}</span> ${verdict(d)}</p>
+    <table class="list attempts">
+      <thead>
+        <tr>
+          <th>Attempt</th>
+          <th>Result</th>
+          <th>Time</th>
+          <th>HTTP</th>
+          <th>Response time</th>
+          <th>Error</th>
+          <th>Requested by</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          d.attemptList.length
+            ? d.attemptList.map(attemptRow)
+            : html`<tr>
+                <td colspan="7" class="empty">No attempt yet.</td>
+              </tr>`
+        }
+      </tbody>
+    </table>`;
+}
+
+export function deliveryBody(d: DeliveryDetail, csrf: string): Html {
+  const canRedeliver = d.state !== 'pending';
+  return html`<h1>Delivery ${d.id}</h1>
+    <dl class="meta">
+      <dt>Idempotency key</dt>
+      <dd><code>${d.idempotencyKey}</code></dd>
+      <dt>Event type</dt>
+      <dd>${d.eventType} (${d.channel} channel)</dd>
+      <dt>Destination</dt>
+      <dd class="url">${d.url}</dd>
+      <dt>Authentication</dt>
+      <dd>${d.authMode}</dd>
+      <dt>Media buy</dt>
+      <dd>${d.mediaBuyId ?? '-'}</dd>
+      <dt>Principal</dt>
+      <dd>${d.principalId ?? '-'}</dd>
+      <dt>Task</dt>
+      <dd>${d.taskId ?? '-'}</dd>
+      <dt>Created</dt>
+      <dd>${when(d.createdAt)}</dd>
+      <dt>First attempt</dt>
+      <dd>${when(d.firstAttemptAt) || '-'}</dd>
+      <dt>Next attempt</dt>
+      <dd>${when(d.nextAttemptAt) || '-'}</dd>
+      <dt>Body size</dt>
+      <dd>${d.payloadSizeBytes} bytes</dd>
+    </dl>
+    <section id="live" data-delivery="${d.id}">${deliveryLive(d)}</section>
+    ${
+      canRedeliver
+        ? html`<form
+            method="post"
+            action="/deliveries/${d.id}/redeliver"
+            class="action"
+            data-confirm="Send delivery ${d.id} again to ${d.url}? Same key and body, fresh signature."
+          >
+            <input type="hidden" name="_csrf" value="${csrf}" />
+            <button type="submit">Redeliver</button>
+          </form>`
+        : html`<p class="hint">
+            Pending deliveries are already on their way; redelivery is offered once it is delivered,
+            stopped or expired.
+          </p>`
+    }
+    <h2>Body as sent</h2>
+    <pre class="body">${d.bodyPretty}</pre>`;
+}

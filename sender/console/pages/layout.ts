@@ -1,0 +1,99 @@
+/** The frame every page shares: head (stylesheet, script), navigation, flash message. */
+import { html, type Html, type Renderable } from '../../../shared/console/html.js';
+
+export interface PageContext {
+  title: string;
+  operator: string;
+  csrf: string;
+  /** Which navigation entry is current. */
+  nav: 'deliveries' | 'destinations' | 'audit' | null;
+  /** `data-live` of the body: what the script subscribes to. */
+  live?: string;
+  flash?: { kind: 'ok' | 'error'; text: string } | null;
+  brand: string;
+}
+
+const NAV: Array<[PageContext['nav'], string, string]> = [
+  ['deliveries', '/deliveries', 'Deliveries'],
+  ['destinations', '/destinations', 'Destinations'],
+  ['audit', '/audit', 'Audit'],
+];
+
+export function layout(p: PageContext, body: Renderable): Html {
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="csrf-token" content="${p.csrf}" />
+        <title>${p.title} · ${p.brand} webhooks console</title>
+        <link rel="stylesheet" href="/static/console.css" />
+        <script src="/static/console.js" defer></script>
+      </head>
+      <body data-live="${p.live ?? ''}">
+        <header>
+          <span class="brand">${p.brand} webhooks</span>
+          <nav>
+            ${NAV.map(
+              ([k, href, label]) =>
+                html`<a href="${href}" ${k === p.nav ? html` aria-current="page"` : ''}
+                  >${label}</a
+                >`,
+            )}
+          </nav>
+          <form method="post" action="/logout" class="signout">
+            <span class="who">${p.operator}</span>
+            <input type="hidden" name="_csrf" value="${p.csrf}" />
+            <button type="submit">Sign out</button>
+          </form>
+        </header>
+        <main>
+          ${p.flash ? html`<p class="flash ${p.flash.kind}" role="status">${p.flash.text}</p>` : ''}
+          ${body}
+        </main>
+      </body>
+    </html>`;
+}
+
+/** The sign-in page (no session yet: no navigation). */
+export function loginPage(brand: string, error: string | null, next: string): Html {
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <title>Sign in · ${brand} webhooks console</title>
+        <link rel="stylesheet" href="/static/console.css" />
+      </head>
+      <body class="login">
+        <main>
+          <h1>${brand} webhooks console</h1>
+          <form method="post" action="/login">
+            <p>
+              Sign in with the console token (<code>console.token</code> in the demo-credentials
+              file, or the one given to <code>svc console</code>).
+            </p>
+            ${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
+            <label
+              >Token
+              <input
+                type="password"
+                name="token"
+                autocomplete="current-password"
+                required
+                autofocus
+            /></label>
+            <input type="hidden" name="next" value="${next}" />
+            <button type="submit">Sign in</button>
+          </form>
+        </main>
+      </body>
+    </html>`;
+}
+
+export function errorPage(p: PageContext, status: number, message: string): Html {
+  return layout(
+    p,
+    html`<h1>${status === 404 ? 'Not found' : 'Cannot do that'}</h1>
+      <p class="flash error">${message}</p>`,
+  );
+}

@@ -1,0 +1,424 @@
+/**
+ * The seller's console: a Koa app with the pages and the JSON API they use (`/api/...`,
+ * documented in README.md), behind `ConsoleAuth`. Every response carries a strict CSP (no
+ * inline script or style, nothing from another origin); every POST from a browser session
+ * must echo the session's CSRF token and come from this origin.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Router, { type RouterContext } from '@koa/router';
+import Koa from 'koa';
+import { CONSOLE_CSS, ownOrigin, setSecurityHeaders } from '../../shared/console/http.js';
+import { silentLogger, type Logger } from '../../shared/infra/logger.js';
+import { ConsoleActionError, type ConsoleActions, type Operator } from './actions.js';
+import type { ConsoleAuth } from '../../shared/console/auth.js';
+import { SESSION_COOKIE, type Session } from '../../shared/console/auth.js';
+import { readBody } from '../../shared/console/body.js';
+import {
+  ConsoleInputError,
+  decodeCursor,
+  parseFilter,
+  parseLimit,
+  parseOrigin,
+  parseTime,
+} from './filters.js';
+import { LiveFeed } from './live.js';
+import { auditBody } from './pages/audit.js';
+import { deliveriesBody, deliveryRow } from './pages/deliveries.js';
+import { deliveryBody, deliveryLive } from './pages/delivery.js';
+import { destinationsBody } from './pages/destinations.js';
+import type { Html } from '../../shared/console/html.js';
+import { errorPage, layout, loginPage, type PageContext } from './pages/layout.js';
+import type { ConsoleStore } from './store.js';
+
+const STATIC: Record<string, { type: string; body: Buffer }> = {
+  'console.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: readFileSync(new URL('./static/console.js', import.meta.url)),
+  },
+  'console.css': CONSOLE_CSS,
+};
+
+export interface ConsoleAppOptions {
+  store: ConsoleStore;
+  actions: ConsoleActions;
+  auth: ConsoleAuth;
+  brand?: string;
+  logger?: Logger;
+  /** Live-update poll period; default 500 ms. */
+  liveEveryMs?: number;
+}
+
+interface State {
+  session: Session | null;
+  sessionId: string | undefined;
+  operator: Operator;
+  api: boolean;
+  /** The parsed body of a browser session's POST (read for its CSRF token). */
+  form?: Record<string, unknown>;
+}
+
+type Ctx = RouterContext<State>;
+
+function localPath(v: unknown): string {
+  return typeof v === 'string' && /^\/(?![/\\])[\w\-./?=&%]*$/.test(v) ? v : '/deliveries';
+}
+
+export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live: LiveFeed } {
+  const logger = o.logger ?? silentLogger;
+  const brand = o.brand ?? 'svc';
+  const { store, actions, auth } = o;
+  const live = new LiveFeed(store, logger, o.liveEveryMs);
+  const app = new Koa<State>();
+  const router = new Router<State>();
+
+  const page = (ctx: Ctx, p: Partial<PageContext> & { title: string }, body: Html | string) => {
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = layout(
+      {
+        operator: ctx.state.operator.name,
+        csrf: ctx.state.session?.csrf ?? '',
+        nav: null,
+        brand,
+        ...p,
+      },
+      body,
+    ).value;
+  };
+
+  // Headers on every answer, errors in the caller's language (JSON for the API).
+  app.use(async (ctx, next) => {
+    setSecurityHeaders(ctx);
+    try {
+      await next();
+    } catch (err) {
+      const input = err instanceof ConsoleInputError;
+      const action = err instanceof ConsoleActionError;
+      if (!input && !action) logger.error({ err, path: ctx.path }, 'console request failed');
+      const status = input ? 400 : action ? err.status : 500;
+      const code = input ? err.code : action ? err.code : 'INTERNAL_ERROR';
+      const message = input || action ? err.message : 'internal error (see the console log)';
+      ctx.status = status;
+      if (ctx.path.startsWith('/api/') || !ctx.state.session) {
+        ctx.body = { error: { code, message, ...(input ? { field: err.field } : {}) } };
+      } else {
+        ctx.type = 'text/html; charset=utf-8';
+        ctx.body = errorPage(
+          {
+            title: 'Error',
+            operator: ctx.state.operator.name,
+            csrf: ctx.state.session.csrf,
+            nav: null,
+            brand,
+          },
+          status,
+          message,
+        ).value;
+      }
+    }
+  });
+
+  // Public: the stylesheet and script, and signing in.
+  app.use(async (ctx, next) => {
+    if (ctx.method === 'GET' && ctx.path.startsWith('/static/')) {
+      const file = STATIC[ctx.path.slice('/static/'.length)];
+      if (!file) return void (ctx.status = 404);
+      ctx.type = file.type;
+      ctx.set('cache-control', 'public, max-age=300');
+      ctx.body = file.body;
+      return;
+    }
+    if (ctx.path === '/favicon.ico') return void (ctx.status = 204);
+    if (ctx.path === '/login') {
+      if (ctx.method === 'GET') {
+        ctx.type = 'text/html; charset=utf-8';
+        ctx.body = loginPage(brand, null, localPath(ctx.query.next)).value;
+        return;
+      }
+      if (ctx.method === 'POST') {
+        const wait = auth.retryAfter(ctx.ip);
+        if (wait > 0) {
+          ctx.status = 429;
+          ctx.set('retry-after', String(wait));
+          ctx.type = 'text/html; charset=utf-8';
+          ctx.body = loginPage(
+            brand,
+            `Too many failed sign-ins: try again in ${wait} s.`,
+            '/deliveries',
+          ).value;
+          return;
+        }
+        const form = await readBody(ctx);
+        const id = auth.login(ctx.ip, typeof form.token === 'string' ? form.token : '');
+        if (!id) {
+          ctx.status = 401;
+          ctx.type = 'text/html; charset=utf-8';
+          ctx.body = loginPage(brand, 'That token is not valid.', localPath(form.next)).value;
+          logger.warn({ address: ctx.ip }, 'console: failed sign-in');
+          return;
+        }
+        ctx.cookies.set(SESSION_COOKIE, id, {
+          httpOnly: true,
+          sameSite: 'strict',
+          path: '/',
+          overwrite: true,
+        });
+        logger.info({ operator: auth.operator, address: ctx.ip }, 'console: signed in');
+        ctx.redirect(localPath(form.next));
+        return;
+      }
+    }
+    await next();
+  });
+
+  // Everything else needs a session (cookie) or the token (Authorization: Bearer).
+  app.use(async (ctx, next) => {
+    const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
+    ctx.state.api = ctx.path.startsWith('/api/') || ctx.path === '/api';
+    if (bearer !== undefined) {
+      if (!auth.tokenMatches(bearer)) {
+        ctx.status = 401;
+        ctx.body = { error: { code: 'UNAUTHENTICATED', message: 'the bearer token is not valid' } };
+        return;
+      }
+      ctx.state.session = null;
+      ctx.state.operator = { name: auth.operator, via: 'api' };
+      return next();
+    }
+    const sid = ctx.cookies.get(SESSION_COOKIE);
+    const session = auth.session(sid);
+    if (!session) {
+      if (ctx.state.api || ctx.method !== 'GET') {
+        ctx.status = 401;
+        ctx.body = {
+          error: {
+            code: 'UNAUTHENTICATED',
+            message: 'sign in at /login or send Authorization: Bearer <console token>',
+          },
+        };
+      } else {
+        ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+      }
+      return;
+    }
+    ctx.state.session = session;
+    ctx.state.sessionId = sid;
+    ctx.state.operator = { name: session.operator, via: ctx.state.api ? 'api' : 'console' };
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      const origin = ctx.get('origin');
+      if (origin && origin !== ownOrigin(ctx)) {
+        throw new ConsoleActionError(403, 'CSRF_REJECTED', 'the request came from another origin');
+      }
+      ctx.state.form = await readBody(ctx);
+      const echoed = ctx.get('x-csrf-token') || ctx.state.form._csrf;
+      if (!auth.csrfMatches(session, echoed)) {
+        throw new ConsoleActionError(
+          403,
+          'CSRF_REJECTED',
+          'the form is stale or did not come from this console: reload the page',
+        );
+      }
+    }
+    return next();
+  });
+
+  const form = (ctx: Ctx): Record<string, unknown> => ctx.state.form ?? {};
+  const body = async (ctx: Ctx): Promise<Record<string, unknown>> =>
+    ctx.state.session ? form(ctx) : readBody(ctx);
+
+  const listFrom = (ctx: Ctx) => {
+    const filter = parseFilter(ctx.query);
+    const c = ctx.query.cursor;
+    const cursor = typeof c === 'string' && c !== '' ? decodeCursor(c) : null;
+    return { filter, cursor, limit: parseLimit(ctx.query.limit) };
+  };
+
+  const detail = async (ctx: Ctx) => {
+    const d = await store.get(ctx.params.id!);
+    if (!d) throw new ConsoleActionError(404, 'NOT_FOUND', `no delivery ${ctx.params.id}`);
+    return d;
+  };
+
+  const recoverInput = (b: Record<string, unknown>) => {
+    if (typeof b.origin !== 'string' || b.origin === '') {
+      throw new ConsoleInputError('origin', 'an origin such as https://buyer.example');
+    }
+    if (typeof b.since !== 'string' || b.since === '') {
+      throw new ConsoleInputError('since', 'an ISO 8601 time, e.g. 2026-11-23T12:00:00Z');
+    }
+    return { origin: parseOrigin('origin', b.origin), since: parseTime('since', b.since) };
+  };
+
+  // Pages.
+  router.get('/', (ctx) => ctx.redirect('/deliveries'));
+  router.get('/deliveries', async (ctx) => {
+    const { filter, cursor, limit } = listFrom(ctx);
+    const result = await store.list(filter, cursor, limit);
+    page(
+      ctx,
+      { title: 'Deliveries', nav: 'deliveries', live: 'deliveries' },
+      deliveriesBody(filter, result),
+    );
+  });
+  router.get('/deliveries/:id', async (ctx) => {
+    const d = await detail(ctx);
+    const done = ctx.query.redelivered;
+    page(
+      ctx,
+      {
+        title: `Delivery ${d.id}`,
+        nav: 'deliveries',
+        live: 'delivery',
+        flash:
+          typeof done === 'string' && /^\d+$/.test(done)
+            ? { kind: 'ok', text: `Redelivery requested: attempt ${done} is on its way.` }
+            : null,
+      },
+      deliveryBody(d, ctx.state.session?.csrf ?? ''),
+    );
+  });
+  router.get('/deliveries/:id/live', async (ctx) => {
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = deliveryLive(await detail(ctx)).value;
+  });
+  router.get('/deliveries/:id/row', async (ctx) => {
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = deliveryRow(await detail(ctx)).value;
+  });
+  router.post('/deliveries/:id/redeliver', async (ctx) => {
+    const r = await actions.redeliver(ctx.params.id!, ctx.state.operator);
+    ctx.redirect(`/deliveries/${r.id}?redelivered=${r.attempt}`);
+  });
+  router.get('/destinations', async (ctx) => {
+    const n = ctx.query.recovered;
+    page(
+      ctx,
+      {
+        title: 'Destinations',
+        nav: 'destinations',
+        flash:
+          typeof n === 'string' && /^\d+$/.test(n)
+            ? {
+                kind: 'ok',
+                text: `Recovered ${n} deliveries${ctx.query.more === '1' ? ' (more remain: recover again)' : ''}.`,
+              }
+            : null,
+      },
+      destinationsBody(await store.destinations(), ctx.state.session?.csrf ?? ''),
+    );
+  });
+  router.post('/destinations/recover', async (ctx) => {
+    const { origin, since } = recoverInput(form(ctx));
+    const r = await actions.recover(origin, since, ctx.state.operator);
+    ctx.redirect(`/destinations?recovered=${r.recovered}${r.more ? '&more=1' : ''}`);
+  });
+  router.get('/audit', async (ctx) => {
+    page(ctx, { title: 'Audit', nav: 'audit' }, auditBody(await store.audit(100)));
+  });
+  router.post('/logout', (ctx) => {
+    auth.logout(ctx.state.sessionId);
+    ctx.cookies.set(SESSION_COOKIE, '', {
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/',
+      maxAge: 0,
+    });
+    ctx.redirect('/login');
+  });
+
+  // The JSON API (the same reads and actions; README.md documents it).
+  router.get('/api', (ctx) => {
+    ctx.body = API_INDEX;
+  });
+  router.get('/api/deliveries', async (ctx) => {
+    const { filter, cursor, limit } = listFrom(ctx);
+    ctx.body = await store.list(filter, cursor, limit);
+  });
+  router.get('/api/deliveries/:id', async (ctx) => {
+    ctx.body = await detail(ctx);
+  });
+  router.post('/api/deliveries/:id/redeliver', async (ctx) => {
+    await body(ctx);
+    ctx.status = 202;
+    ctx.body = await actions.redeliver(ctx.params.id!, ctx.state.operator);
+  });
+  router.post('/api/recover', async (ctx) => {
+    const { origin, since } = recoverInput(await body(ctx));
+    ctx.status = 202;
+    ctx.body = await actions.recover(origin, since, ctx.state.operator);
+  });
+  router.get('/api/destinations', async (ctx) => {
+    ctx.body = { items: await store.destinations() };
+  });
+  router.get('/api/audit', async (ctx) => {
+    ctx.body = { items: await store.audit(parseLimit(ctx.query.limit)) };
+  });
+  router.get('/api/events', (ctx) => {
+    ctx.respond = false;
+    live.add(ctx.res);
+  });
+
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return { app, live };
+}
+
+export const API_INDEX = {
+  endpoints: [
+    {
+      method: 'GET',
+      path: '/api/deliveries',
+      query: 'status origin media_buy principal task type key from to cursor limit',
+    },
+    { method: 'GET', path: '/api/deliveries/{id}' },
+    { method: 'POST', path: '/api/deliveries/{id}/redeliver' },
+    {
+      method: 'POST',
+      path: '/api/recover',
+      body: '{"origin": "https://buyer.example", "since": "2026-11-23T00:00:00Z"}',
+    },
+    { method: 'GET', path: '/api/destinations' },
+    { method: 'GET', path: '/api/audit', query: 'limit' },
+    {
+      method: 'GET',
+      path: '/api/events',
+      note: 'server-sent events: "attempt" per attempt record',
+    },
+  ],
+  auth: 'a session cookie from /login (POSTs then need X-CSRF-Token), or Authorization: Bearer <console token>',
+};
+
+export interface ConsoleServer {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Listens on host:port (loopback by default; 0 picks a free port). */
+export async function listenConsole(
+  o: ConsoleAppOptions & { host?: string; port?: number },
+): Promise<ConsoleServer> {
+  const { app, live } = createConsoleApp(o);
+  const server = createServer(app.callback());
+  const host = o.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const h = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${h}:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        live.close();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

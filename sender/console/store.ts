@@ -1,0 +1,389 @@
+/**
+ * What the console reads: deliveries (outbox rows) by filter with keyset pagination, one
+ * delivery with its attempts, per-origin health over the last hour and day, attempts that
+ * landed since a time (live updates) and the audit trail. Every statement is backed by an
+ * index of `migrations.ts` or the sender's own (the plan tests check which).
+ */
+import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
+import { recordedUrl } from '../activity/activity-log.js';
+import type { OutboxState } from '../outbox/outbox.js';
+import { DELIVERY_STATES, encodeCursor, type Cursor, type DeliveryFilter } from './filters.js';
+import { originSql } from './migrations.js';
+import { BUCKETS, histogramPercentile, HourlyRollup } from './rollup.js';
+
+export interface DeliverySummary {
+  id: string;
+  idempotencyKey: string;
+  state: OutboxState;
+  /** The target URL without query, fragment or credentials. */
+  url: string;
+  origin: string;
+  eventType: string;
+  channel: string;
+  mediaBuyId: string | null;
+  principalId: string | null;
+  taskId: string | null;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: string;
+  nextAttemptAt: string | null;
+  completedAt: string | null;
+}
+
+export interface Attempt {
+  attempt: number;
+  status: string;
+  firedAt: string;
+  completedAt: string | null;
+  httpStatus: number | null;
+  responseTimeMs: number | null;
+  error: string | null;
+  requestedBy: string | null;
+}
+
+export interface DeliveryDetail extends DeliverySummary {
+  authMode: string;
+  notificationId: string | null;
+  sequenceNumber: number | null;
+  subscriberId: string | null;
+  firstAttemptAt: string | null;
+  horizonSeconds: number;
+  payloadSizeBytes: number;
+  /** The frozen body as sent (UTF-8), and pretty-printed when it is JSON. */
+  body: string;
+  bodyPretty: string;
+  attemptList: Attempt[];
+}
+
+export interface DeliveryPage {
+  items: DeliverySummary[];
+  /** Give it back as `cursor` for the next (older) page; null on the last page. */
+  next: string | null;
+}
+
+export interface WindowStats {
+  attempts: number;
+  succeeded: number;
+  /** succeeded / attempts, null without attempts. */
+  successRate: number | null;
+  p50Ms: number | null;
+  p99Ms: number | null;
+}
+
+export interface Destination {
+  origin: string;
+  hour: WindowStats;
+  day: WindowStats;
+  /** Pending deliveries to this origin. */
+  backlog: number;
+  /** When the last 429 answer lets the next attempt go (a pending row's next attempt), if in the future. */
+  pausedUntil: string | null;
+  lastError: { at: string; status: number | null; message: string | null } | null;
+  /**
+   * Hourly buckets over the last day, oldest first: attempts and successes. The day's
+   * p50/p99 come from a histogram with 25 %-wide buckets (within ~12 %); the hour's are exact.
+   */
+  series: Array<{ hour: string; attempts: number; succeeded: number }>;
+}
+
+export interface LandedAttempt {
+  deliveryId: string;
+  attempt: number;
+  status: string;
+  httpStatus: number | null;
+  at: string;
+}
+
+export interface AuditEntry {
+  at: string;
+  operator: string;
+  via: string;
+  action: string;
+  target: string;
+  detail: Record<string, unknown>;
+}
+
+const SUMMARY_COLUMNS = `o.id::text AS id, o.idempotency_key, o.state, o.target_url,
+  ${originSql('o.target_url')} AS origin, o.notification_type, o.channel, o.media_buy_id,
+  o.principal_id, o.task_id, o.attempts, o.last_status, o.last_error, o.created_at,
+  (extract(epoch from o.created_at) * 1000000)::bigint::text AS created_us,
+  o.next_attempt_at, o.completed_at`;
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+function summary(r: Record<string, unknown>): DeliverySummary {
+  return {
+    id: r.id as string,
+    idempotencyKey: r.idempotency_key as string,
+    state: r.state as OutboxState,
+    url: recordedUrl(r.target_url as string),
+    origin: r.origin as string,
+    eventType: r.notification_type as string,
+    channel: r.channel as string,
+    mediaBuyId: r.media_buy_id as string | null,
+    principalId: r.principal_id as string | null,
+    taskId: r.task_id as string | null,
+    attempts: r.attempts as number,
+    lastStatus: r.last_status as number | null,
+    lastError: r.last_error as string | null,
+    createdAt: (r.created_at as Date).toISOString(),
+    nextAttemptAt: r.state === 'pending' ? iso(r.next_attempt_at as Date) : null,
+    completedAt: iso(r.completed_at as Date | null),
+  };
+}
+
+/**
+ * The list statement for a filter: each present field one equality or range on an
+ * indexed expression, newest first, after the cursor. Exported for the plan tests.
+ */
+export function listStatement(
+  schema: string,
+  f: DeliveryFilter,
+  cursor: Cursor | null,
+  limit: number,
+): { text: string; values: unknown[] } {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const add = (sql: (p: string) => string, v: unknown) => {
+    values.push(v);
+    where.push(sql(`$${values.length}`));
+  };
+  // A literal (the value is one of four checked words): partial indexes on the state then
+  // match in generic plans too.
+  if (f.status) {
+    if (!DELIVERY_STATES.includes(f.status)) throw new Error(`unknown state ${f.status}`);
+    where.push(`o.state = '${f.status}'`);
+  }
+  if (f.origin) add((p) => `${originSql('o.target_url')} = ${p}`, f.origin);
+  if (f.mediaBuyId) add((p) => `o.media_buy_id = ${p}`, f.mediaBuyId);
+  if (f.principalId) add((p) => `o.principal_id = ${p}`, f.principalId);
+  if (f.taskId) add((p) => `o.task_id = ${p}`, f.taskId);
+  if (f.eventType) add((p) => `o.notification_type = ${p}`, f.eventType);
+  if (f.idempotencyKey) add((p) => `o.idempotency_key = ${p}`, f.idempotencyKey);
+  if (f.from) add((p) => `o.created_at >= ${p}`, f.from);
+  if (f.to) add((p) => `o.created_at < ${p}`, f.to);
+  if (cursor) {
+    values.push(cursor.createdUs, cursor.id);
+    const t = `$${values.length - 1}`;
+    const id = `$${values.length}`;
+    where.push(
+      `(o.created_at, o.id) < (timestamptz 'epoch' + ${t}::bigint * interval '1 microsecond', ${id}::bigint)`,
+    );
+  }
+  values.push(limit + 1);
+  const text = `SELECT ${SUMMARY_COLUMNS} FROM ${schema}.outbox o
+    ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+    ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length}`;
+  return { text, values };
+}
+
+/**
+ * The last hour's exact figures per origin (index-only range read of about an hour of
+ * attempts); the day's come from the hourly rollup (rollup.ts).
+ */
+export function lastHourStatement(schema: string): string {
+  return `SELECT ${originSql('url')} AS origin, count(*)::int AS n,
+      count(*) FILTER (WHERE status = 'success')::int AS ok,
+      percentile_disc(0.5) WITHIN GROUP (ORDER BY response_time_ms) AS p50,
+      percentile_disc(0.99) WITHIN GROUP (ORDER BY response_time_ms) AS p99
+    FROM ${schema}.webhook_activity
+    WHERE fired_at >= now() - interval '1 hour' AND status <> 'pending'
+    GROUP BY 1`;
+}
+
+function stats(n: number, ok: number, p50: number | null, p99: number | null): WindowStats {
+  return { attempts: n, succeeded: ok, successRate: n ? ok / n : null, p50Ms: p50, p99Ms: p99 };
+}
+
+export class ConsoleStore {
+  readonly schema: string;
+  private readonly rollup: HourlyRollup;
+  constructor(
+    readonly pool: Pool,
+    schema: string,
+  ) {
+    this.schema = assertSchemaName(schema);
+    this.rollup = new HourlyRollup(pool, this.schema);
+  }
+
+  async list(filter: DeliveryFilter, cursor: Cursor | null, limit = 50): Promise<DeliveryPage> {
+    const { text, values } = listStatement(this.schema, filter, cursor, limit);
+    const { rows } = await this.pool.query(text, values);
+    const more = rows.length > limit;
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      items: page.map(summary),
+      next: more && last ? encodeCursor({ createdUs: last.created_us, id: last.id }) : null,
+    };
+  }
+
+  async get(id: string): Promise<DeliveryDetail | null> {
+    if (!/^\d{1,18}$/.test(id)) return null;
+    const [row, attempts] = await Promise.all([
+      this.pool.query(
+        `SELECT ${SUMMARY_COLUMNS}, o.auth_mode, o.notification_id, o.sequence_number,
+                o.subscriber_id, o.first_attempt_at, o.horizon_seconds, o.body
+           FROM ${this.schema}.outbox o WHERE o.id = $1`,
+        [id],
+      ),
+      this.attempts(id),
+    ]);
+    const r = row.rows[0];
+    if (!r) return null;
+    const body = (r.body as Buffer).toString('utf8');
+    let bodyPretty = body;
+    try {
+      bodyPretty = JSON.stringify(JSON.parse(body), null, 2);
+    } catch {
+      // Not JSON (a custom payload): shown as sent.
+    }
+    return {
+      ...summary(r),
+      authMode: r.auth_mode,
+      notificationId: r.notification_id,
+      sequenceNumber: r.sequence_number,
+      subscriberId: r.subscriber_id,
+      firstAttemptAt: iso(r.first_attempt_at),
+      horizonSeconds: r.horizon_seconds,
+      payloadSizeBytes: (r.body as Buffer).length,
+      body,
+      bodyPretty,
+      attemptList: attempts,
+    };
+  }
+
+  async attempts(id: string): Promise<Attempt[]> {
+    const { rows } = await this.pool.query(
+      `SELECT attempt, status, fired_at, completed_at, http_status_code, response_time_ms,
+              error_message, requested_by
+         FROM ${this.schema}.webhook_activity WHERE outbox_id = $1 ORDER BY attempt`,
+      [id],
+    );
+    return rows.map((r) => ({
+      attempt: r.attempt,
+      status: r.status,
+      firedAt: (r.fired_at as Date).toISOString(),
+      completedAt: iso(r.completed_at),
+      httpStatus: r.http_status_code,
+      responseTimeMs: r.response_time_ms,
+      error: r.error_message,
+      requestedBy: r.requested_by,
+    }));
+  }
+
+  async destinations(): Promise<Destination[]> {
+    const origin = originSql('target_url');
+    const [hour, day, backlog, errors] = await Promise.all([
+      this.pool.query(lastHourStatement(this.schema)),
+      this.rollup.day(),
+      this.pool.query(
+        `SELECT ${origin} AS origin, count(*)::int AS n,
+                max(next_attempt_at) FILTER (WHERE last_status = 429 AND next_attempt_at > now())
+                  AS paused_until
+           FROM ${this.schema}.outbox WHERE state = 'pending' GROUP BY 1`,
+      ),
+      // The newest failures, read backwards along the window index and stopped after 2000
+      // (a day of them can be tens of thousands): each origin's newest among them.
+      this.pool.query(
+        `SELECT ${originSql('url')} AS origin, fired_at, http_status_code, error_message
+           FROM ${this.schema}.webhook_activity
+          WHERE fired_at >= now() - interval '1 day'
+            AND status IN ('failed', 'timeout', 'connection_error')
+          ORDER BY fired_at DESC LIMIT 2000`,
+      ),
+    ]);
+    const by = new Map<string, Destination>();
+    const get = (o: string): Destination => {
+      let d = by.get(o);
+      if (!d) {
+        d = {
+          origin: o,
+          hour: stats(0, 0, null, null),
+          day: stats(0, 0, null, null),
+          backlog: 0,
+          pausedUntil: null,
+          lastError: null,
+          series: [],
+        };
+        by.set(o, d);
+      }
+      return d;
+    };
+    for (const r of hour.rows) get(r.origin).hour = stats(r.n, r.ok, r.p50, r.p99);
+    const histograms = new Map<string, number[]>();
+    const hours = new Map<string, Map<number, { attempts: number; succeeded: number }>>();
+    for (const a of day) {
+      const h = histograms.get(a.origin) ?? new Array<number>(BUCKETS).fill(0);
+      a.latency.forEach((n, i) => (h[i] = h[i]! + n));
+      histograms.set(a.origin, h);
+      const series = hours.get(a.origin) ?? new Map();
+      const t = a.hour.getTime();
+      const cur = series.get(t) ?? { attempts: 0, succeeded: 0 };
+      series.set(t, {
+        attempts: cur.attempts + a.attempts,
+        succeeded: cur.succeeded + a.succeeded,
+      });
+      hours.set(a.origin, series);
+    }
+    for (const [o, series] of hours) {
+      const d = get(o);
+      const list = [...series.entries()].sort((a, b) => a[0] - b[0]);
+      const n = list.reduce((x, [, v]) => x + v.attempts, 0);
+      const ok = list.reduce((x, [, v]) => x + v.succeeded, 0);
+      const h = histograms.get(o)!;
+      d.day = stats(n, ok, histogramPercentile(h, 0.5), histogramPercentile(h, 0.99));
+      d.series = list.map(([t, v]) => ({ hour: new Date(t).toISOString(), ...v }));
+    }
+    for (const r of backlog.rows) {
+      const d = get(r.origin);
+      d.backlog = r.n;
+      d.pausedUntil = iso(r.paused_until);
+    }
+    for (const r of errors.rows) {
+      if (get(r.origin).lastError) continue;
+      get(r.origin).lastError = {
+        at: (r.fired_at as Date).toISOString(),
+        status: r.http_status_code,
+        message: r.error_message,
+      };
+    }
+    return [...by.values()].sort((a, b) => a.origin.localeCompare(b.origin));
+  }
+
+  /** Attempt records written or completed after `since` (live updates), oldest first. */
+  async landedSince(since: Date, limit = 500): Promise<LandedAttempt[]> {
+    const { rows } = await this.pool.query(
+      `SELECT outbox_id::text AS id, attempt, status, http_status_code,
+              coalesce(completed_at, fired_at) AS at
+         FROM ${this.schema}.webhook_activity
+        WHERE coalesce(completed_at, fired_at) > $1
+        ORDER BY coalesce(completed_at, fired_at) LIMIT $2`,
+      [since, limit],
+    );
+    return rows.map((r) => ({
+      deliveryId: r.id,
+      attempt: r.attempt,
+      status: r.status,
+      httpStatus: r.http_status_code,
+      at: (r.at as Date).toISOString(),
+    }));
+  }
+
+  async audit(limit = 50): Promise<AuditEntry[]> {
+    const { rows } = await this.pool.query(
+      `SELECT at, operator, via, action, target, detail FROM ${this.schema}.console_audit
+        ORDER BY at DESC LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => ({
+      at: (r.at as Date).toISOString(),
+      operator: r.operator,
+      via: r.via,
+      action: r.action,
+      target: r.target,
+      detail: r.detail,
+    }));
+  }
+}

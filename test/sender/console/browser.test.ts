@@ -1,0 +1,165 @@
+/**
+ * The seller console in a real browser (Debian chromium through playwright-core): sign in,
+ * find the delivery a receiver kept failing, read its attempts (its hostile body stays
+ * text), redeliver it and watch the new attempt arrive live, recover an origin. Every
+ * page is screenshotted to .tap/screenshots/; no CSP violation and no script from the
+ * payload may run.
+ */
+import t from 'tap';
+import { ConsoleActions } from '../../../sender/console/actions.js';
+import { ConsoleAuth } from '../../../shared/console/auth.js';
+import { listenConsole } from '../../../sender/console/server.js';
+import { ConsoleStore } from '../../../sender/console/store.js';
+import { newIdempotencyKey } from '../../../sender/outbox/keys.js';
+import type { OutboundEvent } from '../../../sender/outbox/types.js';
+import { haveChromium, launchBrowser, SCREENSHOTS } from '../../helpers/browser.js';
+import { senderHarness, startReceiver } from '../harness.js';
+
+const TOKEN = 'browser-console-token-0123456789';
+
+function event(url: string, payload: Record<string, unknown> = {}): OutboundEvent {
+  const idempotencyKey = newIdempotencyKey();
+  return {
+    target: { url, auth: { mode: 'rfc9421' }, channel: 'task' },
+    payload: { idempotency_key: idempotencyKey, status: 'completed', ...payload },
+    idempotencyKey,
+    notificationType: 'completed',
+    principalId: 'p_browser',
+    mediaBuyId: 'mb_browser',
+    taskId: 'task_browser',
+  };
+}
+
+t.test(
+  'seller console in chromium',
+  { skip: !haveChromium() && 'no /usr/bin/chromium (apt-get install chromium)' },
+  async (t) => {
+    const h = await senderHarness(t);
+    // Fails twice with 503 (retried), then 410 (stopped); later answers 200 slowly, so the
+    // page is up before the redelivered attempt lands.
+    let mode: 'failing' | 'fixed' = 'failing';
+    let calls = 0;
+    const rx = await startReceiver(async () => {
+      if (mode === 'fixed') {
+        await new Promise((r) => setTimeout(r, 1500));
+        return { status: 200 };
+      }
+      calls++;
+      return { status: calls % 3 === 0 ? 410 : 503 };
+    });
+    t.teardown(() => rx.close());
+    const other = await startReceiver(() => ({ status: mode === 'fixed' ? 200 : 410 }));
+    t.teardown(() => other.close());
+    h.startWorker();
+    const consoleServer = await listenConsole({
+      store: new ConsoleStore(h.pool, h.schema),
+      actions: new ConsoleActions(h.pool, h.queue, h.schema),
+      auth: new ConsoleAuth({ token: TOKEN, operator: 'bob' }),
+      liveEveryMs: 200,
+    });
+    t.teardown(() => consoleServer.close());
+    const base = consoleServer.url;
+
+    const [failingId] = await h.outbox.enqueue([
+      event(rx.url, {
+        message: '<script>alert(1)</script>',
+        note: '"><img src=x onerror=alert(2)>',
+      }),
+    ]);
+    await h.waitForState(failingId!, ['stopped']);
+    const lost = await h.outbox.enqueue([event(other.url), event(other.url)]);
+    for (const id of lost) await h.waitForState(id, ['stopped']);
+
+    const context = await launchBrowser(t);
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      // The one failed sign-in answers 401 on purpose.
+      if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(e.message));
+    const dialogs: string[] = [];
+    page.on('dialog', (d) => {
+      dialogs.push(`${d.type()}: ${d.message()}`);
+      void d.accept();
+    });
+    const shot = (name: string) =>
+      page.screenshot({ path: `${SCREENSHOTS}console-${name}.png`, fullPage: true });
+
+    // Sign in.
+    await page.goto(`${base}/deliveries`);
+    t.match(page.url(), /\/login\?next=/, 'no anonymous access');
+    await page.fill('input[name=token]', 'not-the-token-at-all');
+    await page.click('button[type=submit]');
+    t.match(await page.textContent('.flash.error'), /not valid/);
+    await page.fill('input[name=token]', TOKEN);
+    await shot('login');
+    await page.click('button[type=submit]');
+    await page.waitForURL(/\/deliveries$/);
+    t.equal(await page.textContent('header .who'), 'bob');
+
+    // Find the delivery that kept failing.
+    await page.selectOption('select[name=status]', 'stopped');
+    await page.fill('input[name=origin]', new URL(rx.url).origin);
+    await page.click('form.filters button[type=submit]');
+    await page.waitForURL(/status=stopped/);
+    const rows = page.locator('table.list tbody tr[data-delivery]');
+    t.equal(await rows.count(), 1);
+    await shot('deliveries');
+    await page.click(`a[href="/deliveries/${failingId}"]`);
+    await page.waitForURL(new RegExp(`/deliveries/${failingId}$`));
+
+    // Its attempts, and why it stopped; the body is text.
+    const attempts = page.locator('#live table.attempts tbody tr');
+    t.equal(await attempts.count(), 3);
+    t.match(await attempts.nth(0).textContent(), /503/);
+    t.match(await attempts.nth(2).textContent(), /410/);
+    t.match(await page.textContent('.verdict'), /Stopped at/);
+    t.match(await page.textContent('pre.body'), /<script>alert\(1\)<\/script>/);
+    t.match(await page.textContent('pre.body'), /"><img src=x onerror=alert\(2\)>/);
+    t.equal(
+      await page.locator('pre.body script, pre.body img').count(),
+      0,
+      'no element from the payload',
+    );
+    await shot('delivery-stopped');
+
+    // Redeliver: confirm, then the attempt arrives through the live feed.
+    mode = 'fixed';
+    await page.click('form.action button[type=submit]');
+    await page.waitForURL(/redelivered=4/);
+    t.match(await page.textContent('.flash.ok'), /attempt 4/);
+    await page.waitForSelector('body.live');
+    await page.waitForSelector('#live[data-updated] tr.attempt.success', { timeout: 15_000 });
+    t.match(await page.textContent('.verdict'), /Delivered/);
+    t.match(
+      await attempts.nth(3).textContent(),
+      /success.*200.*bob/s,
+      'the new attempt, requested by bob',
+    );
+    await shot('delivery-redelivered');
+
+    // Recover the other origin.
+    await page.click('nav a[href="/destinations"]');
+    await page.waitForURL(/\/destinations$/);
+    await shot('destinations');
+    const row = page.locator('tr', {
+      has: page.locator(`input[name=origin][value="${new URL(other.url).origin}"]`),
+    });
+    await row.locator('input[name=since]').fill(new Date(Date.now() - 3_600_000).toISOString());
+    await row.locator('button[type=submit]').click();
+    await page.waitForURL(/recovered=2/);
+    t.match(await page.textContent('.flash.ok'), /Recovered 2 deliveries/);
+    for (const id of lost) t.equal(await h.waitForState(id, ['delivered']), 'delivered');
+    await page.click('nav a[href="/audit"]');
+    t.match(await page.textContent('table.list tbody'), /bob.*recover/s);
+    await shot('audit');
+
+    t.same(
+      dialogs.map((d) => d.split(':')[0]),
+      ['confirm', 'confirm'],
+      'only the two confirmations; no alert from the payload',
+    );
+    t.same(problems, [], 'no script error or CSP violation');
+  },
+);
