@@ -14,6 +14,7 @@ export { issuesFromAjv, type ValidationIssue } from './issues.js';
 export {
   RESPONSE_VALIDATION_MODES,
   ResponseSchemaDrift,
+  asPublishedBrand,
   checkResponse,
   publishedTaskName,
   releasesOf,

@@ -124,14 +124,48 @@ export function releasesOf(params: unknown): readonly Release[] {
   return RELEASES;
 }
 
+const NEUTRAL_BRANDS = BRANDS.filter((b) => b !== 'adcp');
+
+/**
+ * A neutral-brand answer (`SVC_BRAND=svc`) names the protocol's branded members with its own
+ * word (`svc`, `svc_error`, `svc/webhook-signing/v1`): checked as the protocol's names, so
+ * the same shape is held to the published schema under either brand.
+ */
+export function asPublishedBrand(task: string, body: unknown): unknown {
+  const brand = NEUTRAL_BRANDS.find((b) => task === `get_${b}_capabilities`) ?? brandOf(body);
+  if (brand === undefined) return body;
+  const rename = (v: unknown): unknown => {
+    if (typeof v === 'string')
+      return v.startsWith(`${brand}/`) ? `adcp${v.slice(brand.length)}` : v;
+    if (Array.isArray(v)) return v.map(rename);
+    if (!v || typeof v !== 'object') return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      const key =
+        k === brand ? 'adcp' : k.startsWith(`${brand}_`) ? `adcp${k.slice(brand.length)}` : k;
+      out[key] = rename(x);
+    }
+    return out;
+  };
+  return rename(body);
+}
+
+/** The neutral brand whose word a body's own top-level members carry, if any. */
+function brandOf(body: unknown): string | undefined {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const keys = Object.keys(body);
+  return NEUTRAL_BRANDS.find((b) => keys.some((k) => k === b || k.startsWith(`${b}_`)));
+}
+
 /** Every release's drift of a wire body (empty when it matches each that publishes it). */
 export function responseDrift(
   agent: string,
   task: string,
-  body: unknown,
+  wire: unknown,
   releases: readonly Release[] = RELEASES,
 ): DriftItem[] {
   const drift: DriftItem[] = [];
+  const body = asPublishedBrand(task, wire);
   for (const release of releases) {
     const issues = validateResponse(agent, task, body, release);
     if (issues && issues.length > 0) drift.push({ release, issues });

@@ -49,7 +49,7 @@ t.test('svc call against running agents', async (t) => {
 
   const list = await call({ list: true });
   t.equal(list.code, 0);
-  t.match(list.out, /create_media_buy\s+required: buyer_ref, packages, start_time, end_time/);
+  t.match(list.out, /create_media_buy\s+required: packages, start_time, end_time/);
   const noTask = await call({});
   t.equal(noTask.code, 2);
   t.match(noTask.err, /give a task name/);
@@ -78,12 +78,12 @@ t.test('svc call against running agents', async (t) => {
   });
   t.equal(invalid.code, 2);
   t.match(invalid.err, /VALIDATION_ERROR: \d+ invalid field\(s\) for create_media_buy/);
-  t.match(invalid.err, / {2}buyer_ref: is required/);
+  t.match(invalid.err, / {2}start_time: is required/);
   t.match(invalid.err, / {2}packages\[0\]\.budget: must be number/);
 
   const refused = await call({ task: 'get_media_buys' });
   t.equal(refused.code, 1);
-  t.match(JSON.parse(refused.out), { error: { code: 'AUTH_REQUIRED' } });
+  t.match(`${refused.out}${refused.err}`, /AUTH_REQUIRED/);
 
   const a2a = await call({ task: 'get_media_buys', a2a: true, as: 'demo-buyer' });
   t.equal(a2a.code, 0, a2a.err);

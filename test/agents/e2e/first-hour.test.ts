@@ -232,14 +232,14 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
     [BIN, 'call', sales, 'create_media_buy', buy('fh-buy'), '--as', 'demo-buyer'],
     { cwd: ROOT, env },
   );
-  const created = JSON.parse(accepted.stdout) as { status: string; media_buy_id: string };
+  const created = JSON.parse(accepted.stdout) as { status: string; task_id: string };
   t.match(created, { status: 'submitted' });
   const end = Date.now() + 120_000;
   while (!statuses().includes('working') && Date.now() < end) {
     await new Promise((r) => setTimeout(r, 200));
   }
   // The operator's approval from another process, with none of svc start's variables.
-  const approved = await exec(process.execPath, [BIN, 'approve', created.media_buy_id], {
+  const approved = await exec(process.execPath, [BIN, 'approve', created.task_id], {
     cwd: ROOT,
     env,
   }).catch((e: { code: number; stdout: string; stderr: string }) => e);

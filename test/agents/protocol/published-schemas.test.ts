@@ -1,6 +1,7 @@
 /** The vendored published schemas: loading, request/response validation, issue paths. */
 import t from 'tap';
 import {
+  asPublishedBrand,
   checkResponse,
   hasPublishedTask,
   issuesFromAjv,
@@ -157,4 +158,28 @@ t.test('releasesOf: the request adcp_version picks the release it is answered in
     responseDrift('sales', 'sync_agent_notification_configs', only32, ['3.1.19']).length === 0,
     'a task a release does not publish is not checked there',
   );
+});
+
+t.test('a neutral-brand answer is checked under the protocol names', async (t) => {
+  const body = {
+    svc: { major_versions: [3] },
+    webhook_signing: { profile: 'svc/webhook-signing/v1' },
+    svc_error: { code: 'X' },
+    context: { note: 'svc/kept only when it is a value under svc/' },
+  };
+  t.same(asPublishedBrand('get_svc_capabilities', body), {
+    adcp: { major_versions: [3] },
+    webhook_signing: { profile: 'adcp/webhook-signing/v1' },
+    adcp_error: { code: 'X' },
+    context: { note: 'adcp/kept only when it is a value under svc/' },
+  });
+  // An error envelope of any task carries the brand in its own member name.
+  t.match(asPublishedBrand('get_products', { status: 'failed', svc_error: {} }), {
+    adcp_error: {},
+  });
+  // A body without a neutral-brand member is left as it is.
+  const plain = { products: [] };
+  t.equal(asPublishedBrand('get_products', plain), plain);
+  const list = [1];
+  t.equal(asPublishedBrand('get_products', list), list);
 });
