@@ -27,7 +27,8 @@ import {
 const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
   'creative:security_baseline': {
     modes: ['seeded', 'unseeded'],
-    owner: 'transport: auth_mechanism_verified (API key / OAuth discovery probes)',
+    owner:
+      'creative library (not done): no task of the SDK probe allowlist (list_creatives, get_signals, ...) on the creative agent, so every auth probe is skipped',
   },
   'sales:creative_sales_agent': {
     modes: ['seeded', 'unseeded'],
@@ -93,10 +94,6 @@ const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
     modes: ['seeded', 'unseeded'],
     owner: 'schemas: the test kit create_media_buy (product test-product) must be accepted',
   },
-  'signals:security_baseline': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'transport: auth_mechanism_verified (API key / OAuth discovery probes)',
-  },
 };
 
 const AGENTS: AgentKind[] = ['sales', 'creative', 'signals'];
@@ -110,6 +107,7 @@ for (const mode of ['seeded', 'unseeded'] as const) {
     const fixed: string[] = [];
     for (const agent of AGENTS) {
       const { outcomes } = await runSelectedStoryboards(
+        agent,
         service.urls[agent],
         demoToken(service, agent),
       );
