@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
 import { ASSET_TYPES, resolveFormat, type FormatRow } from '../creative/formats.js';
 import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
-import { taskError } from '../runtime/errors.js';
+import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { FormatIdSchema } from '../runtime/validation.js';
@@ -102,6 +102,31 @@ const SyncCreativesSchema = z.looseObject({
   push_notification_config: z.unknown().optional(),
 });
 
+/**
+ * The creative's format, resolved and its assets checked; a TaskError (unknown format,
+ * missing or mistyped asset) is returned, not thrown, so it fails only this creative.
+ */
+async function checkedFormat(
+  ctx: TaskContext,
+  c: z.output<typeof CreativeSchema>,
+  i: number,
+): Promise<FormatRow | TaskError> {
+  try {
+    const format = await resolveFormat(
+      ctx.db,
+      ctx.schema,
+      c.format_id,
+      ctx.settings.urls.creative,
+      `creatives[${i}].format_id`,
+    );
+    checkAssets(format, c.assets, `creatives[${i}].assets`);
+    return format;
+  } catch (err) {
+    if (err instanceof TaskError) return err;
+    throw err;
+  }
+}
+
 async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: TaskContext) {
   const s = ctx.schema;
   const principalId = ctx.principal!.principal_id;
@@ -117,14 +142,16 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
       });
     }
     seen.add(c.creative_id);
-    const format = await resolveFormat(
-      ctx.db,
-      s,
-      c.format_id,
-      ctx.settings.urls.creative,
-      `creatives[${i}].format_id`,
-    );
-    checkAssets(format, c.assets, `creatives[${i}].assets`);
+    const format = await checkedFormat(ctx, c, i);
+    if (format instanceof TaskError) {
+      // Per item, as the published result allows: the others are still applied.
+      results.push({
+        creative_id: c.creative_id,
+        action: 'failed',
+        errors: [protocolError(format)],
+      });
+      continue;
+    }
     const { rows } = await ctx.db.query<{
       name: string;
       format_id: unknown;

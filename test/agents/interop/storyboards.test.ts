@@ -30,10 +30,6 @@ const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
     owner:
       'creative library (not done): no task of the SDK probe allowlist (list_creatives, get_signals, ...) on the creative agent, so every auth probe is skipped',
   },
-  'sales:creative_sales_agent': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'schemas: sync_creatives result (creatives[].action, creative_id)',
-  },
   'sales:deterministic_testing': {
     modes: ['seeded', 'unseeded'],
     owner: 'schemas: create_media_buy media_buy_id',
