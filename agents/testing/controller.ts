@@ -322,6 +322,80 @@ async function seedCreative(req: ControllerRequest, ctx: TaskContext) {
   return { success: true, message: `creative ${creativeId} seeded` };
 }
 
+/** Published media-buy statuses a seeded buy may take -> ours (pending = not started yet). */
+const SEED_BUY_STATUS: Record<string, string> = {
+  pending_creatives: 'pending',
+  pending_start: 'pending',
+  active: 'active',
+  paused: 'paused',
+  completed: 'completed',
+  canceled: 'canceled',
+};
+
+/**
+ * A media buy of the caller's without packages, as the fixture describes it (status,
+ * currency, flight): enough for get_media_buys and the lifecycle tasks to find it. Upsert
+ * for the caller's own id; an id another principal holds is refused.
+ */
+async function seedMediaBuy(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const mediaBuyId = str(p.media_buy_id);
+  const fixture = (p.fixture ?? {}) as Record<string, unknown>;
+  if (!mediaBuyId || !/^[A-Za-z0-9_.-]{1,255}$/.test(mediaBuyId)) {
+    return refuse('INVALID_PARAMS', 'params.media_buy_id (letters, digits, _ . -) is required');
+  }
+  if (typeof fixture !== 'object' || fixture === null || Array.isArray(fixture)) {
+    return refuse('INVALID_PARAMS', 'params.fixture must be an object');
+  }
+  const wire = fixture.status ?? 'active';
+  const status = typeof wire === 'string' ? SEED_BUY_STATUS[wire] : undefined;
+  if (!status) {
+    return refuse(
+      'INVALID_PARAMS',
+      `params.fixture.status must be one of ${Object.keys(SEED_BUY_STATUS).join(', ')}`,
+    );
+  }
+  const currency = fixture.currency ?? 'USD';
+  if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) {
+    return refuse('INVALID_PARAMS', 'params.fixture.currency must be an ISO 4217 code (USD)');
+  }
+  const day = 86_400_000;
+  const start =
+    fixture.start_time === undefined
+      ? new Date(Date.now() - day)
+      : new Date(String(fixture.start_time));
+  const end =
+    fixture.end_time === undefined
+      ? new Date(Date.now() + 30 * day)
+      : new Date(String(fixture.end_time));
+  if (Number.isNaN(start.getTime()) || Number.isNaN(end.getTime()) || end <= start) {
+    return refuse(
+      'INVALID_PARAMS',
+      'params.fixture start_time/end_time must be ISO date-times, end after start',
+    );
+  }
+  const { rowCount } = await ctx.db.query(
+    `INSERT INTO ${ctx.schema}.media_buys (media_buy_id, principal_id, status, brand_manifest,
+       start_time, start_at, end_at, currency, approved_at)
+     VALUES ($1, $2, $3, '{}', $4, $5, $6, $7, now())
+     ON CONFLICT (media_buy_id) DO UPDATE SET status = EXCLUDED.status,
+       start_time = EXCLUDED.start_time, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at,
+       currency = EXCLUDED.currency, updated_at = now()
+     WHERE ${ctx.schema}.media_buys.principal_id = EXCLUDED.principal_id`,
+    [
+      mediaBuyId,
+      ctx.principal!.principal_id,
+      status,
+      JSON.stringify(start.toISOString()),
+      start,
+      end,
+      currency,
+    ],
+  );
+  if (!rowCount) return refuse('FORBIDDEN', `media buy ${mediaBuyId} belongs to another buyer`);
+  return { success: true, message: `media buy ${mediaBuyId} seeded (${String(wire)})` };
+}
+
 async function seedCreativeFormat(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};
   const formatId = str(p.format_id);
@@ -404,6 +478,8 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return seedProduct(req, ctx);
     case 'seed_pricing_option':
       return seedPricingOption(req, ctx);
+    case 'seed_media_buy':
+      return seedMediaBuy(req, ctx);
     default:
       return seedCreativeFormat(req, ctx);
   }

@@ -11,6 +11,7 @@ export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
     'force_creative_status',
     'seed_creative',
     'seed_creative_format',
+    'seed_media_buy',
     'seed_product',
     'seed_pricing_option',
   ],
