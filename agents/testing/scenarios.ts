@@ -14,6 +14,7 @@ export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
     'seed_media_buy',
     'seed_product',
     'seed_pricing_option',
+    'simulate_delivery',
   ],
   creative: ['seed_creative_format'],
   signals: [],

@@ -31,7 +31,7 @@ const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
       'creative library (not done): no task of the SDK probe allowlist (list_creatives, get_signals, ...) on the creative agent, so every auth probe is skipped',
   },
   'sales:deterministic_testing': {
-    modes: ['seeded', 'unseeded'],
+    modes: ['seeded'],
     owner: 'schemas: create_media_buy media_buy_id',
   },
   'sales:idempotency': {
@@ -39,11 +39,11 @@ const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
     owner: 'schemas: create_media_buy media_buy_id; a missing idempotency_key is INVALID_REQUEST',
   },
   'sales:media_buy_seller': {
-    modes: ['seeded', 'unseeded'],
+    modes: ['seeded'],
     owner: 'schemas: create_media_buy media_buy_id; list_creative_formats format_ids filter order',
   },
   'sales:media_buy_seller/create_media_buy_async': {
-    modes: ['seeded', 'unseeded'],
+    modes: ['seeded'],
     owner: 'surface (not done): force_create_media_buy_arm',
   },
   'sales:media_buy_seller/creative_fate_after_cancellation': {
@@ -51,12 +51,8 @@ const KNOWN_FAILURES: Record<string, { modes: Mode[]; owner: string }> = {
     owner:
       'formats: the storyboard creative has an image but no click_url, which every format requires (the creative fails, its assignment refuses the sync); unseeded: production buys await approval',
   },
-  'sales:media_buy_seller/delivery_reporting': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'surface (not done): simulate_delivery',
-  },
   'sales:media_buy_seller/invalid_transitions': {
-    modes: ['seeded', 'unseeded'],
+    modes: ['unseeded'],
     owner: 'schemas: create_media_buy media_buy_id',
   },
   'sales:media_buy_seller/inventory_list_targeting': {

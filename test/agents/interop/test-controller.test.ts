@@ -30,7 +30,7 @@ t.test('sandbox principals only; production data never changes', async (t) => {
   const caps = await h.ok('sales', 'get_adcp_capabilities', {});
   t.same(
     caps.compliance_testing,
-    { scenarios: ['force_account_status', 'force_creative_status'] },
+    { scenarios: ['force_account_status', 'force_creative_status', 'simulate_delivery'] },
     'seeding scenarios are not declared',
   );
   t.match(caps.account, { sandbox: true });
@@ -485,5 +485,69 @@ t.test('seed_media_buy: a buy of the sandbox buyer get_media_buys finds', async 
     (await h.pool.query(`SELECT 1 FROM ${h.schema}.media_buys WHERE media_buy_id = 'x'`)).rowCount,
     0,
     'nothing stored by a refused seed',
+  );
+});
+
+t.test('simulate_delivery: adds to what get_media_buy_delivery reports', async (t) => {
+  const h = await harness(t, { testController: true });
+  const c = buyer(h);
+  const control = (scenario: string, params: Record<string, unknown>) =>
+    h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+  t.match(await control('seed_media_buy', { media_buy_id: 'sim_mb' }), { success: true });
+  t.match(
+    await control('simulate_delivery', { media_buy_id: 'sim_mb', impressions: 10 }),
+    { success: false, error: 'INVALID_PARAMS' },
+    'a buy without packages has nothing to deliver',
+  );
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.packages (package_id, media_buy_id, product_id, pricing_option_id, pricing_model, rate, budget, position)
+     VALUES ('sim_pkg', 'sim_mb', 'p', 'po', 'cpm', 10, 1000, 0)`,
+  );
+  const first = await control('simulate_delivery', {
+    media_buy_id: 'sim_mb',
+    impressions: 5000,
+    clicks: 150,
+    reported_spend: { amount: 50, currency: 'USD' },
+  });
+  t.match(first, {
+    success: true,
+    simulated: { impressions: 5000, clicks: 150, reported_spend: { amount: 50, currency: 'USD' } },
+  });
+  const second = await control('simulate_delivery', { media_buy_id: 'sim_mb', impressions: 1000 });
+  t.match(second.cumulative, { impressions: 6000, clicks: 150, reported_spend: { amount: 50 } });
+  const report = await h.ok('sales', 'get_media_buy_delivery', { media_buy_ids: ['sim_mb'] }, c);
+  const totals = (report.media_buy_deliveries as Array<{ totals: Record<string, number> }>)[0]!
+    .totals;
+  t.ok(totals.impressions! >= 6000, `reported impressions ${totals.impressions}`);
+
+  const before = (await control('simulate_delivery', { media_buy_id: 'sim_mb' })).cumulative;
+  for (const [name, params, error] of [
+    ['unknown buy', { media_buy_id: 'nope', impressions: 1 }, 'NOT_FOUND'],
+    ['no buy id', { impressions: 1 }, 'INVALID_PARAMS'],
+    ['negative impressions', { media_buy_id: 'sim_mb', impressions: -1 }, 'INVALID_PARAMS'],
+    ['fractional clicks', { media_buy_id: 'sim_mb', clicks: 1.5 }, 'INVALID_PARAMS'],
+    ['spend not an object', { media_buy_id: 'sim_mb', reported_spend: 5 }, 'INVALID_PARAMS'],
+    [
+      'negative spend',
+      { media_buy_id: 'sim_mb', reported_spend: { amount: -1, currency: 'USD' } },
+      'INVALID_PARAMS',
+    ],
+    [
+      'currency of another buy',
+      { media_buy_id: 'sim_mb', reported_spend: { amount: 1, currency: 'EUR' } },
+      'INVALID_PARAMS',
+    ],
+    [
+      'currency not a string',
+      { media_buy_id: 'sim_mb', reported_spend: { amount: 1, currency: 1 } },
+      'INVALID_PARAMS',
+    ],
+  ] as const) {
+    t.match(await control('simulate_delivery', params), { success: false, error }, name);
+  }
+  t.same(
+    (await control('simulate_delivery', { media_buy_id: 'sim_mb' })).cumulative,
+    before,
+    'refused calls added nothing',
   );
 });
