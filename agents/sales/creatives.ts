@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
 import { ASSET_TYPES, resolveFormat, type FormatRow } from '../creative/formats.js';
 import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
-import { taskError } from '../runtime/errors.js';
+import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { FormatIdSchema } from '../runtime/validation.js';
@@ -92,15 +92,94 @@ export async function assignCreatives(
   );
 }
 
+/** Published 3.x: one creative to one package (weight and placements are not modelled). */
+const AssignmentItemSchema = z.looseObject({
+  creative_id: z.string().min(1).max(255),
+  package_id: z.string().min(1).max(255),
+  weight: z.number().min(0).max(100).optional(),
+  placement_ids: z.array(z.string().min(1)).min(1).max(100).optional(),
+});
+
 const SyncCreativesSchema = z.looseObject({
   creatives: z.array(CreativeSchema).min(1).max(100),
-  assignments: z.record(z.string(), z.array(z.string().min(1)).max(100)).optional(),
+  // The published array form, or the older creative_id -> package ids map.
+  assignments: z
+    .union([
+      z.array(AssignmentItemSchema).min(1).max(1000),
+      z.record(z.string(), z.array(z.string().min(1)).max(100)),
+    ])
+    .optional(),
   dry_run: z.boolean().optional(),
   delete_missing: z.boolean().optional(),
   idempotency_key: z.string().optional(),
   context: z.unknown().optional(),
   push_notification_config: z.unknown().optional(),
 });
+
+/**
+ * The creative's format, resolved and its assets checked; a TaskError (unknown format,
+ * missing or mistyped asset) is returned, not thrown, so it fails only this creative.
+ */
+async function checkedFormat(
+  ctx: TaskContext,
+  c: z.output<typeof CreativeSchema>,
+  i: number,
+): Promise<FormatRow | TaskError> {
+  try {
+    const format = await resolveFormat(
+      ctx.db,
+      ctx.schema,
+      c.format_id,
+      ctx.settings.urls.creative,
+      `creatives[${i}].format_id`,
+    );
+    checkAssets(format, c.assets, `creatives[${i}].assets`);
+    return format;
+  } catch (err) {
+    if (err instanceof TaskError) return err;
+    throw err;
+  }
+}
+
+interface CreativeAssignment {
+  creativeId: string;
+  packageIds: string[];
+  /** Where the creative is named (CREATIVE_NOT_FOUND) and each package (PACKAGE_NOT_FOUND). */
+  field: string;
+  packageFields: string[];
+}
+
+/** Either request form as one entry per creative, in first-mention order. */
+function assignmentsOf(
+  assignments: z.output<typeof SyncCreativesSchema>['assignments'],
+): CreativeAssignment[] {
+  if (assignments === undefined) return [];
+  if (!Array.isArray(assignments)) {
+    return Object.entries(assignments).map(([creativeId, packageIds]) => ({
+      creativeId,
+      packageIds,
+      field: `assignments.${creativeId}`,
+      packageFields: packageIds.map((_, j) => `assignments.${creativeId}[${j}]`),
+    }));
+  }
+  const byCreative = new Map<string, CreativeAssignment>();
+  for (const [i, a] of assignments.entries()) {
+    let entry = byCreative.get(a.creative_id);
+    if (!entry) {
+      entry = {
+        creativeId: a.creative_id,
+        packageIds: [],
+        field: `assignments[${i}].creative_id`,
+        packageFields: [],
+      };
+      byCreative.set(a.creative_id, entry);
+    }
+    if (entry.packageIds.includes(a.package_id)) continue;
+    entry.packageIds.push(a.package_id);
+    entry.packageFields.push(`assignments[${i}].package_id`);
+  }
+  return [...byCreative.values()];
+}
 
 async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: TaskContext) {
   const s = ctx.schema;
@@ -117,14 +196,16 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
       });
     }
     seen.add(c.creative_id);
-    const format = await resolveFormat(
-      ctx.db,
-      s,
-      c.format_id,
-      ctx.settings.urls.creative,
-      `creatives[${i}].format_id`,
-    );
-    checkAssets(format, c.assets, `creatives[${i}].assets`);
+    const format = await checkedFormat(ctx, c, i);
+    if (format instanceof TaskError) {
+      // Per item, as the published result allows: the others are still applied.
+      results.push({
+        creative_id: c.creative_id,
+        action: 'failed',
+        errors: [protocolError(format)],
+      });
+      continue;
+    }
     const { rows } = await ctx.db.query<{
       name: string;
       format_id: unknown;
@@ -175,8 +256,9 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
     }
   }
   const assignmentResults: Array<Record<string, unknown>> = [];
-  for (const [creativeId, packageIds] of Object.entries(params.assignments ?? {})) {
-    const field = `assignments.${creativeId}`;
+  for (const { creativeId, packageIds, field, packageFields } of assignmentsOf(
+    params.assignments,
+  )) {
     const { rowCount } = await ctx.db.query(
       `SELECT 1 FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = $2 AND status <> 'archived'`,
       [principalId, creativeId],
@@ -192,7 +274,7 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
     const bad = packageIds.findIndex((id) => !owned.has(id));
     if (bad >= 0) {
       throw taskError('PACKAGE_NOT_FOUND', `no package ${packageIds[bad]!.slice(0, 80)}`, {
-        field: `${field}[${bad}]`,
+        field: packageFields[bad],
       });
     }
     await ctx.db.query(

@@ -14,6 +14,8 @@ import type { AgentKind } from '../auth/principal.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { isSandboxPrincipal, putFixture, SESSION } from './sandbox.js';
+import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
+import { refuse, str } from './replies.js';
 import { CONTROLLER_SCENARIOS } from './scenarios.js';
 
 const ACCOUNT_STATUSES = [
@@ -95,25 +97,14 @@ const ControllerSchema = z.looseObject({
       arm: z.unknown().optional(),
       result: z.unknown().optional(),
       spend_percentage: z.unknown().optional(),
+      impressions: z.unknown().optional(),
+      clicks: z.unknown().optional(),
+      reported_spend: z.unknown().optional(),
     })
     .optional(),
   context: z.unknown().optional(),
 });
-type ControllerRequest = z.output<typeof ControllerSchema>;
-
-type ControllerCode =
-  'NOT_FOUND' | 'UNKNOWN_SCENARIO' | 'INVALID_PARAMS' | 'FORBIDDEN' | 'INVALID_TRANSITION';
-
-function refuse(error: ControllerCode, detail: string, currentState?: string | null) {
-  return {
-    success: false,
-    error,
-    error_detail: detail,
-    ...(currentState !== undefined ? { current_state: currentState } : {}),
-  };
-}
-
-const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+export type ControllerRequest = z.output<typeof ControllerSchema>;
 
 async function forceAccountStatus(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};
@@ -404,6 +395,10 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return seedProduct(req, ctx);
     case 'seed_pricing_option':
       return seedPricingOption(req, ctx);
+    case 'seed_media_buy':
+      return seedMediaBuy(req, ctx);
+    case 'simulate_delivery':
+      return simulateDelivery(req, ctx);
     default:
       return seedCreativeFormat(req, ctx);
   }

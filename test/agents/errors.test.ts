@@ -274,75 +274,97 @@ t.test('spec error codes', async (t) => {
     400,
     'format_ids[0]',
   );
-  // Unknown format at the creative agent: 404.
-  await expect(
-    h.err('sales', 'sync_creatives', creative({ agent_url: CREATIVE, id: 'display_1x1' }), c),
+  // A creative whose format is unknown or whose manifest does not match fails alone
+  // (action failed with its errors, published per-item result); the others are applied.
+  const failedItem = async (
+    body: Record<string, unknown>,
+    code: string,
+    field: string | undefined,
+    why: string,
+  ) => {
+    const r = await h.ok('sales', 'sync_creatives', body, c);
+    const item = (r.creatives as Array<Record<string, unknown>>)[0]!;
+    t.equal(item.action, 'failed', why);
+    t.notOk('status' in item, `${why}: a failed creative has no review status`);
+    const errors = item.errors as Array<Record<string, unknown>>;
+    t.equal(errors.length, 1, why);
+    t.equal(errors[0]!.code, code, why);
+    if (field !== undefined) t.equal(errors[0]!.field, field, why);
+    t.equal(errors[0]!.recovery, 'correctable', why);
+    return r;
+  };
+  await failedItem(
+    creative({ agent_url: CREATIVE, id: 'display_1x1' }),
     'FORMAT_NOT_SUPPORTED',
-    404,
     'creatives[0].format_id.id',
+    'unknown format at the creative agent',
   );
-  await expect(
-    h.err(
-      'sales',
-      'sync_creatives',
-      creative({ agent_url: 'https://other-creative.example', id: 'display_300x250' }),
-      c,
-    ),
+  await failedItem(
+    creative({ agent_url: 'https://other-creative.example', id: 'display_300x250' }),
     'FORMAT_NOT_SUPPORTED',
-    404,
+    undefined,
+    'format of another creative agent',
   );
-  // Manifest does not match the format: 422.
-  await expect(
-    h.err('sales', 'sync_creatives', creative({ agent_url: CREATIVE, id: 'display_300x250' }), c),
+  await failedItem(
+    creative({ agent_url: CREATIVE, id: 'display_300x250' }),
     'VALIDATION_ERROR',
-    422,
     'creatives[0].assets.image',
+    'a required asset missing',
   );
-  await expect(
-    h.err(
-      'sales',
-      'sync_creatives',
-      {
-        creatives: [
-          {
-            creative_id: 'c1',
-            name: 'n',
-            format_id: { agent_url: CREATIVE, id: 'audio_30s' },
-            assets: {
-              audio: { asset_type: 'video', url: 'https://x.example/a.mp4' },
-              click_url: { asset_type: 'url', url: 'https://x.example' },
-            },
+  await failedItem(
+    {
+      creatives: [
+        {
+          creative_id: 'c1',
+          name: 'n',
+          format_id: { agent_url: CREATIVE, id: 'audio_30s' },
+          assets: {
+            audio: { asset_type: 'video', url: 'https://x.example/a.mp4' },
+            click_url: { asset_type: 'url', url: 'https://x.example' },
           },
-        ],
-      },
-      c,
-    ),
+        },
+      ],
+    },
     'VALIDATION_ERROR',
-    422,
     'creatives[0].assets.audio.asset_type',
+    'an asset of the wrong type',
   );
-
-  await expect(
-    h.err('sales', 'update_media_buy', { media_buy_id: 'mb_missing', updates: {} }, c),
-    'MEDIA_BUY_NOT_FOUND',
-    404,
-    'media_buy_id',
+  // Mixed: the bad one fails, the good one is created and listed; the failed one is not.
+  const goodDisplay = {
+    creative_id: 'mixed_good',
+    name: 'n',
+    format_id: { agent_url: CREATIVE, id: 'display_300x250' },
+    assets: {
+      image: { asset_type: 'image', url: 'https://x.example/i.png' },
+      click_url: { asset_type: 'url', url: 'https://x.example' },
+    },
+  };
+  const mixed = await h.ok(
+    'sales',
+    'sync_creatives',
+    {
+      creatives: [
+        {
+          ...goodDisplay,
+          creative_id: 'mixed_bad',
+          format_id: { agent_url: CREATIVE, id: 'nope' },
+        },
+        goodDisplay,
+      ],
+    },
+    c,
   );
-  await expect(
-    h.err('sales', 'get_media_buy_delivery', { media_buy_id: 'mb_missing' }, c),
-    'MEDIA_BUY_NOT_FOUND',
-    404,
+  t.same(
+    (mixed.creatives as Array<Record<string, unknown>>).map((x) => [x.creative_id, x.action]),
+    [
+      ['mixed_bad', 'failed'],
+      ['mixed_good', 'created'],
+    ],
   );
-  await expect(
-    h.err(
-      'sales',
-      'provide_performance_feedback',
-      { media_buy_id: 'mb_missing', performance_index: 1 },
-      c,
-    ),
-    'MEDIA_BUY_NOT_FOUND',
-    404,
-  );
+  const listed = await h.ok('sales', 'list_creatives', {}, c);
+  const ids = (listed.creatives as Array<{ creative_id: string }>).map((x) => x.creative_id);
+  t.ok(ids.includes('mixed_good'), 'the good creative is stored');
+  t.notOk(ids.includes('mixed_bad'), 'the failed creative is not stored');
   await expect(
     h.err('sales', 'create_media_buy', buy({ packages: [pkg({ creative_ids: ['ghost'] })] }), c),
     'CREATIVE_NOT_FOUND',

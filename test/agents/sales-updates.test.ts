@@ -423,6 +423,88 @@ t.test('creatives: delete_missing and paging', async (t) => {
   );
 });
 
+t.test('creatives: published assignments array (one creative to one package each)', async (t) => {
+  const h = await harness(t, { settings: { approval: 'never' } });
+  const c = buyer(h);
+  await h.ok('sales', 'sync_creatives', { creatives: ['c1', 'c2'].map(display) }, c);
+  const created = await h.ok('sales', 'create_media_buy', buy('a1'), c);
+  const mediaBuyId = created.media_buy_id as string;
+  const pkg = (created.packages as Array<{ package_id: string }>)[0]!.package_id;
+  const r = await h.ok(
+    'sales',
+    'sync_creatives',
+    {
+      creatives: [display('c2')],
+      assignments: [
+        { creative_id: 'c1', package_id: pkg },
+        { creative_id: 'c2', package_id: pkg, weight: 50, placement_ids: ['top'] },
+        { creative_id: 'c1', package_id: pkg },
+      ],
+    },
+    c,
+  );
+  t.same(
+    r.assignments,
+    [
+      { creative_id: 'c1', package_ids: [pkg] },
+      { creative_id: 'c2', package_ids: [pkg] },
+    ],
+    'grouped per creative, a repeated pair once',
+  );
+  const got = await h.ok('sales', 'get_media_buys', { media_buy_ids: [mediaBuyId] }, c);
+  const packages = (got.media_buys as Array<{ packages: Array<Record<string, unknown>> }>)[0]!
+    .packages;
+  t.same(
+    (packages[0]!.creative_assignments as Array<{ creative_id: string }>)
+      .map((a) => a.creative_id)
+      .sort(),
+    ['c1', 'c2'],
+    'both assignments stored',
+  );
+
+  // Malformed: each refuses the whole request with the entry's field.
+  const refused = async (assignments: unknown, code: string, field: string, why: string) => {
+    const e = await h.err(
+      'sales',
+      'sync_creatives',
+      { creatives: [display('c1')], assignments },
+      c,
+    );
+    t.equal(e.code, code, `${why}: ${e.message}`);
+    t.equal(e.field, field, why);
+  };
+  await refused(
+    [{ creative_id: 'c1', package_id: 'pkg_nope' }],
+    'PACKAGE_NOT_FOUND',
+    'assignments[0].package_id',
+    'unknown package',
+  );
+  await refused(
+    [
+      { creative_id: 'c1', package_id: pkg },
+      { creative_id: 'ghost', package_id: pkg },
+    ],
+    'CREATIVE_NOT_FOUND',
+    'assignments[1].creative_id',
+    'unknown creative',
+  );
+  const invalid = async (assignments: unknown, why: string) => {
+    const e = await h.err(
+      'sales',
+      'sync_creatives',
+      { creatives: [display('c1')], assignments },
+      c,
+    );
+    t.equal(e.status, 400, `${why}: ${e.code} ${e.message}`);
+    t.match(e.field ?? '', /^assignments/, why);
+  };
+  await invalid([], 'empty array');
+  await invalid([{ creative_id: 'c1' }], 'package_id missing');
+  await invalid([{ creative_id: 'c1', package_id: pkg, weight: 101 }], 'weight over 100');
+  await invalid([{ creative_id: 'c1', package_id: pkg, placement_ids: [] }], 'empty placement_ids');
+  await invalid('c1', 'neither form');
+});
+
 t.test('3.2 create_media_buy members: brand domain, account, total_budget', async (t) => {
   const h = await harness(t, { settings: { approval: 'never' } });
   const c = buyer(h);

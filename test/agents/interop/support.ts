@@ -110,10 +110,22 @@ function failureOf(step: {
 }
 
 /**
+ * The authenticated, read-only task security_baseline probes with no / a bad / the good
+ * key. The SDK allows only a few (PROBE_TASK_ALLOWLIST) and defaults to list_creatives,
+ * which the signal agent lacks; the creative agent has none of them (no kit: probes skipped).
+ */
+const PROBE_TASKS: Record<AgentKind, string | undefined> = {
+  sales: 'list_creatives',
+  creative: undefined,
+  signals: 'get_signals',
+};
+
+/**
  * Every storyboard the SDK selects for the agent's declared capabilities, run over MCP
  * against `url`, each bounded by `perStoryboardMs`.
  */
 export async function runSelectedStoryboards(
+  agent: AgentKind,
   url: string,
   token: string,
   perStoryboardMs = 60_000,
@@ -132,6 +144,7 @@ export async function runSelectedStoryboards(
     ...(caps.specialisms ? { specialisms: caps.specialisms as string[] } : {}),
     ...(adcp?.major_versions ? { major_versions: adcp.major_versions } : {}),
   });
+  const probeTask = PROBE_TASKS[agent];
   const outcomes: StoryboardOutcome[] = resolved.not_applicable.map((na) => ({
     id: na.storyboard_id,
     verdict: 'not_applicable' as const,
@@ -151,6 +164,7 @@ export async function runSelectedStoryboards(
         allow_http: true,
         auth: { type: 'bearer', token },
         webhook_receiver: { mode: 'loopback_mock', host: '127.0.0.1' },
+        ...(probeTask ? { test_kit: { auth: { probe_task: probeTask, api_key: token } } } : {}),
       }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(

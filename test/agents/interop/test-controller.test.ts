@@ -30,7 +30,7 @@ t.test('sandbox principals only; production data never changes', async (t) => {
   const caps = await h.ok('sales', 'get_adcp_capabilities', {});
   t.same(
     caps.compliance_testing,
-    { scenarios: ['force_account_status', 'force_creative_status'] },
+    { scenarios: ['force_account_status', 'force_creative_status', 'simulate_delivery'] },
     'seeding scenarios are not declared',
   );
   t.match(caps.account, { sandbox: true });
@@ -407,5 +407,147 @@ t.test('seeded creative formats: per test session, listed under an account', asy
   t.equal(
     (await h.err('creative', 'list_creative_formats', { pagination: { cursor: 'zz' } }, c)).field,
     'pagination.cursor',
+  );
+});
+
+t.test('seed_media_buy: a buy of the sandbox buyer get_media_buys finds', async (t) => {
+  const h = await harness(t, { testController: true });
+  const c = buyer(h);
+  const seed = (params: Record<string, unknown>) =>
+    h.ok(
+      'sales',
+      'comply_test_controller',
+      { scenario: 'seed_media_buy', account: sandbox, params },
+      c,
+    );
+  const listed = await h.ok(
+    'sales',
+    'comply_test_controller',
+    { scenario: 'list_scenarios', account: sandbox },
+    c,
+  );
+  t.ok((listed.scenarios as string[]).includes('seed_media_buy'), 'listed');
+  for (const id of ['sb_mb_1', 'sb_mb_2']) {
+    t.match(await seed({ media_buy_id: id, fixture: { status: 'active', currency: 'USD' } }), {
+      success: true,
+    });
+  }
+  t.match(await seed({ media_buy_id: 'sb_mb_2', fixture: { status: 'paused', currency: 'EUR' } }), {
+    success: true,
+  });
+  const got = await h.ok('sales', 'get_media_buys', { media_buy_ids: ['sb_mb_1', 'sb_mb_2'] }, c);
+  t.same(
+    (got.media_buys as Array<{ media_buy_id: string; status: string; currency: string }>)
+      .map((b) => [b.media_buy_id, b.status, b.currency])
+      .sort(),
+    [
+      ['sb_mb_1', 'active', 'USD'],
+      ['sb_mb_2', 'paused', 'EUR'],
+    ],
+    'seeded buys listed; a re-seed updates status and currency',
+  );
+  t.match(got.pagination, { has_more: false });
+
+  // Another principal's buy is never changed.
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.media_buys (media_buy_id, principal_id, status, brand_manifest, start_time, start_at, end_at)
+     VALUES ('prod_mb', 'prod-buyer', 'active', '{}', '"asap"', now(), now() + interval '1 day')`,
+  );
+  t.match(await seed({ media_buy_id: 'prod_mb', fixture: { status: 'canceled' } }), {
+    success: false,
+    error: 'FORBIDDEN',
+  });
+  const { rows } = await h.pool.query<{ status: string }>(
+    `SELECT status FROM ${h.schema}.media_buys WHERE media_buy_id = 'prod_mb'`,
+  );
+  t.equal(rows[0]!.status, 'active', 'the production buy is unchanged');
+
+  for (const [name, params] of [
+    ['no id', { fixture: {} }],
+    ['id with a space', { media_buy_id: 'a b' }],
+    ['id not a string', { media_buy_id: 7 }],
+    ['fixture an array', { media_buy_id: 'x', fixture: [] }],
+    ['unknown status', { media_buy_id: 'x', fixture: { status: 'live' } }],
+    ['status not a string', { media_buy_id: 'x', fixture: { status: 1 } }],
+    ['lower-case currency', { media_buy_id: 'x', fixture: { currency: 'usd' } }],
+    ['bad start_time', { media_buy_id: 'x', fixture: { start_time: 'soon' } }],
+    [
+      'end before start',
+      {
+        media_buy_id: 'x',
+        fixture: { start_time: '2030-02-01T00:00:00Z', end_time: '2030-01-01T00:00:00Z' },
+      },
+    ],
+  ] as const) {
+    t.match(await seed(params), { success: false, error: 'INVALID_PARAMS' }, name);
+  }
+  t.equal(
+    (await h.pool.query(`SELECT 1 FROM ${h.schema}.media_buys WHERE media_buy_id = 'x'`)).rowCount,
+    0,
+    'nothing stored by a refused seed',
+  );
+});
+
+t.test('simulate_delivery: adds to what get_media_buy_delivery reports', async (t) => {
+  const h = await harness(t, { testController: true });
+  const c = buyer(h);
+  const control = (scenario: string, params: Record<string, unknown>) =>
+    h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+  t.match(await control('seed_media_buy', { media_buy_id: 'sim_mb' }), { success: true });
+  t.match(
+    await control('simulate_delivery', { media_buy_id: 'sim_mb', impressions: 10 }),
+    { success: false, error: 'INVALID_PARAMS' },
+    'a buy without packages has nothing to deliver',
+  );
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.packages (package_id, media_buy_id, product_id, pricing_option_id, pricing_model, rate, budget, position)
+     VALUES ('sim_pkg', 'sim_mb', 'p', 'po', 'cpm', 10, 1000, 0)`,
+  );
+  const first = await control('simulate_delivery', {
+    media_buy_id: 'sim_mb',
+    impressions: 5000,
+    clicks: 150,
+    reported_spend: { amount: 50, currency: 'USD' },
+  });
+  t.match(first, {
+    success: true,
+    simulated: { impressions: 5000, clicks: 150, reported_spend: { amount: 50, currency: 'USD' } },
+  });
+  const second = await control('simulate_delivery', { media_buy_id: 'sim_mb', impressions: 1000 });
+  t.match(second.cumulative, { impressions: 6000, clicks: 150, reported_spend: { amount: 50 } });
+  const report = await h.ok('sales', 'get_media_buy_delivery', { media_buy_ids: ['sim_mb'] }, c);
+  const totals = (report.media_buy_deliveries as Array<{ totals: Record<string, number> }>)[0]!
+    .totals;
+  t.ok(totals.impressions! >= 6000, `reported impressions ${totals.impressions}`);
+
+  const before = (await control('simulate_delivery', { media_buy_id: 'sim_mb' })).cumulative;
+  for (const [name, params, error] of [
+    ['unknown buy', { media_buy_id: 'nope', impressions: 1 }, 'NOT_FOUND'],
+    ['no buy id', { impressions: 1 }, 'INVALID_PARAMS'],
+    ['negative impressions', { media_buy_id: 'sim_mb', impressions: -1 }, 'INVALID_PARAMS'],
+    ['fractional clicks', { media_buy_id: 'sim_mb', clicks: 1.5 }, 'INVALID_PARAMS'],
+    ['spend not an object', { media_buy_id: 'sim_mb', reported_spend: 5 }, 'INVALID_PARAMS'],
+    [
+      'negative spend',
+      { media_buy_id: 'sim_mb', reported_spend: { amount: -1, currency: 'USD' } },
+      'INVALID_PARAMS',
+    ],
+    [
+      'currency of another buy',
+      { media_buy_id: 'sim_mb', reported_spend: { amount: 1, currency: 'EUR' } },
+      'INVALID_PARAMS',
+    ],
+    [
+      'currency not a string',
+      { media_buy_id: 'sim_mb', reported_spend: { amount: 1, currency: 1 } },
+      'INVALID_PARAMS',
+    ],
+  ] as const) {
+    t.match(await control('simulate_delivery', params), { success: false, error }, name);
+  }
+  t.same(
+    (await control('simulate_delivery', { media_buy_id: 'sim_mb' })).cumulative,
+    before,
+    'refused calls added nothing',
   );
 });
