@@ -4,7 +4,13 @@
 // Every request is verified (RFC 9421), deduplicated and ordered before your handler sees it;
 // the handler runs once per event. PostgreSQL keeps the receiver's state (DATABASE_URL).
 import { createServer } from 'node:http';
-import { createPool, createReceiver, HandlerPublisher, nodeListener } from 'svc-webhooks/receiver';
+import {
+  createPool,
+  createReceiver,
+  HandlerPublisher,
+  limitServer,
+  nodeListener,
+} from 'svc-webhooks/receiver';
 
 const pool = createPool({
   connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
@@ -28,6 +34,8 @@ const { receiver, close } = await createReceiver({
 });
 
 const server = createServer(nodeListener(receiver));
+// Bounds for hostile traffic: connections, and how long a head or a body may take.
+limitServer(server, { maxConnections: 1024, headersTimeoutMs: 10_000 });
 server.listen(Number(process.env.PORT ?? 8787), '127.0.0.1', () => {
   console.log(`listening on http://127.0.0.1:${server.address().port}/webhooks`);
 });
