@@ -19,7 +19,11 @@ import { WebhookReceiver } from '../../../receiver/pipeline/receiver.js';
 import { HandlerPublisher } from '../../../receiver/publish/handler.js';
 import type { ReceivedEvent } from '../../../receiver/publish/types.js';
 import { PgReplayStore } from '../../../receiver/replay/pg-replay-store.js';
-import { startAgentsService, type AgentsService } from '../../../agents/server/service.js';
+import {
+  startAgentsService,
+  type AgentsService,
+  type AgentsServiceOptions,
+} from '../../../agents/server/service.js';
 import { DATABASE_URL, REDIS_URL, testDatabase, uniqueName } from '../../helpers/db.js';
 
 interface T {
@@ -29,6 +33,7 @@ interface T {
 export async function startService(
   t: T,
   env: Record<string, string> = {},
+  options: Pick<AgentsServiceOptions, 'settings'> = {},
 ): Promise<{ service: AgentsService; agentsSchema: string; senderSchema: string; prefix: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'g2-e2e-'));
   const config = loadConfig({
@@ -53,6 +58,7 @@ export async function startService(
     keysDir: join(dataDir, 'keys'),
     allowHosts: ['127.0.0.1'],
     pollIntervalMs: 50,
+    ...options,
   });
   t.teardown(async () => {
     await service.stop();

@@ -4,18 +4,11 @@
  * driven by the protocol's reference SDK (`@adcp/sdk` 6.11.0). Storyboards are selected by
  * the SDK from each agent's own capability document and graded step by step.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { loadSdkTesting } from './a2a-v03-alias.js';
-import { loadConfig } from '../../../shared/config.js';
-import { silentLogger } from '../../../shared/infra/logger.js';
-import { createPool, dropSchema } from '../../../shared/infra/pg.js';
-import { createRedis } from '../../../shared/infra/redis.js';
-import { startAgentsService, type AgentsService } from '../../../agents/server/service.js';
+import type { AgentsService } from '../../../agents/server/service.js';
+import { startService } from '../e2e/support.js';
 import { AgentClient } from '../../../agents/client/agent-client.js';
 import type { AgentKind } from '../../../agents/auth/principal.js';
-import { DATABASE_URL, REDIS_URL, uniqueName } from '../../helpers/db.js';
 
 interface T {
   teardown(fn: () => unknown): void;
@@ -26,48 +19,15 @@ export async function startAdcpService(
   t: T,
   options: { testController?: boolean; clockSpeed?: number } = {},
 ): Promise<AgentsService> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'interop-'));
-  const config = loadConfig({
-    DATABASE_URL,
-    REDIS_URL,
-    SVC_BRAND: 'adcp',
-    SVC_DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    SVC_AGENTS_APPROVAL: '0',
-    SVC_CHANNEL_TICK_MS: '100',
-    ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
-  });
-  const agentsSchema = uniqueName('ioa');
-  const senderSchema = uniqueName('ios');
-  const prefix = `{${uniqueName('ioq')}}`;
-  const service = await startAgentsService({
-    config,
-    logger: silentLogger,
-    ports: { sales: 0, creative: 0, signals: 0 },
-    agentsSchema,
-    senderSchema,
-    queuePrefix: prefix,
-    keysDir: join(dataDir, 'keys'),
-    allowHosts: ['127.0.0.1'],
-    pollIntervalMs: 50,
-    ...(options.testController === false ? { settings: { testController: false } } : {}),
-  });
-  t.teardown(async () => {
-    await service.stop();
-    const pool = createPool({ connectionString: DATABASE_URL, max: 1 });
-    await dropSchema(pool, agentsSchema).catch(() => {});
-    await dropSchema(pool, senderSchema).catch(() => {});
-    await pool.end();
-    const redis = createRedis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-    redis.disconnect();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const { service } = await startService(
+    t,
+    {
+      SVC_BRAND: 'adcp',
+      SVC_AGENTS_APPROVAL: '0',
+      ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
+    },
+    options.testController === false ? { settings: { testController: false } } : {},
+  );
   return service;
 }
 
