@@ -4,12 +4,13 @@
  * `PG_BIN`) as the `postgres` OS user when we are root; Redis is `redis-server` from PATH,
  * with nothing persisted (a restart comes back empty, as after a crash without AOF).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { pingRedis, spawnRedisServer } from '../../shared/infra/services.js';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 
@@ -119,37 +120,10 @@ export async function startRedis(): Promise<PrivateRedis> {
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | null = null;
   const up = async () => {
-    child = spawn(
-      'redis-server',
-      [
-        '--bind',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-      ],
-      { stdio: 'ignore' },
-    );
+    child = spawnRedisServer(port, dir);
     for (let i = 0; i < 100; i++) {
-      const r = new Redis(url, {
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
-      r.on('error', () => {});
-      try {
-        await r.connect();
-        if ((await r.ping()) === 'PONG') return;
-      } catch {
-        await sleep(50);
-      } finally {
-        r.disconnect();
-      }
+      if (await pingRedis(url, 500)) return;
+      await sleep(50);
     }
     throw new Error(`private redis-server on port ${port} never answered`);
   };

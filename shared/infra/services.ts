@@ -257,6 +257,12 @@ export interface RedisHandle {
   stop(): Promise<void>;
 }
 
+/** A `redis-server` on 127.0.0.1:`port` that persists nothing (`dir` is its working dir). */
+export function spawnRedisServer(port: number, dir: string): ChildProcess {
+  const args = ['--bind', '127.0.0.1', '--port', String(port), '--save', ''];
+  return spawn('redis-server', [...args, '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+}
+
 /**
  * REDIS_URL when it answers; otherwise a private `redis-server` on a free loopback port
  * (nothing persisted: PostgreSQL is the record), logged with the reason, or an error
@@ -273,22 +279,7 @@ export async function ensureRedis(
   const port = await freePort();
   const dir = resolve(join(dataDir, 'redis'));
   mkdirSync(dir, { recursive: true });
-  const child = spawn(
-    'redis-server',
-    [
-      '--bind',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-    ],
-    { stdio: 'ignore' },
-  );
+  const child = spawnRedisServer(port, dir);
   const spawned = await new Promise<boolean>((ok) => {
     child.once('error', () => ok(false));
     child.once('spawn', () => ok(true));
