@@ -36,6 +36,8 @@ const TASKS = {
   'creative:list_creative_formats': 'creative/list-creative-formats',
   'creative:build_creative': 'creative/build-creative',
   'creative:preview_creative': 'creative/preview-creative',
+  'creative:sync_creatives': 'creative/sync-creatives',
+  'creative:list_creatives': 'creative/list-creatives',
   'signals:get_signals': 'signals/get-signals',
   'signals:activate_signal': 'signals/activate-signal',
   '*:get_adcp_capabilities': 'protocol/get-adcp-capabilities',

@@ -114,9 +114,18 @@ export async function capabilityDocument(
   if (settings.testController && declared.length > 0) {
     doc.compliance_testing = { scenarios: declared };
   }
+  if (agent === 'creative') {
+    // build_creative generates and transforms; sync_creatives/list_creatives keep a library.
+    doc.creative = {
+      has_creative_library: true,
+      supports_generation: true,
+      supports_transformation: true,
+    };
+  }
   if (agent === 'sales') {
     doc.media_buy = {
-      buying_modes: ['brief'],
+      // get_products refine (products and proposals, proposal finalize); see sales/proposals.ts.
+      buying_modes: ['brief', 'refine'],
       propagation_surfaces: ['snapshot', 'webhook'],
       reporting_delivery_methods: ['webhook'],
       reporting_capabilities: {

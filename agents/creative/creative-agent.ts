@@ -21,9 +21,11 @@ import {
   ASSET_TYPES,
   FORMAT_TYPES,
   formatDefinition,
+  pickFormats,
   resolveFormat,
   type FormatRow,
 } from './formats.js';
+import { libraryManifest, registerCreativeLibraryTasks } from './library.js';
 
 const ListFormatsSchema = z.looseObject({
   format_ids: z.array(FormatIdSchema).max(100).optional(),
@@ -55,7 +57,6 @@ function seededFormat(f: { id: string; data: Record<string, unknown> }): FormatR
 
 async function listFormats(params: z.output<typeof ListFormatsSchema>, ctx: TaskContext) {
   const agentUrl = ctx.settings.urls.creative;
-  const ids = params.format_ids ? new Set(params.format_ids.map((f) => f.id)) : null;
   const search = params.name_search?.toLowerCase();
   // A sandbox principal naming an account sees exactly the formats its test controller
   // session seeded, when it seeded any.
@@ -70,9 +71,8 @@ async function listFormats(params: z.output<typeof ListFormatsSchema>, ctx: Task
       )
     : null;
   const catalog = seeded ? seeded.map(seededFormat) : await allFormats(ctx.db, ctx.schema);
-  const formats = catalog.filter(
+  const formats = pickFormats(catalog, params.format_ids, agentUrl).filter(
     (f) =>
-      (!ids || ids.has(f.format_id)) &&
       (!params.type || f.type === params.type) &&
       (!params.asset_types ||
         f.assets_required.some((a) => params.asset_types!.includes(a.asset_type))) &&
@@ -121,6 +121,8 @@ const BuildSchema = z
   .looseObject({
     message: z.string().max(5000).optional(),
     creative_manifest: ManifestSchema.optional(),
+    /** A creative of this agent's library, in place of a creative_manifest. */
+    creative_id: z.string().min(1).max(255).optional(),
     target_format_id: FormatIdSchema.optional(),
     target_format_ids: z.array(FormatIdSchema).min(1).max(20).optional(),
     brand_manifest: BrandManifestSchema.optional(),
@@ -130,6 +132,13 @@ const BuildSchema = z
     preview_output_format: z.enum(['url', 'html']).optional(),
   })
   .superRefine((p, zctx) => {
+    if (p.creative_id !== undefined && p.creative_manifest !== undefined) {
+      zctx.addIssue({
+        code: 'custom',
+        path: ['creative_id'],
+        message: 'give a creative_id or a creative_manifest, not both',
+      });
+    }
     if ((p.target_format_id === undefined) === (p.target_format_ids === undefined)) {
       zctx.addIssue({
         code: 'custom',
@@ -272,8 +281,19 @@ export function buildManifest(
   return { format_id: { agent_url: agentUrl, id: format.format_id }, assets };
 }
 
-async function buildCreative(params: z.output<typeof BuildSchema>, ctx: TaskContext) {
+async function buildCreative(input: z.output<typeof BuildSchema>, ctx: TaskContext) {
   const agentUrl = ctx.settings.urls.creative;
+  // A library creative is the source manifest, as if the buyer had sent it.
+  const params = input.creative_id
+    ? {
+        ...input,
+        creative_manifest: (await libraryManifest(
+          ctx,
+          input.creative_id,
+          'creative_id',
+        )) as z.output<typeof ManifestSchema>,
+      }
+    : input;
   const targets = params.target_format_ids
     ? params.target_format_ids.map((f, i) => ({ id: f, field: `target_format_ids[${i}]` }))
     : [{ id: params.target_format_id!, field: 'target_format_id' }];
@@ -405,11 +425,15 @@ function renderHtml(
 /** The manifest and format one preview item names; refusals name the item's fields. */
 async function previewTarget(item: PreviewItem, prefix: string, ctx: TaskContext) {
   if (item.creative_id !== undefined && item.creative_manifest === undefined) {
-    throw taskError(
-      'CREATIVE_NOT_FOUND',
-      'this creative agent keeps no creative library; send the creative_manifest',
-      { field: `${prefix}creative_id` },
-    );
+    // A creative of this agent's library: previewed as stored.
+    item = {
+      ...item,
+      creative_manifest: (await libraryManifest(
+        ctx,
+        item.creative_id,
+        `${prefix}creative_id`,
+      )) as NonNullable<PreviewItem['creative_manifest']>,
+    };
   }
   if (item.creative_manifest === undefined) {
     throw taskError('VALIDATION_ERROR', 'creative_manifest is required', {
@@ -542,6 +566,7 @@ export async function getPreview(
 }
 
 export function registerCreativeAgentTasks(registry: TaskRegistry): void {
+  registerCreativeLibraryTasks(registry);
   registry.add({
     name: 'list_creative_formats',
     agent: 'creative',

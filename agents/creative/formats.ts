@@ -57,7 +57,11 @@ const headline = (required = false): AssetRequirement => ({
   required,
   requirements: { max_length: 90 },
 });
-const clickUrl: AssetRequirement = { asset_id: 'click_url', asset_type: 'url', required: true };
+/**
+ * The click-through URL: optional, as in the published standard formats (an image or a
+ * video plays without one; a VAST/DAAST tag carries its own click-through).
+ */
+const clickUrl: AssetRequirement = { asset_id: 'click_url', asset_type: 'url', required: false };
 
 function display(w: number, h: number, name: string): FormatRow {
   return {
@@ -175,6 +179,26 @@ export const GENERIC_FORMAT_IDS = new Set([
 export function sameAgentUrl(a: string, b: string): boolean {
   const norm = (u: string) => u.replace(/\/+$/, '').toLowerCase();
   return norm(a) === norm(b);
+}
+
+/**
+ * `rows` narrowed to the requested format ids, in the request's order (a buyer resolving
+ * `products[].format_ids` reads the answer positionally); ids of another creative agent,
+ * unknown ids and repeats are left out. No `ids`: every row, as is.
+ */
+export function pickFormats<T extends { format_id: string }>(
+  rows: T[],
+  ids: FormatId[] | undefined,
+  agentUrl: string,
+): T[] {
+  if (!ids) return rows;
+  const byId = new Map(rows.map((r) => [r.format_id, r]));
+  const out: T[] = [];
+  for (const id of ids) {
+    const row = sameAgentUrl(id.agent_url, agentUrl) ? byId.get(id.id) : undefined;
+    if (row && !out.includes(row)) out.push(row);
+  }
+  return out;
 }
 
 const VIDEO_CONTAINERS = new Set(['mp4', 'webm', 'mov', 'avi', 'mkv']);

@@ -4,14 +4,21 @@
  */
 import { z } from 'zod';
 import { hasPermission } from '../auth/principal.js';
-import { allFormats, formatDefinition, GENERIC_FORMAT_IDS } from '../creative/formats.js';
+import {
+  allFormats,
+  formatDefinition,
+  GENERIC_FORMAT_IDS,
+  pickFormats,
+} from '../creative/formats.js';
 import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { briefTerms, score } from '../runtime/ranking.js';
 import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
-import { BrandManifestSchema } from '../runtime/validation.js';
+import { BrandManifestSchema, FormatIdSchema } from '../runtime/validation.js';
 import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
+import { planProposals, saveDrafts, wireProposal } from './proposals.js';
+import { RefineSchema, refineProducts } from './refine.js';
 
 export type { PricingOption };
 
@@ -56,26 +63,57 @@ export interface ProductRow {
 
 const FORMAT_TYPES = ['video', 'display', 'audio', 'dooh'] as const;
 
-export const GetProductsSchema = z.looseObject({
-  brief: z.string().max(10000).optional(),
-  brand_manifest: BrandManifestSchema.optional(),
-  filters: z
-    .looseObject({
-      channels: z.array(z.enum([...CHANNELS, ...PUBLISHED_CHANNELS])).optional(),
-      budget_range: z
-        .looseObject({
-          min: z.number().nonnegative().optional(),
-          max: z.number().positive().optional(),
-        })
-        .refine((r) => r.min === undefined || r.max === undefined || r.min <= r.max, {
-          message: 'min must not exceed max',
-        })
-        .optional(),
-      delivery_type: z.enum(['guaranteed', 'non_guaranteed']).optional(),
-      format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
-    })
-    .optional(),
-});
+/**
+ * Published 3.x: `buying_mode` (brief | wholesale | refine) with `refine[]` in refine mode;
+ * the spec's older request (a brief, no buying_mode) is a brief.
+ */
+export const GetProductsSchema = z
+  .looseObject({
+    buying_mode: z.enum(['brief', 'wholesale', 'refine']).optional(),
+    refine: RefineSchema.optional(),
+    brief: z.string().max(10000).optional(),
+    brand_manifest: BrandManifestSchema.optional(),
+    filters: z
+      .looseObject({
+        channels: z.array(z.enum([...CHANNELS, ...PUBLISHED_CHANNELS])).optional(),
+        budget_range: z
+          .looseObject({
+            min: z.number().nonnegative().optional(),
+            max: z.number().positive().optional(),
+          })
+          .refine((r) => r.min === undefined || r.max === undefined || r.min <= r.max, {
+            message: 'min must not exceed max',
+          })
+          .optional(),
+        delivery_type: z.enum(['guaranteed', 'non_guaranteed']).optional(),
+        format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
+      })
+      .optional(),
+  })
+  .superRefine((r, issue) => {
+    const mode = r.buying_mode;
+    if (mode === 'refine' && r.refine === undefined) {
+      issue.addIssue({
+        code: 'custom',
+        path: ['refine'],
+        message: 'buying_mode refine needs a refine array',
+      });
+    }
+    if (r.refine !== undefined && mode !== 'refine') {
+      issue.addIssue({
+        code: 'custom',
+        path: ['buying_mode'],
+        message: 'a refine array needs buying_mode refine',
+      });
+    }
+    if (r.brief !== undefined && (mode === 'wholesale' || mode === 'refine')) {
+      issue.addIssue({
+        code: 'custom',
+        path: ['brief'],
+        message: `brief must not be sent with buying_mode ${mode}`,
+      });
+    }
+  });
 
 /** A product row with its pricing options in the internal (published) form. */
 export function productRow(row: ProductRow): ProductRow {
@@ -128,7 +166,11 @@ function formatTypeOf(formatId: string): string {
   return formatId.split('_')[0] ?? '';
 }
 
-export async function getProducts(params: z.output<typeof GetProductsSchema>, ctx: TaskContext) {
+/** The catalog a get_products caller sees, filtered: the full one with credentials. */
+async function filteredProducts(
+  params: z.output<typeof GetProductsSchema>,
+  ctx: TaskContext,
+): Promise<{ full: boolean; products: ProductRow[] }> {
   const full =
     ctx.principal !== null &&
     hasPermission(ctx.principal, { resource: 'products', permission: 'read' });
@@ -149,57 +191,96 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
     const max = f.budget_range.max;
     products = products.filter((p) => p.pricing_options.some((o) => minimumBudget(o) <= max));
   }
-  const terms = briefTerms(params.brief);
+  return { full, products };
+}
+
+/**
+ * Products ranked against brief terms: only the matching ones when any match, best first
+ * (ties in catalog order); all of them, in catalog order, without terms.
+ */
+export function rankProducts(
+  products: ProductRow[],
+  terms: string[],
+): Array<{ p: ProductRow; matched: string[] }> {
   let ranked = products.map((p) => ({ p, ...score(p, terms) }));
   if (terms.length > 0) {
     const matching = ranked.filter((r) => r.score > 0);
     if (matching.length > 0) ranked = matching;
     ranked.sort((a, b) => b.score - a.score || a.p.sort_order - b.p.sort_order);
   }
+  return ranked;
+}
+
+/** The published product of a row (the partial catalog shows only generic formats). */
+function productWriter(ctx: TaskContext, full: boolean) {
   const agentUrl = ctx.settings.urls.creative;
   const properties = publisherProperties(ctx);
-  return {
-    products: ranked.map(({ p, matched }) => {
-      const formatIds = full
-        ? p.format_ids
-        : p.format_ids.filter((id) => GENERIC_FORMAT_IDS.has(id));
-      const out: Record<string, unknown> = {
-        product_id: p.product_id,
-        name: p.name,
-        description: p.description,
-        publisher_properties: properties,
-        channels: productChannels(p),
-        channel: p.channel,
-        delivery_type: p.delivery_type,
-        format_ids: formatIds.map((id) => ({ agent_url: agentUrl, id })),
-        targeting: p.targeting,
-        is_custom: p.custom_principal !== null,
-        // The published product requires its pricing; the partial catalog (no credentials)
-        // narrows which products and formats are shown, not their rate card.
-        pricing_options: p.pricing_options.map(wirePricingOption),
-        reporting_capabilities: {
-          available_reporting_frequencies: p.reporting_frequencies,
-          expected_delay_minutes: p.expected_delay_minutes,
-          timezone: 'UTC',
-          supports_webhooks: true,
-          available_metrics: ['impressions', 'spend', 'clicks', 'ctr'],
-          date_range_support: 'date_range',
-          windowed_pull_granularities: ctx.settings.windowedPullGranularities,
-        },
-      };
-      if (terms.length > 0 && matched.length > 0)
-        out.brief_relevance = `matches: ${matched.join(', ')}`;
-      return out;
-    }),
-    // Our rate card is the same for every account.
-    cache_scope: 'public',
-    ...(full ? {} : { catalog: 'partial' }),
+  return (p: ProductRow, matched: string[]): Record<string, unknown> => {
+    const formatIds = full ? p.format_ids : p.format_ids.filter((id) => GENERIC_FORMAT_IDS.has(id));
+    const out: Record<string, unknown> = {
+      product_id: p.product_id,
+      name: p.name,
+      description: p.description,
+      publisher_properties: properties,
+      channels: productChannels(p),
+      channel: p.channel,
+      delivery_type: p.delivery_type,
+      format_ids: formatIds.map((id) => ({ agent_url: agentUrl, id })),
+      targeting: p.targeting,
+      is_custom: p.custom_principal !== null,
+      // The published product requires its pricing; the partial catalog (no credentials)
+      // narrows which products and formats are shown, not their rate card.
+      pricing_options: p.pricing_options.map(wirePricingOption),
+      reporting_capabilities: {
+        available_reporting_frequencies: p.reporting_frequencies,
+        expected_delay_minutes: p.expected_delay_minutes,
+        timezone: 'UTC',
+        supports_webhooks: true,
+        available_metrics: ['impressions', 'spend', 'clicks', 'ctr'],
+        date_range_support: 'date_range',
+        windowed_pull_granularities: ctx.settings.windowedPullGranularities,
+      },
+    };
+    if (matched.length > 0) out.brief_relevance = `matches: ${matched.join(', ')}`;
+    return out;
   };
+}
+
+export async function getProducts(params: z.output<typeof GetProductsSchema>, ctx: TaskContext) {
+  const { full, products } = await filteredProducts(params, ctx);
+  const wire = productWriter(ctx, full);
+  // Our rate card is the same for every account.
+  const envelope = { cache_scope: 'public', ...(full ? {} : { catalog: 'partial' }) };
+  if (params.buying_mode === 'refine') {
+    return {
+      ...(await refineProducts(params.refine!, ctx, { products, full, wire })),
+      ...envelope,
+    };
+  }
+  const terms = briefTerms(params.brief);
+  const ranked = rankProducts(products, terms);
+  const body: Record<string, unknown> = {
+    products: ranked.map(({ p, matched }) => wire(p, matched)),
+    ...envelope,
+  };
+  // Plans for a 3.x brief (a buyer that names its buying mode can refine and finalize them).
+  if (params.buying_mode === 'brief' && full && ctx.principal) {
+    const matched = [...new Set(ranked.flatMap((r) => r.matched))];
+    const drafts = await saveDrafts(
+      ctx,
+      planProposals(
+        ranked.map((r) => r.p),
+        matched,
+      ),
+    );
+    body.proposals = drafts.map(wireProposal);
+  }
+  return body;
 }
 
 export const ListCreativeFormatsSalesSchema = z.looseObject({
   format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
-  format_ids: z.array(z.unknown()).optional(),
+  format_ids: z.array(FormatIdSchema).max(100).optional(),
   account: z.looseObject({}).optional(),
   pagination: PaginationRequestSchema.optional(),
 });
@@ -223,7 +304,11 @@ async function seededFormats(
     'creative_format',
   );
   return seeded
-    ? seeded.map((f) => ({
+    ? pickFormats(
+        seeded.map((f) => ({ ...f, format_id: f.id })),
+        params.format_ids,
+        agentUrl,
+      ).map((f) => ({
         format_id: { agent_url: agentUrl, id: f.id },
         name: String(f.data.name ?? f.id),
         ...(typeof f.data.type === 'string' ? { type: f.data.type } : {}),
@@ -291,7 +376,8 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
         [ctx.principal?.principal_id ?? ''],
       );
       const used = new Set(rows.map((r) => r.id));
-      const formats = (await allFormats(ctx.db, s))
+      // A `format_ids` filter answers in the request's order.
+      const formats = pickFormats(await allFormats(ctx.db, s), params.format_ids, agentUrl)
         .filter((f) => used.has(f.format_id))
         .filter((f) => !params.format_types || params.format_types.includes(f.type as never))
         .map((f) => ({

@@ -269,6 +269,36 @@ AGENT_MIGRATIONS.push({
       PRIMARY KEY (agent, principal_id, account_key, kind, fixture_id));`,
 });
 
+// The sales agent's proposals (get_products brief -> refine -> finalize) and the creative
+// agent's own creative library (sync_creatives / list_creatives at the creative agent).
+AGENT_MIGRATIONS.push({
+  id: '006_proposals_library',
+  sql: (s) => `
+    CREATE TABLE ${s}.proposals (
+      principal_id text NOT NULL,
+      proposal_id text NOT NULL,
+      batch_id text NOT NULL,
+      ord integer NOT NULL,
+      status text NOT NULL,
+      data jsonb NOT NULL,
+      expires_at timestamptz NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (principal_id, proposal_id));
+    CREATE INDEX proposals_batch ON ${s}.proposals (principal_id, created_at DESC);
+    CREATE TABLE ${s}.creative_library (
+      principal_id text NOT NULL,
+      creative_id text NOT NULL,
+      name text NOT NULL,
+      format_id jsonb NOT NULL,
+      format_type text NOT NULL,
+      assets jsonb NOT NULL,
+      status text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (principal_id, creative_id));`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

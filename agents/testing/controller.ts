@@ -294,8 +294,11 @@ async function seedCreative(req: ControllerRequest, ctx: TaskContext) {
     agent_url: typeof fid.agent_url === 'string' ? fid.agent_url : ctx.settings.urls.creative,
     id: typeof fid.id === 'string' ? fid.id : 'display_300x250',
   };
+  // The creative agent seeds its own library, which stores the published status words.
+  const library = ctx.agent === 'creative';
+  const table = library ? 'creative_library' : 'creatives';
   await ctx.db.query(
-    `INSERT INTO ${ctx.schema}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
+    `INSERT INTO ${ctx.schema}.${table} (principal_id, creative_id, name, format_id, format_type, assets, status)
      VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (principal_id, creative_id) DO UPDATE SET name = EXCLUDED.name,
        format_id = EXCLUDED.format_id, assets = EXCLUDED.assets, status = EXCLUDED.status,
@@ -307,7 +310,7 @@ async function seedCreative(req: ControllerRequest, ctx: TaskContext) {
       JSON.stringify(formatId),
       'display',
       JSON.stringify(fixture.assets ?? {}),
-      internalCreative(status),
+      library ? status : internalCreative(status),
     ],
   );
   return { success: true, message: `creative ${creativeId} seeded` };

@@ -16,6 +16,6 @@ export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
     'seed_pricing_option',
     'simulate_delivery',
   ],
-  creative: ['seed_creative_format'],
+  creative: ['seed_creative', 'seed_creative_format'],
   signals: [],
 };

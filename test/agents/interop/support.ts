@@ -72,11 +72,11 @@ function failureOf(step: {
 /**
  * The authenticated, read-only task security_baseline probes with no / a bad / the good
  * key. The SDK allows only a few (PROBE_TASK_ALLOWLIST) and defaults to list_creatives,
- * which the signal agent lacks; the creative agent has none of them (no kit: probes skipped).
+ * which the signal agent lacks; the creative agent's is its library's list_creatives.
  */
 const PROBE_TASKS: Record<AgentKind, string | undefined> = {
   sales: 'list_creatives',
-  creative: undefined,
+  creative: 'list_creatives',
   signals: 'get_signals',
 };
 
