@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
-import { CreativeSchema, checkAssets } from '../sales/creatives.js';
+import { CreativeSchema, checkAssets, wireAssets } from '../sales/creatives.js';
 import { decodeCursor, pageInfo, PaginationRequestSchema } from '../sales/cursor.js';
 import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -179,18 +179,19 @@ async function listLibrary(params: z.output<typeof ListLibrarySchema>, ctx: Task
     f.name_contains ? `%${f.name_contains.replace(/[\\%_]/g, (m) => `\\${m}`)}%` : null,
     f.format_types ?? null,
   ];
-  const where = `principal_id = $1 AND ($2::text[] IS NULL OR status = ANY($2))
-     AND ($3::text[] IS NULL OR creative_id = ANY($3))
-     AND ($4::text[] IS NULL OR format_id->>'id' = ANY($4))
-     AND ($5::text IS NULL OR name ILIKE $5)
-     AND ($6::text[] IS NULL OR format_type = ANY($6))`;
+  const where = `c.principal_id = $1 AND ($2::text[] IS NULL OR c.status = ANY($2))
+     AND ($3::text[] IS NULL OR c.creative_id = ANY($3))
+     AND ($4::text[] IS NULL OR c.format_id->>'id' = ANY($4))
+     AND ($5::text IS NULL OR c.name ILIKE $5)
+     AND ($6::text[] IS NULL OR c.format_type = ANY($6))`;
   const { rows: countRows } = await ctx.db.query<{ n: string }>(
-    `SELECT count(*) AS n FROM ${s}.creative_library WHERE ${where}`,
+    `SELECT count(*) AS n FROM ${s}.creative_library c WHERE ${where}`,
     args,
   );
   const { rows } = await ctx.db.query<Record<string, unknown>>(
-    `SELECT * FROM ${s}.creative_library WHERE ${where}
-      ORDER BY created_at, creative_id LIMIT $7 OFFSET $8`,
+    `SELECT c.*, f.width AS format_width, f.height AS format_height
+       FROM ${s}.creative_library c LEFT JOIN ${s}.formats f ON f.format_id = c.format_id->>'id'
+      WHERE ${where} ORDER BY c.created_at, c.creative_id LIMIT $7 OFFSET $8`,
     [...args, limit, offset],
   );
   const total = Number(countRows[0]?.n ?? 0);
@@ -200,7 +201,11 @@ async function listLibrary(params: z.output<typeof ListLibrarySchema>, ctx: Task
       name: r.name,
       format_id: r.format_id,
       status: r.status,
-      assets: r.assets,
+      // A video or image stored without its dimensions takes them from the format.
+      assets: wireAssets(r.assets as Record<string, unknown>, {
+        width: r.format_width as number | null,
+        height: r.format_height as number | null,
+      }),
       created_date: (r.created_at as Date).toISOString(),
       updated_date: (r.updated_at as Date).toISOString(),
     })),

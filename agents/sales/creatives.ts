@@ -353,7 +353,7 @@ const ListCreativesSchema = z.looseObject({
  * Stored assets as the published asset objects: a video or image the buyer sent without
  * its dimensions takes them from the creative's format.
  */
-function wireAssets(
+export function wireAssets(
   assets: Record<string, unknown>,
   format: { width: number | null; height: number | null },
 ): Record<string, unknown> {
