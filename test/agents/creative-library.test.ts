@@ -5,6 +5,7 @@
  * format_ids filter answers in the request's order at both agents.
  */
 import t from 'tap';
+import { brandProfile } from '../../shared/brand.js';
 import { buyer, harness, viewer } from './support/core.js';
 
 const CREATIVE = 'http://127.0.0.1:3002';
@@ -324,4 +325,35 @@ t.test('format_ids answers in the request order at both agents', async (t) => {
   )[0]!.assets;
   t.equal(assets.find((a) => a.asset_id === 'click_url')?.required, false, 'click_url optional');
   t.equal(assets.find((a) => a.asset_id === 'image')?.required, true, 'the image is required');
+});
+
+t.test('the test controller seeds the creative library of a sandbox buyer', async (t) => {
+  const h = await harness(t, { profile: brandProfile('adcp'), settings: { testController: true } });
+  const c = buyer(h, 'creative');
+  const sandbox = { brand: { domain: 'acme.example' }, operator: 'acme.example', sandbox: true };
+  const seed = (params: Record<string, unknown>) =>
+    h.ok(
+      'creative',
+      'comply_test_controller',
+      { scenario: 'seed_creative', account: sandbox, params },
+      c,
+    );
+  t.match(
+    await seed({ creative_id: 'seeded-1', fixture: { status: 'pending_review', name: 'Seeded' } }),
+    { success: true },
+  );
+  t.match(await seed({ creative_id: 'seeded-2', fixture: { status: 'live' } }), {
+    success: false,
+    error: 'INVALID_PARAMS',
+  });
+  const listed = (await h.ok('creative', 'list_creatives', {}, c)) as unknown as Listed;
+  t.same(
+    listed.creatives.map((x) => [x.creative_id, x.status]),
+    [['seeded-1', 'pending_review']],
+    'in the library with its published status',
+  );
+  const { rows } = await h.pool.query(
+    `SELECT 1 FROM ${h.schema}.creatives WHERE creative_id = 'seeded-1'`,
+  );
+  t.equal(rows.length, 0, 'not in the sales agent creatives');
 });

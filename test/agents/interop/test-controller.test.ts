@@ -43,7 +43,7 @@ t.test('sandbox principals only; production data never changes', async (t) => {
       { scenario: 'list_scenarios', account: sandbox },
       buyer(h, 'creative'),
     ),
-    { status: 'completed', success: true, scenarios: ['seed_creative_format'] },
+    { status: 'completed', success: true, scenarios: ['seed_creative', 'seed_creative_format'] },
   );
   t.equal(
     (
