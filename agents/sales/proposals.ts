@@ -217,17 +217,3 @@ export async function commitProposals(
     .sort((a, b) => order.get(a.proposal_id)! - order.get(b.proposal_id)!)
     .map((r) => ({ data: r.data, status: r.status, expires_at: r.expires_at }));
 }
-
-/** A committed, unexpired proposal of the principal (create_media_buy by proposal_id). */
-export async function committedProposal(
-  ctx: TaskContext,
-  proposalId: string,
-): Promise<StoredProposal | null> {
-  const { rows } = await ctx.db.query<ProposalRow>(
-    `SELECT proposal_id, status, data, expires_at FROM ${ctx.schema}.proposals
-      WHERE principal_id = $1 AND proposal_id = $2 AND status = 'committed' AND expires_at > $3`,
-    [ctx.principal!.principal_id, proposalId, ctx.clock.now()],
-  );
-  const r = rows[0];
-  return r ? { data: r.data, status: r.status, expires_at: r.expires_at } : null;
-}

@@ -83,6 +83,25 @@ t.test('brief -> proposals -> refine -> finalize', async (t) => {
   t.ok(refinedIds.includes(first!.proposal_id));
   if (second) t.notOk(refinedIds.includes(second.proposal_id), 'an omitted proposal is gone');
 
+  // more_like_this adds the product's channel; an ask on an included product is noted.
+  const ctv = await h.ok(
+    'sales',
+    'get_products',
+    {
+      buying_mode: 'refine',
+      refine: [
+        { scope: 'request', ask: 'podcast' },
+        { scope: 'product', product_id: 'ctv_premium_sports', action: 'more_like_this' },
+        { scope: 'product', product_id: 'ctv_premium_sports', ask: 'cheaper please' },
+      ],
+    },
+    c,
+  );
+  const ctvProducts = ctv.products as Array<{ product_id: string; channel: string }>;
+  t.ok(ctvProducts.filter((p) => p.channel === 'ctv').length >= 2, 'same-channel products added');
+  t.match((ctv.refinement_applied as unknown[])[1], { status: 'applied' });
+  t.match((ctv.refinement_applied as unknown[])[2], { status: 'partial' });
+
   // Finalize with one unknown id: nothing is committed.
   const partial = await h.ok(
     'sales',
