@@ -148,8 +148,10 @@ export async function saveDrafts(
   ctx: TaskContext,
   plans: ProposalData[],
 ): Promise<StoredProposal[]> {
-  if (plans.length === 0) return [];
   const expires = new Date(ctx.clock.nowMs() + DRAFT_TTL_MS);
+  const drafts = plans.map((data) => ({ data, status: 'draft' as const, expires_at: expires }));
+  // A dry run shows the plans and keeps none (its ids cannot be refined later).
+  if (plans.length === 0 || ctx.dryRun) return drafts;
   const batch = randomBytes(8).toString('hex');
   await ctx.db.query(
     // Expired proposals of the principal go as new ones come (one statement).
@@ -159,7 +161,7 @@ export async function saveDrafts(
        FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS x(d, n)`,
     [ctx.principal!.principal_id, batch, expires, ctx.clock.now(), JSON.stringify(plans)],
   );
-  return plans.map((data) => ({ data, status: 'draft', expires_at: expires }));
+  return drafts;
 }
 
 interface ProposalRow {
@@ -199,8 +201,13 @@ export async function commitProposals(
 ): Promise<StoredProposal[] | null> {
   const now = ctx.clock.now();
   const hold = new Date(now.getTime() + HOLD_MS);
-  const { rows } = await ctx.db.query<ProposalRow>(
-    `WITH named AS (SELECT * FROM ${ctx.schema}.proposals
+  // A dry run answers what would be committed and commits nothing.
+  const sql = ctx.dryRun
+    ? `SELECT proposal_id, 'committed' AS status, data,
+              CASE WHEN status = 'committed' THEN expires_at ELSE $4 END AS expires_at
+         FROM ${ctx.schema}.proposals
+        WHERE principal_id = $1 AND proposal_id = ANY($2) AND expires_at > $3`
+    : `WITH named AS (SELECT * FROM ${ctx.schema}.proposals
                      WHERE principal_id = $1 AND proposal_id = ANY($2) AND expires_at > $3)
      UPDATE ${ctx.schema}.proposals p
         SET status = 'committed', updated_at = $3,
@@ -208,9 +215,13 @@ export async function commitProposals(
        FROM named n
       WHERE p.principal_id = n.principal_id AND p.proposal_id = n.proposal_id
         AND (SELECT count(*) FROM named) = cardinality($2::text[])
-      RETURNING p.proposal_id, p.status, p.data, p.expires_at`,
-    [ctx.principal!.principal_id, ids, now, hold],
-  );
+      RETURNING p.proposal_id, p.status, p.data, p.expires_at`;
+  const { rows } = await ctx.db.query<ProposalRow>(sql, [
+    ctx.principal!.principal_id,
+    ids,
+    now,
+    hold,
+  ]);
   if (rows.length !== ids.length) return null;
   const order = new Map(ids.map((id, i) => [id, i]));
   return rows

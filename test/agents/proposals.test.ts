@@ -102,6 +102,42 @@ t.test('brief -> proposals -> refine -> finalize', async (t) => {
   t.match((ctv.refinement_applied as unknown[])[1], { status: 'applied' });
   t.match((ctv.refinement_applied as unknown[])[2], { status: 'partial' });
 
+  // A dry run shows plans and commitments and keeps nothing.
+  const dryBrief = await h.call(
+    'sales',
+    'get_products',
+    { buying_mode: 'brief', brief: BRIEF },
+    c,
+    { dryRun: true },
+  );
+  const dryIds = ((dryBrief as Record<string, unknown>).proposals as Proposal[]).map(
+    (p) => p.proposal_id,
+  );
+  t.ok(dryIds.length > 0, 'a dry-run brief shows proposals');
+  const dryFinal = (await h.call(
+    'sales',
+    'get_products',
+    {
+      buying_mode: 'refine',
+      refine: [{ scope: 'proposal', proposal_id: first!.proposal_id, action: 'finalize' }],
+    },
+    c,
+    { dryRun: true },
+  )) as Record<string, unknown>;
+  t.equal((dryFinal.proposals as Proposal[])[0]!.proposal_status, 'committed');
+  const { rows: stored } = await h.pool.query<{ proposal_id: string; status: string }>(
+    `SELECT proposal_id, status FROM ${h.schema}.proposals`,
+  );
+  t.notOk(
+    stored.some((r) => dryIds.includes(r.proposal_id)),
+    'dry-run proposals are not stored',
+  );
+  t.equal(
+    stored.find((r) => r.proposal_id === first!.proposal_id)?.status,
+    'draft',
+    'a dry-run finalize commits nothing',
+  );
+
   // Finalize with one unknown id: nothing is committed.
   const partial = await h.ok(
     'sales',
