@@ -244,8 +244,15 @@ export class DeliveryWorker {
     await this.outbox.renewLeases([...this.claimed], this.leaseMs);
   }
 
-  /** One reconciler pass: re-dispatch pending rows whose job Redis lost. */
+  /**
+   * One reconciler pass: record the attempts of dead workers (lease lapsed, never settled),
+   * then re-dispatch pending rows whose job Redis lost.
+   */
   async reconcile(): Promise<number> {
+    const closed = await this.outbox.closeInterrupted();
+    if (closed > 0) {
+      this.logger.info({ attempts: closed }, 'reconciler recorded interrupted attempts');
+    }
     const n = await this.outbox.reconcile({ graceMs: this.options.reconcileGraceMs ?? 30_000 });
     if (n > 0) this.logger.info({ rows: n }, 'reconciler re-dispatched overdue outbox rows');
     return n;

@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
+import { closeInterruptedAttempts, insertInterruptedSql } from './attempts.js';
 import { Batcher } from './batcher.js';
 import {
   DispatchRetry,
@@ -375,6 +376,8 @@ export class Outbox implements EventSink {
     if (!p) return { kind: 'missing' };
     if (p.state !== 'pending') return { kind: 'finished', state: p.state };
     if (p.past) {
+      // Its last attempt, if never settled, is recorded before the row ends.
+      await closeInterruptedAttempts(this.pool, this.schema, { ids: [id] });
       await this.settle(id, { state: 'expired', status: null, error: 'retry_horizon_passed' });
       return { kind: 'expired' };
     }
@@ -387,20 +390,41 @@ export class Outbox implements EventSink {
     client?: PoolClient,
   ): Promise<Array<ClaimedEvent | null>> {
     const ids = items.map((i) => i.id);
+    const s = this.schema;
+    // One statement (attempts.ts): the claim marks the attempt open, and records the row's
+    // previous attempt as interrupted when its mark is still set (its worker died before
+    // settling). The commit is durable even on the state pool: the request goes on the wire
+    // only after it, so a database crash cannot forget an attempt that was sent.
     const { rows } = await (client ?? this.statePool).query(
-      `UPDATE ${this.schema}.outbox o
-          SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
-              next_attempt_at = now() + v.lease * interval '1 millisecond'
-         FROM unnest($1::bigint[], $2::int[]) AS v(id, lease)
-        WHERE o.id = v.id AND o.state = 'pending'
-          AND o.next_attempt_at <= now() + interval '50 milliseconds'
-          AND (o.first_attempt_at IS NULL
-               OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
-        RETURNING o.id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
+      `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::int[]) AS v(id, lease)),
+       open AS (
+         SELECT p.id, p.attempt_started_at FROM ${s}.outbox p JOIN v ON p.id = v.id
+          WHERE p.attempt_started_at IS NOT NULL
+       ), claimed AS (
+         UPDATE ${s}.outbox o
+            SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+                next_attempt_at = now() + v.lease * interval '1 millisecond',
+                attempt_started_at = now()
+           FROM v, (SELECT set_config('synchronous_commit', 'on', true)) AS durable
+          WHERE o.id = v.id AND o.state = 'pending'
+            AND o.next_attempt_at <= now() + interval '50 milliseconds'
+            AND (o.first_attempt_at IS NULL
+                 OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
+          RETURNING o.*
+       ), interrupted AS (
+         SELECT c.*, c.attempts - 1 AS attempt, octet_length(c.body) AS payload_size_bytes,
+                open.attempt_started_at AS fired_at
+           FROM claimed c JOIN open ON open.id = c.id
+          WHERE c.attempts > 1
+       ), closed AS (
+         ${insertInterruptedSql(s, 'interrupted')}
+       )
+       SELECT id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
           notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
           subscriber_id, sequence_number, attempts, horizon_seconds,
           (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
-          (extract(epoch from now()) * 1000)::float8 AS now_ms`,
+          (extract(epoch from now()) * 1000)::float8 AS now_ms
+         FROM claimed`,
       [ids, items.map((i) => Math.round(i.leaseMs))],
     );
     const byId = new Map<string, ClaimedEvent>();
@@ -462,6 +486,9 @@ export class Outbox implements EventSink {
          UPDATE ${s}.outbox o
             SET state = v.state, last_status = v.status, last_error = v.error,
                 completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
+                -- The attempt is recorded here: no longer open (unless a later claim's is).
+                attempt_started_at = CASE WHEN v.attempt IS NULL OR v.attempt = o.attempts
+                  THEN NULL ELSE o.attempt_started_at END,
                 next_attempt_at = CASE WHEN v.state = 'pending'
                   THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
            FROM v
@@ -541,6 +568,14 @@ export class Outbox implements EventSink {
    */
   reconcile(options: { graceMs?: number; pageSize?: number } = {}): Promise<number> {
     return reconcileOverdue(this.pool, this.queue, this.schema, options);
+  }
+
+  /**
+   * Records the attempts of rows whose claim lease lapsed over `marginMs` (default 1 s) ago
+   * without a settle: their worker died, possibly after sending (`attempts.ts`).
+   */
+  closeInterrupted(options: { marginMs?: number; limit?: number } = {}): Promise<number> {
+    return closeInterruptedAttempts(this.pool, this.schema, options);
   }
 
   /** After Redis lost its data: one job for every pending row, due when it is (`redispatch.ts`). */
