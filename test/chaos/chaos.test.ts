@@ -29,6 +29,13 @@ t.test('sender faults: nothing lost, no body changed', async (t) => {
   t.equal(result.lost, 0, 'nothing lost');
   t.equal(result.changedBodies, 0, 'no body changed');
   t.equal(result.faults.length, 5, 'every fault happened');
+  t.ok(result.records.settled, 'a moment with nothing in flight was found');
+  t.equal(
+    result.records.recorded,
+    result.records.attempts,
+    'every attempt recorded, with its outcome',
+  );
+  t.equal(result.records.hitsWithoutRecord, 0, 'every request received is a recorded attempt');
 });
 
 t.test('sidecar killed, app failing 10 %: nothing lost, no body changed, no 500', async (t) => {
@@ -44,4 +51,11 @@ t.test('sidecar killed, app failing 10 %: nothing lost, no body changed, no 500'
   t.equal(result.changedBodies, 0, 'no body changed');
   t.equal(result.sidecar500s, 0, 'the sidecar never answered 500');
   t.ok((result.answers['503'] ?? 0) > 0, 'the app failures reached the sender as 503');
+  t.ok(result.records.settled, 'a moment with nothing in flight was found');
+  t.equal(
+    result.records.recorded,
+    result.records.attempts,
+    'every attempt recorded, with its outcome',
+  );
+  t.equal(result.records.hitsWithoutRecord, 0, 'every request received is a recorded attempt');
 });
