@@ -143,6 +143,9 @@ export class DeliveryWorker {
       prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
       limit: options.perOriginConcurrency ?? 16,
       ttlMs: options.slotLeaseMs ?? 3000,
+      // Jobs waiting for a busy origin's slot hold at most a quarter of the job slots: the
+      // rest stay free for other origins' work.
+      maxWaitingTotal: Math.max(1, Math.floor(jobSlots / 4)),
       onError: (err) => this.logger.warn({ err }, 'origin slot lease failed'),
     });
     this.slots = new Semaphore(options.maxInFlight ?? 256);
