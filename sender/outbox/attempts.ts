@@ -47,6 +47,47 @@ export function insertInterruptedSql(schema: string, source: string): string {
 }
 
 /**
+ * The claim of rows for one attempt each ($1 ids, $2 lease ms): counts the attempt, starts
+ * the horizon clock, leases the row past the attempt's timeout, marks the attempt open,
+ * and records the row's previous attempt as interrupted when its mark is still set (its
+ * worker died before settling). With `durable` the commit waits for the WAL flush even on
+ * a pool that commits asynchronously: the request goes on the wire only after it, so a
+ * database crash cannot forget an attempt that was sent.
+ */
+export function claimSql(schema: string, durable: boolean): string {
+  const s = schema;
+  return `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::int[]) AS v(id, lease)),
+       open AS (
+         SELECT p.id, p.attempt_started_at FROM ${s}.outbox p JOIN v ON p.id = v.id
+          WHERE p.attempt_started_at IS NOT NULL
+       ), claimed AS (
+         UPDATE ${s}.outbox o
+            SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+                next_attempt_at = now() + v.lease * interval '1 millisecond',
+                attempt_started_at = now()
+           FROM v${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
+          WHERE o.id = v.id AND o.state = 'pending'
+            AND o.next_attempt_at <= now() + interval '50 milliseconds'
+            AND (o.first_attempt_at IS NULL
+                 OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
+          RETURNING o.*
+       ), interrupted AS (
+         SELECT c.*, c.attempts - 1 AS attempt, octet_length(c.body) AS payload_size_bytes,
+                open.attempt_started_at AS fired_at
+           FROM claimed c JOIN open ON open.id = c.id
+          WHERE c.attempts > 1
+       ), closed AS (
+         ${insertInterruptedSql(s, 'interrupted')}
+       )
+       SELECT id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
+          notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
+          subscriber_id, sequence_number, attempts, horizon_seconds,
+          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
+          (extract(epoch from now()) * 1000)::float8 AS now_ms
+         FROM claimed`;
+}
+
+/**
  * The reconciler's part: records the open attempts of rows whose claim lease lapsed more
  * than `marginMs` ago (their worker is dead: a live one renews the lease every third of
  * it) and clears their mark; with `ids`, those rows' open attempts whatever their lease

@@ -9,7 +9,7 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
-import { closeInterruptedAttempts, insertInterruptedSql } from './attempts.js';
+import { claimSql, closeInterruptedAttempts } from './attempts.js';
 import { Batcher } from './batcher.js';
 import {
   DispatchRetry,
@@ -108,6 +108,13 @@ export interface OutboxOptions {
   logger?: Logger;
   /** How long enqueue waits for Redis before leaving the rows to the reconciler; 5 s. */
   dispatchTimeoutMs?: number;
+  /**
+   * Claims commit durably even on `statePool` (default true): an attempt is known before
+   * it goes on the wire, so a database crash cannot forget one that was sent (its record,
+   * its number). False saves one WAL flush per claim batch; a crash may then lose an
+   * attempt's record (the row is sent again under the same number).
+   */
+  durableClaims?: boolean;
 }
 
 const SETTLE_LINGER_MS = 10;
@@ -174,8 +181,10 @@ export class Outbox implements EventSink {
   private readonly claims: Batcher<{ id: string; leaseMs: number }, ClaimedEvent | null>;
   private readonly settles: Batcher<SettleInput, number | null>;
   private readonly dispatchRetry: DispatchRetry;
+  private readonly durableClaims: boolean;
 
   constructor(options: OutboxOptions) {
+    this.durableClaims = options.durableClaims ?? true;
     this.pool = options.pool;
     this.statePool = options.statePool ?? options.pool;
     this.queue = options.queue;
@@ -390,41 +399,10 @@ export class Outbox implements EventSink {
     client?: PoolClient,
   ): Promise<Array<ClaimedEvent | null>> {
     const ids = items.map((i) => i.id);
-    const s = this.schema;
-    // One statement (attempts.ts): the claim marks the attempt open, and records the row's
-    // previous attempt as interrupted when its mark is still set (its worker died before
-    // settling). The commit is durable even on the state pool: the request goes on the wire
-    // only after it, so a database crash cannot forget an attempt that was sent.
+    // One statement (attempts.ts): the claim marks the attempt open, records the row's
+    // previous attempt if still open (interrupted), and commits durably before the wire.
     const { rows } = await (client ?? this.statePool).query(
-      `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::int[]) AS v(id, lease)),
-       open AS (
-         SELECT p.id, p.attempt_started_at FROM ${s}.outbox p JOIN v ON p.id = v.id
-          WHERE p.attempt_started_at IS NOT NULL
-       ), claimed AS (
-         UPDATE ${s}.outbox o
-            SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
-                next_attempt_at = now() + v.lease * interval '1 millisecond',
-                attempt_started_at = now()
-           FROM v, (SELECT set_config('synchronous_commit', 'on', true)) AS durable
-          WHERE o.id = v.id AND o.state = 'pending'
-            AND o.next_attempt_at <= now() + interval '50 milliseconds'
-            AND (o.first_attempt_at IS NULL
-                 OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
-          RETURNING o.*
-       ), interrupted AS (
-         SELECT c.*, c.attempts - 1 AS attempt, octet_length(c.body) AS payload_size_bytes,
-                open.attempt_started_at AS fired_at
-           FROM claimed c JOIN open ON open.id = c.id
-          WHERE c.attempts > 1
-       ), closed AS (
-         ${insertInterruptedSql(s, 'interrupted')}
-       )
-       SELECT id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
-          notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
-          subscriber_id, sequence_number, attempts, horizon_seconds,
-          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
-          (extract(epoch from now()) * 1000)::float8 AS now_ms
-         FROM claimed`,
+      claimSql(this.schema, this.durableClaims),
       [ids, items.map((i) => Math.round(i.leaseMs))],
     );
     const byId = new Map<string, ClaimedEvent>();

@@ -260,6 +260,17 @@ t.test('a claim survives a crash right after it, even on the state pool', async 
     [ids[0]],
   );
   t.same(rows, [{ attempts: 1, open: true }], 'the attempt is known after the crash');
+  // Opted out (one WAL flush less per claim batch): claims work the same.
+  const fast = new Outbox({
+    pool: s.pool,
+    queue,
+    schema: s.schema,
+    statePool,
+    durableClaims: false,
+  });
+  const [other] = await s.outbox.enqueue([event('http://127.0.0.1:9/hook', 2)]);
+  const again = await fast.claim(other!, 60_000);
+  t.equal('attempt' in again && again.attempt, 1, 'claimed without the durable commit');
 });
 
 t.test('a dispatch failing while Redis is down is retried by the enqueuing process', async (t) => {
