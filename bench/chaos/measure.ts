@@ -192,7 +192,9 @@ export async function measure(
   }
   // What the receiving end answered, attempt by attempt, and where lost events stand.
   const { rows: answers } = await pool.query<{ k: string; n: string }>(
-    `SELECT coalesce(http_status_code::text, status) AS k, count(*) AS n
+    `SELECT coalesce(http_status_code::text,
+              CASE WHEN error_message = 'attempt_interrupted' THEN 'interrupted' ELSE status END)
+              AS k, count(*) AS n
        FROM ${schema}.webhook_activity GROUP BY 1 ORDER BY 2 DESC`,
   );
   const lostKeys = [...sent.keys()].filter((k) => !hits.has(k));

@@ -9,7 +9,7 @@
 import t from 'tap';
 import { formatResult, runChaos } from '../../bench/chaos/run.js';
 
-t.setTimeout(200_000);
+t.setTimeout(300_000);
 
 t.test('sender faults: nothing lost, no body changed', async (t) => {
   const result = await runChaos({
@@ -44,7 +44,9 @@ t.test('sidecar killed, app failing 10 %: nothing lost, no body changed, no 500'
     enqueueMs: 8000,
     sidecar: true,
     faults: ['kill-sidecar'],
-    drainMs: 60_000,
+    // The drain ends once everything arrived; on a loaded machine the sidecar restarts
+    // slowly and the events retried meanwhile back off (30 s by the sixth attempt).
+    drainMs: 120_000,
   });
   t.comment(formatResult('chaos (bounded, sidecar)', result));
   t.equal(result.lost, 0, 'nothing lost');
