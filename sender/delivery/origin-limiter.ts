@@ -186,7 +186,9 @@ export class OriginLimiter {
     this.maxWaiting = Math.max(
       0,
       shared?.maxWaiting ??
-        Math.max(perOrigin, Math.floor(Math.min(this.maxWaitingTotal, 1e6) / 2)),
+        (Number.isFinite(this.maxWaitingTotal)
+          ? Math.max(perOrigin, Math.floor(this.maxWaitingTotal / 2))
+          : perOrigin),
     );
     this.pollMs = shared?.pollMs ?? 100;
     // Leases come in blocks of a quarter of the limit: a busy origin costs a Redis call
