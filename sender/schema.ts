@@ -105,6 +105,19 @@ export const senderMigrations: Migration[] = [
         WHERE media_buy_ids IS NOT NULL;
     `,
   },
+  {
+    // When the row's latest claim started an attempt whose outcome is not settled yet (set
+    // by the claim, in its durable commit; cleared by the settle). A claim that finds it
+    // still set, or the reconciler once the lease lapsed, records that attempt as
+    // interrupted: an attempt that reached the wire is recorded even if its worker died
+    // before writing anything. The partial index holds only those open attempts.
+    id: '008_outbox_attempt_started_at',
+    sql: (s) => `
+      ALTER TABLE ${s}.outbox ADD COLUMN attempt_started_at timestamptz;
+      CREATE INDEX outbox_open_attempt ON ${s}.outbox (next_attempt_at)
+        WHERE attempt_started_at IS NOT NULL AND state = 'pending';
+    `,
+  },
 ];
 
 /** Creates or upgrades the sender's tables in `schema`. */

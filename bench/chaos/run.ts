@@ -27,7 +27,7 @@ import { KeySet, writeNewKey } from '../../sender/keys/key-set.js';
 import { newIdempotencyKey } from '../../sender/outbox/keys.js';
 import { Outbox, OutboxError } from '../../sender/outbox/outbox.js';
 import { migrateSender } from '../../sender/schema.js';
-import { measure, type ChaosResult, type Hit } from './measure.js';
+import { checkRecords, measure, type ChaosResult, type Hit } from './measure.js';
 import { freePort, startPostgres, startRedis, waitForPostgres } from './services.js';
 
 export { formatResult, type ChaosResult } from './measure.js';
@@ -53,6 +53,8 @@ export interface ChaosOptions {
   appFailureRate?: number;
   /** How long to wait for the last deliveries after the last fault. */
   drainMs?: number;
+  /** How long to wait, after the drain, for nothing in flight before counting records. */
+  recordWaitMs?: number;
   log?: (line: string) => void;
 }
 
@@ -412,13 +414,23 @@ async function chaos(
   }
   while (Date.now() < drainUntil && [...sent.keys()].some((k) => !hits.has(k))) await sleep(100);
   await sleep(1000); // late duplicates
-  const result = await measure(o, sent, hits, pool, schema, {
-    firstFaultAt,
-    lastFaultEnd,
-    lastHit,
-    started,
-    capacity: capacityOf(workers, sidecar),
-  });
+  // Attempts against records, once dead workers' attempts are closed (lease + reconciler).
+  const records = await checkRecords(pool, schema, hits, o.recordWaitMs ?? 30_000);
+  const result = await measure(
+    o,
+    sent,
+    hits,
+    pool,
+    schema,
+    {
+      firstFaultAt,
+      lastFaultEnd,
+      lastHit,
+      started,
+      capacity: capacityOf(workers, sidecar),
+    },
+    records,
+  );
   result.faults = faultLog;
   result.unexpectedExits = [...workers, ...sidecar].flatMap((p) =>
     p.exits.map((e) => `${p.role} ${e}`),

@@ -13,6 +13,7 @@
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import { silentLogger } from '../../shared/infra/logger.js';
+import { INTERRUPTED_ATTEMPT } from '../outbox/attempts.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
 
 export type ActivityStatus = 'success' | 'failed' | 'timeout' | 'connection_error' | 'pending';
@@ -66,8 +67,8 @@ export interface WebhookActivityRecord {
 
 export const DEFAULT_RETENTION_DAYS = 30;
 
-/** error_message of a pending record closed because its attempt never reported. */
-export const INTERRUPTED_ATTEMPT = 'attempt_interrupted';
+/** error_message of an attempt recorded as interrupted (its worker never reported). */
+export { INTERRUPTED_ATTEMPT } from '../outbox/attempts.js';
 
 /** The URL as recorded: no query, no fragment (they may carry tokens). */
 export function recordedUrl(url: string): string {

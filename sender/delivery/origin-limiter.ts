@@ -1,8 +1,11 @@
 /**
  * Per-origin admission: at most N attempts in flight per origin, and an origin that
- * answered 429 paused for its Retry-After. A job refused here is pushed back to the delayed
- * set (before any claim, so it stays the same row, key and bytes), and a slow or throttled
- * buyer holds none of the worker's slots that the other buyers need.
+ * answered 429 paused for its Retry-After. A job that finds every slot of its origin taken
+ * waits in the origin's line (bounded per origin and over all origins) and gets the next
+ * slot that frees up, in arrival order; one refused (line full, paused, waited too long) is
+ * pushed back to the delayed set (before any claim, so it stays the same row, key and
+ * bytes). A slow or throttled buyer thus holds at most its line of the worker's slots, and
+ * a backlog for one origin is served in order instead of going round the queue.
  *
  * With `shared`, N holds across every worker process on one Redis: a slot is a lease, a
  * member of a sorted set per origin scored by its expiry, under the queue's hash-tagged
@@ -27,8 +30,23 @@ export interface SharedSlotsOptions {
   ttlMs?: number;
   /** Unused leased slots go back after this long (default 250 ms). */
   lingerMs?: number;
-  /** How long a job may wait for a busy slot of this process before it is refused (100 ms). */
+  /**
+   * How long a job may wait in its origin's line for a slot before it is refused (default
+   * 2 s): the line is served in arrival order as slots free up, here or (leased) elsewhere.
+   */
   queueWaitMs?: number;
+  /**
+   * Jobs waiting in one origin's line in this process (default: the per-process limit, or
+   * half of `maxWaitingTotal` if more).
+   */
+  maxWaiting?: number;
+  /**
+   * Jobs waiting in all lines of this process (default unbounded): what the worker keeps
+   * free of waiting jobs for other origins' work.
+   */
+  maxWaitingTotal?: number;
+  /** While a line waits, how often it asks Redis for slots freed elsewhere (100 ms). */
+  pollMs?: number;
   /** Errors talking to Redis (admission then waits; nothing is sent over the limit). */
   onError?: (err: unknown) => void;
 }
@@ -42,8 +60,19 @@ interface OriginState {
   leasing: Promise<number> | null;
   /** Acquirers waiting for a lease call. */
   waiting: number;
-  /** Acquirers waiting for a slot of this process to come back. */
-  queue: Array<() => void>;
+  /** The origin's line: acquirers waiting for a slot, served first come, first served. */
+  queue: Waiter[];
+  /** Polls Redis for slots while the line waits (shared mode). */
+  poll: NodeJS.Timeout | null;
+  /** Mean time a slot is held (ms, moving average): paces jobs refused by a full line. */
+  holdMs: number;
+  /** Jobs refused by the full line since it was last empty: their turn comes in that order. */
+  overflow: number;
+}
+
+interface Waiter {
+  admit: (admission: Admission) => void;
+  timer: NodeJS.Timeout;
 }
 
 /** Takes up to ARGV[2] free slots of ARGV[1], each leased for ARGV[3] ms; returns how many. */
@@ -113,9 +142,17 @@ export class OriginLimiter {
   private readonly origins = new Map<string, OriginState>();
   private readonly pausedUntil = new Map<string, number>();
   private readonly shared: Required<
-    Omit<SharedSlotsOptions, 'onError' | 'limit' | 'queueWaitMs'>
+    Omit<
+      SharedSlotsOptions,
+      'onError' | 'limit' | 'queueWaitMs' | 'maxWaiting' | 'maxWaitingTotal' | 'pollMs'
+    >
   > | null;
   private readonly queueWaitMs: number;
+  private readonly maxWaiting: number;
+  private readonly maxWaitingTotal: number;
+  private readonly pollMs: number;
+  /** Acquirers waiting in all lines. */
+  private waitingTotal = 0;
   private readonly limit: number;
   private readonly onError: (err: unknown) => void;
   private readonly owner = randomBytes(6).toString('base64url');
@@ -144,7 +181,16 @@ export class OriginLimiter {
       : null;
     this.onError = shared?.onError ?? (() => {});
     this.limit = Math.max(1, shared?.limit ?? perOrigin);
-    this.queueWaitMs = shared?.queueWaitMs ?? 100;
+    this.queueWaitMs = shared?.queueWaitMs ?? 2000;
+    this.maxWaitingTotal = shared?.maxWaitingTotal ?? Number.POSITIVE_INFINITY;
+    this.maxWaiting = Math.max(
+      0,
+      shared?.maxWaiting ??
+        (Number.isFinite(this.maxWaitingTotal)
+          ? Math.max(perOrigin, Math.floor(this.maxWaitingTotal / 2))
+          : perOrigin),
+    );
+    this.pollMs = shared?.pollMs ?? 100;
     // Leases come in blocks of a quarter of the limit: a busy origin costs a Redis call
     // per block, a slow one (small limit) leases one slot at a time.
     this.block = Math.max(1, Math.ceil(perOrigin / 4));
@@ -153,7 +199,17 @@ export class OriginLimiter {
   private state(origin: string): OriginState {
     let s = this.origins.get(origin);
     if (!s) {
-      s = { active: 0, held: [], peak: 0, leasing: null, waiting: 0, queue: [] };
+      s = {
+        active: 0,
+        held: [],
+        peak: 0,
+        leasing: null,
+        waiting: 0,
+        queue: [],
+        poll: null,
+        holdMs: 50,
+        overflow: 0,
+      };
       this.origins.set(origin, s);
     }
     return s;
@@ -171,13 +227,16 @@ export class OriginLimiter {
     s.active++;
     if (s.active > s.peak) s.peak = s.active;
     let released = false;
+    const at = Date.now();
     return {
       ok: true,
       release: () => {
         if (released) return;
         released = true;
         s.active--;
-        s.queue.shift()?.();
+        s.holdMs += (Date.now() - at - s.holdMs) / 8;
+        // Handed to the head of the line at once: no newcomer can take it first.
+        this.serveLine(s, origin);
         // In-process mode has no sweeper: an idle origin is forgotten at once.
         if (!this.shared && s.active === 0) this.origins.delete(origin);
       },
@@ -198,6 +257,8 @@ export class OriginLimiter {
     const s = this.state(origin);
     if (s.active >= this.perOrigin) return this.full();
     if (this.shared && s.active >= s.held.length) return this.full();
+    // Others wait for this origin: a newcomer goes behind them, not past them.
+    if (s.queue.length > 0) return this.full();
     return this.admit(s, origin);
   }
 
@@ -215,42 +276,89 @@ export class OriginLimiter {
   }
 
   private async leaseAndAdmit(origin: string, s: OriginState): Promise<Admission> {
-    s.waiting++;
-    try {
-      // Acquirers arriving together share lease calls; one that found its call's grant
-      // taken by the others asks again while the origin has room (bounded by the limit).
-      for (let i = 0; i <= this.perOrigin; i++) {
-        if (this.free(s)) return this.admit(s, origin);
-        if (s.held.length >= this.perOrigin) break;
-        if ((await this.lease(origin, s)) === 0) break;
+    if (s.queue.length === 0) {
+      s.waiting++;
+      try {
+        // Acquirers arriving together share lease calls; one that found its call's grant
+        // taken by the others asks again while the origin has room (bounded by the limit).
+        for (let i = 0; i <= this.perOrigin; i++) {
+          if (this.free(s)) return this.admit(s, origin);
+          if (s.held.length >= this.perOrigin) break;
+          if ((await this.lease(origin, s)) === 0) break;
+        }
+      } finally {
+        s.waiting--;
       }
-    } finally {
-      s.waiting--;
+      if (this.free(s) && s.queue.length === 0) return this.admit(s, origin);
     }
-    if (this.free(s)) return this.admit(s, origin);
-    // Every slot the origin has is taken. While this process holds some, a few jobs (a
-    // block's worth) wait briefly for one of them to come back instead of going round
-    // the delayed set; the rest, and these after `queueWaitMs`, are refused.
-    const deadline = Date.now() + this.queueWaitMs;
-    while (s.held.length > 0 && s.queue.length < this.block && this.pausedFor(origin) === 0) {
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      const woken = await new Promise<boolean>((resolve) => {
-        const wake = () => {
-          clearTimeout(timer);
-          resolve(true);
-        };
-        const timer = setTimeout(() => {
-          const i = s.queue.indexOf(wake);
+    return this.wait(origin, s);
+  }
+
+  /**
+   * Every slot the origin has is taken: the job joins the origin's line, served in order
+   * as slots free up (released here, or leased once freed elsewhere), for `queueWaitMs`.
+   * A full line (per origin, and over all origins, so waiting jobs never take every job
+   * slot from other origins' work) or a paused origin refuses at once: the job goes round
+   * the delayed set as before.
+   */
+  private wait(origin: string, s: OriginState): Admission | Promise<Admission> {
+    if (this.pausedFor(origin) > 0) return this.full();
+    if (s.queue.length >= this.maxWaiting || this.waitingTotal >= this.maxWaitingTotal) {
+      // Back in about the time the jobs ahead take, later the later it was refused: the
+      // overflow comes back in its order rather than in a random one (capped at 5 s).
+      s.overflow++;
+      const ahead = s.queue.length + s.overflow;
+      const turns = Math.ceil(ahead / Math.max(1, this.perOrigin));
+      return { ok: false, waitMs: Math.min(5000, 20 + Math.round(s.holdMs * turns)) };
+    }
+    return new Promise<Admission>((resolve) => {
+      const waiter: Waiter = {
+        admit: (admission) => {
+          clearTimeout(waiter.timer);
+          this.waitingTotal--;
+          resolve(admission);
+        },
+        timer: setTimeout(() => {
+          const i = s.queue.indexOf(waiter);
           if (i >= 0) s.queue.splice(i, 1);
-          resolve(false);
-        }, left);
-        s.queue.push(wake);
-      });
-      if (this.free(s)) return this.admit(s, origin);
-      if (!woken) break;
+          waiter.admit(this.full());
+        }, this.queueWaitMs),
+      };
+      s.queue.push(waiter);
+      this.waitingTotal++;
+      this.ensurePoll(origin, s);
+    });
+  }
+
+  /**
+   * Admits the head of the line while a leased slot of this process is free; a paused
+   * origin's line is refused (each job waits out the pause in the delayed set).
+   */
+  private serveLine(s: OriginState, origin: string): void {
+    const paused = s.queue.length > 0 ? this.pausedFor(origin) : 0;
+    if (paused > 0) {
+      for (const w of s.queue.splice(0)) {
+        w.admit({ ok: false, waitMs: paused + Math.floor(this.random() * 100) });
+      }
     }
-    return this.full();
+    while (s.queue.length > 0 && this.free(s)) s.queue.shift()!.admit(this.admit(s, origin));
+    if (s.queue.length === 0) {
+      s.overflow = 0;
+      if (s.poll) clearInterval(s.poll);
+      s.poll = null;
+    }
+  }
+
+  /** While the line waits, slots freed in other processes are leased for it. */
+  private ensurePoll(origin: string, s: OriginState): void {
+    if (s.poll || !this.shared) return;
+    s.poll = setInterval(() => {
+      if (s.queue.length === 0) return this.serveLine(s, origin);
+      if (this.pausedFor(origin) > 0) return this.serveLine(s, origin);
+      if (s.leasing || s.held.length >= this.perOrigin) return;
+      void this.lease(origin, s).then(() => this.serveLine(s, origin));
+    }, this.pollMs);
+    s.poll.unref();
   }
 
   /** A leased slot of this process is free. */
@@ -269,7 +377,10 @@ export class OriginLimiter {
       try {
         const redis = await shared.redis();
         // Sized after the await, so acquirers of the same tick are counted.
-        const want = Math.min(Math.max(this.block, s.waiting), this.perOrigin - s.held.length);
+        const want = Math.min(
+          Math.max(this.block, s.waiting + s.queue.length),
+          this.perOrigin - s.held.length,
+        );
         if (want <= 0) return 0;
         const first = this.seq;
         this.seq += want;
@@ -324,7 +435,8 @@ export class OriginLimiter {
       const redis = await shared.redis();
       const calls: Promise<unknown>[] = [];
       for (const [origin, s] of this.origins) {
-        const keep = Math.max(s.active, s.peak);
+        // A line waiting here keeps every slot it has.
+        const keep = s.queue.length > 0 ? s.held.length : Math.max(s.active, s.peak);
         s.peak = s.active;
         if (s.held.length > keep && !s.leasing) {
           const surplus = s.held.splice(keep);
@@ -368,6 +480,8 @@ export class OriginLimiter {
   pause(origin: string, ms: number, now = Date.now()): void {
     const until = now + ms;
     if ((this.pausedUntil.get(origin) ?? 0) < until) this.pausedUntil.set(origin, until);
+    const s = this.origins.get(origin);
+    if (s && ms > 0) this.serveLine(s, origin);
   }
 
   inFlight(origin: string): number {
@@ -383,6 +497,11 @@ export class OriginLimiter {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    for (const s of this.origins.values()) {
+      for (const w of s.queue.splice(0)) w.admit(this.full());
+      if (s.poll) clearInterval(s.poll);
+      s.poll = null;
+    }
     await this.sweeping;
     const shared = this.shared;
     if (!shared) return;

@@ -143,6 +143,9 @@ export class DeliveryWorker {
       prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
       limit: options.perOriginConcurrency ?? 16,
       ttlMs: options.slotLeaseMs ?? 3000,
+      // Jobs waiting for a busy origin's slot hold at most a quarter of the job slots: the
+      // rest stay free for other origins' work.
+      maxWaitingTotal: Math.max(1, Math.floor(jobSlots / 4)),
       onError: (err) => this.logger.warn({ err }, 'origin slot lease failed'),
     });
     this.slots = new Semaphore(options.maxInFlight ?? 256);
@@ -244,8 +247,15 @@ export class DeliveryWorker {
     await this.outbox.renewLeases([...this.claimed], this.leaseMs);
   }
 
-  /** One reconciler pass: re-dispatch pending rows whose job Redis lost. */
+  /**
+   * One reconciler pass: record the attempts of dead workers (lease lapsed, never settled),
+   * then re-dispatch pending rows whose job Redis lost.
+   */
   async reconcile(): Promise<number> {
+    const closed = await this.outbox.closeInterrupted();
+    if (closed > 0) {
+      this.logger.info({ attempts: closed }, 'reconciler recorded interrupted attempts');
+    }
     const n = await this.outbox.reconcile({ graceMs: this.options.reconcileGraceMs ?? 30_000 });
     if (n > 0) this.logger.info({ rows: n }, 'reconciler re-dispatched overdue outbox rows');
     return n;

@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
+import { claimSql, closeInterruptedAttempts } from './attempts.js';
 import { Batcher } from './batcher.js';
 import {
   DispatchRetry,
@@ -107,6 +108,13 @@ export interface OutboxOptions {
   logger?: Logger;
   /** How long enqueue waits for Redis before leaving the rows to the reconciler; 5 s. */
   dispatchTimeoutMs?: number;
+  /**
+   * Claims commit durably even on `statePool` (default true): an attempt is known before
+   * it goes on the wire, so a database crash cannot forget one that was sent (its record,
+   * its number). False saves one WAL flush per claim batch; a crash may then lose an
+   * attempt's record (the row is sent again under the same number).
+   */
+  durableClaims?: boolean;
 }
 
 const SETTLE_LINGER_MS = 10;
@@ -173,8 +181,10 @@ export class Outbox implements EventSink {
   private readonly claims: Batcher<{ id: string; leaseMs: number }, ClaimedEvent | null>;
   private readonly settles: Batcher<SettleInput, number | null>;
   private readonly dispatchRetry: DispatchRetry;
+  private readonly durableClaims: boolean;
 
   constructor(options: OutboxOptions) {
+    this.durableClaims = options.durableClaims ?? true;
     this.pool = options.pool;
     this.statePool = options.statePool ?? options.pool;
     this.queue = options.queue;
@@ -375,6 +385,8 @@ export class Outbox implements EventSink {
     if (!p) return { kind: 'missing' };
     if (p.state !== 'pending') return { kind: 'finished', state: p.state };
     if (p.past) {
+      // Its last attempt, if never settled, is recorded before the row ends.
+      await closeInterruptedAttempts(this.pool, this.schema, { ids: [id] });
       await this.settle(id, { state: 'expired', status: null, error: 'retry_horizon_passed' });
       return { kind: 'expired' };
     }
@@ -387,20 +399,10 @@ export class Outbox implements EventSink {
     client?: PoolClient,
   ): Promise<Array<ClaimedEvent | null>> {
     const ids = items.map((i) => i.id);
+    // One statement (attempts.ts): the claim marks the attempt open, records the row's
+    // previous attempt if still open (interrupted), and commits durably before the wire.
     const { rows } = await (client ?? this.statePool).query(
-      `UPDATE ${this.schema}.outbox o
-          SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
-              next_attempt_at = now() + v.lease * interval '1 millisecond'
-         FROM unnest($1::bigint[], $2::int[]) AS v(id, lease)
-        WHERE o.id = v.id AND o.state = 'pending'
-          AND o.next_attempt_at <= now() + interval '50 milliseconds'
-          AND (o.first_attempt_at IS NULL
-               OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
-        RETURNING o.id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
-          notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
-          subscriber_id, sequence_number, attempts, horizon_seconds,
-          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
-          (extract(epoch from now()) * 1000)::float8 AS now_ms`,
+      claimSql(this.schema, this.durableClaims),
       [ids, items.map((i) => Math.round(i.leaseMs))],
     );
     const byId = new Map<string, ClaimedEvent>();
@@ -462,6 +464,9 @@ export class Outbox implements EventSink {
          UPDATE ${s}.outbox o
             SET state = v.state, last_status = v.status, last_error = v.error,
                 completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
+                -- The attempt is recorded here: no longer open (unless a later claim's is).
+                attempt_started_at = CASE WHEN v.attempt IS NULL OR v.attempt = o.attempts
+                  THEN NULL ELSE o.attempt_started_at END,
                 next_attempt_at = CASE WHEN v.state = 'pending'
                   THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
            FROM v
@@ -541,6 +546,14 @@ export class Outbox implements EventSink {
    */
   reconcile(options: { graceMs?: number; pageSize?: number } = {}): Promise<number> {
     return reconcileOverdue(this.pool, this.queue, this.schema, options);
+  }
+
+  /**
+   * Records the attempts of rows whose claim lease lapsed over `marginMs` (default 1 s) ago
+   * without a settle: their worker died, possibly after sending (`attempts.ts`).
+   */
+  closeInterrupted(options: { marginMs?: number; limit?: number } = {}): Promise<number> {
+    return closeInterruptedAttempts(this.pool, this.schema, options);
   }
 
   /** After Redis lost its data: one job for every pending row, due when it is (`redispatch.ts`). */

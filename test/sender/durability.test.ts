@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createRedis } from '../../shared/infra/redis.js';
@@ -8,7 +8,8 @@ import { Outbox } from '../../sender/outbox/outbox.js';
 import { newIdempotencyKey } from '../../sender/outbox/keys.js';
 import type { OutboundEvent } from '../../sender/outbox/types.js';
 import { DATABASE_URL, REDIS_URL } from '../helpers/db.js';
-import { senderHarness, startReceiver } from './harness.js';
+import { INTERRUPTED_ATTEMPT } from '../../sender/activity/activity-log.js';
+import { senderHarness, startReceiver, type SenderHarness } from './harness.js';
 
 function event(url: string, tag = 'x'): OutboundEvent {
   const key = newIdempotencyKey();
@@ -25,11 +26,8 @@ function event(url: string, tag = 'x'): OutboundEvent {
   };
 }
 
-t.test('a worker killed with SIGKILL mid-delivery loses nothing', async (t) => {
-  const h = await senderHarness(t);
-  let hold = true;
-  const rx = await startReceiver(() => (hold ? new Promise<never>(() => {}) : { status: 200 }));
-  t.teardown(() => rx.close());
+/** A worker in its own process (no activity log: it never writes a record itself). */
+async function childWorker(t: Test, h: SenderHarness) {
   const { privateJwk } = await generateSigningKey('ed25519');
   const child = spawn(
     process.execPath,
@@ -48,12 +46,40 @@ t.test('a worker killed with SIGKILL mid-delivery loses nothing', async (t) => {
   );
   t.teardown(() => void child.kill('SIGKILL'));
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  return {
+    async kill() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+async function records(h: SenderHarness, id: string) {
+  const { rows } = await h.pool.query(
+    `SELECT attempt, status, error_message, fired_at, completed_at FROM ${h.schema}.webhook_activity
+      WHERE outbox_id = $1 ORDER BY attempt`,
+    [id],
+  );
+  return rows as Array<{
+    attempt: number;
+    status: string;
+    error_message: string | null;
+    fired_at: Date;
+    completed_at: Date | null;
+  }>;
+}
+
+t.test('a worker killed with SIGKILL mid-delivery loses nothing', async (t) => {
+  const h = await senderHarness(t);
+  let hold = true;
+  const rx = await startReceiver(() => (hold ? new Promise<never>(() => {}) : { status: 200 }));
+  t.teardown(() => rx.close());
+  const child = await childWorker(t, h);
   const e = event(rx.url);
   const [id] = await h.outbox.enqueue([e]);
   await rx.waitFor(1);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
+  await child.kill();
   hold = false;
   // A fresh worker picks the stalled job up once its lock expires.
   h.startWorker();
@@ -65,6 +91,84 @@ t.test('a worker killed with SIGKILL mid-delivery loses nothing', async (t) => {
     (await h.outbox.state(id!))?.attempts,
     2,
     'the restart is the second attempt, not a new delivery',
+  );
+  // The killed worker wrote nothing about its attempt; the next claim recorded it.
+  const recs = await records(h, id!);
+  t.same(
+    recs.map((r) => [r.attempt, r.status, r.error_message]),
+    [
+      [1, 'timeout', INTERRUPTED_ATTEMPT],
+      [2, 'success', null],
+    ],
+    'the attempt on the wire when its worker died is recorded, interrupted',
+  );
+  t.ok(recs[0]!.fired_at <= recs[1]!.fired_at, 'fired when its claim started it');
+  t.ok(recs[0]!.completed_at, 'and closed');
+});
+
+t.test(
+  'an interrupted attempt is recorded under its URL without query, fragment, user',
+  async (t) => {
+    const h = await senderHarness(t);
+    const e = event('http://u:secret@127.0.0.1:9/hook/a?token=secret#frag');
+    const [id] = await h.outbox.enqueue([e]);
+    // A claim whose worker died at once: attempt 1 open, its lease already over.
+    await h.pool.query(
+      `UPDATE ${h.schema}.outbox SET attempts = 1, first_attempt_at = now(),
+            attempt_started_at = now() - interval '5 seconds',
+            next_attempt_at = now() - interval '2 seconds' WHERE id = $1`,
+      [id],
+    );
+    t.equal(await h.outbox.closeInterrupted(), 1);
+    const { rows } = await h.pool.query(
+      `SELECT url, payload_size_bytes, idempotency_key, completed_at >= fired_at AS ordered
+       FROM ${h.schema}.webhook_activity WHERE outbox_id = $1`,
+      [id],
+    );
+    t.same(rows, [
+      {
+        url: 'http://127.0.0.1:9/hook/a',
+        payload_size_bytes: Buffer.byteLength(JSON.stringify(e.payload)),
+        idempotency_key: e.idempotencyKey,
+        ordered: true,
+      },
+    ]);
+  },
+);
+
+t.test('the reconciler records a dead worker’s attempt once its lease lapsed', async (t) => {
+  const h = await senderHarness(t);
+  let hold = true;
+  const rx = await startReceiver(() => (hold ? new Promise<never>(() => {}) : { status: 200 }));
+  t.teardown(() => rx.close());
+  const child = await childWorker(t, h);
+  const [id] = await h.outbox.enqueue([event(rx.url)]);
+  await rx.waitFor(1);
+  t.equal(await h.outbox.closeInterrupted({ marginMs: 0 }), 0, 'not while its lease is renewed');
+  await child.kill();
+  hold = false;
+  // The child's lease (4.5 s) lapses without renewal.
+  let closed = 0;
+  for (let i = 0; i < 200 && closed === 0; i++) {
+    closed = await h.outbox.closeInterrupted({ marginMs: 0 });
+    if (closed === 0) await new Promise((r) => setTimeout(r, 50));
+  }
+  t.equal(closed, 1, 'one attempt recorded');
+  t.same(
+    (await records(h, id!)).map((r) => [r.attempt, r.status, r.error_message]),
+    [[1, 'timeout', INTERRUPTED_ATTEMPT]],
+    'before any other attempt',
+  );
+  t.equal(await h.outbox.closeInterrupted({ marginMs: 0 }), 0, 'recorded once');
+  h.startWorker();
+  t.equal(await h.waitForState(id!, undefined, 30_000), 'delivered');
+  t.same(
+    (await records(h, id!)).map((r) => [r.attempt, r.status]),
+    [
+      [1, 'timeout'],
+      [2, 'success'],
+    ],
+    'the next attempt does not record it again',
   );
 });
 

@@ -49,8 +49,9 @@ t.test('two limiters on one Redis share the limit; released slots move over', as
   const ra = redisFor(t, prefix);
   const rb = createRedis(REDIS_URL);
   t.teardown(() => rb.disconnect());
-  const a = new OriginLimiter(3, () => 0, { redis: () => ra, prefix, lingerMs: 50 });
-  const b = new OriginLimiter(3, () => 0, { redis: () => rb, prefix, lingerMs: 50 });
+  // No lines (maxWaiting 0): a job finding every slot taken is refused at once.
+  const a = new OriginLimiter(3, () => 0, { redis: () => ra, prefix, lingerMs: 50, maxWaiting: 0 });
+  const b = new OriginLimiter(3, () => 0, { redis: () => rb, prefix, lingerMs: 50, maxWaiting: 0 });
   t.teardown(() => Promise.all([a.close(), b.close()]));
   const origin = 'https://slow.example';
   const got = [];
@@ -85,7 +86,7 @@ t.test('two limiters on one Redis share the limit; released slots move over', as
   t.equal(paused.ok, false);
 });
 
-t.test('a job waits briefly for a busy slot of its process, then is refused', async (t) => {
+t.test('a job waits in its origin’s line for a slot, then is refused', async (t) => {
   const prefix = `{${uniqueName('olim')}}`;
   const redis = redisFor(t, prefix);
   const l = new OriginLimiter(1, () => 0, { redis: () => redis, prefix, queueWaitMs: 5000 });
@@ -101,7 +102,88 @@ t.test('a job waits briefly for a busy slot of its process, then is refused', as
   const quick = new OriginLimiter(1, () => 0, { redis: () => redis, prefix, queueWaitMs: 20 });
   t.teardown(() => quick.close());
   const refused = await quick.acquire('https://one.example');
-  t.equal(refused.ok, false, 'no slot of its own to wait for: refused at once');
+  t.equal(refused.ok, false, 'no slot freed within its wait: refused');
+});
+
+t.test('the line is served in order, holds the limit, and is bounded', async (t) => {
+  const prefix = `{${uniqueName('olim')}}`;
+  const redis = redisFor(t, prefix);
+  const other = createRedis(REDIS_URL);
+  t.teardown(() => other.disconnect());
+  const origin = 'https://line.example';
+  const a = new OriginLimiter(2, () => 0, {
+    redis: () => redis,
+    prefix,
+    maxWaiting: 3,
+    maxWaitingTotal: 3,
+    pollMs: 20,
+    // Refusals below come at once: a job that waited would hang the test.
+    queueWaitMs: 60_000,
+  });
+  const b = new OriginLimiter(2, () => 0, { redis: () => other, prefix, pollMs: 20 });
+  t.teardown(() => Promise.all([a.close(), b.close()]));
+  const first = [await a.acquire(origin), await a.acquire(origin)];
+  t.ok(
+    first.every((x) => x.ok),
+    'the limit (2) taken by A',
+  );
+  const order: number[] = [];
+  const line = [0, 1, 2].map((i) =>
+    Promise.resolve(a.acquire(origin)).then((x) => {
+      order.push(i);
+      return x;
+    }),
+  );
+  await sleep(10);
+  t.equal((await a.acquire(origin)).ok, false, 'a full line refuses at once');
+  const elsewhere = b.acquire(origin);
+  t.equal((await a.acquire('https://else.example')).ok, true, 'another origin is not held up');
+  const third = [
+    await a.acquire('https://third.example'),
+    await a.acquire('https://third.example'),
+  ];
+  t.equal(
+    (await a.acquire('https://third.example')).ok,
+    false,
+    'lines over all origins are bounded: no room to wait',
+  );
+  for (const x of third) if (x.ok) x.release();
+  for (const x of first) if (x.ok) x.release();
+  const [l0, l1] = await Promise.all(line.slice(0, 2));
+  t.same(order, [0, 1], 'released slots went to the line in order');
+  t.ok(l0!.ok && l1!.ok, 'both admitted');
+  if (l0!.ok) l0!.release();
+  const l2 = await line[2]!;
+  t.same(order, [0, 1, 2], 'then the third');
+  if (l1!.ok) l1!.release();
+  if (l2.ok) l2.release();
+  // B waited in its own line; A's slots, no longer used, go back and B leases them.
+  await a.sweep();
+  await a.sweep();
+  const fromB = await elsewhere;
+  t.ok(fromB.ok, 'a slot freed in another process reaches its line');
+  if (fromB.ok) fromB.release();
+  // A line waiting when the origin is paused (429) is refused, to wait out the pause.
+  const held = [await a.acquire(origin), await a.acquire(origin)];
+  t.ok(
+    held.every((x) => x.ok),
+    'the slots taken again',
+  );
+  const waiting = a.acquire(origin);
+  await sleep(10);
+  a.pause(origin, 60_000);
+  const refused = await waiting;
+  t.ok(!refused.ok && refused.waitMs >= 59_000, 'the line refused for the pause');
+  t.equal((await a.acquire(origin)).ok, false, 'a paused origin refuses');
+  for (const x of held) if (x.ok) x.release();
+  // Closing refuses what still waits.
+  const c = new OriginLimiter(1, () => 0, { redis: () => redis, prefix, queueWaitMs: 60_000 });
+  const one = await c.acquire('https://close.example');
+  t.ok(one.ok);
+  const pending = c.acquire('https://close.example');
+  await sleep(10);
+  await c.close();
+  t.equal((await pending).ok, false, 'closing refuses the line');
 });
 
 t.test('a SIGKILLed process leaves its slots to expire', async (t) => {
@@ -181,4 +263,59 @@ t.test('two workers, one slow origin: the origin never sees more than the limit'
     [],
     'a job refused a slot never became a second attempt',
   );
+});
+
+t.test('two workers, a backlog for one origin: served in order within the limit', async (t) => {
+  const h = await senderHarness(t);
+  const limit = 2;
+  let current = 0;
+  let peak = 0;
+  const arrivals: number[] = [];
+  const slow = await startReceiver(async (r) => {
+    current++;
+    peak = Math.max(peak, current);
+    arrivals.push(Number(/^task_(\d+)$/.exec(JSON.parse(r.body.toString()).task_id)![1]));
+    await sleep(40);
+    current--;
+    return { status: 200 };
+  });
+  const fast = await startReceiver();
+  t.teardown(() => Promise.all([slow.close(), fast.close()]));
+  // 128 job slots: lines of 16 per origin (32 in all) per process, room for both batches
+  // whichever worker takes them.
+  h.startWorker({ perOriginConcurrency: limit, concurrency: 128 });
+  h.startWorker({ perOriginConcurrency: limit, concurrency: 128 });
+  const batches: string[][] = [];
+  for (let b = 0; b < 2; b++) {
+    batches.push(
+      await h.outbox.enqueue(Array.from({ length: 8 }, (_, i) => event(slow.url, b * 100 + i))),
+    );
+  }
+  const fastIds = await h.outbox.enqueue(
+    Array.from({ length: 5 }, (_, i) => event(fast.url, 1000 + i)),
+  );
+  let allFast = true;
+  for (const id of fastIds) allFast &&= (await h.waitForState(id)) === 'delivered';
+  t.ok(allFast, 'the other origin delivered');
+  t.ok(slow.received.length < 16, 'while the slow one still had a backlog');
+  let allSlow = true;
+  for (const id of batches.flat()) {
+    allSlow &&= (await h.waitForState(id, undefined, 60_000)) === 'delivered';
+  }
+  t.ok(allSlow, 'the backlog delivered');
+  t.ok(peak <= limit, `the origin saw at most ${limit} at once (saw ${peak})`);
+  t.equal(slow.received.length, 16, 'one request per event');
+  t.same(
+    h.attempts.filter((a) => a.attempt !== 1),
+    [],
+    'a job turned away never became a second attempt',
+  );
+  // Each batch (one job, one worker) waits in its worker's line instead of going round the
+  // queue: its events go out in the order they were enqueued (two in flight at once may
+  // arrive swapped).
+  for (let b = 0; b < 2; b++) {
+    const seen = arrivals.filter((n) => Math.floor(n / 100) === b).map((n) => n % 100);
+    const displaced = seen.filter((n, pos) => Math.abs(n - pos) > limit - 1);
+    t.same(displaced, [], `batch ${b} in order: ${seen.join(' ')}`);
+  }
 });

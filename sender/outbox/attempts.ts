@@ -1,0 +1,124 @@
+/**
+ * Attempts whose worker died before recording them (issue 13, item 7). A claim marks its
+ * row's attempt open (`attempt_started_at`, committed durably before the request goes on
+ * the wire) and the settle clears the mark in the statement that records the outcome. A
+ * mark still set when the row is claimed again, or after its lease lapsed (the reconciler),
+ * means the attempt may have reached the wire and nobody recorded it: it is recorded (or
+ * its `pending` record closed) as `timeout` with the error `attempt_interrupted`. An
+ * outcome already recorded (a settle that went through after all, a buffered record) is
+ * never overwritten.
+ */
+import type { Pool } from '../../shared/infra/pg.js';
+
+/** error_message of an attempt recorded as interrupted (its outcome is unknown). */
+export const INTERRUPTED_ATTEMPT = 'attempt_interrupted';
+
+/**
+ * The URL as webhook_activity records it (as `recordedUrl` does): no query, no fragment,
+ * no user info, which may carry tokens.
+ */
+function recordedUrlSql(col: string): string {
+  return `regexp_replace(split_part(split_part(${col}, '#', 1), '?', 1),
+            '^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@', '\\1')`;
+}
+
+/**
+ * INSERT of interrupted attempts from `source`, a relation with the outbox row's columns
+ * (id, media_buy_id, media_buy_ids, principal_id, subscriber_id, idempotency_key,
+ * notification_id, notification_type, sequence_number, target_url), plus `attempt`,
+ * `payload_size_bytes` and `fired_at` (when the attempt's claim started it). In key order,
+ * as the other writers of the log insert (no lock-order deadlock with them).
+ */
+export function insertInterruptedSql(schema: string, source: string): string {
+  return `INSERT INTO ${schema}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
+           principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
+           sequence_number, attempt, status, url, payload_size_bytes, error_message, fired_at,
+           completed_at)
+         SELECT i.id, i.media_buy_id, i.media_buy_ids, i.principal_id, i.subscriber_id,
+                i.idempotency_key, i.notification_id, i.notification_type, i.sequence_number,
+                i.attempt, 'timeout', ${recordedUrlSql('i.target_url')}, i.payload_size_bytes,
+                '${INTERRUPTED_ATTEMPT}', i.fired_at, greatest(now(), i.fired_at)
+           FROM ${source} i
+          ORDER BY i.id, i.attempt
+         ON CONFLICT (outbox_id, attempt) DO UPDATE
+           SET status = 'timeout', error_message = EXCLUDED.error_message,
+               completed_at = EXCLUDED.completed_at
+           WHERE a.status = 'pending'`;
+}
+
+/**
+ * The claim of rows for one attempt each ($1 ids, $2 lease ms): counts the attempt, starts
+ * the horizon clock, leases the row past the attempt's timeout, marks the attempt open,
+ * and records the row's previous attempt as interrupted when its mark is still set (its
+ * worker died before settling). With `durable` the commit waits for the WAL flush even on
+ * a pool that commits asynchronously: the request goes on the wire only after it, so a
+ * database crash cannot forget an attempt that was sent.
+ */
+export function claimSql(schema: string, durable: boolean): string {
+  const s = schema;
+  return `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::int[]) AS v(id, lease)),
+       open AS (
+         SELECT p.id, p.attempt_started_at FROM ${s}.outbox p JOIN v ON p.id = v.id
+          WHERE p.attempt_started_at IS NOT NULL
+       ), claimed AS (
+         UPDATE ${s}.outbox o
+            SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+                next_attempt_at = now() + v.lease * interval '1 millisecond',
+                attempt_started_at = now()
+           FROM v${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
+          WHERE o.id = v.id AND o.state = 'pending'
+            AND o.next_attempt_at <= now() + interval '50 milliseconds'
+            AND (o.first_attempt_at IS NULL
+                 OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
+          RETURNING o.*
+       ), interrupted AS (
+         SELECT c.*, c.attempts - 1 AS attempt, octet_length(c.body) AS payload_size_bytes,
+                open.attempt_started_at AS fired_at
+           FROM claimed c JOIN open ON open.id = c.id
+          WHERE c.attempts > 1
+       ), closed AS (
+         ${insertInterruptedSql(s, 'interrupted')}
+       )
+       SELECT id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
+          notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
+          subscriber_id, sequence_number, attempts, horizon_seconds,
+          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
+          (extract(epoch from now()) * 1000)::float8 AS now_ms
+         FROM claimed`;
+}
+
+/**
+ * The reconciler's part: records the open attempts of rows whose claim lease lapsed more
+ * than `marginMs` ago (their worker is dead: a live one renews the lease every third of
+ * it) and clears their mark; with `ids`, those rows' open attempts whatever their lease
+ * (a row expiring). Workers running it at once split the rows (SKIP LOCKED). Resolves to
+ * the number of attempts recorded.
+ */
+export async function closeInterruptedAttempts(
+  pool: Pool,
+  schema: string,
+  options: { marginMs?: number; ids?: string[]; limit?: number } = {},
+): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `WITH lapsed AS (
+       UPDATE ${schema}.outbox o SET attempt_started_at = NULL
+         FROM (SELECT id, attempt_started_at FROM ${schema}.outbox
+                WHERE attempt_started_at IS NOT NULL AND state = 'pending'
+                  AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))
+                  AND ($3::bigint[] IS NOT NULL
+                       OR next_attempt_at < now() - $1::int * interval '1 millisecond')
+                ORDER BY id LIMIT $2
+                FOR UPDATE SKIP LOCKED) AS d
+        WHERE o.id = d.id
+        RETURNING o.id, o.media_buy_id, o.media_buy_ids, o.principal_id, o.subscriber_id,
+          o.idempotency_key, o.notification_id, o.notification_type, o.sequence_number,
+          o.target_url, o.attempts AS attempt, octet_length(o.body) AS payload_size_bytes,
+          d.attempt_started_at AS fired_at
+     ), recorded AS (
+       ${insertInterruptedSql(schema, 'lapsed')}
+     )
+     SELECT count(*)::int AS n FROM lapsed`,
+    [Math.round(options.marginMs ?? 1000), options.limit ?? 1000, options.ids ?? null],
+  );
+  return rows[0]?.n ?? 0;
+}
