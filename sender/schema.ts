@@ -105,6 +105,16 @@ export const senderMigrations: Migration[] = [
         WHERE media_buy_ids IS NOT NULL;
     `,
   },
+  {
+    // What the operator console shows per attempt (#14): the start of the receiver's
+    // answer, bounded and sanitised by the worker (delivery/snippet.ts), and the kid of the
+    // key that signed it (null for HMAC and Bearer). Nullable, no index: free for inserts.
+    id: '007_webhook_activity_response',
+    sql: (s) => `
+      ALTER TABLE ${s}.webhook_activity ADD COLUMN response_snippet text,
+        ADD COLUMN key_id text;
+    `,
+  },
 ];
 
 /** Creates or upgrades the sender's tables in `schema`. */

@@ -93,10 +93,15 @@ function describe(d: DeliveryDetail): string {
     `last       ${d.lastStatus ?? '-'} ${d.lastError ?? ''}`,
     '',
     'attempts:',
-    ...d.attemptList.map(
-      (a) =>
-        `  ${a.attempt}  ${a.status.padEnd(16)} ${a.firedAt}  ${a.httpStatus ?? '-'}  ${a.responseTimeMs ?? '-'} ms  ${a.error ?? ''}${a.requestedBy ? `  (requested by ${a.requestedBy})` : ''}`,
-    ),
+    ...d.attemptList.flatMap((a) => [
+      `  ${a.attempt}  ${a.status.padEnd(16)} ${a.firedAt}  ${a.httpStatus ?? '-'}  ${a.responseTimeMs ?? '-'} ms  ${a.error ?? ''}${a.requestedBy ? `  (requested by ${a.requestedBy})` : ''}`,
+      ...(a.keyId || a.responseSnippet
+        ? // Quoted as JSON: the snippet is the receiver's text, shown inert.
+          [
+            `     key ${a.keyId ?? '-'}  response ${a.responseSnippet === null ? '-' : JSON.stringify(a.responseSnippet)}`,
+          ]
+        : []),
+    ]),
     '',
     'body:',
     d.bodyPretty,

@@ -280,7 +280,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   });
   router.get('/deliveries/:id/live', async (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
-    ctx.body = deliveryLive(await detail(ctx)).value;
+    ctx.body = deliveryLive(await detail(ctx), ctx.state.session?.csrf ?? '').value;
   });
   router.get('/deliveries/:id/row', async (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
