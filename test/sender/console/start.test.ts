@@ -1,0 +1,40 @@
+/**
+ * `svc start` serves the seller console: its service (startAgentsService, what `svc start`
+ * runs) listens for the console on its own port, refuses anonymous access, and a sign-in
+ * with the token it wrote to the credentials file works.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import t from 'tap';
+import { startService } from '../../agents/e2e/support.js';
+import { json, signIn } from './helpers.js';
+
+t.setTimeout(120_000);
+
+t.test('svc start serves the console', async (t) => {
+  const { service } = await startService(t);
+  const c = service.console;
+  if (!c) throw new Error('no console');
+  const url = new URL(c.url);
+  t.equal(url.hostname, '127.0.0.1', 'loopback by default');
+  t.ok(Number(url.port) > 0, 'on its own port');
+  for (const agent of Object.values(service.urls)) t.not(new URL(agent).port, url.port);
+
+  const anonymous = await fetch(`${c.url}/deliveries`, { redirect: 'manual' });
+  t.equal(anonymous.status, 302, 'no anonymous page');
+  t.match(anonymous.headers.get('location'), /^\/login/);
+  t.equal((await fetch(`${c.url}/api/deliveries`)).status, 401, 'no anonymous API');
+  const forged = await fetch(`${c.url}/api/deliveries`, {
+    headers: { authorization: 'Bearer not-the-console-token-at-all' },
+  });
+  t.equal(forged.status, 401, 'a wrong bearer token');
+
+  const file = c.credentialsFile!;
+  t.equal((await stat(file)).mode & 0o777, 0o600, 'the credentials file is 0600');
+  const creds = JSON.parse(await readFile(file, 'utf8')).console;
+  t.equal(creds.url, c.url, 'the file names the console');
+  await t.rejects(signIn(c.url, `${creds.token}x`), /sign-in answered 401/);
+  const client = await signIn(c.url, creds.token);
+  t.ok(client.csrf, 'signed in: a page with its CSRF token');
+  const list = await json(await client.get('/api/deliveries'));
+  t.same(list.items, [], 'the (empty) outbox of this service');
+});
