@@ -59,3 +59,55 @@ export type Json = any;
 export async function json(res: Response): Promise<Json> {
   return res.json();
 }
+
+/** The browser: one cookie jar for every port of 127.0.0.1 (cookies ignore ports). */
+export class Browser {
+  readonly cookies = new Map<string, string>();
+  async go(url: string, init: RequestInit = {}): Promise<Response> {
+    const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const res = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
+    });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';');
+      const i = pair!.indexOf('=');
+      const name = pair!.slice(0, i).trim();
+      if (/max-age=0|expires=thu, 01 jan 1970/i.test(c)) this.cookies.delete(name);
+      else this.cookies.set(name, pair!.slice(i + 1));
+    }
+    return res;
+  }
+
+  /**
+   * From an authorization URL through the provider's login (as `login`) and consent pages
+   * to the redirect back to the console: the callback URL, not yet followed.
+   */
+  async throughProvider(authorizeUrl: string, login: string, callbackPrefix: string) {
+    let url = authorizeUrl;
+    for (let hops = 0; hops < 20; hops++) {
+      if (url.startsWith(callbackPrefix)) return url;
+      const res = await this.go(url);
+      if (res.status >= 300 && res.status < 400) {
+        url = new URL(res.headers.get('location')!, url).toString();
+        continue;
+      }
+      const page = await res.text();
+      const action = /<form[^>]*action="([^"]+)"/.exec(page)?.[1];
+      const prompt = /name="prompt" value="(\w+)"/.exec(page)?.[1];
+      if (res.status !== 200 || !action || !prompt) {
+        throw new Error(`provider answered ${res.status}: ${page.slice(0, 300)}`);
+      }
+      const form: Record<string, string> =
+        prompt === 'login' ? { prompt, login, password: 'any' } : { prompt: 'consent' };
+      const next = await this.go(new URL(action, url).toString(), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(form).toString(),
+      });
+      url = new URL(next.headers.get('location')!, url).toString();
+    }
+    throw new Error('too many hops');
+  }
+}

@@ -6,7 +6,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import t from 'tap';
 import { startService } from '../../agents/e2e/support.js';
-import { json, signIn } from './helpers.js';
+import { Browser, json, signIn } from './helpers.js';
 
 t.setTimeout(120_000);
 
@@ -38,3 +38,27 @@ t.test('svc start serves the console', async (t) => {
   const list = await json(await client.get('/api/deliveries'));
   t.same(list.items, [], 'the (empty) outbox of this service');
 });
+
+t.test(
+  'svc start with SVC_CONSOLE_AUTH=oidc: operators sign in through its provider',
+  async (t) => {
+    const { service } = await startService(t, { SVC_CONSOLE_AUTH: 'oidc' });
+    const c = service.console!;
+    const creds = JSON.parse(await readFile(c.credentialsFile!, 'utf8')).console;
+    const login = await (await fetch(`${c.url}/login`)).text();
+    t.match(login, /through the OpenID provider <code>http:\/\/127\.0\.0\.1:\d+\/oauth<\/code>/);
+    const b = new Browser();
+    const start = await b.go(`${c.url}/login/oidc?next=%2Fdestinations`);
+    t.equal(new URL(start.headers.get('location')!).origin, service.urls.sales, 'the sales agent');
+    const back = await b.throughProvider(
+      start.headers.get('location')!,
+      creds.operator,
+      `${c.url}/auth/callback`,
+    );
+    const done = await b.go(back);
+    t.equal(done.status, 302);
+    t.equal(done.headers.get('location'), '/destinations');
+    const page = await (await b.go(`${c.url}/destinations`)).text();
+    t.match(page, new RegExp(`class="who">${creds.operator}<`), "the credentials file's operator");
+  },
+);
