@@ -1,3 +1,10 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { createOAuthServer } from '../../../agents/oauth/server.js';
+import { brandProfile } from '../../../shared/brand.js';
+import { testDatabase } from '../../helpers/db.js';
+
 /** A signed-in client of a console over real HTTP: cookie jar of one, CSRF token from pages. */
 export interface ConsoleClient {
   base: string;
@@ -110,4 +117,26 @@ export class Browser {
     }
     throw new Error('too many hops');
   }
+}
+
+/** The built-in provider of the sales agent's origin, on its own port. */
+export async function startBuiltInProvider(t: { teardown(fn: () => unknown): void }) {
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_q, s) => s.end();
+  const server = createServer((req, res) => handler(req, res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(
+    () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  );
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const db = testDatabase(t, 'coidc');
+  const oauth = await createOAuthServer({
+    pool: db.pool,
+    schema: db.schema,
+    profile: brandProfile('svc'),
+    urls: { sales: origin, creative: `${origin}/c`, signals: `${origin}/s` },
+  });
+  const app = new Koa();
+  app.use(oauth.middleware('sales'));
+  handler = app.callback();
+  return oauth.issuer('sales');
 }

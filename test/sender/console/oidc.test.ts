@@ -8,13 +8,9 @@
  * a subject who is not an operator, the provider's error, no code.
  */
 import { mkdtemp } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Koa from 'koa';
 import t from 'tap';
-import { createOAuthServer } from '../../../agents/oauth/server.js';
 import { ConsoleActions } from '../../../sender/console/actions.js';
 import { consoleOidcFromConfig, startConsole } from '../../../sender/console/index.js';
 import { loadConfig } from '../../../shared/config.js';
@@ -23,34 +19,12 @@ import { ConsoleStore } from '../../../sender/console/store.js';
 import { newIdempotencyKey } from '../../../sender/outbox/keys.js';
 import { ConsoleAuth } from '../../../shared/console/auth.js';
 import { OidcSignIn } from '../../../shared/console/oidc.js';
-import { brandProfile } from '../../../shared/brand.js';
 import { testDatabase } from '../../helpers/db.js';
 import { senderHarness, startReceiver } from '../harness.js';
-import { Browser, json } from './helpers.js';
+import { Browser, json, startBuiltInProvider as provider } from './helpers.js';
 
 const TOKEN = 'oidc-test-console-token-0123456789';
 
-/** The built-in provider of the sales agent's origin, on its own port. */
-async function provider(t: { teardown(fn: () => unknown): void }) {
-  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_q, s) => s.end();
-  const server = createServer((req, res) => handler(req, res));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
-  );
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const db = testDatabase(t, 'coidc');
-  const oauth = await createOAuthServer({
-    pool: db.pool,
-    schema: db.schema,
-    profile: brandProfile('svc'),
-    urls: { sales: origin, creative: `${origin}/c`, signals: `${origin}/s` },
-  });
-  const app = new Koa();
-  app.use(oauth.middleware('sales'));
-  handler = app.callback();
-  return oauth.issuer('sales');
-}
 type Asserts = Pick<typeof t, 'equal' | 'match' | 'notOk'>;
 
 t.test('console sign-in through the built-in OpenID provider', async (t) => {
