@@ -90,7 +90,7 @@ export interface AgentsService {
   queuePrefix: string;
   credentials: DemoCredential[];
   /** The operator console, or null when its port was taken (logged). */
-  console: Pick<RunningConsole, 'url' | 'credentialsFile'> | null;
+  console: Pick<RunningConsole, 'url' | 'credentialsFile' | 'oidcIssuer'> | null;
   stop(): Promise<void>;
 }
 

@@ -44,6 +44,8 @@ export interface RunningConsole extends ConsoleServer {
   token: string;
   operator: string;
   credentialsFile: string | null;
+  /** The OpenID provider operators sign in through, or null (the token form). */
+  oidcIssuer: string | null;
 }
 
 export async function startConsole(o: StartConsoleOptions): Promise<RunningConsole> {
@@ -79,7 +81,13 @@ export async function startConsole(o: StartConsoleOptions): Promise<RunningConso
     }
   }
   if (file) await ensureConsoleToken(file, server.url);
-  return { ...server, token: creds.token, operator: creds.operator, credentialsFile: file };
+  return {
+    ...server,
+    token: creds.token,
+    operator: creds.operator,
+    credentialsFile: file,
+    oidcIssuer: oidc?.issuer ?? null,
+  };
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import t from 'tap';
+import { startBanner } from '../../../agents/server/banner.js';
 import { startService } from '../../agents/e2e/support.js';
 import { Browser, json, signIn } from './helpers.js';
 
@@ -17,6 +18,8 @@ t.test('svc start serves the console', async (t) => {
   const url = new URL(c.url);
   t.equal(url.hostname, '127.0.0.1', 'loopback by default');
   t.ok(Number(url.port) > 0, 'on its own port');
+  t.equal(c.oidcIssuer, null, 'the token form by default');
+  t.match(startBanner(service, c.credentialsFile!, false), `console  ${c.url}  (operator token:`);
   for (const agent of Object.values(service.urls)) t.not(new URL(agent).port, url.port);
 
   const anonymous = await fetch(`${c.url}/deliveries`, { redirect: 'manual' });
@@ -44,6 +47,12 @@ t.test(
   async (t) => {
     const { service } = await startService(t, { SVC_CONSOLE_AUTH: 'oidc' });
     const c = service.console!;
+    t.equal(c.oidcIssuer, `${service.urls.sales}/oauth`, "the sales agent's provider");
+    t.match(
+      startBanner(service, c.credentialsFile!, false),
+      `console  ${c.url}  (operators sign in through ${c.oidcIssuer}; API token: section "console"`,
+      'the banner says how operators sign in',
+    );
     const creds = JSON.parse(await readFile(c.credentialsFile!, 'utf8')).console;
     const login = await (await fetch(`${c.url}/login`)).text();
     t.match(login, /through the OpenID provider <code>http:\/\/127\.0\.0\.1:\d+\/oauth<\/code>/);
