@@ -2,7 +2,7 @@
  * Seeds a sender schema with `deliveries` outbox rows spread over the last 30 days and
  * `attemptsPer` attempt records each (generate_series, in SQL): the console bench's 1M /
  * 3M, and the plan tests' few thousand. 20 destination origins, 500 principals, buys and
- * tasks shared by a few rows each; 99 % delivered, the rest stopped, expired or pending.
+ * tasks shared by a few rows each (one row in 30 an aggregated report over two buys); 99 % delivered, the rest stopped, expired or pending.
  */
 import type { Pool } from '../shared/infra/pg.js';
 
@@ -23,16 +23,20 @@ export async function seedConsoleData(
         `INSERT INTO ${schema}.outbox (idempotency_key, body, target_url, auth_mode, channel,
            notification_type, media_buy_id, principal_id, task_id, state, created_at,
            first_attempt_at, attempts, next_attempt_at, horizon_seconds, last_status, last_error,
-           completed_at)
+           completed_at, media_buy_ids)
          SELECT 'seed_' || g, convert_to('{"idempotency_key":"seed_' || g || '","status":"completed"}', 'UTF8'),
                 'https://buyer-' || (g % 20) || '.example/hooks/' || (g % 7),
                 'rfc9421', CASE WHEN g % 3 = 0 THEN 'reporting' ELSE 'task' END,
                 (ARRAY['completed', 'failed', 'working', 'scheduled', 'final'])[g % 5 + 1],
-                'mb_' || (g % 50000), 'p_' || (g % 500), 'task_' || (g % 250000),
+                CASE WHEN g % 30 = 0 THEN NULL ELSE 'mb_' || (g % 50000) END,
+                'p_' || (g % 500), 'task_' || (g % 250000),
                 s.state, c.at, c.at, $3, c.at + interval '1 minute', 86400,
                 CASE s.state WHEN 'delivered' THEN 200 WHEN 'pending' THEN 503 ELSE 410 END,
                 CASE WHEN s.state = 'delivered' THEN NULL ELSE 'http_410' END,
-                CASE WHEN s.state = 'pending' THEN NULL ELSE c.at + interval '2 seconds' END
+                CASE WHEN s.state = 'pending' THEN NULL ELSE c.at + interval '2 seconds' END,
+                -- One row in 30 an aggregated report over two buys (no media_buy_id).
+                CASE WHEN g % 30 = 0
+                  THEN ARRAY['mb_' || (g % 50000), 'mb_' || ((g + 1) % 50000)] END
            FROM generate_series($1::int, $2::int) g,
                 LATERAL (SELECT now() - interval '30 days' * (1 - g::float8 / $4) AS at) c,
                 LATERAL (SELECT CASE WHEN g % 1000 < 5 THEN 'stopped' WHEN g % 1000 < 8 THEN 'expired'

@@ -7,6 +7,10 @@
  * same rate, whose figures are printed on their own row: a fresh worker's first second
  * (JIT, first connections) is not the steady state asked for. The latency scenario also
  * prints a per-stage breakdown (bench/sender/breakdown.ts). Bounded in count and time.
+ *
+ * `--console-indexes=off` (or BENCH_CONSOLE_INDEXES=off) drops the operator console's
+ * indexes (sender/console/migrations.ts CONSOLE_INDEXES) after migrating: run it with and
+ * without, on a quiet machine, to see what they cost the insert and settle path (A/B).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -21,6 +25,7 @@ import { createRedis } from '../shared/infra/redis.js';
 import { generateSigningKey } from '../shared/signing/keys.js';
 import { NotificationCore } from '../sender/core/notification-core.js';
 import { DeliveryQueue, type DispatchItem } from '../sender/delivery/queue.js';
+import { CONSOLE_INDEXES } from '../sender/console/migrations.js';
 import { migrateSender } from '../sender/schema.js';
 import {
   breakdown,
@@ -68,7 +73,23 @@ class TracedQueue extends DeliveryQueue implements QueueTrace {
   }
 }
 
-export async function run(args: string[]): Promise<void> {
+/** `--console-indexes=on|off` out of the arguments (default: BENCH_CONSOLE_INDEXES, else on). */
+export function consoleIndexesFlag(args: string[]): { on: boolean; rest: string[] } {
+  let value = process.env.BENCH_CONSOLE_INDEXES ?? 'on';
+  const rest: string[] = [];
+  for (const a of args) {
+    const m = /^--console-indexes=(.*)$/.exec(a);
+    if (m) value = m[1]!;
+    else rest.push(a);
+  }
+  if (value !== 'on' && value !== 'off') {
+    throw new Error(`--console-indexes must be on or off, not ${JSON.stringify(value)}`);
+  }
+  return { on: value === 'on', rest };
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const { on: consoleIndexes, rest: args } = consoleIndexesFlag(argv);
   const total = Number(args[0] ?? 20_000);
   const rateSeconds = Number(args[1] ?? 10);
   const warmSeconds = Number(args[2] ?? 2);
@@ -79,6 +100,12 @@ export async function run(args: string[]): Promise<void> {
   let queue: DeliveryQueue | null = null;
   try {
     await migrateSender(pool, schema);
+    if (!consoleIndexes) {
+      for (const index of CONSOLE_INDEXES) await pool.query(`DROP INDEX ${schema}.${index}`);
+    }
+    process.stdout.write(
+      `console indexes: ${consoleIndexes ? `on (${CONSOLE_INDEXES.length})` : 'off (dropped for the A/B)'}\n`,
+    );
     const rx = await child('./sender/receiver.ts', {});
     procs.push(rx.proc);
     const rxBase = `http://127.0.0.1:${rx.line}`;

@@ -106,6 +106,16 @@ export const senderMigrations: Migration[] = [
     `,
   },
   {
+    // What the operator console shows per attempt (#14): the start of the receiver's
+    // answer, bounded and sanitised by the worker (delivery/snippet.ts), and the kid of the
+    // key that signed it (null for HMAC and Bearer). Nullable, no index: free for inserts.
+    id: '007_webhook_activity_response',
+    sql: (s) => `
+      ALTER TABLE ${s}.webhook_activity ADD COLUMN response_snippet text,
+        ADD COLUMN key_id text;
+    `,
+  },
+  {
     // When the row's latest claim started an attempt whose outcome is not settled yet (set
     // by the claim, in its durable commit; cleared by the settle). A claim that finds it
     // still set, or the reconciler once the lease lapsed, records that attempt as

@@ -73,6 +73,26 @@ const variables = {
     schema: port.default(3004),
     accepts: "the seller console's port on SVC_HTTP_HOST, 0-65535 (svc start, svc console)",
   },
+  SVC_CONSOLE_AUTH: {
+    schema: z.enum(['token', 'oidc']).default('token'),
+    accepts:
+      'how operators sign in to the seller console in a browser: token (console.token of the credentials file) or oidc (through SVC_CONSOLE_OIDC_ISSUER); the JSON API takes the token as Bearer either way',
+  },
+  SVC_CONSOLE_OIDC_ISSUER: {
+    schema: z.string().url().optional(),
+    accepts:
+      "the OpenID provider's issuer URL for SVC_CONSOLE_AUTH=oidc (unset: svc start's built-in provider, the sales agent's /oauth)",
+    shown: 'http://SVC_HTTP_HOST:SVC_SALES_PORT/oauth',
+  },
+  SVC_CONSOLE_OPERATORS: {
+    schema: z
+      .string()
+      .regex(/^[^,\s]+(,[^,\s]+)*$/)
+      .optional(),
+    accepts:
+      'comma-separated OIDC subjects (sub) admitted as console operators (unset: console.operator of the credentials file)',
+    shown: 'console.operator',
+  },
   SVC_SENDER_ALLOW_HOSTS: {
     schema: z
       .string()

@@ -78,7 +78,9 @@ export function startBanner(
   }
   if (service.console) {
     out.push(
-      `console  ${service.console.url}  (operator token: section "console" of ${service.console.credentialsFile})`,
+      service.console.oidcIssuer
+        ? `console  ${service.console.url}  (operators sign in through ${service.console.oidcIssuer}; API token: section "console" of ${service.console.credentialsFile})`
+        : `console  ${service.console.url}  (operator token: section "console" of ${service.console.credentialsFile})`,
     );
   }
   const db = new URL(service.databaseUrl);

@@ -39,7 +39,11 @@ import { DeliveryWorker } from '../../sender/delivery/worker.js';
 import { KeySet, writeNewKey } from '../../sender/keys/key-set.js';
 import { keysRouter, type BrandAgent } from '../../sender/keys/router.js';
 import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
-import { startConsole, type RunningConsole } from '../../sender/console/index.js';
+import {
+  consoleOidcFromConfig,
+  startConsole,
+  type RunningConsole,
+} from '../../sender/console/index.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
@@ -86,7 +90,7 @@ export interface AgentsService {
   queuePrefix: string;
   credentials: DemoCredential[];
   /** The operator console, or null when its port was taken (logged). */
-  console: Pick<RunningConsole, 'url' | 'credentialsFile'> | null;
+  console: Pick<RunningConsole, 'url' | 'credentialsFile' | 'oidcIssuer'> | null;
   stop(): Promise<void>;
 }
 
@@ -289,7 +293,13 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
         'comply_test_controller is on for the demo principals (sandbox accounts only)',
       );
     }
-    const operatorConsole = await startOperatorConsole(o, { pool, queue, senderSchema, logger });
+    const operatorConsole = await startOperatorConsole(o, {
+      pool,
+      queue,
+      senderSchema,
+      logger,
+      oidcIssuer: oauth ? oauth.issuer('sales') : null,
+    });
     if (operatorConsole) stops.push(() => operatorConsole.close());
     return {
       profile,
@@ -358,9 +368,17 @@ async function backingRedis(config: Config, logger: Logger): Promise<RedisHandle
 /** The seller's operator console (sender/console); a taken port is logged, not fatal. */
 async function startOperatorConsole(
   o: AgentsServiceOptions,
-  w: { pool: Pool; queue: DeliveryQueue; senderSchema: string; logger: Logger },
+  w: {
+    pool: Pool;
+    queue: DeliveryQueue;
+    senderSchema: string;
+    logger: Logger;
+    /** The built-in provider (SVC_CONSOLE_AUTH=oidc signs operators in through it). */
+    oidcIssuer: string | null;
+  },
 ): Promise<RunningConsole | null> {
   const port = o.ports?.console ?? (o.ports ? 0 : o.config.SVC_CONSOLE_PORT);
+  const oidc = consoleOidcFromConfig(o.config, w.oidcIssuer);
   try {
     return await startConsole({
       pool: w.pool,
@@ -371,6 +389,7 @@ async function startOperatorConsole(
       port,
       brand: o.config.SVC_BRAND,
       logger: w.logger,
+      oidc,
     });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;

@@ -11,6 +11,8 @@ import type { Pool } from '../../shared/infra/pg.js';
 import type { SenderKeyStatus } from '../keys/trusted-key-resolver.js';
 import type { ReceiverMetrics } from '../pipeline/metrics.js';
 import type { DurableQueue } from '../publish/queue.js';
+import type { PolledRevocationCheck } from '../revocation/revocation-check.js';
+import type { RevocationView } from './pages.js';
 import { ReceiverEventLog } from './event-log.js';
 import { listenReceiverConsole } from './server.js';
 import { ReceiverConsoleStore } from './store.js';
@@ -37,6 +39,8 @@ export interface ReceiverConsoleStart {
   /** Where events go, in words (`forwarded to URL`, `queue NAME`). */
   target: string;
   keys: { status(): SenderKeyStatus[] } | null;
+  /** The polled revocation lists (their freshness per sender), if any. */
+  revocation?: Pick<PolledRevocationCheck, 'describe'> | null;
   dataDir: string;
   token?: string;
   host: string;
@@ -60,14 +64,18 @@ export async function startReceiverConsole(
   const running = await listenReceiverConsole({
     store: new ReceiverConsoleStore(o.pool, o.schema),
     auth: new ConsoleAuth({ token: creds.token, operator: creds.operator }),
-    senders: () =>
-      (o.keys?.status() ?? []).map((s) => ({
+    senders: () => {
+      const lists = revocationViews(o.revocation ?? null);
+      return (o.keys?.status() ?? []).map((s) => ({
         sender: s.sender,
         kids: s.kids,
         jwksUri: s.jwksUri,
         lastFetch: s.lastFetchMs === null ? null : new Date(s.lastFetchMs).toISOString(),
         failure: s.failure,
-      })),
+        // The sender's own list, and any list that governs every sender.
+        revocation: lists.filter((l) => l.sender === null || l.sender === s.sender),
+      }));
+    },
     totals: async () => {
       const m = await o.metrics.responses.get();
       return {
@@ -84,4 +92,25 @@ export async function startReceiverConsole(
   });
   if (file) await ensureConsoleToken(file, running.url, 'receiver_console');
   return { url: running.url, credentialsFile: file, close: running.close };
+}
+
+const isoS = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/**
+ * Each polled list's freshness: last fetch, the held list's `next_update`, and whether it
+ * is stale (never loaded, or not refreshed within next_update + grace: its sender's kids
+ * are then refused as `stale`, fail closed).
+ */
+export function revocationViews(
+  check: Pick<PolledRevocationCheck, 'describe'> | null,
+  nowMs = Date.now(),
+): RevocationView[] {
+  return (check?.describe() ?? []).map((d) => ({
+    url: d.url,
+    sender: d.senderId ?? null,
+    lastFetch: isoS(d.lastFetchMs),
+    nextUpdate: d.nextUpdate === null ? null : isoS(d.nextUpdate * 1000),
+    staleAt: d.staleAt === null ? null : isoS(d.staleAt * 1000),
+    stale: d.staleAt === null || nowMs / 1000 > d.staleAt,
+  }));
 }

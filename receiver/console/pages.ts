@@ -8,6 +8,33 @@ export interface SenderView {
   jwksUri: string | null;
   lastFetch: string | null;
   failure: string | null;
+  revocation: RevocationView[];
+}
+
+/** A polled revocation list as the console shows it (no secret in it: URLs and times). */
+export interface RevocationView {
+  url: string;
+  /** The sender it belongs to; null for a list governing every sender. */
+  sender: string | null;
+  lastFetch: string | null;
+  nextUpdate: string | null;
+  staleAt: string | null;
+  stale: boolean;
+}
+
+function revocationCell(list: RevocationView[]): Html {
+  if (list.length === 0) return html`<span class="empty">no list</span>`;
+  return html`${list.map(
+    (l) =>
+      html`<div class="revocation">
+        <span class="state ${l.stale ? 'stopped' : 'delivered'}"
+          >${l.stale ? 'stale' : 'fresh'}</span
+        >
+        <span class="url">${l.url}</span>${l.sender === null ? ' (all senders)' : ''}<br />
+        last fetch ${l.lastFetch ?? 'never'}; next_update ${l.nextUpdate ?? '-'};
+        ${l.stale ? (l.staleAt ? `stale since ${l.staleAt}` : 'never loaded') : `stale after ${l.staleAt}`}
+      </div>`,
+  )}`;
 }
 
 export interface Totals {
@@ -193,6 +220,7 @@ export function sendersBody(list: SenderView[]): Html {
           <th>Keys from</th>
           <th>Last fetch</th>
           <th>Discovery error</th>
+          <th>Revocation list</th>
         </tr>
       </thead>
       <tbody>
@@ -206,6 +234,7 @@ export function sendersBody(list: SenderView[]): Html {
               <td class="url">${s.jwksUri ?? 'inline (trust file)'}</td>
               <td>${s.lastFetch ?? '-'}</td>
               <td class="err">${s.failure ?? ''}</td>
+              <td>${revocationCell(s.revocation)}</td>
             </tr>`,
         )}
       </tbody>

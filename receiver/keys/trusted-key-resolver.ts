@@ -123,6 +123,10 @@ class AgentSource implements KeySource {
   jwksUri(): string | null {
     return this.set?.url ?? null;
   }
+  /** The key set brand.json led to (for its last fetch), once discovered. */
+  remoteSet(): RemoteKeySet | null {
+    return this.set;
+  }
   failure(): KeyFailure | null {
     if (this.set === null) return this.discovery.lastError?.reason ?? null;
     return this.set.unavailable() ? 'jwks_unavailable' : null;
@@ -255,7 +259,12 @@ export class TrustedKeyResolver implements KeyResolver {
    */
   status(): SenderKeyStatus[] {
     return this.senders.map((s) => {
-      const set = s.source instanceof UriSource ? s.source.set : null;
+      const set =
+        s.source instanceof UriSource
+          ? s.source.set
+          : s.source instanceof AgentSource
+            ? s.source.remoteSet()
+            : null;
       return {
         sender: s.id,
         kids: [...(s.source.peek()?.keys() ?? [])],

@@ -72,6 +72,8 @@ interface SourceState {
   timer: NodeJS.Timeout | null;
   nextPollInSeconds: number | null;
   polls: number;
+  /** When the list was last fetched successfully (loaded or 304), Unix ms; null before. */
+  lastFetchMs: number | null;
 }
 
 export class PolledRevocationCheck implements RevocationCheck {
@@ -94,6 +96,7 @@ export class PolledRevocationCheck implements RevocationCheck {
       timer: null,
       nextPollInSeconds: null,
       polls: 0,
+      lastFetchMs: null,
     }));
     this.revoked = new Set(opts.revokedKids ?? []);
     this.clock = opts.clock ?? Date.now;
@@ -145,6 +148,9 @@ export class PolledRevocationCheck implements RevocationCheck {
     staleAt: number | null;
     nextPollInSeconds: number | null;
     polls: number;
+    /** Last successful fetch (Unix ms) and the held list's `next_update` (Unix s). */
+    lastFetchMs: number | null;
+    nextUpdate: number | null;
   }> {
     return this.states.map((s) => ({
       url: s.source.url,
@@ -153,6 +159,8 @@ export class PolledRevocationCheck implements RevocationCheck {
       staleAt: s.staleAt,
       nextPollInSeconds: s.nextPollInSeconds,
       polls: s.polls,
+      lastFetchMs: s.lastFetchMs,
+      nextUpdate: s.snapshot?.nextUpdate ?? null,
     }));
   }
 
@@ -205,6 +213,7 @@ export class PolledRevocationCheck implements RevocationCheck {
         lastModified: s.snapshot ? s.lastModified : undefined,
       });
       if (doc.notModified) {
+        s.lastFetchMs = this.clock();
         // Unchanged: staleness still follows the list's own next_update.
         return this.clamp((s.snapshot as RevocationSnapshot).nextUpdate - now);
       }
@@ -224,6 +233,7 @@ export class PolledRevocationCheck implements RevocationCheck {
       s.lastInterval = interval;
       s.etag = doc.etag;
       s.lastModified = doc.lastModified;
+      s.lastFetchMs = this.clock();
       return interval;
     } catch (err) {
       this.opts.logger?.warn(

@@ -16,6 +16,7 @@ import { intFlag, parseListen, UsageError, type Flags } from './command.js';
 import { verifierDependencies } from './dependencies.js';
 import { Sidecar, type SidecarTarget } from './server.js';
 import type { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
+import type { PolledRevocationCheck } from '../revocation/revocation-check.js';
 
 export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   flagsToEnv(flags as Record<string, unknown>, {
@@ -184,6 +185,10 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
           queue: sidecar.queue,
           target: 'forward' in target ? `forwarded to ${target.forward}` : `queue ${target.queue}`,
           keys: 'status' in deps.keys ? (deps.keys as TrustedKeyResolver) : null,
+          revocation:
+            deps.revocation && 'describe' in deps.revocation
+              ? (deps.revocation as PolledRevocationCheck)
+              : null,
           dataDir: config.SVC_DATA_DIR,
           ...(flags.consoleToken ? { token: flags.consoleToken } : {}),
           host: consoleAt.host,

@@ -6,6 +6,7 @@
 import { userInfo } from 'node:os';
 import type { Writable } from 'node:stream';
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { envOption, flagsToEnv } from '../../cli/env-option.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
@@ -93,10 +94,15 @@ function describe(d: DeliveryDetail): string {
     `last       ${d.lastStatus ?? '-'} ${d.lastError ?? ''}`,
     '',
     'attempts:',
-    ...d.attemptList.map(
-      (a) =>
-        `  ${a.attempt}  ${a.status.padEnd(16)} ${a.firedAt}  ${a.httpStatus ?? '-'}  ${a.responseTimeMs ?? '-'} ms  ${a.error ?? ''}${a.requestedBy ? `  (requested by ${a.requestedBy})` : ''}`,
-    ),
+    ...d.attemptList.flatMap((a) => [
+      `  ${a.attempt}  ${a.status.padEnd(16)} ${a.firedAt}  ${a.httpStatus ?? '-'}  ${a.responseTimeMs ?? '-'} ms  ${a.error ?? ''}${a.requestedBy ? `  (requested by ${a.requestedBy})` : ''}`,
+      ...(a.keyId || a.responseSnippet
+        ? // Quoted as JSON: the snippet is the receiver's text, shown inert.
+          [
+            `     key ${a.keyId ?? '-'}  response ${a.responseSnippet === null ? '-' : JSON.stringify(a.responseSnippet)}`,
+          ]
+        : []),
+    ]),
     '',
     'body:',
     d.bodyPretty,
@@ -320,13 +326,22 @@ export function registerConsoleCommands(program: Command): void {
     )
     .option('--schema <name>', 'PostgreSQL schema of the outbox', 'sender')
     .option('--prefix <prefix>', "the workers' BullMQ key prefix")
+    .addOption(
+      envOption(
+        '--auth <token|oidc>',
+        'browser sign-in: the token form, or through the OpenID provider of SVC_CONSOLE_OIDC_ISSUER for the subjects of SVC_CONSOLE_OPERATORS',
+        'SVC_CONSOLE_AUTH',
+      ),
+    )
     .action(
       async (o: {
         listen?: { host: string; port: number };
         token?: string;
         schema: string;
         prefix?: string;
+        auth?: string;
       }) => {
+        flagsToEnv(o, { auth: 'SVC_CONSOLE_AUTH' });
         const config = loadConfigOrExit();
         if (o.token !== undefined && o.token.length < 16) {
           process.stderr.write('--token must be at least 16 characters\n');
@@ -334,13 +349,26 @@ export function registerConsoleCommands(program: Command): void {
           return;
         }
         const { createLogger } = await import('../../shared/infra/logger.js');
-        const { startConsole } = await import('./index.js');
+        const { consoleOidcFromConfig, startConsole } = await import('./index.js');
         const logger = createLogger({
           name: `${config.SVC_BRAND}-console`,
           level: config.LOG_LEVEL,
         });
+        let oidc: ReturnType<typeof consoleOidcFromConfig>;
+        try {
+          // Unset issuer: the built-in provider of svc start's sales agent.
+          const host = config.SVC_HTTP_HOST.includes(':')
+            ? `[${config.SVC_HTTP_HOST}]`
+            : config.SVC_HTTP_HOST;
+          oidc = consoleOidcFromConfig(config, `http://${host}:${config.SVC_SALES_PORT}/oauth`);
+        } catch (err) {
+          process.stderr.write(`${(err as Error).message}\n`);
+          process.exitCode = 2;
+          return;
+        }
         const w = await wire(o.schema, o.prefix, true);
         const running = await startConsole({
+          oidc,
           pool: w.pool,
           queue: w.queue,
           schema: w.schema,
@@ -352,7 +380,7 @@ export function registerConsoleCommands(program: Command): void {
           ...(o.token ? { token: o.token } : {}),
         });
         process.stdout.write(
-          `console  ${running.url}  (sign in with ${running.credentialsFile ? `console.token in ${running.credentialsFile}` : 'the --token given'})\n`,
+          `console  ${running.url}  (sign in ${oidc ? `through ${oidc.issuer}` : `with ${running.credentialsFile ? `console.token in ${running.credentialsFile}` : 'the --token given'}`})\n`,
         );
         await new Promise<void>((resolve) => {
           process.once('SIGTERM', () => resolve());

@@ -3,13 +3,15 @@
  * store, the actions and the authentication onto a listening server (used by `svc start`
  * and `svc console`); the CLI's `svc deliveries` uses the same store and actions.
  */
+import type { Config } from '../../shared/config.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { ConsoleActions } from './actions.js';
 import { ConsoleAuth } from '../../shared/console/auth.js';
 import { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
-import { listenConsole, type ConsoleServer } from './server.js';
+import { OidcSignIn } from '../../shared/console/oidc.js';
+import { listenConsole, type ConsoleServer, type OidcSetting } from './server.js';
 import { ConsoleStore } from './store.js';
 
 export { ConsoleActions, ConsoleActionError, type Operator } from './actions.js';
@@ -30,12 +32,20 @@ export interface StartConsoleOptions {
   port?: number;
   brand?: string;
   logger?: Logger;
+  /**
+   * Browser sign-in through this OpenID provider (SVC_CONSOLE_AUTH=oidc) instead of the
+   * token form. `operators` are the admitted subjects; default the credentials file's
+   * operator (`console.operator`).
+   */
+  oidc?: { issuer: string; operators?: string[] } | null;
 }
 
 export interface RunningConsole extends ConsoleServer {
   token: string;
   operator: string;
   credentialsFile: string | null;
+  /** The OpenID provider operators sign in through, or null (the token form). */
+  oidcIssuer: string | null;
 }
 
 export async function startConsole(o: StartConsoleOptions): Promise<RunningConsole> {
@@ -46,15 +56,66 @@ export async function startConsole(o: StartConsoleOptions): Promise<RunningConso
   const auth = new ConsoleAuth({ token: creds.token, operator: creds.operator });
   const store = new ConsoleStore(o.pool, o.schema);
   const actions = new ConsoleActions(o.pool, o.queue, o.schema, o.logger);
+  const oidc: OidcSetting | null = o.oidc ? { issuer: o.oidc.issuer, signIn: null } : null;
   const server = await listenConsole({
     store,
     actions,
     auth,
+    oidc,
     ...(o.brand ? { brand: o.brand } : {}),
     ...(o.logger ? { logger: o.logger } : {}),
     ...(o.host ? { host: o.host } : {}),
     port: o.port ?? 0,
   });
+  if (oidc && o.oidc) {
+    // The callback names the port, known once listening; the console registers then.
+    try {
+      oidc.signIn = await OidcSignIn.register({
+        issuer: o.oidc.issuer,
+        redirectUri: `${server.url}/auth/callback`,
+        operators: o.oidc.operators ?? [creds.operator],
+      });
+    } catch (err) {
+      await server.close();
+      throw err;
+    }
+  }
   if (file) await ensureConsoleToken(file, server.url);
-  return { ...server, token: creds.token, operator: creds.operator, credentialsFile: file };
+  return {
+    ...server,
+    token: creds.token,
+    operator: creds.operator,
+    credentialsFile: file,
+    oidcIssuer: oidc?.issuer ?? null,
+  };
+}
+
+/**
+ * The console's OIDC setting from the configuration (SVC_CONSOLE_AUTH=oidc), or null for
+ * the token form. `builtIn` is the issuer of this deployment's own provider (svc start's
+ * sales agent at /oauth), used when SVC_CONSOLE_OIDC_ISSUER is unset. The built-in
+ * provider's login pages are its demo ones (any name, no password check), which
+ * NODE_ENV=production turns off: there it must be another provider.
+ */
+export function consoleOidcFromConfig(
+  config: Pick<
+    Config,
+    'SVC_CONSOLE_AUTH' | 'SVC_CONSOLE_OIDC_ISSUER' | 'SVC_CONSOLE_OPERATORS' | 'NODE_ENV'
+  >,
+  builtIn: string | null,
+): { issuer: string; operators?: string[] } | null {
+  if (config.SVC_CONSOLE_AUTH !== 'oidc') return null;
+  const issuer = config.SVC_CONSOLE_OIDC_ISSUER ?? builtIn;
+  if (!issuer) {
+    throw new Error(
+      'SVC_CONSOLE_AUTH=oidc needs SVC_CONSOLE_OIDC_ISSUER: this process has no built-in provider',
+    );
+  }
+  if (issuer === builtIn && config.NODE_ENV === 'production') {
+    throw new Error(
+      "SVC_CONSOLE_AUTH=oidc: the built-in provider's login pages are a demo, off with NODE_ENV=production; set SVC_CONSOLE_OIDC_ISSUER to your OpenID provider",
+    );
+  }
+  const operators = config.SVC_CONSOLE_OPERATORS?.split(',');
+  return { issuer, ...(operators ? { operators } : {}) };
 }

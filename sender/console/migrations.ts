@@ -87,3 +87,33 @@ consoleMigrations.push({
       WHERE state IN ('stopped', 'expired');
   `,
 });
+
+/**
+ * The media-buy filter covers aggregated reports too: their rows name no single buy
+ * (`media_buy_id` null) but list the buys they cover in `media_buy_ids`. Partial GIN, as on
+ * webhook_activity: only aggregated rows are indexed, per-buy inserts do no extra work.
+ */
+consoleMigrations.push({
+  id: '055_console_outbox_buys',
+  sql: (s) => `
+    CREATE INDEX outbox_console_buys ON ${s}.outbox USING gin (media_buy_ids)
+      WHERE media_buy_ids IS NOT NULL;
+  `,
+});
+
+/**
+ * Every index the console's migrations add (outbox and webhook_activity), for the
+ * sender bench's A/B of their cost on the insert and settle path (bench/sender.ts).
+ */
+export const CONSOLE_INDEXES = [
+  'outbox_console_created',
+  'outbox_console_state',
+  'outbox_console_origin',
+  'outbox_console_buy',
+  'outbox_console_principal',
+  'outbox_console_task',
+  'outbox_console_type',
+  'outbox_console_failed_origin',
+  'outbox_console_buys',
+  'webhook_activity_console_window',
+] as const;

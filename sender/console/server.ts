@@ -13,6 +13,7 @@ import { CONSOLE_CSS, ownOrigin, setSecurityHeaders } from '../../shared/console
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { ConsoleActionError, type ConsoleActions, type Operator } from './actions.js';
 import type { ConsoleAuth } from '../../shared/console/auth.js';
+import { OidcSignInError, type OidcSignIn } from '../../shared/console/oidc.js';
 import { SESSION_COOKIE, type Session } from '../../shared/console/auth.js';
 import { readBody } from '../../shared/console/body.js';
 import {
@@ -48,6 +49,17 @@ export interface ConsoleAppOptions {
   logger?: Logger;
   /** Live-update poll period; default 500 ms. */
   liveEveryMs?: number;
+  /**
+   * Browser sign-in through an OpenID provider instead of the token form (the token stays
+   * valid as a Bearer token for scripts calling the JSON API).
+   */
+  oidc?: OidcSetting | null;
+}
+
+/** OIDC sign-in: the issuer, and its client once registered (null until then: 503). */
+export interface OidcSetting {
+  issuer: string;
+  signIn: OidcSignIn | null;
 }
 
 interface State {
@@ -69,6 +81,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   const logger = o.logger ?? silentLogger;
   const brand = o.brand ?? 'svc';
   const { store, actions, auth } = o;
+  const oidc = o.oidc ?? null;
   const live = new LiveFeed(store, logger, o.liveEveryMs);
   const app = new Koa<State>();
   const router = new Router<State>();
@@ -130,10 +143,25 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       return;
     }
     if (ctx.path === '/favicon.ico') return void (ctx.status = 204);
+    if (oidc && (ctx.path === '/login/oidc' || ctx.path === '/auth/callback')) {
+      if (ctx.method !== 'GET') return void (ctx.status = 405);
+      return oidcStep(ctx as unknown as Ctx);
+    }
     if (ctx.path === '/login') {
       if (ctx.method === 'GET') {
         ctx.type = 'text/html; charset=utf-8';
-        ctx.body = loginPage(brand, null, localPath(ctx.query.next)).value;
+        ctx.body = loginPage(brand, null, localPath(ctx.query.next), oidc?.issuer ?? null).value;
+        return;
+      }
+      if (ctx.method === 'POST' && oidc) {
+        ctx.status = 403;
+        ctx.type = 'text/html; charset=utf-8';
+        ctx.body = loginPage(
+          brand,
+          'This console signs operators in through the OpenID provider only.',
+          '/deliveries',
+          oidc.issuer,
+        ).value;
         return;
       }
       if (ctx.method === 'POST') {
@@ -171,6 +199,53 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     }
     await next();
   });
+
+  // OIDC: /login/oidc sends the browser to the provider, /auth/callback takes it back.
+  async function oidcStep(ctx: Ctx): Promise<void> {
+    const signIn = oidc!.signIn;
+    if (!signIn) {
+      ctx.status = 503;
+      ctx.set('retry-after', '5');
+      ctx.body = { error: { code: 'OIDC_NOT_READY', message: 'OIDC sign-in is starting' } };
+      return;
+    }
+    if (ctx.path === '/login/oidc') {
+      ctx.redirect(signIn.begin(localPath(ctx.query.next)));
+      return;
+    }
+    const wait = auth.retryAfter(ctx.ip);
+    if (wait > 0) {
+      ctx.status = 429;
+      ctx.set('retry-after', String(wait));
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = loginPage(
+        brand,
+        `Too many failed sign-ins: try again in ${wait} s.`,
+        '/deliveries',
+        oidc!.issuer,
+      ).value;
+      return;
+    }
+    try {
+      const { operator, next } = await signIn.finish(ctx.query);
+      const id = auth.open(operator);
+      ctx.cookies.set(SESSION_COOKIE, id, {
+        httpOnly: true,
+        sameSite: 'lax', // the provider's redirect back is a cross-site top-level GET
+        path: '/',
+        overwrite: true,
+      });
+      logger.info({ operator, via: 'oidc', address: ctx.ip }, 'console: signed in');
+      ctx.redirect(next);
+    } catch (err) {
+      if (!(err instanceof OidcSignInError)) throw err;
+      auth.failed(ctx.ip);
+      logger.warn({ address: ctx.ip, code: err.code }, 'console: failed OIDC sign-in');
+      ctx.status = err.status;
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = loginPage(brand, err.message, '/deliveries', oidc!.issuer).value;
+    }
+  }
 
   // Everything else needs a session (cookie) or the token (Authorization: Bearer).
   app.use(async (ctx, next) => {
@@ -280,7 +355,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   });
   router.get('/deliveries/:id/live', async (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
-    ctx.body = deliveryLive(await detail(ctx)).value;
+    ctx.body = deliveryLive(await detail(ctx), ctx.state.session?.csrf ?? '').value;
   });
   router.get('/deliveries/:id/row', async (ctx) => {
     ctx.type = 'text/html; charset=utf-8';

@@ -40,6 +40,10 @@ export interface Attempt {
   responseTimeMs: number | null;
   error: string | null;
   requestedBy: string | null;
+  /** The start of the receiver's answer, bounded and sanitised by the worker. */
+  responseSnippet: string | null;
+  /** The kid of the key that signed the attempt (RFC 9421); null for HMAC and Bearer. */
+  keyId: string | null;
 }
 
 export interface DeliveryDetail extends DeliverySummary {
@@ -156,7 +160,10 @@ export function listStatement(
     where.push(`o.state = '${f.status}'`);
   }
   if (f.origin) add((p) => `${originSql('o.target_url')} = ${p}`, f.origin);
-  if (f.mediaBuyId) add((p) => `o.media_buy_id = ${p}`, f.mediaBuyId);
+  // A buy's own rows, or aggregated reports covering it (two indexes OR-ed in a bitmap).
+  if (f.mediaBuyId) {
+    add((p) => `(o.media_buy_id = ${p} OR o.media_buy_ids @> ARRAY[${p}::text])`, f.mediaBuyId);
+  }
   if (f.principalId) add((p) => `o.principal_id = ${p}`, f.principalId);
   if (f.taskId) add((p) => `o.task_id = ${p}`, f.taskId);
   if (f.eventType) add((p) => `o.notification_type = ${p}`, f.eventType);
@@ -257,7 +264,7 @@ export class ConsoleStore {
   async attempts(id: string): Promise<Attempt[]> {
     const { rows } = await this.pool.query(
       `SELECT attempt, status, fired_at, completed_at, http_status_code, response_time_ms,
-              error_message, requested_by
+              error_message, requested_by, response_snippet, key_id
          FROM ${this.schema}.webhook_activity WHERE outbox_id = $1 ORDER BY attempt`,
       [id],
     );
@@ -270,6 +277,8 @@ export class ConsoleStore {
       responseTimeMs: r.response_time_ms,
       error: r.error_message,
       requestedBy: r.requested_by,
+      responseSnippet: r.response_snippet,
+      keyId: r.key_id,
     }));
   }
 

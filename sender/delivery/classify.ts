@@ -7,7 +7,14 @@ import { webhookCodeFromWwwAuthenticate } from '../../shared/errors/webhook-code
 export type AttemptFailure = 'timeout' | 'connection_error' | 'target_refused';
 
 export type AttemptResult =
-  | { kind: 'response'; status: number; wwwAuthenticate?: string; retryAfter?: string }
+  | {
+      kind: 'response';
+      status: number;
+      wwwAuthenticate?: string;
+      retryAfter?: string;
+      /** The first bytes of the response body (for the attempt's snippet), if any. */
+      head?: Buffer;
+    }
   | { kind: 'error'; failure: AttemptFailure; detail: string };
 
 export type Verdict =

@@ -10,6 +10,7 @@ import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import type { AttemptResult } from './classify.js';
 import { isReservedAddress } from '../../shared/net/ssrf.js';
+import { SNIPPET_BYTES } from './snippet.js';
 
 export interface TransportOptions {
   /** Host names or IPs exempt from the https-only and reserved-address rules. */
@@ -123,7 +124,7 @@ export class Transport {
         dispatcher: this.agent,
         signal: AbortSignal.timeout(this.totalTimeoutMs),
       });
-      await this.drain(res.body);
+      const head = await this.drain(res.body);
       const www = res.headers['www-authenticate'];
       const ra = res.headers['retry-after'];
       return {
@@ -133,22 +134,34 @@ export class Transport {
           ? { wwwAuthenticate: Array.isArray(www) ? www.join(', ') : www }
           : {}),
         ...(ra !== undefined ? { retryAfter: Array.isArray(ra) ? ra[0] : ra } : {}),
+        ...(head.length ? { head } : {}),
       };
     } catch (err) {
       return this.failure(err);
     }
   }
 
-  /** Reads up to the cap; a larger response is cut off (the connection goes with it). */
-  private async drain(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<void> {
+  /**
+   * Reads up to the cap; a larger response is cut off (the connection goes with it).
+   * Returns the first bytes (at most SNIPPET_BYTES) for the attempt's record.
+   */
+  private async drain(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<Buffer> {
     let seen = 0;
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
     for await (const chunk of body) {
+      if (keptBytes < SNIPPET_BYTES) {
+        const part = chunk.subarray(0, SNIPPET_BYTES - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
+      }
       seen += chunk.length;
       if (seen > this.maxResponseBytes) {
         body.destroy();
-        return;
+        break;
       }
     }
+    return Buffer.concat(kept, keptBytes);
   }
 
   private failure(err: unknown): AttemptResult {

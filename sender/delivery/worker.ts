@@ -26,6 +26,7 @@ import {
   type DispatchItem,
 } from './queue.js';
 import { Semaphore } from './semaphore.js';
+import { responseSnippet } from './snippet.js';
 import { Transport, type TransportOptions } from './transport.js';
 
 /** What the worker reports after each attempt (the `svc send` printout, tests). */
@@ -410,7 +411,20 @@ export class DeliveryWorker {
       error,
       ...(delayMs !== undefined ? { delayMs } : {}),
       ...(activity
-        ? { record: { ...outcome, attempt: c.attempt, url: recordedUrl(c.url), firedAt } }
+        ? {
+            record: {
+              ...outcome,
+              attempt: c.attempt,
+              url: recordedUrl(c.url),
+              firedAt,
+              // What the console shows per attempt (#14): never a credential.
+              responseSnippet:
+                result.kind === 'response'
+                  ? responseSnippet(result.head, authSecrets(c.auth))
+                  : null,
+              keyId: c.auth.mode === 'rfc9421' ? this.signer.key.kid : null,
+            },
+          }
         : {}),
     });
     if (settled) {
@@ -494,6 +508,11 @@ export class DeliveryWorker {
     await this.options.activity?.flush();
     await this.transport.close();
   }
+}
+
+/** This delivery's own credentials, masked in its response snippet. */
+function authSecrets(auth: ClaimedEvent['auth']): string[] {
+  return auth.mode === 'hmac' ? [auth.secret] : auth.mode === 'bearer' ? [auth.token] : [];
 }
 
 function httpStatus(result: AttemptResult): number | null {

@@ -83,6 +83,10 @@ export interface SettledAttempt {
   url: string;
   firedAt: Date;
   completedAt: Date;
+  /** The start of the receiver's answer, bounded and sanitised (delivery/snippet.ts). */
+  responseSnippet?: string | null;
+  /** The signing key's kid for RFC 9421 attempts; null for HMAC and Bearer. */
+  keyId?: string | null;
 }
 
 export class OutboxError extends Error {
@@ -457,9 +461,9 @@ export class Outbox implements EventSink {
       `WITH v AS (
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[],
              $6::int[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[],
-             $12::timestamptz[], $13::timestamptz[])
+             $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
            AS v(id, state, status, error, delay, attempt, rstatus, rcode, rtime, rerror, url,
-                fired, done)
+                fired, done, snippet, kid)
        ), settled AS (
          UPDATE ${s}.outbox o
             SET state = v.state, last_status = v.status, last_error = v.error,
@@ -485,17 +489,19 @@ export class Outbox implements EventSink {
          INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
            principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
            sequence_number, attempt, status, url, http_status_code, response_time_ms,
-           payload_size_bytes, error_message, fired_at, completed_at)
+           payload_size_bytes, error_message, fired_at, completed_at, response_snippet,
+           key_id)
          SELECT DISTINCT ON (v.id, v.attempt) o.id, o.media_buy_id, o.media_buy_ids,
                 o.principal_id, o.subscriber_id, o.idempotency_key, o.notification_id,
                 o.notification_type, o.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
-                v.rtime, octet_length(o.body), v.rerror, v.fired, v.done
+                v.rtime, octet_length(o.body), v.rerror, v.fired, v.done, v.snippet, v.kid
            FROM v JOIN ${s}.outbox o ON o.id = v.id
           WHERE v.attempt IS NOT NULL
          ON CONFLICT (outbox_id, attempt) DO UPDATE
            SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
                response_time_ms = EXCLUDED.response_time_ms,
-               error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at
+               error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at,
+               response_snippet = EXCLUDED.response_snippet, key_id = EXCLUDED.key_id
        )
        SELECT * FROM settled`,
       [
@@ -512,6 +518,8 @@ export class Outbox implements EventSink {
         rec((r) => r.url),
         rec((r) => r.firedAt),
         rec((r) => r.completedAt),
+        rec((r) => r.responseSnippet ?? null),
+        rec((r) => r.keyId ?? null),
       ],
     );
     const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));

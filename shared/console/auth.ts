@@ -65,17 +65,27 @@ export class ConsoleAuth {
   /** A sign-in attempt: a new session id, or null (counted against the address). */
   login(address: string, token: string): string | null {
     if (!this.tokenMatches(token)) {
-      const list = this.failures.get(address) ?? [];
-      list.push(this.now());
-      this.failures.set(address, list);
-      // Bound the table: a flood of addresses cannot grow it without limit.
-      if (this.failures.size > 10_000) this.failures.delete(this.failures.keys().next().value!);
+      this.failed(address);
       return null;
     }
     this.failures.delete(address);
+    return this.open(this.operator);
+  }
+
+  /** A failed sign-in of any kind (token or OIDC callback), counted against the address. */
+  failed(address: string): void {
+    const list = this.failures.get(address) ?? [];
+    list.push(this.now());
+    this.failures.set(address, list);
+    // Bound the table: a flood of addresses cannot grow it without limit.
+    if (this.failures.size > 10_000) this.failures.delete(this.failures.keys().next().value!);
+  }
+
+  /** A session for an operator another way has authenticated (OIDC): its id. */
+  open(operator: string): string {
     const id = randomBytes(32).toString('base64url');
     this.sessions.set(id, {
-      operator: this.operator,
+      operator,
       csrf: randomBytes(24).toString('base64url'),
       expiresAt: this.now() + this.ttl,
     });

@@ -27,15 +27,14 @@ export interface Received {
   body: Buffer;
 }
 
-export type Reply = (
-  req: Received,
-  index: number,
-) =>
-  | {
-      status: number;
-      headers?: Record<string, string>;
-    }
-  | Promise<{ status: number; headers?: Record<string, string> }>;
+export type Reply = (req: Received, index: number) => ReplyOut | Promise<ReplyOut>;
+
+/** A reply: status, headers, and optionally a body (default empty). */
+export interface ReplyOut {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+}
 
 export interface Receiver {
   url: string;
@@ -67,7 +66,7 @@ export async function startReceiver(reply: Reply = () => ({ status: 200 })): Pro
       Promise.resolve(receiver.reply(r, index)).then(
         (out) => {
           res.writeHead(out.status, out.headers ?? {});
-          res.end();
+          res.end(out.body);
         },
         () => res.destroy(),
       );

@@ -14,6 +14,10 @@ function attemptRow(a: Attempt): Html {
     <td>${a.httpStatus ?? ''}</td>
     <td>${a.responseTimeMs === null ? '' : `${a.responseTimeMs} ms`}</td>
     <td class="err">${a.error ?? ''}</td>
+    <td class="snippet">
+      ${a.responseSnippet === null ? '' : html`<code>${a.responseSnippet}</code>`}
+    </td>
+    <td><code>${a.keyId ?? ''}</code></td>
     <td>${a.requestedBy ?? ''}</td>
   </tr>`;
 }
@@ -34,9 +38,37 @@ function verdict(d: DeliveryDetail): string {
   }
 }
 
-/** The part that live updates replace: state, verdict and attempts. */
-export function deliveryLive(d: DeliveryDetail): Html {
+/** Redeliver, offered once the delivery is no longer pending. */
+function redeliverAction(d: DeliveryDetail, csrf: string): Html {
+  return d.state !== 'pending'
+    ? html`<form
+        method="post"
+        action="/deliveries/${d.id}/redeliver"
+        class="action"
+        data-confirm="Send delivery ${d.id} again to ${d.url}? Same key and body, fresh signature."
+      >
+        <input type="hidden" name="_csrf" value="${csrf}" />
+        <button type="submit">Redeliver</button>
+      </form>`
+    : html`<p class="hint">
+        Pending deliveries are already on their way; redelivery is offered once it is delivered,
+        stopped or expired.
+      </p>`;
+}
+
+/**
+ * The part that live updates replace: everything that changes with an attempt (state,
+ * verdict, next attempt, attempts, and whether redelivery is offered).
+ */
+export function deliveryLive(d: DeliveryDetail, csrf: string): Html {
+  // The next attempt changes with every attempt: it lives here, replaced with the rest.
   return html`<p class="verdict"><span class="state ${d.state}">${d.state}</span> ${verdict(d)}</p>
+    <dl class="meta">
+      <dt>Next attempt</dt>
+      <dd class="next-attempt">${when(d.nextAttemptAt) || '-'}</dd>
+      <dt>Attempts</dt>
+      <dd>${d.attempts}</dd>
+    </dl>
     <table class="list attempts">
       <thead>
         <tr>
@@ -46,6 +78,8 @@ export function deliveryLive(d: DeliveryDetail): Html {
           <th>HTTP</th>
           <th>Response time</th>
           <th>Error</th>
+          <th>Response</th>
+          <th>Key id</th>
           <th>Requested by</th>
         </tr>
       </thead>
@@ -54,15 +88,15 @@ export function deliveryLive(d: DeliveryDetail): Html {
           d.attemptList.length
             ? d.attemptList.map(attemptRow)
             : html`<tr>
-                <td colspan="7" class="empty">No attempt yet.</td>
+                <td colspan="9" class="empty">No attempt yet.</td>
               </tr>`
         }
       </tbody>
-    </table>`;
+    </table>
+    ${redeliverAction(d, csrf)}`;
 }
 
 export function deliveryBody(d: DeliveryDetail, csrf: string): Html {
-  const canRedeliver = d.state !== 'pending';
   return html`<h1>Delivery ${d.id}</h1>
     <dl class="meta">
       <dt>Idempotency key</dt>
@@ -83,28 +117,10 @@ export function deliveryBody(d: DeliveryDetail, csrf: string): Html {
       <dd>${when(d.createdAt)}</dd>
       <dt>First attempt</dt>
       <dd>${when(d.firstAttemptAt) || '-'}</dd>
-      <dt>Next attempt</dt>
-      <dd>${when(d.nextAttemptAt) || '-'}</dd>
       <dt>Body size</dt>
       <dd>${d.payloadSizeBytes} bytes</dd>
     </dl>
-    <section id="live" data-delivery="${d.id}">${deliveryLive(d)}</section>
-    ${
-      canRedeliver
-        ? html`<form
-            method="post"
-            action="/deliveries/${d.id}/redeliver"
-            class="action"
-            data-confirm="Send delivery ${d.id} again to ${d.url}? Same key and body, fresh signature."
-          >
-            <input type="hidden" name="_csrf" value="${csrf}" />
-            <button type="submit">Redeliver</button>
-          </form>`
-        : html`<p class="hint">
-            Pending deliveries are already on their way; redelivery is offered once it is delivered,
-            stopped or expired.
-          </p>`
-    }
+    <section id="live" data-delivery="${d.id}">${deliveryLive(d, csrf)}</section>
     <h2>Body as sent</h2>
     <pre class="body">${d.bodyPretty}</pre>`;
 }

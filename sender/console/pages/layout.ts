@@ -56,7 +56,41 @@ export function layout(p: PageContext, body: Renderable): Html {
 }
 
 /** The sign-in page (no session yet: no navigation). */
-export function loginPage(brand: string, error: string | null, next: string): Html {
+/**
+ * The sign-in page: the token form, or (`oidc`, the provider's issuer) one link to the
+ * provider's sign-in.
+ */
+export function loginPage(
+  brand: string,
+  error: string | null,
+  next: string,
+  oidc: string | null = null,
+): Html {
+  if (oidc) {
+    return html`<!doctype html>
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <title>Sign in · ${brand} webhooks console</title>
+          <link rel="stylesheet" href="/static/console.css" />
+        </head>
+        <body class="login">
+          <main>
+            <h1>${brand} webhooks console</h1>
+            <p>Operators sign in through the OpenID provider <code>${oidc}</code>.</p>
+            ${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
+            <p>
+              <a
+                class="button"
+                id="oidc-sign-in"
+                href="/login/oidc?next=${encodeURIComponent(next)}"
+                >Sign in with the provider</a
+              >
+            </p>
+          </main>
+        </body>
+      </html>`;
+  }
   return html`<!doctype html>
     <html lang="en">
       <head>

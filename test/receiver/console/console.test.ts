@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { startReceiverConsole, createEventLog } from '../../../receiver/console/index.js';
 import { TrustedKeyResolver } from '../../../receiver/keys/trusted-key-resolver.js';
+import { PolledRevocationCheck } from '../../../receiver/revocation/revocation-check.js';
 import { Sidecar } from '../../../receiver/sidecar/server.js';
 import { haveChromium, launchBrowser, SCREENSHOTS } from '../../helpers/browser.js';
 import { testDatabase } from '../../helpers/db.js';
@@ -55,6 +56,14 @@ t.test('receiver console', async (t) => {
     purgeIntervalMs: 0,
     observe: eventLog.record,
   });
+  // seller-a's revocation list cannot be had (404): stale, never loaded, and shown so.
+  const revocation = new PolledRevocationCheck({
+    profile,
+    keys,
+    sources: [{ url: `${app.url}/no-such-revocation-list.json`, senderId: 'seller-a' }],
+    allowLoopback: true,
+  });
+  await revocation.pollNow();
   const dataDir = await mkdtemp(join(tmpdir(), 'rcons-'));
   const operatorConsole = await startReceiverConsole({
     pool,
@@ -64,6 +73,7 @@ t.test('receiver console', async (t) => {
     queue: s.queue,
     target: `forwarded to ${app.url}`,
     keys,
+    revocation,
     dataDir,
     host: '127.0.0.1',
     port: 0,
@@ -121,8 +131,18 @@ t.test('receiver console', async (t) => {
   ]);
   const senders = await json(await c.get('/api/senders'));
   t.match(senders.items, [{ sender: 'seller-a', kids: [seller.key.kid], jwksUri: null }]);
+  t.match(senders.items[0].revocation, [
+    {
+      url: `${app.url}/no-such-revocation-list.json`,
+      sender: 'seller-a',
+      lastFetch: null,
+      nextUpdate: null,
+      stale: true,
+    },
+  ]);
   const sendersPage = await (await c.get('/senders')).text();
   t.notMatch(sendersPage, /hmac-secret/, 'never a secret');
+  t.match(sendersPage, />stale<\/span[\s\S]*no-such-revocation-list\.json[\s\S]*never loaded/);
   t.notMatch(sendersPage, /"d"/, 'never a private key member');
   const overview = await (await c.get('/')).text();
   t.match(overview, /webhook_signature_key_unknown/);

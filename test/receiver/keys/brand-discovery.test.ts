@@ -39,8 +39,15 @@ t.test('agent listed with a jwks_uri: its keys resolve to the sender', async (t)
     parseTrust({ senders: [{ id: 'seller-c', agent_url: agentUrl }] }),
     { allowLoopback: true, clock: clock.now },
   );
+  t.match(r.status(), [{ sender: 'seller-c', lastFetchMs: null, jwksUri: null }], 'not yet');
   t.equal((await r.resolve('agent-k1'))?.senderId, 'seller-c');
   t.equal(srv.hits('/.well-known/brand.json'), 2, 'one direct discovery, one by the resolver');
+  t.match(
+    r.status(),
+    [{ sender: 'seller-c', kids: ['agent-k1'], jwksUri: srv.url('/keys/webhooks.json') }],
+    'an agent_url sender shows the set brand.json led to',
+  );
+  t.type(r.status()[0]!.lastFetchMs, 'number', 'and its last fetch (for the console)');
 
   // Rotation through the discovered URL works like any jwks_uri.
   srv.json('/keys/webhooks.json', await jwks('agent-k1', 'agent-k2'));

@@ -188,6 +188,8 @@ t.test('polled list: revoked kid, fresh, then stale past next_update + grace', a
   t.equal(c.status('hook-a', now), 'ok', 'known sender');
   const [d] = c.describe();
   t.equal(d!.nextPollInSeconds, 600, 'next poll follows next_update');
+  t.equal(d!.lastFetchMs, T0, 'when it was fetched (the console shows it)');
+  t.equal(d!.nextUpdate, now + 600, "the held list's next_update");
   // grace = max(4 x 600, 300) = 2400 s after next_update
   t.equal(d!.staleAt, now + 600 + 2400);
   t.equal(c.status('hook-a', now + 3000), 'ok', 'at the edge');

@@ -25,7 +25,15 @@ function capture() {
 t.test('svc deliveries', async (t) => {
   const h = await senderHarness(t);
   let status = 410;
-  const rx = await startReceiver(() => ({ status }));
+  // The refusal echoes the HMAC secret and carries a terminal escape: neither is shown.
+  const rx = await startReceiver(() => ({
+    status,
+    body:
+      status === 200
+        ? ''
+        : JSON.stringify({ error: 'gone', you_sent: 'sssssssssssssssssssssssssssssssss' }) +
+          '\u001b[2J',
+  }));
   t.teardown(() => rx.close());
   h.startWorker();
   const store = new ConsoleStore(h.pool, h.schema);
@@ -61,6 +69,12 @@ t.test('svc deliveries', async (t) => {
   t.ok(await showDelivery(store, id!, false, show.stream));
   t.match(show.text(), /attempts:\n {2}1 {2}failed/);
   t.notMatch(show.text(), /sssssss/, 'never the HMAC secret');
+  t.match(
+    show.text(),
+    /\n {5}key - {2}response "\{\\"error\\":\\"gone\\",\\"you_sent\\":\\"\[redacted\]\\"\} \[2J"\n/,
+  );
+  // eslint-disable-next-line no-control-regex
+  t.notMatch(show.text(), /\u001b/, 'no terminal escape from the receiver');
   t.notOk(await showDelivery(store, '424242424', false, show.stream));
   const showJson = capture();
   await showDelivery(store, id!, true, showJson.stream);
@@ -111,7 +125,12 @@ t.test('the commands are registered with help', async (t) => {
     'redeliver',
     'show',
   ]);
-  t.ok(program.commands.find((c) => c.name() === 'console'));
+  const consoleCmd = program.commands.find((c) => c.name() === 'console');
+  t.match(
+    consoleCmd!.helpInformation(),
+    /--auth <token\|oidc>\s+browser sign-in:[\s\S]*\(env\s+SVC_CONSOLE_AUTH,\s+default\s+token\)/,
+    'the sign-in setting, documented',
+  );
   t.match(
     deliveries!.commands.find((c) => c.name() === 'list')!.helpInformation(),
     /--status <state>/,

@@ -14,6 +14,11 @@ import { senderHarness, startReceiver } from '../harness.js';
 import { json, signIn, until } from './helpers.js';
 
 const TOKEN = 'test-console-token-0123456789';
+const REJECTION = JSON.stringify({
+  error: '<b>bad</b> "><img src=x onerror=alert(3)>',
+  token: 'sekrit-abc123',
+  echoed: 'Authorization: Bearer eyJhbGciOiJFUzI1NiJ9.stolen',
+});
 
 function event(
   url: string,
@@ -41,7 +46,13 @@ function event(
 t.test('seller console', async (t) => {
   const h = await senderHarness(t);
   let failing = true;
-  const rx = await startReceiver(() => ({ status: failing ? 400 : 200 }));
+  // A failing answer carries hostile markup and credentials: the attempt keeps a snippet of
+  // it, shown as text, with the credentials masked.
+  const rx = await startReceiver(() =>
+    failing
+      ? { status: 400, body: REJECTION, headers: { 'content-type': 'application/json' } }
+      : { status: 200 },
+  );
   t.teardown(() => rx.close());
   h.startWorker();
   const store = new ConsoleStore(h.pool, h.schema);
@@ -184,6 +195,16 @@ t.test('seller console', async (t) => {
     t.equal(api.attemptList[0].httpStatus, 400);
     t.equal(JSON.parse(api.body).note, '"><img src=x onerror=alert(2)>');
     t.notOk('auth_secret' in api || 'authSecret' in api, 'no secret in the API');
+    const a = api.attemptList[0];
+    t.equal(a.keyId, h.key.kid, 'the kid of the key that signed the attempt');
+    t.match(a.responseSnippet, /<b>bad<\/b>/, 'the receiver answer, as text in JSON');
+    t.notMatch(a.responseSnippet, /sekrit|eyJhbGci|stolen/, 'credentials masked');
+    t.match(page, /&lt;b&gt;bad&lt;\/b&gt;/, 'the snippet shown as text');
+    t.match(page, /&lt;img src=x onerror=alert\(3\)&gt;/);
+    t.notMatch(page, /<img src=x onerror=alert\(3\)/, 'the snippet never becomes markup');
+    t.match(page, new RegExp(`<code>${h.key.kid}</code>`));
+    t.notMatch(page, /sekrit|eyJhbGci/);
+    t.match(page, /<dd class="next-attempt">-<\/dd>/, 'a stopped delivery has no next attempt');
     t.equal((await c.get('/api/deliveries/999999999')).status, 404);
     t.equal((await c.get('/api/deliveries/abc')).status, 404);
     t.equal((await c.get('/deliveries/999999999')).status, 404);
@@ -234,6 +255,8 @@ t.test('seller console', async (t) => {
       return x.attemptList.length === 2 && x.attemptList[1].status === 'success' ? x : null;
     });
     t.equal(d.attemptList[1].requestedBy, 'alice', 'the attempt carries who asked');
+    t.equal(d.attemptList[1].responseSnippet, null, 'an empty answer has no snippet');
+    t.equal(d.attemptList[1].keyId, h.key.kid);
     const page = await (await c.get(`/deliveries/${hostileId}?redelivered=2`)).text();
     t.match(page, /Redelivery requested: attempt 2/);
     const again = await c.post(
@@ -268,6 +291,27 @@ t.test('seller console', async (t) => {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
     t.equal(missing.status, 404);
+  });
+
+  t.test('the live fragment carries the next attempt and the action', async (t) => {
+    let calls = 0;
+    const rxRetry = await startReceiver(() =>
+      ++calls === 1 ? { status: 503, headers: { 'retry-after': '1' } } : { status: 200 },
+    );
+    t.teardown(() => rxRetry.close());
+    const [id] = await h.outbox.enqueue([event(rxRetry.url)]);
+    const waiting = await until('a retry scheduled', async () => {
+      const f = await (await c.get(`/deliveries/${id}/live`)).text();
+      return /Retrying: attempt 2 is due/.test(f) ? f : null;
+    });
+    const due = /<dd class="next-attempt">([^<]+)<\/dd>/.exec(waiting)?.[1];
+    t.match(due, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/, 'the next attempt time');
+    t.match(waiting, /already on their way/, 'no redeliver while pending');
+    await h.waitForState(id!, ['delivered']);
+    const after = await (await c.get(`/deliveries/${id}/live`)).text();
+    t.match(after, /<dd class="next-attempt">-<\/dd>/, 'no stale next attempt once delivered');
+    t.match(after, new RegExp(`action="/deliveries/${id}/redeliver"`));
+    t.match(after, new RegExp(`name="_csrf" value="${c.csrf}"`), 'the form carries the token');
   });
 
   t.test('recover an origin since a time (API, bearer)', async (t) => {
