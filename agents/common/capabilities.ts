@@ -299,7 +299,7 @@ export function registerCommonTasks(
           params.include_result ?? false,
         );
         // The poll answers with the polled task's status.
-        const { status, ...rest } = view;
+        const { status, answered: _answered, ...rest } = view;
         return { status, body: { ...rest, protocol: TASK_PROTOCOLS[agent] } };
       },
     });

@@ -24,7 +24,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
-  TaskState,
   type AgentCard,
   type CancelTaskRequest,
   type DeleteTaskPushNotificationConfigRequest,
@@ -61,7 +60,7 @@ import {
   setPushConfig,
   type TaskCall,
 } from './a2a-tasks.js';
-import { STATE_OF, taskOf } from './a2a-task-shape.js';
+import { ANSWERED, taskOf } from './a2a-task-shape.js';
 import { coreAgentCard } from './agent-card.js';
 import { isAuthRefusal, writeAuthRefusal } from './auth-challenge.js';
 import { readJsonBody } from './body.js';
@@ -193,22 +192,22 @@ class AgentA2aHandler implements A2ARequestHandler {
         taskId,
         contextId: givenContext ?? taskId,
         skill,
-        state: TaskState.TASK_STATE_FAILED,
+        state: ANSWERED,
         body,
         text: `${result.code}: ${result.message}`,
       });
     }
     this.check(skill, result);
     const { status, task_id: asyncId, ...rest } = result;
-    if (!asyncId)
-      await this.record(call, { taskId, skill, status, body: rest, params: skillParams });
-    const id = asyncId ?? taskId;
+    const body = { status, ...(asyncId ? { task_id: asyncId } : {}), ...rest };
+    await this.record(call, { taskId, skill, status, body, params: skillParams });
     return taskOf({
-      taskId: id,
-      contextId: givenContext ?? id,
+      taskId,
+      contextId: givenContext ?? asyncId ?? taskId,
       skill,
-      state: STATE_OF[status] ?? TaskState.TASK_STATE_UNSPECIFIED,
-      body: { status, ...(asyncId ? { task_id: asyncId } : {}), ...rest },
+      state: ANSWERED,
+      body,
+      ...(asyncId ? { adcpTaskId: asyncId } : {}),
     });
   }
 
