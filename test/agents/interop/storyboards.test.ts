@@ -113,17 +113,16 @@ function known(key: string, mode: Mode, transport: Transport): boolean {
 
 for (const mode of ['seeded', 'unseeded'] as const) {
   t.test(`storyboards, ${mode}, over MCP and A2A`, async (t) => {
-    const service = await startAdcpService(t, { testController: mode === 'seeded' });
     const report: Record<string, Record<string, number>> = {};
     const unexpected: string[] = [];
     const fixed: string[] = [];
     const differ: string[] = [];
-    for (const agent of AGENTS) {
-      const verdicts: Record<Transport, Map<string, StoryboardOutcome>> = {
-        mcp: new Map(),
-        a2a: new Map(),
-      };
-      for (const transport of TRANSPORTS) {
+    const verdicts = new Map<string, Partial<Record<Transport, StoryboardOutcome['verdict']>>>();
+    // One seller per transport: storyboards keep state (fixed idempotency keys, accounts,
+    // buys), so a second run on the same seller would not start where the first did.
+    for (const transport of TRANSPORTS) {
+      const service = await startAdcpService(t, { testController: mode === 'seeded' });
+      for (const agent of AGENTS) {
         const { outcomes } = await runSelectedStoryboards(
           agent,
           service.urls[agent],
@@ -141,8 +140,8 @@ for (const mode of ['seeded', 'unseeded'] as const) {
           }
         }
         for (const o of outcomes) {
-          verdicts[transport].set(o.id, o);
           const key = `${agent}:${o.id}`;
+          verdicts.set(key, { ...verdicts.get(key), [transport]: o.verdict });
           const listed = known(key, mode, transport);
           if (o.verdict === 'failed' && !listed) {
             unexpected.push(`${key} over ${transport}\n    ${o.failures.join('\n    ')}`);
@@ -151,15 +150,12 @@ for (const mode of ['seeded', 'unseeded'] as const) {
         }
         t.ok(outcomes.length > 0, `${agent} over ${transport}: the SDK selects storyboards`);
       }
-      // Same verdict per storyboard on both transports (passed, failed, not applicable).
-      const ids = new Set([...verdicts.mcp.keys(), ...verdicts.a2a.keys()]);
-      for (const id of ids) {
-        const key = `${agent}:${id}`;
-        const [m, a] = [verdicts.mcp.get(id)?.verdict, verdicts.a2a.get(id)?.verdict];
-        // A listed storyboard is its owner's (its outcome may depend on what ran before).
-        if (m !== a && !known(key, mode, 'mcp') && !known(key, mode, 'a2a')) {
-          differ.push(`${key}: MCP ${m ?? 'not run'}, A2A ${a ?? 'not run'}`);
-        }
+    }
+    // Same verdict per storyboard on both transports (passed, failed, not applicable); a
+    // listed storyboard is its owner's (its outcome may depend on what ran before).
+    for (const [key, v] of verdicts) {
+      if (v.mcp !== v.a2a && !known(key, mode, 'mcp') && !known(key, mode, 'a2a')) {
+        differ.push(`${key}: MCP ${v.mcp ?? 'not run'}, A2A ${v.a2a ?? 'not run'}`);
       }
     }
     t.comment(`${mode}: ${JSON.stringify(report)}`);

@@ -14,16 +14,19 @@ interface T {
   teardown(fn: () => unknown): void;
 }
 
-/** `svc start` in-process with SVC_BRAND=adcp; `testController: false` is a production deployment. */
+/**
+ * `svc start` in-process with SVC_BRAND=adcp; `testController: false` is a production
+ * deployment; `approval`: SVC_AGENTS_APPROVAL (default '0': approved at once).
+ */
 export async function startAdcpService(
   t: T,
-  options: { testController?: boolean; clockSpeed?: number } = {},
+  options: { testController?: boolean; clockSpeed?: number; approval?: string } = {},
 ): Promise<AgentsService> {
   const { service } = await startService(
     t,
     {
       SVC_BRAND: 'adcp',
-      SVC_AGENTS_APPROVAL: '0',
+      SVC_AGENTS_APPROVAL: options.approval ?? '0',
       ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
     },
     options.testController === false ? { settings: { testController: false } } : {},
