@@ -375,6 +375,13 @@ t.test(
         },
         `${via}: a refusal is polled as failed`,
       );
+      // The call that handed out the async task polls as that work.
+      const viaCall = await get({ task_id: created.result.id });
+      t.match(
+        via === 'MCP' ? viaCall.structuredContent : viaCall,
+        { task_id: asyncId, task_type: 'create_media_buy', status: 'submitted' },
+        `${via}: the call of an async answer polls as its work`,
+      );
       const a = await get({ task_id: asyncId });
       t.match(
         via === 'MCP' ? a.structuredContent : a,
