@@ -128,7 +128,8 @@ export async function purgeExpired(
   // Tasks answered at once (stored only so A2A tasks/get finds their ids) are kept a day.
   const c = await pool.query(
     `DELETE FROM ${schema}.tasks
-      WHERE initial_status IN ('completed', 'failed', 'rejected', 'canceled')
+      WHERE (initial_status IN ('completed', 'failed', 'rejected', 'canceled')
+             OR state @> '{"answered_at_once": true}'::jsonb)
         AND updated_at <= now() - make_interval(secs => $1)`,
     [ANSWERED_TASK_RETENTION_SECONDS],
   );

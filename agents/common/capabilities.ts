@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import type { Pool } from '../../shared/infra/pg.js';
+import { isTerminalStatus } from '../../shared/envelope/task-status.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import { checkUniqueSubscribers, publicConfig, SubscriberConfigSchema } from '../sales/accounts.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -301,14 +302,18 @@ export function registerCommonTasks(
       readOnly: true,
       errorShape: agent === 'signals' ? 'signal' : 'single',
       handle: async (params, ctx: TaskContext) => {
-        const view = await tasks.view(
-          ctx.db,
-          params.task_id,
-          ctx.principal,
-          params.include_result ?? false,
-        );
+        const includeResult = params.include_result ?? false;
+        let view = await tasks.view(ctx.db, params.task_id, ctx.principal, true);
+        // The record of an asynchronous answer (A2A hands each call a task) polls as the
+        // work it handed out (its `task_id`), so a poller on either id sees the work move.
+        const work = view.answered ? view.result?.task_id : undefined;
+        if (typeof work === 'string' && work !== view.task_id) {
+          view = await tasks.view(ctx.db, work, ctx.principal, includeResult);
+        } else if (!includeResult && view.result && !isTerminalStatus(view.status)) {
+          delete view.result;
+        }
         // The poll answers with the polled task's status.
-        const { status, ...rest } = view;
+        const { status, answered: _answered, ...rest } = view;
         return { status, body: { ...rest, protocol: TASK_PROTOCOLS[agent] } };
       },
     });

@@ -149,7 +149,7 @@ export class TaskDispatcher {
   }
 
   /**
-   * The polling view of a task the principal owns; TaskError TASK_NOT_FOUND otherwise.
+   * The polling view of a task the principal owns; TaskError REFERENCE_NOT_FOUND otherwise.
    * `agent`: where a caller without credentials polls (they see tasks of no principal).
    */
   async getTask(
@@ -224,7 +224,7 @@ export class TaskDispatcher {
    * Cancels a non-terminal task the principal owns (A2A `tasks/cancel`): the task's own
    * cancel step runs (e.g. the pending media buy is canceled), then the task becomes
    * `canceled` and that change is notified. Resolves to the task's view; refusals are
-   * TaskError (TASK_NOT_FOUND, INVALID_STATE), returned like `invoke`'s.
+   * TaskError (REFERENCE_NOT_FOUND, INVALID_STATE), returned like `invoke`'s.
    */
   async cancelTask(taskId: string, principal: Principal | null): Promise<TaskView | TaskError> {
     const db = await this.options.pool.connect();

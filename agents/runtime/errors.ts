@@ -14,7 +14,12 @@ import {
 export const AGENT_ERROR_STATUS = {
   /** A task name the agent does not have. */
   UNKNOWN_TASK: 404,
-  TASK_NOT_FOUND: 404,
+  /**
+   * An id that names nothing the caller may see (a task id): the published generic
+   * not-found code (enums/error-code.json, 3.1.19 and 3.2.0-beta.5; the reference SDK's
+   * own `tasks/get` answers it with `field: task_id`). There is no TASK_NOT_FOUND.
+   */
+  REFERENCE_NOT_FOUND: 404,
   PRODUCT_NOT_FOUND: 404,
   MEDIA_BUY_NOT_FOUND: 404,
   PACKAGE_NOT_FOUND: 404,

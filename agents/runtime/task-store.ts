@@ -33,7 +33,15 @@ export interface TaskView {
   updated_at: string;
   message?: string;
   result?: Record<string, unknown>;
+  /**
+   * The task is the record of an answer given at once (`insertAnswered`): its result is the
+   * answer as sent. Transport-only (A2A reads it); not part of the polling body.
+   */
+  answered?: true;
 }
+
+/** `state` of a task stored by `insertAnswered` (it never runs, so the column is free). */
+const ANSWERED_STATE = { answered_at_once: true };
 
 export class TaskStore {
   readonly schema: string;
@@ -100,8 +108,8 @@ export class TaskStore {
   ): Promise<void> {
     await db.query(
       `INSERT INTO ${this.schema}.tasks
-        (task_id, agent, task_type, principal_id, status, initial_status, params, result, context)
-       VALUES ($1, $2, $3, $4, $5, $5, '{}', $6, $7)`,
+        (task_id, agent, task_type, principal_id, status, initial_status, params, result, context, state)
+       VALUES ($1, $2, $3, $4, $5, $5, '{}', $6, $7, $8)`,
       [
         task.task_id,
         task.agent,
@@ -110,6 +118,7 @@ export class TaskStore {
         task.status,
         task.result,
         task.context,
+        ANSWERED_STATE,
       ],
     );
   }
@@ -123,7 +132,7 @@ export class TaskStore {
   }
 
   /**
-   * The task if the principal owns it; TASK_NOT_FOUND otherwise (no existence leak).
+   * The task if the principal owns it; REFERENCE_NOT_FOUND otherwise (no existence leak).
    * Without credentials (`principal` null) only tasks of no principal at `agent` are seen.
    */
   async view(
@@ -142,11 +151,12 @@ export class TaskStore {
       updated_at: task.updated_at.toISOString(),
     };
     if (task.message) view.message = task.message;
+    if (task.state?.answered_at_once === true) view.answered = true;
     if (task.result && (includeResult || isTerminalStatus(task.status))) view.result = task.result;
     return view;
   }
 
-  /** The stored task if the principal may see it (see `view`); TASK_NOT_FOUND otherwise. */
+  /** The stored task if the principal may see it (see `view`); REFERENCE_NOT_FOUND otherwise. */
   async owned(
     db: Pick<PoolClient, 'query'>,
     taskId: string,
@@ -161,7 +171,7 @@ export class TaskStore {
       (task.principal_id !== null && task.principal_id !== principal?.principal_id)
     ) {
       throw taskError(
-        'TASK_NOT_FOUND',
+        'REFERENCE_NOT_FOUND',
         `no task ${String(taskId).slice(0, 80)} for this principal`,
         {
           field: 'task_id',

@@ -2,6 +2,11 @@
  * AdCP answers as A2A Tasks (SDK 1.x types; the 0.3 compat layer converts on the wire):
  * terminal states carry the body in `artifacts[0].parts[0]`, interim states in
  * `status.message.parts[0]` (Events rule 3); AdCP task statuses map to A2A states.
+ *
+ * Two lifecycles: the answer to a `message/send` is the transport call's own task, which
+ * ended (`ANSWERED`: completed, whatever the AdCP status in its body, refusals included);
+ * the AdCP work of an asynchronous answer is the task named by `artifact.metadata.
+ * adcp_task_id` (= the body's `task_id`), whose A2A state follows the work (`STATE_OF`).
  */
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
@@ -19,6 +24,9 @@ export const STATE_OF: Record<TaskStatus, TaskState> = {
   'auth-required': TaskState.TASK_STATE_AUTH_REQUIRED,
   unknown: TaskState.TASK_STATE_UNSPECIFIED,
 } as Record<TaskStatus, TaskState>;
+
+/** The A2A state of a `message/send` answer: the call completed (the AdCP status is in the body). */
+export const ANSWERED = TaskState.TASK_STATE_COMPLETED;
 
 export const TERMINAL = new Set<TaskState>([
   TaskState.TASK_STATE_COMPLETED,
@@ -62,6 +70,8 @@ export function taskOf(input: {
   body: Record<string, unknown>;
   text?: string;
   timestamp?: string;
+  /** The asynchronous AdCP task an answer hands out (`artifact.metadata.adcp_task_id`). */
+  adcpTaskId?: string;
 }): Task {
   const { taskId, contextId, state, body } = input;
   const terminal = TERMINAL.has(state);
@@ -85,7 +95,7 @@ export function taskOf(input: {
             name: input.skill,
             description: '',
             parts,
-            metadata: undefined,
+            metadata: input.adcpTaskId ? { adcp_task_id: input.adcpTaskId } : undefined,
             extensions: [],
           },
         ]

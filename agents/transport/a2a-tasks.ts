@@ -30,7 +30,7 @@ import type { AgentKind, Principal } from '../auth/principal.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
 import type { TaskView } from '../runtime/task-store.js';
 import type { A2aPush } from '../runtime/types.js';
-import { STATE_OF, taskOf } from './a2a-task-shape.js';
+import { ANSWERED, STATE_OF, taskOf } from './a2a-task-shape.js';
 
 export interface TaskCall {
   dispatcher: TaskDispatcher;
@@ -45,7 +45,7 @@ export interface TaskCall {
 function a2aError(err: unknown): unknown {
   if (!(err instanceof TaskError)) return err;
   const options = { message: `${err.code}: ${err.message}`, metadata: { code: err.code } };
-  if (err.code === ('TASK_NOT_FOUND' as string)) return new TaskNotFoundError(options);
+  if (err.code === ('REFERENCE_NOT_FOUND' as string)) return new TaskNotFoundError(options);
   if (err.code === ('INVALID_STATE' as string)) return new TaskNotCancelableError(options);
   return new RequestMalformedError(options);
 }
@@ -58,8 +58,24 @@ async function guarded<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A stored task's polling view as an A2A Task. */
+/**
+ * A stored task's polling view as an A2A Task: the record of an answer given at once is
+ * that answer again (the call's task, completed, its body as sent); an asynchronous task's
+ * A2A state follows its AdCP status.
+ */
 export function taskOfView(view: TaskView): Task {
+  if (view.answered && view.result) {
+    const asyncId = typeof view.result.task_id === 'string' ? view.result.task_id : undefined;
+    return taskOf({
+      taskId: view.task_id,
+      contextId: asyncId ?? view.task_id,
+      skill: view.task_type,
+      state: ANSWERED,
+      body: view.result,
+      timestamp: view.updated_at,
+      ...(asyncId ? { adcpTaskId: asyncId } : {}),
+    });
+  }
   const body: Record<string, unknown> = view.result
     ? { status: view.status, task_id: view.task_id, ...view.result }
     : { status: view.status, task_id: view.task_id };

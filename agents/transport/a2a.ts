@@ -15,16 +15,16 @@
  * the wire (the version's own shape), so the sender builds A2A-shaped webhooks of that
  * version; the AdCP `push_notification_config` stays inside the skill parameters.
  *
- * Answers are A2A Tasks. Terminal states carry the AdCP response (or the spec's error
- * body, state failed) in `artifacts[0].parts[0]` (a data part); interim states carry it
- * in `status.message.parts[0]` (Events rule 3). An answer given at once gets a fresh
- * task id and is stored terminal, so every task id handed out can be polled; the task
- * methods (get, cancel, push-notification configs) are in `a2a-tasks.ts`. Auth is decided
- * before the SDK sees a request: refusals are HTTP 401/403 (`auth-challenge.ts`).
+ * Answers are A2A Tasks, the call's own (two lifecycles, `a2a-task-shape.ts`): state
+ * completed, the AdCP response or the spec's error body (its `status` the AdCP one) in
+ * `artifacts[0].parts[0]`, an asynchronous answer's work named by
+ * `artifacts[0].metadata.adcp_task_id`. Every call's task is stored (its answer as sent),
+ * so every task id handed out can be polled; the task methods (get, cancel,
+ * push-notification configs) are in `a2a-tasks.ts`. Auth is decided before the SDK sees a
+ * request: refusals are HTTP 401/403 (`auth-challenge.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import {
-  TaskState,
   type AgentCard,
   type CancelTaskRequest,
   type DeleteTaskPushNotificationConfigRequest,
@@ -61,7 +61,7 @@ import {
   setPushConfig,
   type TaskCall,
 } from './a2a-tasks.js';
-import { STATE_OF, taskOf } from './a2a-task-shape.js';
+import { ANSWERED, taskOf } from './a2a-task-shape.js';
 import { coreAgentCard } from './agent-card.js';
 import { isAuthRefusal, writeAuthRefusal } from './auth-challenge.js';
 import { readJsonBody } from './body.js';
@@ -193,29 +193,29 @@ class AgentA2aHandler implements A2ARequestHandler {
         taskId,
         contextId: givenContext ?? taskId,
         skill,
-        state: TaskState.TASK_STATE_FAILED,
+        state: ANSWERED,
         body,
         text: `${result.code}: ${result.message}`,
       });
     }
     this.check(skill, result);
     const { status, task_id: asyncId, ...rest } = result;
-    if (!asyncId)
-      await this.record(call, { taskId, skill, status, body: rest, params: skillParams });
-    const id = asyncId ?? taskId;
+    const body = { status, ...(asyncId ? { task_id: asyncId } : {}), ...rest };
+    await this.record(call, { taskId, skill, status, body, params: skillParams });
     return taskOf({
-      taskId: id,
-      contextId: givenContext ?? id,
+      taskId,
+      contextId: givenContext ?? asyncId ?? taskId,
       skill,
-      state: STATE_OF[status] ?? TaskState.TASK_STATE_UNSPECIFIED,
-      body: { status, ...(asyncId ? { task_id: asyncId } : {}), ...rest },
+      state: ANSWERED,
+      body,
+      ...(asyncId ? { adcpTaskId: asyncId } : {}),
     });
   }
 
   /**
-   * Stores an answer given at once under the task id it is handed out with, so
-   * `tasks/get` finds every task id this endpoint gives (not for dry runs: they keep
-   * nothing). A failure to store is logged; the answer stands.
+   * Stores the call's answer under the task id it is handed out with, so `tasks/get`
+   * finds every task id this endpoint gives (not for dry runs: they keep nothing). A
+   * failure to store is logged; the answer stands.
    */
   private async record(
     call: CallState,

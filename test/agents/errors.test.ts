@@ -397,7 +397,7 @@ t.test('spec error codes', async (t) => {
   );
   await expect(
     h.err('sales', 'get_task_status', { task_id: 'task_nope' }, c),
-    'TASK_NOT_FOUND',
+    'REFERENCE_NOT_FOUND',
     404,
     'task_id',
   );
@@ -423,7 +423,7 @@ t.test('spec error codes', async (t) => {
       { task_id: mine.task_id },
       { authorization: `Bearer ${otherReader}` },
     ),
-    'TASK_NOT_FOUND',
+    'REFERENCE_NOT_FOUND',
     404,
   );
   await expect(

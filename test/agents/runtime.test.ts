@@ -306,7 +306,7 @@ t.test('cancelTask: pending buy and in-progress activation', async (t) => {
     authorization: `Bearer ${await h.core.issueToken('sales', 'x', {})}`,
   });
   t.match(await h.core.dispatcher.cancelTask(created.task_id!, stranger), {
-    code: 'TASK_NOT_FOUND',
+    code: 'REFERENCE_NOT_FOUND',
   });
   const view = await h.core.dispatcher.cancelTask(created.task_id!, principal);
   t.match(view, { status: 'canceled', task_type: 'create_media_buy' });

@@ -1,9 +1,11 @@
 /**
- * The SDK's typed client (`@adcp/sdk` AdCPClient) completing the spec's typical creative,
- * signal and sales flows against the agents as `svc start` builds them (SVC_BRAND=adcp),
- * once over MCP and once over A2A, with the same results; the signal activation's task
- * webhook is verified with the SDK's own RFC 9421 webhook verifier against the seller's
- * published JWKS.
+ * The SDK's typed client (`@adcp/sdk` AdCPClient) completing the spec's typical creative
+ * (formats, build, preview), signal (discover, activate) and sales (products, buy under
+ * seller approval, the built creative synced and assigned, delivery) flows against the agents as `svc start` builds them (SVC_BRAND=adcp),
+ * once over MCP and once over A2A, with the same results; the signal activation's and the
+ * media buy's task webhooks are verified with the SDK's own RFC 9421 webhook verifier
+ * against the seller's published JWKS, and the buy's completion is also awaited with the
+ * SDK's own poller (AdCP `tasks/get`).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -76,8 +78,14 @@ type Flow = Record<string, unknown>;
 type Tap = Test;
 
 t.test('typed client flows over MCP and A2A give the same results', async (t) => {
-  // Virtual time at 3600x: a signal's 60-minute activation takes about a second.
-  const service = await startAdcpService(t, { clockSpeed: 3600 });
+  // Virtual time at 3600x: a signal's 60-minute activation takes about a second, a buy's
+  // 10-minute seller approval a fraction of one. A production deployment (no test
+  // controller), so the demo buyer's buys go through the seller's approval.
+  const service = await startAdcpService(t, {
+    clockSpeed: 3600,
+    approval: '600',
+    testController: false,
+  });
   const rx = await sdkWebhookReceiver(t, `${service.urls.sales}/.well-known/jwks.json`);
   const sdk = loadSdk();
   const results: Record<'mcp' | 'a2a', Flow> = { mcp: {}, a2a: {} };
@@ -172,18 +180,119 @@ t.test('typed client flows over MCP and A2A give the same results', async (t) =>
     };
     out.activation = result.deployments?.map((d) => [d.is_live, d.activation_key?.type]);
 
-    // Sales: the brief's products.
+    // Sales: the brief's products -> a buy under timed seller approval, with a task
+    // webhook (no operation_id, as the published 3.x buyer sends it) -> the SDK's own
+    // poller (AdCP tasks/get) -> the approved buy.
     const sales = client.agent('sales');
     const products = ok(
       await sales.getProducts({
         buying_mode: 'brief',
-        brief: 'sports fans on connected TV',
+        brief: 'display banners for performance across the network',
         brand: { domain: 'acme.example' },
       } as never),
       'get_products',
-    ) as { products: Array<{ product_id: string }> };
+    ) as {
+      products: Array<{
+        product_id: string;
+        format_ids: Array<{ id: string }>;
+        pricing_options: Array<{ pricing_option_id: string; floor_price?: number }>;
+      }>;
+    };
     out.products = products.products.map((p) => p.product_id);
-    t.ok((out.products as unknown[]).length > 0, `${protocol}: products found`);
+    // A product that takes the creative built above.
+    const product = products.products.find((p) => p.format_ids.some((f) => f.id === target.id));
+    t.ok(product, `${protocol}: a product for ${target.id} found`);
+    const pricing = product!.pricing_options[0]!;
+    const hookPath = `/hooks/buy-${protocol}`;
+    const created = await sales.createMediaBuy({
+      idempotency_key: `buy-${protocol}-0000-0000-0001`,
+      brand: { domain: 'acme.example' },
+      packages: [
+        {
+          product_id: product!.product_id,
+          pricing_option_id: pricing.pricing_option_id,
+          budget: 5000,
+          ...(pricing.floor_price !== undefined ? { bid_price: pricing.floor_price * 2 } : {}),
+        },
+      ],
+      start_time: 'asap',
+      end_time: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+      push_notification_config: { url: `${rx.url}${hookPath}` },
+      context: { correlation_id: `buy-${protocol}` },
+    } as never);
+    t.equal(
+      created.status,
+      'submitted',
+      `${protocol} create_media_buy awaits approval (${created.error ?? created.status})`,
+    );
+    const submitted = (
+      created as unknown as {
+        submitted?: { taskId: string; waitForCompletion(ms?: number): Promise<typeof created> };
+      }
+    ).submitted;
+    t.match(submitted?.taskId, /^task_/, `${protocol}: the SDK holds the seller's task id`);
+    const finished = await submitted!.waitForCompletion(100);
+    const buy = ok(finished, 'create_media_buy completion (SDK poll)') as {
+      media_buy_id: string;
+      status: string;
+      packages: Array<{ package_id: string }>;
+    };
+    t.match(buy.media_buy_id, /^mb_/, `${protocol}: the approved buy has its id`);
+    await until(
+      () => rx.hooks.some((h) => h.path === hookPath && h.body.status === 'completed'),
+      30_000,
+    );
+    const buyHooks = rx.hooks.filter((h) => h.path === hookPath);
+    t.ok(
+      buyHooks.every((h) => h.verified),
+      `${protocol}: every buy webhook verified by the SDK (${buyHooks.map((h) => h.error ?? 'ok').join(', ')})`,
+    );
+    const completedHook = buyHooks.find((h) => h.body.status === 'completed')!.body;
+    t.equal(completedHook.task_id, submitted!.taskId, `${protocol}: the webhook names the task`);
+    t.equal(
+      (completedHook.result as { media_buy_id?: string }).media_buy_id,
+      buy.media_buy_id,
+      `${protocol}: the webhook and the poll agree`,
+    );
+
+    // The built creative into the library, assigned to the buy's package; then delivery.
+    const creativeId = `built-${protocol}`;
+    // The published 3.x buyer names its account (brand + operator) on sync_creatives.
+    const account = { brand: { domain: 'acme.example' }, operator: 'acme.example' };
+    const synced = ok(
+      await sales.syncCreatives({
+        idempotency_key: `sync-${protocol}-0000-0000-0001`,
+        account,
+        creatives: [
+          {
+            creative_id: creativeId,
+            name: 'Run further this spring',
+            format_id: target,
+            assets: built.creative_manifest.assets,
+          },
+        ],
+        assignments: [{ creative_id: creativeId, package_id: buy.packages[0]!.package_id }],
+      } as never),
+      'sync_creatives',
+    ) as { creatives: Array<{ creative_id: string; action: string }> };
+    out.synced = synced.creatives.map((c) => [c.creative_id.replace(protocol, ''), c.action]);
+    const delivery = ok(
+      await sales.getMediaBuyDelivery({ media_buy_ids: [buy.media_buy_id] } as never),
+      'get_media_buy_delivery',
+    ) as { currency: string; media_buy_deliveries: Array<{ media_buy_id: string }> };
+    t.same(
+      delivery.media_buy_deliveries.map((d) => d.media_buy_id),
+      [buy.media_buy_id],
+      `${protocol}: the buy's delivery`,
+    );
+    out.delivery = delivery.currency;
+    out.buy = {
+      statuses: buyHooks.map((h) => h.body.status),
+      status: buy.status,
+      packages: buy.packages.length,
+      task_type: completedHook.task_type,
+      operation_id: typeof completedHook.operation_id,
+    };
   }
   t.same(results.a2a, results.mcp, 'A2A and MCP give the same results');
 });

@@ -14,16 +14,19 @@ interface T {
   teardown(fn: () => unknown): void;
 }
 
-/** `svc start` in-process with SVC_BRAND=adcp; `testController: false` is a production deployment. */
+/**
+ * `svc start` in-process with SVC_BRAND=adcp; `testController: false` is a production
+ * deployment; `approval`: SVC_AGENTS_APPROVAL (default '0': approved at once).
+ */
 export async function startAdcpService(
   t: T,
-  options: { testController?: boolean; clockSpeed?: number } = {},
+  options: { testController?: boolean; clockSpeed?: number; approval?: string } = {},
 ): Promise<AgentsService> {
   const { service } = await startService(
     t,
     {
       SVC_BRAND: 'adcp',
-      SVC_AGENTS_APPROVAL: '0',
+      SVC_AGENTS_APPROVAL: options.approval ?? '0',
       ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
     },
     options.testController === false ? { settings: { testController: false } } : {},
@@ -88,7 +91,7 @@ export async function runSelectedStoryboards(
   agent: AgentKind,
   url: string,
   token: string,
-  perStoryboardMs = 60_000,
+  options: { protocol?: 'mcp' | 'a2a'; perStoryboardMs?: number; only?: string[] } = {},
 ): Promise<{ caps: Record<string, unknown>; outcomes: StoryboardOutcome[] }> {
   const sdk = loadSdkTesting();
   const client = new AgentClient({ agentUrl: url, token });
@@ -111,7 +114,10 @@ export async function runSelectedStoryboards(
     failures: [],
     reason: na.reason,
   }));
+  const protocol = options.protocol ?? 'mcp';
+  const perStoryboardMs = options.perStoryboardMs ?? 60_000;
   for (const sb of resolved.storyboards) {
+    if (options.only && !options.only.includes(sb.id)) continue;
     const gate = gatedOut(sb.id, caps);
     if (gate) {
       outcomes.push({ id: sb.id, verdict: 'not_applicable', failures: [], reason: gate });
@@ -119,8 +125,9 @@ export async function runSelectedStoryboards(
     }
     let timer: NodeJS.Timeout | undefined;
     const result = await Promise.race([
-      sdk.runStoryboard(`${url}/mcp`, sb, {
-        protocol: 'mcp',
+      // MCP: the endpoint; A2A: the origin (the runner reads the agent card).
+      sdk.runStoryboard(protocol === 'mcp' ? `${url}/mcp` : url, sb, {
+        protocol,
         allow_http: true,
         auth: { type: 'bearer', token },
         webhook_receiver: { mode: 'loopback_mock', host: '127.0.0.1' },

@@ -100,18 +100,21 @@ t.test('A2A 0.3: tasks/get, tasks/cancel, push-notification configs', async (t) 
   const got = await rpc('tasks/get', { id: sync.result.id });
   t.equal(got.result.id, sync.result.id);
   t.equal(got.result.status.state, 'completed');
-  t.match(got.result.artifacts[0].parts[0].data, {
-    status: 'completed',
-    task_id: sync.result.id,
-    creatives: [],
-    context,
-  });
-  // A refusal is a failed task, polled as such.
+  t.match(got.result.artifacts[0].parts[0].data, { status: 'completed', creatives: [], context });
+  t.same(got.result.artifacts, sync.result.artifacts, 'polled: the answer as it was sent');
+  // A refusal: the call completed, its AdCP status is failed (two lifecycles), polled as such.
   const refused = await rpc('message/send', send03('get_media_buys', { media_buy_ids: 'x' }));
-  t.equal(refused.result.status.state, 'failed');
+  t.equal(refused.result.status.state, 'completed');
+  t.match(refused.result.artifacts[0].parts[0].data, {
+    status: 'failed',
+    errors: [{ code: 'VALIDATION_ERROR' }],
+  });
   const gotRefused = await rpc('tasks/get', { id: refused.result.id });
-  t.equal(gotRefused.result.status.state, 'failed');
-  t.match(gotRefused.result.artifacts[0].parts[0].data, { errors: [{ code: 'VALIDATION_ERROR' }] });
+  t.equal(gotRefused.result.status.state, 'completed');
+  t.match(gotRefused.result.artifacts[0].parts[0].data, {
+    status: 'failed',
+    errors: [{ code: 'VALIDATION_ERROR' }],
+  });
   // Without credentials: a public answer is pollable without credentials; nobody else's.
   const anonRpc = rpcAt(`${urls.sales}/a2a`, {});
   const anon = await anonRpc('message/send', send03('list_authorized_properties', {}));
@@ -137,10 +140,18 @@ t.test('A2A 0.3: tasks/get, tasks/cancel, push-notification configs', async (t) 
   );
 
   // An async task: push config CRUD, then cancel.
+  // The call's task completed; the AdCP work is the task named by adcp_task_id (= task_id).
   const created = await rpc('message/send', send03('create_media_buy', buy(urls.creative)));
-  const taskId = created.result.id as string;
+  const taskId = created.result.artifacts[0].metadata.adcp_task_id as string;
   t.match(taskId, /^task_/);
-  t.equal(created.result.status.state, 'submitted');
+  t.not(taskId, created.result.id);
+  t.equal(created.result.status.state, 'completed');
+  t.match(created.result.artifacts[0].parts[0].data, { status: 'submitted', task_id: taskId });
+  t.equal(created.result.contextId, taskId, 'one context for the call and its work');
+  const call = await rpc('tasks/get', { id: created.result.id });
+  t.equal(call.result.status.state, 'completed', 'the call is pollable too');
+  t.equal(call.result.artifacts[0].metadata.adcp_task_id, taskId);
+  t.equal((await rpc('tasks/get', { id: taskId })).result.status.state, 'submitted');
   t.same((await rpc('tasks/pushNotificationConfig/list', { id: taskId })).result, []);
   const set = await rpc('tasks/pushNotificationConfig/set', {
     taskId,
@@ -254,7 +265,9 @@ t.test('A2A 1.0: GetTask, CancelTask, push-notification configs', async (t) => {
   t.equal((await rpc('GetTask', { id: 'task_nope' })).error.code, -32001);
 
   const created = await rpc('SendMessage', send10('create_media_buy', buy(urls.creative)));
-  const taskId = created.result.task.id as string;
+  t.equal(created.result.task.status.state, 'TASK_STATE_COMPLETED');
+  const taskId = created.result.task.artifacts[0].metadata.adcp_task_id as string;
+  t.match(taskId, /^task_/);
   const set = await rpc('CreateTaskPushNotificationConfig', {
     taskId,
     id: 'cfg-1',
@@ -301,3 +314,151 @@ t.test('A2A 1.0: GetTask, CancelTask, push-notification configs', async (t) => {
     status: 'completed',
   });
 });
+
+t.test(
+  'AdCP tasks/get over MCP and A2A: every id handed out; unknown and malformed ids',
+  async (t) => {
+    const { h, urls } = await startAgents(t, { notifications: new CheckedNotifications() });
+    const key = h.keys['sales:demo-buyer']!;
+    const rpc = rpcAt(`${urls.sales}/a2a`, { 'x-api-key': key });
+    let n = 0;
+    /** The AdCP `tasks/get` tool over MCP: the tool result's structured body and flags. */
+    const mcpGet = async (args: unknown) => {
+      const r = await postJson(
+        `${urls.sales}/mcp`,
+        {
+          jsonrpc: '2.0',
+          id: ++n,
+          method: 'tools/call',
+          params: { name: 'tasks/get', arguments: args },
+        },
+        { accept: 'application/json', 'x-api-key': key },
+      );
+      t.equal(r.status, 200, 'the JSON-RPC exchange itself worked');
+      return (r.body as any).result;
+    };
+    /** The AdCP `tasks/get` skill over A2A 0.3 (how the reference SDK polls): the body. */
+    const a2aGet = async (args: unknown) => {
+      const r = await rpc('message/send', send03('tasks/get', args));
+      t.equal(r.result.status.state, 'completed', 'the poll call itself completed');
+      return r.result.artifacts[0].parts[0].data;
+    };
+
+    // Ids handed out: an A2A answer given at once (a sync task), its refusal, an async task.
+    const sync = await rpc('message/send', send03('list_creatives', { context: { c: 1 } }));
+    const refused = await rpc('message/send', send03('get_media_buys', { media_buy_ids: 'x' }));
+    const created = await rpc('message/send', send03('create_media_buy', buy(urls.creative)));
+    const asyncId = created.result.artifacts[0].metadata.adcp_task_id as string;
+    for (const [get, via] of [
+      [mcpGet, 'MCP'],
+      [a2aGet, 'A2A skill'],
+    ] as const) {
+      const s = await get({ task_id: sync.result.id, include_result: true });
+      const body = via === 'MCP' ? s.structuredContent : s;
+      t.match(
+        body,
+        {
+          task_id: sync.result.id,
+          task_type: 'list_creatives',
+          status: 'completed',
+          result: { creatives: [], context: { c: 1 } },
+        },
+        `${via}: a task that finished synchronously`,
+      );
+      const f = await get({ task_id: refused.result.id, include_result: true });
+      t.match(
+        via === 'MCP' ? f.structuredContent : f,
+        {
+          task_id: refused.result.id,
+          status: 'failed',
+          result: { errors: [{ code: 'VALIDATION_ERROR' }] },
+        },
+        `${via}: a refusal is polled as failed`,
+      );
+      // The call that handed out the async task polls as that work.
+      const viaCall = await get({ task_id: created.result.id });
+      t.match(
+        via === 'MCP' ? viaCall.structuredContent : viaCall,
+        { task_id: asyncId, task_type: 'create_media_buy', status: 'submitted' },
+        `${via}: the call of an async answer polls as its work`,
+      );
+      const a = await get({ task_id: asyncId });
+      t.match(
+        via === 'MCP' ? a.structuredContent : a,
+        {
+          task_id: asyncId,
+          task_type: 'create_media_buy',
+          status: 'submitted',
+        },
+        `${via}: an async task`,
+      );
+
+      // Unknown: the published generic not-found code, field task_id, context echoed.
+      const context = { correlation_id: `poll-${via}` };
+      const unknown = await get({ task_id: 'task_nope', context });
+      const ub = via === 'MCP' ? unknown.structuredContent : unknown;
+      if (via === 'MCP') {
+        t.equal(unknown.isError, true);
+        t.equal(unknown._meta.http_status, 404);
+      }
+      t.match(
+        ub,
+        {
+          status: 'failed',
+          errors: [{ code: 'REFERENCE_NOT_FOUND', field: 'task_id' }],
+          context,
+        },
+        `${via}: unknown id`,
+      );
+      t.notOk(JSON.stringify(ub).includes('TASK_NOT_FOUND'));
+      // Another principal's task reads exactly like an unknown one.
+      const other = await h.core.issueToken('sales', 'someone-else', { reports: ['read'] });
+      const foreign = await postJson(
+        `${urls.sales}/mcp`,
+        {
+          jsonrpc: '2.0',
+          id: ++n,
+          method: 'tools/call',
+          params: { name: 'tasks/get', arguments: { task_id: asyncId, context } },
+        },
+        { accept: 'application/json', authorization: `Bearer ${other}` },
+      );
+      t.same(
+        (foreign.body as any).result.structuredContent.errors.map((e: any) => [e.code, e.field]),
+        [['REFERENCE_NOT_FOUND', 'task_id']],
+        "another principal's task is not found",
+      );
+
+      // Malformed ids: every one a validation error naming task_id, context echoed.
+      for (const bad of [
+        {},
+        { task_id: '' },
+        { task_id: 'x'.repeat(300) },
+        { task_id: 42 },
+        { task_id: { id: 'x' } },
+        { task_id: asyncId, include_result: 'yes' },
+      ]) {
+        const r = await get({ ...bad, context });
+        const b = via === 'MCP' ? r.structuredContent : r;
+        t.match(
+          b,
+          { status: 'failed', errors: [{ code: 'VALIDATION_ERROR' }], context },
+          `${via}: ${JSON.stringify(bad).slice(0, 60)}`,
+        );
+        t.ok(
+          b.errors.some((e: any) => /task_id|include_result/.test(String(e.field))),
+          `${via}: the field is named (${JSON.stringify(b.errors[0].field)})`,
+        );
+      }
+    }
+    // A2A JSON-RPC tasks/get with malformed ids: A2A errors, never a 500.
+    for (const params of [{}, { id: 42 }, { id: '' }, { id: 'x'.repeat(400) }]) {
+      const r = await rpc('tasks/get', params);
+      t.equal(r.status, 200, JSON.stringify(params));
+      t.ok(
+        r.error && [-32001, -32602].includes(r.error.code),
+        `tasks/get ${JSON.stringify(params).slice(0, 40)}: ${r.error?.code}`,
+      );
+    }
+  },
+);

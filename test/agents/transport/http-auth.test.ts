@@ -253,13 +253,14 @@ t.test('A2A auth refusals are HTTP 401/403 with a challenge, both versions', asy
   const pub = await postJson(a2a, a2aSend('list_authorized_properties', {}));
   t.equal(pub.status, 200);
 
-  // A refusal that is not about auth stays a failed task carrying the envelope.
+  // A refusal that is not about auth is an answered call (A2A completed) carrying the
+  // envelope, AdCP status failed.
   const refused = await postJson(
     a2a,
     a2aSend('list_authorized_properties', { svc_major_version: 99, context }),
   );
   t.equal(refused.status, 200);
-  t.equal(refused.body.result.status.state, 'failed');
+  t.equal(refused.body.result.status.state, 'completed');
   t.match(refused.body.result.artifacts[0].parts[0].data, {
     status: 'failed',
     errors: [{ code: 'VERSION_UNSUPPORTED', details: { supported_majors: [3] } }],
