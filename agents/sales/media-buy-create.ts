@@ -10,7 +10,7 @@ import type { PoolClient } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
 import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../runtime/types.js';
 import { fieldPath } from '../runtime/validation.js';
-import { isSandboxPrincipal } from '../testing/sandbox.js';
+import { isSandboxPrincipal, takeForcedCreateArm } from '../testing/sandbox.js';
 import { productRow, type ProductRow } from './catalog.js';
 import { assignCreatives } from './creatives.js';
 import { loadBuy, newMediaBuyId, newPackageId, type BuyRow } from './media-buy-records.js';
@@ -21,6 +21,7 @@ import {
   type CreateMediaBuyRequest,
   type PackageRequest,
 } from './media-buy-requests.js';
+import { checkMeasurementTerms } from './media-buy-terms.js';
 import { buyResponse } from './media-buy-views.js';
 import { clearingRate, isAuction, minimumBudget, type PricingOption } from './pricing.js';
 
@@ -46,6 +47,18 @@ export function checkReportingWebhook(
   }
   return value as Record<string, unknown>;
 }
+
+/**
+ * The request's `idempotency_key`, echoed on the answer: the protocol's idempotency
+ * storyboard reads the key the buy was made under from the response (the published
+ * responses allow the member).
+ */
+export function echoKey(params: { idempotency_key?: string | undefined }) {
+  return params.idempotency_key !== undefined ? { idempotency_key: params.idempotency_key } : {};
+}
+
+/** How far in the past a start_time may lie and still be accepted as given. */
+const PAST_START_GRACE_MS = 24 * 3_600_000;
 
 export async function productsById(
   db: Pick<PoolClient, 'query'>,
@@ -167,6 +180,8 @@ function planPackages(
         { field: `packages[${i}].pricing_option_id` },
       );
     }
+    // The terms are the product's: refused before the package's own bid and budget.
+    if (pkg.measurement_terms) checkMeasurementTerms(pkg.measurement_terms, i);
     if (isAuction(option)) {
       if (pkg.bid_price === undefined) {
         throw taskError('VALIDATION_ERROR', 'bid_price is required for auction pricing', {
@@ -221,6 +236,16 @@ export async function createMediaBuy(
   if (endAt.getTime() <= now.getTime()) {
     throw taskError('VALIDATION_ERROR', 'end_time must be in the future', { field: 'end_time' });
   }
+  // A past start is refused, not silently kept or moved (the protocol allows either
+  // refusing with INVALID_REQUEST or adjusting with notice); a start earlier today (a
+  // date-only start reads as midnight UTC) or a little clock skew stays accepted.
+  if (startAt.getTime() < now.getTime() - PAST_START_GRACE_MS) {
+    throw taskError(
+      'INVALID_REQUEST',
+      'start_time is in the past; send "asap" or a time from now on',
+      { field: 'start_time' },
+    );
+  }
   const reporting =
     params.reporting_webhook === undefined
       ? null
@@ -233,7 +258,13 @@ export async function createMediaBuy(
     params.account !== undefined &&
     ctx.settings.testController &&
     (await isSandboxPrincipal(ctx.db, s, 'sales', principal.principal_id));
-  const needsApproval = ctx.settings.approval !== 'never' && !sandboxAccount;
+  // The controller may have forced this sandbox account's next create into the submitted
+  // arm (force_create_media_buy_arm): the buy then waits like one under review.
+  const forced = sandboxAccount
+    ? await takeForcedCreateArm(ctx.db, s, principal.principal_id)
+    : null;
+  const needsApproval = forced !== null || (ctx.settings.approval !== 'never' && !sandboxAccount);
+  const taskId = forced?.task_id ?? ctx.taskId;
   const held = params.paused === true;
   const mediaBuyId = newMediaBuyId();
   const startTime =
@@ -245,8 +276,8 @@ export async function createMediaBuy(
   await ctx.db.query(
     `INSERT INTO ${s}.media_buys (media_buy_id, principal_id, buyer_ref, status, brand_manifest,
        start_time, start_at, end_at, push_notification_config, reporting_webhook, context, task_id,
-       accrued_until, approved_at, held)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
+       accrued_until, approved_at, held, went_live)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$15 AND NOT $16)`,
     [
       mediaBuyId,
       principal.principal_id,
@@ -259,18 +290,20 @@ export async function createMediaBuy(
       ctx.request.pushNotificationConfig ?? null,
       reporting,
       ctx.request.context ?? null,
-      needsApproval ? ctx.taskId : null,
+      needsApproval ? taskId : null,
       needsApproval ? null : now,
       needsApproval ? null : now,
       held,
+      needsApproval,
     ],
   );
   for (const { pkg, option, rate, index } of planned) {
     const packageId = newPackageId();
     await ctx.db.query(
       `INSERT INTO ${s}.packages (package_id, media_buy_id, buyer_ref, product_id, pricing_option_id,
-         pricing_model, rate, budget, bid_price, targeting_overlay, position, paused)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
+         pricing_model, rate, budget, bid_price, targeting_overlay, position, paused,
+         measurement_terms)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
       [
         packageId,
         mediaBuyId,
@@ -284,6 +317,7 @@ export async function createMediaBuy(
         pkg.targeting_overlay ?? null,
         index,
         pkg.paused ?? false,
+        pkg.measurement_terms ?? null,
       ],
     );
     const creativeIds = packageCreativeIds(pkg);
@@ -306,16 +340,26 @@ export async function createMediaBuy(
   }
   if (!needsApproval) {
     const buy = await loadBuy(ctx.db, s, mediaBuyId, principal.principal_id);
-    return { status: 'completed', body: await buyResponse(ctx.db, s, buy) };
+    return {
+      status: 'completed',
+      body: {
+        ...(await buyResponse(ctx.db, s, buy, now, ctx.request.release)),
+        ...echoKey(params),
+      },
+    };
   }
   // The published submitted envelope: no media_buy_id or packages until the task completes.
   return {
     status: 'submitted',
-    body: { message: 'media buy received; it is pending seller approval' },
+    body: {
+      message: forced?.message ?? 'media buy received; it is pending seller approval',
+      ...echoKey(params),
+    },
     async: {
       runAfterMs: ctx.settings.taskStepMs,
       resourceId: mediaBuyId,
       state: { phase: 'review' },
+      ...(forced ? { taskId } : {}),
     },
   };
 }
@@ -329,6 +373,7 @@ export async function activateBuy(
 ): Promise<void> {
   await db.query(
     `UPDATE ${schema}.media_buys SET status = CASE WHEN held THEN 'paused' ELSE 'active' END,
+       went_live = held,
        approved_at = $2, accrued_until = $2, revision = revision + 1, updated_at = now()
       WHERE media_buy_id = $1`,
     [buy.media_buy_id, now],
@@ -342,12 +387,12 @@ export async function advanceCreate(task: StoredTask, ctx: TaskContext): Promise
   if (buy.status === 'canceled') {
     return {
       status: 'canceled',
-      result: await buyResponse(ctx.db, s, buy),
+      result: await buyResponse(ctx.db, s, buy, ctx.clock.now()),
       message: 'media buy canceled',
     };
   }
   if (buy.status !== 'pending') {
-    return { status: 'completed', result: await buyResponse(ctx.db, s, buy) };
+    return { status: 'completed', result: await buyResponse(ctx.db, s, buy, ctx.clock.now()) };
   }
   const approval = ctx.settings.approval;
   if (task.status === 'submitted') {
@@ -364,7 +409,7 @@ export async function advanceCreate(task: StoredTask, ctx: TaskContext): Promise
     const fresh = await loadBuy(ctx.db, s, buy.media_buy_id, null);
     return {
       status: 'completed',
-      result: await buyResponse(ctx.db, s, fresh),
+      result: await buyResponse(ctx.db, s, fresh, ctx.clock.now()),
       message: 'media buy approved',
     };
   }

@@ -14,7 +14,15 @@ interface T {
   teardown(fn: () => unknown): void;
 }
 
-/** `svc start` in-process with SVC_BRAND=adcp; `testController: false` is a production deployment. */
+/**
+ * `svc start` in-process with SVC_BRAND=adcp; `testController: false` is a production
+ * deployment. A production seller's demo buyer is no sandbox account, so its buys would
+ * await approval (submitted, no media_buy_id) while the storyboards read media_buy_id from
+ * the immediate answer: the production posture runs as a seller that needs no human
+ * approval (SVC_AGENTS_APPROVAL=never). The approval posture has its own tests
+ * (sales-flow, e2e/approve), and the seeded create_media_buy_async storyboard drives the
+ * submitted arm through the controller.
+ */
 export async function startAdcpService(
   t: T,
   options: { testController?: boolean; clockSpeed?: number } = {},
@@ -23,7 +31,7 @@ export async function startAdcpService(
     t,
     {
       SVC_BRAND: 'adcp',
-      SVC_AGENTS_APPROVAL: '0',
+      SVC_AGENTS_APPROVAL: options.testController === false ? 'never' : '0',
       ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
     },
     options.testController === false ? { settings: { testController: false } } : {},
@@ -93,8 +101,10 @@ export async function runSelectedStoryboards(
   const sdk = loadSdkTesting();
   const client = new AgentClient({ agentUrl: url, token });
   let caps: Record<string, unknown>;
+  let products: unknown[] = [];
   try {
     caps = (await client.call('get_adcp_capabilities', {})).body;
+    if (agent === 'sales') products = await discoverProducts(client);
   } finally {
     await client.close();
   }
@@ -124,6 +134,10 @@ export async function runSelectedStoryboards(
         allow_http: true,
         auth: { type: 'bearer', token },
         webhook_receiver: { mode: 'loopback_mock', host: '127.0.0.1' },
+        // The buyer's discovery: the universal storyboards' sentinel packages
+        // (`test-product` / `test-pricing`) defer to the products discovered (the runner's
+        // request builder), as a buyer that ran get_products first would send.
+        ...(products.length > 0 ? { context: { products } } : {}),
         ...(probeTask ? { test_kit: { auth: { probe_task: probeTask, api_key: token } } } : {}),
       }),
       new Promise<never>((_, reject) => {
@@ -144,6 +158,16 @@ export async function runSelectedStoryboards(
     });
   }
   return { caps, outcomes };
+}
+
+/** What get_products offers the buyer for a plain brief (the discovery a buyer runs first). */
+async function discoverProducts(client: AgentClient): Promise<unknown[]> {
+  const answer = await client.call('get_products', {
+    buying_mode: 'brief',
+    brief: 'display and video inventory',
+  });
+  const products = answer.body.products;
+  return Array.isArray(products) ? products : [];
 }
 
 export function tally(outcomes: StoryboardOutcome[]): Record<StoryboardOutcome['verdict'], number> {
