@@ -212,16 +212,13 @@ function planPackages(
   });
 }
 
-export async function createMediaBuy(
-  params: CreateMediaBuyRequest,
-  ctx: TaskContext,
-): Promise<HandlerOutcome> {
+/**
+ * The request against the catalog and the clock. Order of refusals: what the request says
+ * of itself (reversed dates), then what it names (an unknown product, terms, bids), then
+ * what depends on the clock (a flight already over, a past start).
+ */
+async function checkRequest(params: CreateMediaBuyRequest, ctx: TaskContext, now: Date) {
   const s = ctx.schema;
-  const principal = ctx.principal!;
-  const now = ctx.clock.now();
-  const brandManifest = await checkBuyer(params, ctx);
-  // Order of refusals: what the request says of itself (reversed dates), then what it
-  // names (an unknown product), then what depends on the clock (a flight already over).
   const startAt = startInstant(params.start_time, now);
   const endAt = endInstant(params.end_time);
   if (!(endAt.getTime() > startAt.getTime())) {
@@ -232,7 +229,7 @@ export async function createMediaBuy(
     s,
     params.packages.map((p) => p.product_id),
   );
-  const planned = planPackages(params, products, principal.principal_id);
+  const planned = planPackages(params, products, ctx.principal!.principal_id);
   if (endAt.getTime() <= now.getTime()) {
     throw taskError('VALIDATION_ERROR', 'end_time must be in the future', { field: 'end_time' });
   }
@@ -250,7 +247,13 @@ export async function createMediaBuy(
     params.reporting_webhook === undefined
       ? null
       : checkReportingWebhook(params.reporting_webhook, products);
+  return { startAt, endAt, products, planned, reporting };
+}
 
+/** Whether the buy waits for the seller (submitted) or is confirmed at once. */
+async function reviewPath(params: CreateMediaBuyRequest, ctx: TaskContext) {
+  const s = ctx.schema;
+  const principal = ctx.principal!;
   // A sandbox account (a request naming an account of a sandbox principal, test controller
   // on) has no human review: its buys are confirmed at once, as the protocol's compliance
   // storyboards expect; the controller's forced transitions stand in for the seller.
@@ -264,6 +267,56 @@ export async function createMediaBuy(
     ? await takeForcedCreateArm(ctx.db, s, principal.principal_id)
     : null;
   const needsApproval = forced !== null || (ctx.settings.approval !== 'never' && !sandboxAccount);
+  return { needsApproval, forced };
+}
+
+/** The buy's packages (in request order) and the creatives each names. */
+async function insertPackages(
+  ctx: TaskContext,
+  mediaBuyId: string,
+  planned: PlannedPackage[],
+): Promise<void> {
+  const s = ctx.schema;
+  for (const { pkg, option, rate, index } of planned) {
+    const packageId = newPackageId();
+    await ctx.db.query(
+      `INSERT INTO ${s}.packages (package_id, media_buy_id, buyer_ref, product_id, pricing_option_id,
+         pricing_model, rate, budget, bid_price, targeting_overlay, position, paused,
+         measurement_terms)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
+      [
+        packageId,
+        mediaBuyId,
+        pkg.buyer_ref ?? null,
+        pkg.product_id,
+        pkg.pricing_option_id,
+        option.pricing_model,
+        rate,
+        pkg.budget,
+        pkg.bid_price ?? null,
+        pkg.targeting_overlay ?? null,
+        index,
+        pkg.paused ?? false,
+        pkg.measurement_terms ?? null,
+      ],
+    );
+    const creativeIds = packageCreativeIds(pkg);
+    if (creativeIds.length > 0) {
+      await assignCreatives(ctx, packageId, creativeIds, `packages[${index}].creative_ids`);
+    }
+  }
+}
+
+export async function createMediaBuy(
+  params: CreateMediaBuyRequest,
+  ctx: TaskContext,
+): Promise<HandlerOutcome> {
+  const s = ctx.schema;
+  const principal = ctx.principal!;
+  const now = ctx.clock.now();
+  const brandManifest = await checkBuyer(params, ctx);
+  const { startAt, endAt, planned, reporting } = await checkRequest(params, ctx, now);
+  const { needsApproval, forced } = await reviewPath(params, ctx);
   const taskId = forced?.task_id ?? ctx.taskId;
   const held = params.paused === true;
   const mediaBuyId = newMediaBuyId();
@@ -297,34 +350,7 @@ export async function createMediaBuy(
       needsApproval,
     ],
   );
-  for (const { pkg, option, rate, index } of planned) {
-    const packageId = newPackageId();
-    await ctx.db.query(
-      `INSERT INTO ${s}.packages (package_id, media_buy_id, buyer_ref, product_id, pricing_option_id,
-         pricing_model, rate, budget, bid_price, targeting_overlay, position, paused,
-         measurement_terms)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
-      [
-        packageId,
-        mediaBuyId,
-        pkg.buyer_ref ?? null,
-        pkg.product_id,
-        pkg.pricing_option_id,
-        option.pricing_model,
-        rate,
-        pkg.budget,
-        pkg.bid_price ?? null,
-        pkg.targeting_overlay ?? null,
-        index,
-        pkg.paused ?? false,
-        pkg.measurement_terms ?? null,
-      ],
-    );
-    const creativeIds = packageCreativeIds(pkg);
-    if (creativeIds.length > 0) {
-      await assignCreatives(ctx, packageId, creativeIds, `packages[${index}].creative_ids`);
-    }
-  }
+  await insertPackages(ctx, mediaBuyId, planned);
   if (ctx.request.pushNotificationConfig || reporting) {
     await ctx.notifications.mediaBuyChannelsConfigured({
       mediaBuyId,

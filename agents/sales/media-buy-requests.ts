@@ -72,6 +72,7 @@ export const StartTimeSchema = z.union(
 const KEY_REQUIRED = {
   message: 'idempotency_key is required (a unique key per distinct request, stable across retries)',
   path: ['idempotency_key'],
+  params: { keyword: 'required' },
   when: () => true,
 };
 

@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { TaskError } from '../../shared/errors/task-errors.js';
+import { errorResponse } from '../../agents/runtime/errors.js';
 import { pinnedRelease } from '../../agents/runtime/versions.js';
 import { buyer, harness, START } from './support/core.js';
 
@@ -189,6 +190,11 @@ t.test(
       ['/idempotency_key', '/packages/0/budget'],
       'every offending field at once',
     );
+    t.equal(
+      missing.issues?.find((i) => i.pointer === '/idempotency_key')?.keyword,
+      'required',
+      'the schema keyword of a missing key',
+    );
     const withKey = published();
     const made = await h.ok('sales', 'create_media_buy', withKey, c);
     t.equal(made.idempotency_key, withKey.idempotency_key, 'the key is echoed');
@@ -338,3 +344,33 @@ t.test('a create that completed at once sends no webhook (the result went inline
   await h.ok('sales', 'create_media_buy', published({ push_notification_config: push }), buyer(h));
   t.same(h.notifications.of('taskStatusChanged'), []);
 });
+
+t.test(
+  'a replay with a new context is the replay; a conflict tells nothing of the first',
+  async (t) => {
+    const h = await noApproval(t);
+    const c = buyer(h);
+    const first = published({ context: { correlation_id: 'first' } });
+    const made = await h.ok('sales', 'create_media_buy', first, c);
+    const again = await h.ok(
+      'sales',
+      'create_media_buy',
+      { ...first, context: { correlation_id: 'second' } },
+      c,
+    );
+    t.equal(again.media_buy_id, made.media_buy_id, 'the echo context is not part of the request');
+    t.equal(again.replayed, true);
+    t.same(again.context, { correlation_id: 'second' }, "the replaying request's context");
+    const conflict = await h.err(
+      'sales',
+      'create_media_buy',
+      { ...first, packages: [{ ...first.packages[0]!, budget: 6000 }] },
+      c,
+    );
+    t.equal(conflict.code, 'IDEMPOTENCY_CONFLICT');
+    const wire = errorResponse(conflict, { brand: 'adcp' }).body as {
+      errors: Array<Record<string, unknown>>;
+    };
+    t.same(Object.keys(wire.errors[0]!).sort(), ['code', 'message'], 'code and message only');
+  },
+);

@@ -88,6 +88,46 @@ const PROBE_TASKS: Record<AgentKind, string | undefined> = {
   signals: 'get_signals',
 };
 
+const ISO_DATE = /^(\d{4})(-\d{2}-\d{2}(?:T.*)?)$/;
+
+/**
+ * The storyboard with its sample flights moved into the future. The 3.0.6 storyboards were
+ * written with 2025-2026 flights that are now past, and the runner replaces a past sample
+ * date with one derived from Date.now() on every call, so two calls meant to be identical
+ * (the idempotency replay) differ. Every 2025+ date of the storyboard's requests moves by
+ * the same whole number of years (their order kept); deliberately ancient dates (2020)
+ * stay as written.
+ */
+export function redated<S>(storyboard: S, now = Date.now()): S {
+  const copy = structuredClone(storyboard);
+  const dates: Array<{ holder: Record<string, unknown> | unknown[]; key: string | number }> = [];
+  const walk = (v: unknown) => {
+    if (!v || typeof v !== 'object') return;
+    for (const [k, x] of Object.entries(v)) {
+      const m = typeof x === 'string' ? ISO_DATE.exec(x) : null;
+      if (m && Number(m[1]) >= 2025) {
+        dates.push({ holder: v as Record<string, unknown>, key: Array.isArray(v) ? Number(k) : k });
+      } else walk(x);
+    }
+  };
+  walk(copy);
+  const at = (d: (typeof dates)[number]) =>
+    (d.holder as Record<string | number, unknown>)[d.key] as string;
+  const earliest = Math.min(...dates.map((d) => Date.parse(at(d))));
+  if (!(earliest < now)) return copy;
+  let years = 1;
+  while (Date.parse(shiftYear(new Date(earliest).toISOString(), years)) < now) years++;
+  for (const d of dates) {
+    (d.holder as Record<string | number, unknown>)[d.key] = shiftYear(at(d), years);
+  }
+  return copy;
+}
+
+function shiftYear(date: string, years: number): string {
+  const m = ISO_DATE.exec(date)!;
+  return `${Number(m[1]) + years}${m[2]}`;
+}
+
 /**
  * Every storyboard the SDK selects for the agent's declared capabilities, run over MCP
  * against `url`, each bounded by `perStoryboardMs`.
@@ -129,7 +169,7 @@ export async function runSelectedStoryboards(
     }
     let timer: NodeJS.Timeout | undefined;
     const result = await Promise.race([
-      sdk.runStoryboard(`${url}/mcp`, sb, {
+      sdk.runStoryboard(`${url}/mcp`, redated(sb), {
         protocol: 'mcp',
         allow_http: true,
         auth: { type: 'bearer', token },
