@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { TaskError } from '../../shared/errors/task-errors.js';
+import { responseDrift } from '../../agents/protocol/index.js';
 import { errorResponse } from '../../agents/runtime/errors.js';
 import { pinnedRelease } from '../../agents/runtime/versions.js';
 import { buyer, harness, START } from './support/core.js';
@@ -374,3 +375,37 @@ t.test(
     t.same(Object.keys(wire.errors[0]!).sort(), ['code', 'message'], 'code and message only');
   },
 );
+
+t.test('the 3.0 answer is checked as 3.1 reads it; a divergent status is drift', async (t) => {
+  const body = {
+    media_buy_id: 'mb_1',
+    packages: [],
+    confirmed_at: '2026-03-02T10:00:00Z',
+    revision: 1,
+    currency: 'USD',
+  };
+  t.same(
+    responseDrift('sales', 'create_media_buy', {
+      ...body,
+      status: 'pending_creatives',
+      media_buy_status: 'pending_creatives',
+    }),
+    [],
+    'identical values: the deprecated 3.0/3.1 form',
+  );
+  const divergent = responseDrift('sales', 'create_media_buy', {
+    ...body,
+    status: 'active',
+    media_buy_status: 'pending_creatives',
+  });
+  t.ok(divergent.length > 0, 'status and media_buy_status differ: not the legacy form');
+  t.same(
+    responseDrift('sales', 'update_media_buy', {
+      ...body,
+      status: 'completed',
+      media_buy_status: 'completed',
+    }),
+    [],
+    'completed is the task status of every release',
+  );
+});
