@@ -110,8 +110,11 @@ export async function capabilityDocument(
   if (settings.brandJsonUrl?.startsWith('https://'))
     doc.identity = { brand_json_url: settings.brandJsonUrl, per_principal_key_isolation: false };
   // Declared: the canonical force/simulate scenarios (the names every release's enum
-  // has); seeding scenarios are discovered with list_scenarios.
-  const declared = CONTROLLER_SCENARIOS[agent].filter((x) => /^(force|simulate)_/.test(x));
+  // has, 3.0 included); seeding and response-arm directives (force_*_arm, not in 3.0's
+  // enum) are discovered with list_scenarios.
+  const declared = CONTROLLER_SCENARIOS[agent].filter(
+    (x) => /^(force|simulate)_/.test(x) && !x.endsWith('_arm'),
+  );
   if (settings.testController && declared.length > 0) {
     doc.compliance_testing = { scenarios: declared };
   }

@@ -157,6 +157,26 @@ function brandOf(body: unknown): string | undefined {
   return NEUTRAL_BRANDS.find((b) => keys.some((k) => k === b || k.startsWith(`${b}_`)));
 }
 
+const LEGACY_STATUS_TASKS = new Set(['create_media_buy', 'update_media_buy']);
+
+/**
+ * A create/update_media_buy answer in the 3.0 shape (the answer to a buyer pinned to 3.0):
+ * top-level `status` is the buy's status, equal to `media_buy_status`. 3.1 keeps that form
+ * through its deprecation window ("sellers MAY emit both ... identical values"), though its
+ * schema also binds top-level `status` to the task status (adcp#4895); 3.2 removed it. Such
+ * a body is checked as 3.1 reads it (the task status, `completed`, in `status`) and not
+ * against 3.2; null when the body is not in that shape (or says `completed`, which every
+ * release accepts as is).
+ */
+function legacyStatusView(task: string, body: unknown): Record<string, unknown> | null {
+  if (!LEGACY_STATUS_TASKS.has(task) || !body || typeof body !== 'object') return null;
+  const b = body as Record<string, unknown>;
+  // `completed` is both a task and a buy status: every release reads that body as is.
+  const legacy = typeof b.media_buy_status === 'string' && b.status === b.media_buy_status;
+  if (!legacy || b.status === 'completed') return null;
+  return { ...b, status: 'completed' };
+}
+
 /** Every release's drift of a wire body (empty when it matches each that publishes it). */
 export function responseDrift(
   agent: string,
@@ -165,7 +185,12 @@ export function responseDrift(
   releases: readonly Release[] = RELEASES,
 ): DriftItem[] {
   const drift: DriftItem[] = [];
-  const body = asPublishedBrand(task, wire);
+  let body = asPublishedBrand(task, wire);
+  const legacy = legacyStatusView(task, body);
+  if (legacy) {
+    body = legacy;
+    releases = releases.filter((r) => r.startsWith('3.1.'));
+  }
   for (const release of releases) {
     const issues = validateResponse(agent, task, body, release);
     if (issues && issues.length > 0) drift.push({ release, issues });

@@ -29,7 +29,7 @@ import type {
   TaskSuccess,
 } from './types.js';
 import { fieldPath, issueToError } from './validation.js';
-import { checkVersionPin } from './versions.js';
+import { checkVersionPin, pinnedRelease } from './versions.js';
 
 export interface TaskDispatcherOptions {
   pool: Pool;
@@ -55,7 +55,13 @@ const TASK_ALIASES: Record<string, string> = {
 /** The request as its fingerprint sees it (supplement §4.8: credentials are excluded). */
 function canonicalRequest(task: string, params: Record<string, unknown>): string {
   const rest: Record<string, unknown> = { ...params };
+  // The protocol's exclusion list: the key itself, the per-request echo `context` (an
+  // object; a retry carries a new correlation id) and a refreshed governance_context.
   delete rest.idempotency_key;
+  delete rest.governance_context;
+  if (rest.context && typeof rest.context === 'object' && !Array.isArray(rest.context)) {
+    delete rest.context;
+  }
   const push = rest.push_notification_config;
   if (push && typeof push === 'object' && !Array.isArray(push)) {
     const copy = { ...(push as Record<string, unknown>) };
@@ -301,6 +307,8 @@ export class TaskDispatcher {
     // The call's task id, made first: a push registration without operation_id gets it.
     const taskId = newTaskId();
     const meta = this.requestMeta(req, params, taskId);
+    const release = pinnedRelease(raw as Record<string, unknown>, this.brand);
+    if (release !== null) meta.release = release;
     const parsed = def.schema.safeParse(params);
     if (!parsed.success) {
       throw issueToError(parsed.error.issues);
@@ -318,7 +326,13 @@ export class TaskDispatcher {
         const replay = await this.claimIdempotency(db, def, principal, idempotencyKey, params);
         if (replay) {
           await db.query('ROLLBACK');
-          return { ...replay, replayed: true };
+          // The replay echoes this request's context, not the first one's.
+          const { context: _first, ...stored } = replay;
+          return {
+            ...stored,
+            ...(meta.context !== undefined ? { context: meta.context } : {}),
+            replayed: true,
+          };
         }
       }
       const notifications = dryRun ? silentNotifications : this.options.notifications;
@@ -326,9 +340,9 @@ export class TaskDispatcher {
       const outcome = await def.handle(parsed.data, ctx);
       const response: TaskSuccess = { status: outcome.status };
       if (outcome.async && !isTerminalStatus(outcome.status)) {
-        response.task_id = ctx.taskId;
+        response.task_id = outcome.async.taskId ?? ctx.taskId;
         await this.tasks.insert(db, {
-          task_id: ctx.taskId,
+          task_id: response.task_id,
           agent: req.agent,
           task_type: def.webhookTaskType ?? def.name,
           principal_id: principal?.principal_id ?? null,

@@ -127,7 +127,8 @@ export interface ProtocolError {
   suggestion?: string;
   issues?: ErrorIssue[];
   details?: Record<string, unknown>;
-  recovery: 'transient' | 'correctable' | 'terminal';
+  /** Absent only on IDEMPOTENCY_CONFLICT (see protocolError). */
+  recovery?: 'transient' | 'correctable' | 'terminal';
 }
 
 export function protocolError(err: {
@@ -138,6 +139,9 @@ export function protocolError(err: {
   issues?: readonly ErrorIssue[] | undefined;
   details?: Record<string, unknown> | undefined;
 }): ProtocolError {
+  // A conflict tells the holder of a key nothing about the request first made with it: code
+  // and message only (the protocol's field allowlist for IDEMPOTENCY_CONFLICT).
+  if (err.code === 'IDEMPOTENCY_CONFLICT') return { code: err.code, message: err.message };
   const out: ProtocolError = {
     code: err.code,
     message: err.message,

@@ -97,6 +97,12 @@ export interface RequestMeta {
   context?: Record<string, unknown>;
   pushNotificationConfig?: Record<string, unknown>;
   a2aPush?: A2aPush;
+  /**
+   * The release the buyer pinned (`3.0`, `3.1`, `3.2`; versions.ts pinnedRelease), absent
+   * when it pinned none. Lets a task answer a 3.0 buyer in the 3.0 shape where a later
+   * release renamed a member (create/update_media_buy's buy status, adcp#4895).
+   */
+  release?: string;
 }
 
 export interface TaskContext {
@@ -126,6 +132,11 @@ export interface HandlerOutcome {
     runAfterMs: number | null;
     state?: Record<string, unknown>;
     resourceId?: string;
+    /**
+     * The task's id when it is not the call's own (`ctx.taskId`): the test controller's
+     * forced submitted arm names the task id the next create must answer with.
+     */
+    taskId?: string;
   };
 }
 

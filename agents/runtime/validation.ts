@@ -79,6 +79,9 @@ function keywordOf(issue: z.core.$ZodIssue): string {
       return 'additionalProperties';
     case 'invalid_union':
       return (issue as { input?: unknown }).input === undefined ? 'required' : 'anyOf';
+    case 'custom':
+      // A refinement may name the schema keyword it stands for (`params.keyword`).
+      return (issue.params as { keyword?: string } | undefined)?.keyword ?? 'custom';
     default:
       return issue.code;
   }

@@ -69,3 +69,18 @@ export function checkVersionPin(
   delete rest[versionMember];
   return rest;
 }
+
+/**
+ * The minor release a request pins, as `3.0` / `3.1` / `3.2`, or null when it pins none.
+ * A 3.0 buyer sends only the integer `<brand>_major_version` (3.0 has no `<brand>_version`
+ * member; 3.1+ buyers send both), so the integer alone reads as 3.0. Call after
+ * checkVersionPin has accepted the members.
+ */
+export function pinnedRelease(params: Record<string, unknown>, brand: string): string | null {
+  const version = params[`${brand}_version`];
+  if (typeof version === 'string') {
+    const m = RELEASE.exec(version);
+    return m ? `${m[1]}.${m[2]}` : null;
+  }
+  return params[`${brand}_major_version`] !== undefined ? `${SUPPORTED_MAJORS[0]}.0` : null;
+}

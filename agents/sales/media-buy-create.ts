@@ -10,7 +10,7 @@ import type { PoolClient } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
 import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../runtime/types.js';
 import { fieldPath } from '../runtime/validation.js';
-import { isSandboxPrincipal } from '../testing/sandbox.js';
+import { isSandboxPrincipal, takeForcedCreateArm } from '../testing/sandbox.js';
 import { productRow, type ProductRow } from './catalog.js';
 import { assignCreatives } from './creatives.js';
 import { loadBuy, newMediaBuyId, newPackageId, type BuyRow } from './media-buy-records.js';
@@ -21,6 +21,7 @@ import {
   type CreateMediaBuyRequest,
   type PackageRequest,
 } from './media-buy-requests.js';
+import { checkMeasurementTerms } from './media-buy-terms.js';
 import { buyResponse } from './media-buy-views.js';
 import { clearingRate, isAuction, minimumBudget, type PricingOption } from './pricing.js';
 
@@ -46,6 +47,18 @@ export function checkReportingWebhook(
   }
   return value as Record<string, unknown>;
 }
+
+/**
+ * The request's `idempotency_key`, echoed on the answer: the protocol's idempotency
+ * storyboard reads the key the buy was made under from the response (the published
+ * responses allow the member).
+ */
+export function echoKey(params: { idempotency_key?: string | undefined }) {
+  return params.idempotency_key !== undefined ? { idempotency_key: params.idempotency_key } : {};
+}
+
+/** How far in the past a start_time may lie and still be accepted as given. */
+const PAST_START_GRACE_MS = 24 * 3_600_000;
 
 export async function productsById(
   db: Pick<PoolClient, 'query'>,
@@ -167,6 +180,8 @@ function planPackages(
         { field: `packages[${i}].pricing_option_id` },
       );
     }
+    // The terms are the product's: refused before the package's own bid and budget.
+    if (pkg.measurement_terms) checkMeasurementTerms(pkg.measurement_terms, i);
     if (isAuction(option)) {
       if (pkg.bid_price === undefined) {
         throw taskError('VALIDATION_ERROR', 'bid_price is required for auction pricing', {
@@ -197,16 +212,13 @@ function planPackages(
   });
 }
 
-export async function createMediaBuy(
-  params: CreateMediaBuyRequest,
-  ctx: TaskContext,
-): Promise<HandlerOutcome> {
+/**
+ * The request against the catalog and the clock. Order of refusals: what the request says
+ * of itself (reversed dates), then what it names (an unknown product, terms, bids), then
+ * what depends on the clock (a flight already over, a past start).
+ */
+async function checkRequest(params: CreateMediaBuyRequest, ctx: TaskContext, now: Date) {
   const s = ctx.schema;
-  const principal = ctx.principal!;
-  const now = ctx.clock.now();
-  const brandManifest = await checkBuyer(params, ctx);
-  // Order of refusals: what the request says of itself (reversed dates), then what it
-  // names (an unknown product), then what depends on the clock (a flight already over).
   const startAt = startInstant(params.start_time, now);
   const endAt = endInstant(params.end_time);
   if (!(endAt.getTime() > startAt.getTime())) {
@@ -217,15 +229,31 @@ export async function createMediaBuy(
     s,
     params.packages.map((p) => p.product_id),
   );
-  const planned = planPackages(params, products, principal.principal_id);
+  const planned = planPackages(params, products, ctx.principal!.principal_id);
   if (endAt.getTime() <= now.getTime()) {
     throw taskError('VALIDATION_ERROR', 'end_time must be in the future', { field: 'end_time' });
+  }
+  // A past start is refused, not silently kept or moved (the protocol allows either
+  // refusing with INVALID_REQUEST or adjusting with notice); a start earlier today (a
+  // date-only start reads as midnight UTC) or a little clock skew stays accepted.
+  if (startAt.getTime() < now.getTime() - PAST_START_GRACE_MS) {
+    throw taskError(
+      'INVALID_REQUEST',
+      'start_time is in the past; send "asap" or a time from now on',
+      { field: 'start_time' },
+    );
   }
   const reporting =
     params.reporting_webhook === undefined
       ? null
       : checkReportingWebhook(params.reporting_webhook, products);
+  return { startAt, endAt, products, planned, reporting };
+}
 
+/** Whether the buy waits for the seller (submitted) or is confirmed at once. */
+async function reviewPath(params: CreateMediaBuyRequest, ctx: TaskContext) {
+  const s = ctx.schema;
+  const principal = ctx.principal!;
   // A sandbox account (a request naming an account of a sandbox principal, test controller
   // on) has no human review: its buys are confirmed at once, as the protocol's compliance
   // storyboards expect; the controller's forced transitions stand in for the seller.
@@ -233,44 +261,29 @@ export async function createMediaBuy(
     params.account !== undefined &&
     ctx.settings.testController &&
     (await isSandboxPrincipal(ctx.db, s, 'sales', principal.principal_id));
-  const needsApproval = ctx.settings.approval !== 'never' && !sandboxAccount;
-  const held = params.paused === true;
-  const mediaBuyId = newMediaBuyId();
-  const startTime =
-    typeof params.start_time === 'string'
-      ? params.start_time === 'asap'
-        ? { type: 'asap' }
-        : { type: 'scheduled', datetime: startAt.toISOString() }
-      : params.start_time;
-  await ctx.db.query(
-    `INSERT INTO ${s}.media_buys (media_buy_id, principal_id, buyer_ref, status, brand_manifest,
-       start_time, start_at, end_at, push_notification_config, reporting_webhook, context, task_id,
-       accrued_until, approved_at, held)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)`,
-    [
-      mediaBuyId,
-      principal.principal_id,
-      params.buyer_ref ?? null,
-      needsApproval ? 'pending' : held ? 'paused' : 'active',
-      brandManifest,
-      startTime,
-      startAt,
-      endAt,
-      ctx.request.pushNotificationConfig ?? null,
-      reporting,
-      ctx.request.context ?? null,
-      needsApproval ? ctx.taskId : null,
-      needsApproval ? null : now,
-      needsApproval ? null : now,
-      held,
-    ],
-  );
+  // The controller may have forced this sandbox account's next create into the submitted
+  // arm (force_create_media_buy_arm): the buy then waits like one under review.
+  const forced = sandboxAccount
+    ? await takeForcedCreateArm(ctx.db, s, principal.principal_id)
+    : null;
+  const needsApproval = forced !== null || (ctx.settings.approval !== 'never' && !sandboxAccount);
+  return { needsApproval, forced };
+}
+
+/** The buy's packages (in request order) and the creatives each names. */
+async function insertPackages(
+  ctx: TaskContext,
+  mediaBuyId: string,
+  planned: PlannedPackage[],
+): Promise<void> {
+  const s = ctx.schema;
   for (const { pkg, option, rate, index } of planned) {
     const packageId = newPackageId();
     await ctx.db.query(
       `INSERT INTO ${s}.packages (package_id, media_buy_id, buyer_ref, product_id, pricing_option_id,
-         pricing_model, rate, budget, bid_price, targeting_overlay, position, paused)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
+         pricing_model, rate, budget, bid_price, targeting_overlay, position, paused,
+         measurement_terms)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
       [
         packageId,
         mediaBuyId,
@@ -284,6 +297,7 @@ export async function createMediaBuy(
         pkg.targeting_overlay ?? null,
         index,
         pkg.paused ?? false,
+        pkg.measurement_terms ?? null,
       ],
     );
     const creativeIds = packageCreativeIds(pkg);
@@ -291,6 +305,52 @@ export async function createMediaBuy(
       await assignCreatives(ctx, packageId, creativeIds, `packages[${index}].creative_ids`);
     }
   }
+}
+
+export async function createMediaBuy(
+  params: CreateMediaBuyRequest,
+  ctx: TaskContext,
+): Promise<HandlerOutcome> {
+  const s = ctx.schema;
+  const principal = ctx.principal!;
+  const now = ctx.clock.now();
+  const brandManifest = await checkBuyer(params, ctx);
+  const { startAt, endAt, planned, reporting } = await checkRequest(params, ctx, now);
+  const { needsApproval, forced } = await reviewPath(params, ctx);
+  const taskId = forced?.task_id ?? ctx.taskId;
+  const held = params.paused === true;
+  const mediaBuyId = newMediaBuyId();
+  const startTime =
+    typeof params.start_time === 'string'
+      ? params.start_time === 'asap'
+        ? { type: 'asap' }
+        : { type: 'scheduled', datetime: startAt.toISOString() }
+      : params.start_time;
+  await ctx.db.query(
+    `INSERT INTO ${s}.media_buys (media_buy_id, principal_id, buyer_ref, status, brand_manifest,
+       start_time, start_at, end_at, push_notification_config, reporting_webhook, context, task_id,
+       accrued_until, approved_at, held, went_live)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$15 AND NOT $16)`,
+    [
+      mediaBuyId,
+      principal.principal_id,
+      params.buyer_ref ?? null,
+      needsApproval ? 'pending' : held ? 'paused' : 'active',
+      brandManifest,
+      startTime,
+      startAt,
+      endAt,
+      ctx.request.pushNotificationConfig ?? null,
+      reporting,
+      ctx.request.context ?? null,
+      needsApproval ? taskId : null,
+      needsApproval ? null : now,
+      needsApproval ? null : now,
+      held,
+      needsApproval,
+    ],
+  );
+  await insertPackages(ctx, mediaBuyId, planned);
   if (ctx.request.pushNotificationConfig || reporting) {
     await ctx.notifications.mediaBuyChannelsConfigured({
       mediaBuyId,
@@ -306,16 +366,26 @@ export async function createMediaBuy(
   }
   if (!needsApproval) {
     const buy = await loadBuy(ctx.db, s, mediaBuyId, principal.principal_id);
-    return { status: 'completed', body: await buyResponse(ctx.db, s, buy) };
+    return {
+      status: 'completed',
+      body: {
+        ...(await buyResponse(ctx.db, s, buy, now, ctx.request.release)),
+        ...echoKey(params),
+      },
+    };
   }
   // The published submitted envelope: no media_buy_id or packages until the task completes.
   return {
     status: 'submitted',
-    body: { message: 'media buy received; it is pending seller approval' },
+    body: {
+      message: forced?.message ?? 'media buy received; it is pending seller approval',
+      ...echoKey(params),
+    },
     async: {
       runAfterMs: ctx.settings.taskStepMs,
       resourceId: mediaBuyId,
       state: { phase: 'review' },
+      ...(forced ? { taskId } : {}),
     },
   };
 }
@@ -329,6 +399,7 @@ export async function activateBuy(
 ): Promise<void> {
   await db.query(
     `UPDATE ${schema}.media_buys SET status = CASE WHEN held THEN 'paused' ELSE 'active' END,
+       went_live = held,
        approved_at = $2, accrued_until = $2, revision = revision + 1, updated_at = now()
       WHERE media_buy_id = $1`,
     [buy.media_buy_id, now],
@@ -342,12 +413,12 @@ export async function advanceCreate(task: StoredTask, ctx: TaskContext): Promise
   if (buy.status === 'canceled') {
     return {
       status: 'canceled',
-      result: await buyResponse(ctx.db, s, buy),
+      result: await buyResponse(ctx.db, s, buy, ctx.clock.now()),
       message: 'media buy canceled',
     };
   }
   if (buy.status !== 'pending') {
-    return { status: 'completed', result: await buyResponse(ctx.db, s, buy) };
+    return { status: 'completed', result: await buyResponse(ctx.db, s, buy, ctx.clock.now()) };
   }
   const approval = ctx.settings.approval;
   if (task.status === 'submitted') {
@@ -364,7 +435,7 @@ export async function advanceCreate(task: StoredTask, ctx: TaskContext): Promise
     const fresh = await loadBuy(ctx.db, s, buy.media_buy_id, null);
     return {
       status: 'completed',
-      result: await buyResponse(ctx.db, s, fresh),
+      result: await buyResponse(ctx.db, s, fresh, ctx.clock.now()),
       message: 'media buy approved',
     };
   }

@@ -60,7 +60,12 @@ export class MediaBuyOperator {
         'completed',
         'media buy approved',
       );
-      return buyResponse(db, schema, await loadBuy(db, schema, mediaBuyId, null));
+      return buyResponse(
+        db,
+        schema,
+        await loadBuy(db, schema, mediaBuyId, null),
+        this.deps.clock.now(),
+      );
     });
   }
 
@@ -81,7 +86,7 @@ export class MediaBuyOperator {
         [mediaBuyId],
       );
       const fresh = await loadBuy(db, schema, mediaBuyId, null);
-      const result = { ...(await buyResponse(db, schema, fresh)), reason };
+      const result = { ...(await buyResponse(db, schema, fresh, this.deps.clock.now())), reason };
       await closeCreateTask({ db, ...this.deps }, this.deps.tasks, buy, 'rejected', reason, result);
       await this.deps.notifications.mediaBuyTerminal({
         mediaBuyId,

@@ -41,6 +41,8 @@ export interface BuyRow {
   revision: number;
   /** Created with `paused: true`: approval makes it paused rather than active. */
   held: boolean;
+  /** Has been active or paused on the wire: never pending_creatives/pending_start again. */
+  went_live: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -58,6 +60,8 @@ export interface PackageRow {
   targeting_overlay: Record<string, unknown> | null;
   paused: boolean;
   position: number;
+  /** The buyer's accepted measurement_terms, if it proposed any. */
+  measurement_terms: Record<string, unknown> | null;
 }
 
 export function newMediaBuyId(): string {
@@ -117,7 +121,7 @@ export async function loadPackages(
   const { rows } = await db.query<PackageRow>(
     `SELECT package_id, media_buy_id, buyer_ref, product_id, pricing_option_id, pricing_model,
             rate::float8 AS rate, budget::float8 AS budget, bid_price::float8 AS bid_price,
-            targeting_overlay, paused, position
+            targeting_overlay, paused, position, measurement_terms
        FROM ${schema}.packages WHERE media_buy_id = ANY($1) ORDER BY media_buy_id, position`,
     [mediaBuyIds],
   );
@@ -140,14 +144,23 @@ export async function assignmentsOf(
 }
 
 /**
- * The published status of a buy. A buy awaiting seller approval is provisional
- * (`confirmed_at: null`): `pending_creatives` until creatives are assigned, then
- * `pending_start`. A reporting delay is ours: the buy is still `active`.
+ * The published status of a buy (the lifecycle graph of `media-buy-status.json`). A buy
+ * that is not live yet (awaiting seller approval, or approved and never yet active or
+ * paused on the wire) is `pending_creatives` until creatives are assigned, then
+ * `pending_start` until its flight starts; an approved one with creatives is `active`
+ * from the flight start on. A reporting delay is ours: the buy is still `active`.
  */
-export function wireBuyStatus(status: string, hasCreatives: boolean): string {
-  if (status === 'pending') return hasCreatives ? 'pending_start' : 'pending_creatives';
-  if (status === 'reporting_delayed') return 'active';
-  return status;
+export function wireBuyStatus(
+  buy: Pick<BuyRow, 'status' | 'start_at' | 'went_live'>,
+  hasCreatives: boolean,
+  now: Date,
+): string {
+  const live = buy.status === 'active' || buy.status === 'reporting_delayed';
+  if (buy.status === 'pending' || (live && !buy.went_live)) {
+    if (!hasCreatives) return 'pending_creatives';
+    if (buy.status === 'pending' || now.getTime() < buy.start_at.getTime()) return 'pending_start';
+  }
+  return live ? 'active' : buy.status;
 }
 
 export function packageView(p: PackageRow, creativeIds: string[] = []): Record<string, unknown> {
@@ -164,6 +177,7 @@ export function packageView(p: PackageRow, creativeIds: string[] = []): Record<s
   if (p.buyer_ref !== null) out.buyer_ref = p.buyer_ref;
   if (p.bid_price !== null) out.bid_price = p.bid_price;
   if (p.targeting_overlay) out.targeting_overlay = p.targeting_overlay;
+  if (p.measurement_terms) out.measurement_terms = p.measurement_terms;
   return out;
 }
 

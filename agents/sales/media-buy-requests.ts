@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { BrandManifestSchema, DateSchema, DateTimeSchema } from '../runtime/validation.js';
 import { PaginationRequestSchema } from './cursor.js';
+import { MeasurementTermsSchema } from './media-buy-terms.js';
 
 export const positive = (what: string) =>
   z.number({ error: `${what} must be a number` }).refine((n) => n > 0 && Number.isFinite(n), {
@@ -29,6 +30,7 @@ const PackageSchema = z.looseObject({
   creative_ids: z.array(z.string().min(1).max(255)).max(100).optional(),
   creatives: CreativeAssignmentsSchema.optional(),
   creative_assignments: CreativeAssignmentsSchema.optional(),
+  measurement_terms: MeasurementTermsSchema.optional(),
 });
 export type PackageRequest = z.output<typeof PackageSchema>;
 
@@ -60,41 +62,64 @@ export const StartTimeSchema = z.union(
   { error: 'start_time must be "asap" or an ISO 8601 date-time' },
 );
 
-export const CreateMediaBuySchema = z.looseObject({
-  buyer_ref: z.string().min(1).max(255).optional(),
-  /** Required unless the published `brand: {domain}` names the brand. */
-  brand_manifest: BrandManifestSchema.optional(),
-  brand: z
-    .looseObject({
-      domain: z.string().regex(/^[A-Za-z0-9.-]{1,253}$/, 'domain must be a host name'),
-    })
-    .optional(),
-  /** `{account_id}`, or the natural key `{brand, operator}` (accepted; one account per principal). */
-  account: z
-    .union([
-      z.looseObject({ account_id: z.string().min(1).max(128) }),
-      z.looseObject({ brand: z.looseObject({}), operator: z.string().min(1).max(253) }),
-    ])
-    .optional(),
-  total_budget: z
-    .looseObject({
-      amount: positive('total_budget.amount'),
-      currency: z.string().regex(/^[A-Z]{3}$/),
-    })
-    .optional(),
-  proposal_id: z.string().min(1).max(255).optional(),
-  packages: z.array(PackageSchema).min(1, 'at least one package is required').max(50),
-  start_time: StartTimeSchema,
-  end_time: z.union([DateTimeSchema, DateSchema], {
-    error: 'end_time must be an ISO 8601 date-time',
-  }),
-  /** Published: create the buy with delivery held. */
-  paused: z.boolean().optional(),
-  push_notification_config: z.unknown().optional(),
-  reporting_webhook: z.unknown().optional(),
-  idempotency_key: z.string().optional(),
-  context: z.unknown().optional(),
-});
+/**
+ * The published request requires `idempotency_key` on create/update_media_buy; the spec's
+ * older forms had none and stay accepted without it. A request is in the older form when it
+ * uses an older-only member (create: `buyer_ref`, `brand_manifest`, `start_time` as an
+ * object; update: `updates{}`). Checked with the other members (`when`), so a request
+ * missing the key and wrong elsewhere names every offending field at once.
+ */
+const KEY_REQUIRED = {
+  message: 'idempotency_key is required (a unique key per distinct request, stable across retries)',
+  path: ['idempotency_key'],
+  params: { keyword: 'required' },
+  when: () => true,
+};
+
+export const CreateMediaBuySchema = z
+  .looseObject({
+    buyer_ref: z.string().min(1).max(255).optional(),
+    /** Required unless the published `brand: {domain}` names the brand. */
+    brand_manifest: BrandManifestSchema.optional(),
+    brand: z
+      .looseObject({
+        domain: z.string().regex(/^[A-Za-z0-9.-]{1,253}$/, 'domain must be a host name'),
+      })
+      .optional(),
+    /** `{account_id}`, or the natural key `{brand, operator}` (accepted; one account per principal). */
+    account: z
+      .union([
+        z.looseObject({ account_id: z.string().min(1).max(128) }),
+        z.looseObject({ brand: z.looseObject({}), operator: z.string().min(1).max(253) }),
+      ])
+      .optional(),
+    total_budget: z
+      .looseObject({
+        amount: positive('total_budget.amount'),
+        currency: z.string().regex(/^[A-Z]{3}$/),
+      })
+      .optional(),
+    proposal_id: z.string().min(1).max(255).optional(),
+    packages: z.array(PackageSchema).min(1, 'at least one package is required').max(50),
+    start_time: StartTimeSchema,
+    end_time: z.union([DateTimeSchema, DateSchema], {
+      error: 'end_time must be an ISO 8601 date-time',
+    }),
+    /** Published: create the buy with delivery held. */
+    paused: z.boolean().optional(),
+    push_notification_config: z.unknown().optional(),
+    reporting_webhook: z.unknown().optional(),
+    idempotency_key: z.string().optional(),
+    context: z.unknown().optional(),
+  })
+  .refine(
+    (v) =>
+      v.idempotency_key !== undefined ||
+      v.buyer_ref !== undefined ||
+      v.brand_manifest !== undefined ||
+      (typeof v.start_time === 'object' && v.start_time !== null),
+    KEY_REQUIRED,
+  );
 export type CreateMediaBuyRequest = z.output<typeof CreateMediaBuySchema>;
 
 export function startInstant(start: z.output<typeof StartTimeSchema>, now: Date): Date {
@@ -122,35 +147,37 @@ const PackageUpdateSchema = z.looseObject({
   targeting_overlay: z.record(z.string(), z.unknown()).optional(),
 });
 
-export const UpdateMediaBuySchema = z.looseObject({
-  media_buy_id: z.string().min(1).max(255),
-  account: z.looseObject({}).optional(),
-  /** Published: the revision the buyer last saw; a different one is a conflict. */
-  revision: z.number().int().min(1).optional(),
-  /** Published top-level members. */
-  paused: z.boolean().optional(),
-  canceled: z.boolean().optional(),
-  cancellation_reason: z.string().max(1000).optional(),
-  end_time: DateTimeSchema.optional(),
-  packages: z.array(PackageUpdateSchema).max(50).optional(),
-  /** The spec's older form. */
-  updates: z
-    .looseObject({
-      budget_change: z
-        .number()
-        .refine(Number.isFinite, 'budget_change must be a finite number')
-        .optional(),
-      end_time: DateTimeSchema.optional(),
-      status: z.enum(['active', 'paused', 'canceled']).optional(),
-      targeting: z.record(z.string(), z.unknown()).optional(),
-      packages: z.array(PackageUpdateSchema).optional(),
-    })
-    .optional(),
-  push_notification_config: z.unknown().optional(),
-  reporting_webhook: z.unknown().optional(),
-  idempotency_key: z.string().optional(),
-  context: z.unknown().optional(),
-});
+export const UpdateMediaBuySchema = z
+  .looseObject({
+    media_buy_id: z.string().min(1).max(255),
+    account: z.looseObject({}).optional(),
+    /** Published: the revision the buyer last saw; a different one is a conflict. */
+    revision: z.number().int().min(1).optional(),
+    /** Published top-level members. */
+    paused: z.boolean().optional(),
+    canceled: z.boolean().optional(),
+    cancellation_reason: z.string().max(1000).optional(),
+    end_time: DateTimeSchema.optional(),
+    packages: z.array(PackageUpdateSchema).max(50).optional(),
+    /** The spec's older form. */
+    updates: z
+      .looseObject({
+        budget_change: z
+          .number()
+          .refine(Number.isFinite, 'budget_change must be a finite number')
+          .optional(),
+        end_time: DateTimeSchema.optional(),
+        status: z.enum(['active', 'paused', 'canceled']).optional(),
+        targeting: z.record(z.string(), z.unknown()).optional(),
+        packages: z.array(PackageUpdateSchema).optional(),
+      })
+      .optional(),
+    push_notification_config: z.unknown().optional(),
+    reporting_webhook: z.unknown().optional(),
+    idempotency_key: z.string().optional(),
+    context: z.unknown().optional(),
+  })
+  .refine((v) => v.idempotency_key !== undefined || v.updates !== undefined, KEY_REQUIRED);
 export type UpdateMediaBuyRequest = z.output<typeof UpdateMediaBuySchema>;
 
 /** One package change, with where it came from in the request (for error fields). */

@@ -5,12 +5,13 @@
  * settled up to now first, and the buy's revision goes up by one.
  */
 import { taskError, type AnyTaskErrorCode } from '../runtime/errors.js';
+import type { AgentClock } from '../runtime/clock.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, HandlerOutcome, TaskContext } from '../runtime/types.js';
 import type { PoolClient } from '../../shared/infra/pg.js';
 import { assignCreatives } from './creatives.js';
 import { accrueBuy } from './delivery-simulator.js';
-import { checkReportingWebhook, productsById } from './media-buy-create.js';
+import { checkReportingWebhook, echoKey, productsById } from './media-buy-create.js';
 import {
   loadBuy,
   loadPackages,
@@ -35,7 +36,7 @@ const TRANSITIONS: Record<string, string[]> = {
 
 /** Ends the open create task of a buy (cancel, reject, approve). */
 export async function closeCreateTask(
-  ctx: { db: PoolClient; schema: string; notifications: AgentNotifications },
+  ctx: { db: PoolClient; schema: string; notifications: AgentNotifications; clock: AgentClock },
   tasks: TaskStore,
   buy: BuyRow,
   status: 'completed' | 'canceled' | 'rejected',
@@ -49,7 +50,11 @@ export async function closeCreateTask(
   await tasks.transition(
     ctx.db,
     task,
-    { status, result: result ?? (await buyResponse(ctx.db, ctx.schema, fresh)), message },
+    {
+      status,
+      result: result ?? (await buyResponse(ctx.db, ctx.schema, fresh, ctx.clock.now())),
+      message,
+    },
     ctx.notifications,
   );
 }
@@ -145,7 +150,9 @@ async function applyStatus(
     });
   }
   await ctx.db.query(
-    `UPDATE ${ctx.schema}.media_buys SET status = $2, updated_at = now()${resumes ? ', accrued_until = $3' : ''}
+    // A pause or resume makes the buy live on the wire (no way back to pending_*).
+    `UPDATE ${ctx.schema}.media_buys SET status = $2, updated_at = now(),
+       went_live = went_live OR $2 IN ('active', 'paused')${resumes ? ', accrued_until = $3' : ''}
       WHERE media_buy_id = $1`,
     resumes ? [buy.media_buy_id, status.value, now] : [buy.media_buy_id, status.value],
   );
@@ -265,12 +272,13 @@ export async function updateMediaBuy(
     buy.media_buy_id,
   ]);
   const fresh = await loadBuy(ctx.db, s, buy.media_buy_id, null);
+  const applied = { changes_applied: changed, implementation_date: now.toISOString() };
   return {
     status: 'completed',
     body: {
-      ...(await buyResponse(ctx.db, s, fresh)),
-      changes_applied: changed,
-      implementation_date: now.toISOString(),
+      ...(await buyResponse(ctx.db, s, fresh, now, ctx.request.release)),
+      ...applied,
+      ...echoKey(params),
     },
   };
 }

@@ -20,11 +20,15 @@ import {
 } from './media-buy-records.js';
 import { internalStatuses, type GetMediaBuysRequest } from './media-buy-requests.js';
 
+/** The release whose buyers read a buy's status from top-level `status`. */
+export const LEGACY_STATUS_RELEASE = '3.0';
+
 /** The members create, update and get_media_buys share for one buy. */
 function buyCore(
   buy: BuyRow,
   packages: PackageRow[],
   assigned: Map<string, string[]>,
+  now: Date,
 ): Record<string, unknown> {
   const hasCreatives = packages.some((p) => (assigned.get(p.package_id) ?? []).length > 0);
   return {
@@ -35,15 +39,23 @@ function buyCore(
     currency: buy.currency,
     total_budget: round2(packages.reduce((a, p) => a + p.budget, 0)),
     packages: packages.map((p) => packageView(p, assigned.get(p.package_id))),
-    _status: wireBuyStatus(buy.status, hasCreatives),
+    _status: wireBuyStatus(buy, hasCreatives, now),
   };
 }
 
-/** The full response of create/update (and the create task's result): the buy as it stands. */
+/**
+ * The full response of create/update (and the create task's result): the buy as it stands.
+ * Its status is `media_buy_status` (3.1+; top-level `status` is the task's). A buyer pinned
+ * to 3.0 (`release`) reads the buy's status from top-level `status` (the 3.0 schema; 3.1
+ * keeps it, deprecated, with the same value as `media_buy_status`; adcp#4895): it gets both,
+ * and top-level `status` replaces the task status the dispatcher would put there.
+ */
 export async function buyResponse(
   db: Pick<PoolClient, 'query'>,
   schema: string,
   buy: BuyRow,
+  now: Date,
+  release?: string,
 ): Promise<Record<string, unknown>> {
   const packages = await loadPackages(db, schema, [buy.media_buy_id]);
   const assigned = await assignmentsOf(
@@ -51,8 +63,12 @@ export async function buyResponse(
     schema,
     packages.map((p) => p.package_id),
   );
-  const { _status, ...core } = buyCore(buy, packages, assigned);
-  return { ...core, media_buy_status: _status };
+  const { _status, ...core } = buyCore(buy, packages, assigned, now);
+  return {
+    ...core,
+    media_buy_status: _status,
+    ...(release === LEGACY_STATUS_RELEASE ? { status: _status } : {}),
+  };
 }
 
 export async function getMediaBuys(params: GetMediaBuysRequest, ctx: TaskContext) {
@@ -92,12 +108,14 @@ export async function getMediaBuys(params: GetMediaBuysRequest, ctx: TaskContext
     [ids],
   );
   const out = [];
+  const now = ctx.clock.now();
   for (const { total: _total, ...b } of rows) {
     const imps = impairments.filter((i) => i.media_buy_id === b.media_buy_id).map((i) => i.body);
     const { _status, ...core } = buyCore(
       b,
       packages.filter((p) => p.media_buy_id === b.media_buy_id),
       assigned,
+      now,
     );
     const view: Record<string, unknown> = {
       ...core,

@@ -269,6 +269,17 @@ AGENT_MIGRATIONS.push({
       PRIMARY KEY (agent, principal_id, account_key, kind, fixture_id));`,
 });
 
+// The published lifecycle's pending states (sales media buys): `went_live` marks a buy that
+// has been active or paused on the wire (a pause, a resume, a forced status), after which
+// it never reads as pending_creatives/pending_start again (no such edge in the graph); a
+// package keeps the measurement_terms the seller accepted.
+AGENT_MIGRATIONS.push({
+  id: '005_media_buy_lifecycle',
+  sql: (s) => `
+    ALTER TABLE ${s}.media_buys ADD COLUMN went_live boolean NOT NULL DEFAULT false;
+    ALTER TABLE ${s}.packages ADD COLUMN measurement_terms jsonb;`,
+});
+
 // The sales agent's proposals (get_products brief -> refine -> finalize) and the creative
 // agent's own creative library (sync_creatives / list_creatives at the creative agent).
 AGENT_MIGRATIONS.push({

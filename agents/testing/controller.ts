@@ -14,6 +14,11 @@ import type { AgentKind } from '../auth/principal.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { isSandboxPrincipal, putFixture, SESSION } from './sandbox.js';
+import {
+  forceCreateMediaBuyArm,
+  forceMediaBuyStatus,
+  simulateBudgetSpend,
+} from './media-buy-lifecycle.js';
 import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
 import { refuse, str } from './replies.js';
 import { CONTROLLER_SCENARIOS } from './scenarios.js';
@@ -68,6 +73,7 @@ const ENTITY_OF: Record<string, { param: string; holder: AgentKind }> = {
   force_account_status: { param: 'account_id', holder: 'sales' },
   force_media_buy_status: { param: 'media_buy_id', holder: 'sales' },
   simulate_delivery: { param: 'media_buy_id', holder: 'sales' },
+  simulate_budget_spend: { param: 'media_buy_id', holder: 'sales' },
 };
 
 // Members spelled out: buyers' SDKs strip what a tool's input schema does not declare.
@@ -95,6 +101,7 @@ const ControllerSchema = z.looseObject({
       task_id: z.unknown().optional(),
       session_id: z.unknown().optional(),
       arm: z.unknown().optional(),
+      message: z.unknown().optional(),
       result: z.unknown().optional(),
       spend_percentage: z.unknown().optional(),
       impressions: z.unknown().optional(),
@@ -402,6 +409,12 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return seedMediaBuy(req, ctx);
     case 'simulate_delivery':
       return simulateDelivery(req, ctx);
+    case 'force_media_buy_status':
+      return forceMediaBuyStatus(req, ctx);
+    case 'force_create_media_buy_arm':
+      return forceCreateMediaBuyArm(req, ctx);
+    case 'simulate_budget_spend':
+      return simulateBudgetSpend(req, ctx);
     default:
       return seedCreativeFormat(req, ctx);
   }

@@ -6,7 +6,10 @@ import type { TaskContext } from '../runtime/types.js';
 import type { ControllerRequest } from './controller.js';
 import { refuse, str } from './replies.js';
 
-/** Published media-buy statuses a seeded buy may take -> ours (pending = not started yet). */
+/**
+ * Published media-buy statuses a seeded buy may take -> ours (pending = not started yet). A
+ * buy seeded active or paused is live: it never reads as pending_* (media-buy-records.ts).
+ */
 const SEED_BUY_STATUS: Record<string, string> = {
   pending_creatives: 'pending',
   pending_start: 'pending',
@@ -60,9 +63,10 @@ export async function seedMediaBuy(req: ControllerRequest, ctx: TaskContext) {
   }
   const { rowCount } = await ctx.db.query(
     `INSERT INTO ${ctx.schema}.media_buys (media_buy_id, principal_id, status, brand_manifest,
-       start_time, start_at, end_at, currency, approved_at)
-     VALUES ($1, $2, $3, '{}', $4, $5, $6, $7, now())
+       start_time, start_at, end_at, currency, approved_at, went_live)
+     VALUES ($1, $2, $3, '{}', $4, $5, $6, $7, now(), $3 IN ('active', 'paused'))
      ON CONFLICT (media_buy_id) DO UPDATE SET status = EXCLUDED.status,
+       went_live = ${ctx.schema}.media_buys.went_live OR EXCLUDED.went_live,
        start_time = EXCLUDED.start_time, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at,
        currency = EXCLUDED.currency, updated_at = now()
      WHERE ${ctx.schema}.media_buys.principal_id = EXCLUDED.principal_id`,

@@ -83,3 +83,21 @@ export async function sandboxFixtures(
   );
   return rows.length > 0 ? rows.map((r) => ({ id: r.fixture_id, data: r.data })) : null;
 }
+
+/** The fixture kind of force_create_media_buy_arm's directive (one per principal). */
+export const CREATE_ARM_KIND = 'create_media_buy_arm';
+
+/** The arm forced for this principal's next create, taken (it applies once); null if none. */
+export async function takeForcedCreateArm(
+  db: Db,
+  schema: string,
+  principalId: string,
+): Promise<{ task_id: string; message?: string } | null> {
+  const { rows } = await db.query<{ data: { task_id: string; message?: string } }>(
+    `DELETE FROM ${schema}.sandbox_fixtures
+      WHERE agent = 'sales' AND principal_id = $1 AND account_key = $2 AND kind = $3
+      RETURNING data`,
+    [principalId, SESSION, CREATE_ARM_KIND],
+  );
+  return rows[0]?.data ?? null;
+}

@@ -8,12 +8,15 @@ import type { AgentKind } from '../auth/principal.js';
 export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
   sales: [
     'force_account_status',
+    'force_create_media_buy_arm',
     'force_creative_status',
+    'force_media_buy_status',
     'seed_creative',
     'seed_creative_format',
     'seed_media_buy',
     'seed_product',
     'seed_pricing_option',
+    'simulate_budget_spend',
     'simulate_delivery',
   ],
   creative: ['seed_creative', 'seed_creative_format'],

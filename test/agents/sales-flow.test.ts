@@ -126,7 +126,7 @@ t.test('typical sales flow with approval, webhooks and delivery', async (t) => {
   t.equal(polled.task_type, 'create_media_buy');
 
   const approved = await h.core.operator.approve(mediaBuyId);
-  t.equal(approved.media_buy_status, 'active');
+  t.equal(approved.media_buy_status, 'pending_creatives', 'approved; no creatives assigned yet');
   const statuses = h.notifications.of('taskStatusChanged');
   t.same(
     statuses.map((s) => s.status),
@@ -142,7 +142,7 @@ t.test('typical sales flow with approval, webhooks and delivery', async (t) => {
     t.equal(s.mediaBuyId, mediaBuyId);
   }
   t.same((statuses[0]!.result as Record<string, unknown>).current_step, 'inventory_review');
-  t.equal((statuses[1]!.result as Record<string, unknown>).media_buy_status, 'active');
+  t.equal((statuses[1]!.result as Record<string, unknown>).media_buy_status, 'pending_creatives');
   const done = await h.ok(
     'sales',
     'get_task_status',
@@ -375,7 +375,7 @@ t.test('automatic approval after the configured delay', async (t) => {
     await h.core.dispatcher.authenticate('sales', buyer(h)),
   );
   t.equal(view.status, 'completed');
-  t.equal(view.result?.media_buy_status, 'active');
+  t.equal(view.result?.media_buy_status, 'pending_creatives');
 });
 
 t.test('no approval: the initial response is terminal and nothing is notified', async (t) => {
@@ -390,7 +390,7 @@ t.test('no approval: the initial response is terminal and nothing is notified', 
   );
   t.equal(created.status, 'completed');
   t.equal(created.task_id, undefined, 'no task id is invented');
-  t.equal(created.media_buy_status, 'active');
+  t.equal(created.media_buy_status, 'pending_creatives');
   h.clock.advance(10_000);
   await h.core.executor.runDue();
   t.same(h.notifications.of('taskStatusChanged'), [], 'terminal initial response: no task webhook');
@@ -557,8 +557,8 @@ t.test('reporting delays: late data for the sender, delivery goes on', async (t)
   const buys = await h.ok('sales', 'get_media_buys', { media_buy_ids: [id] }, c);
   t.equal(
     (buys.media_buys as Array<{ status: string }>)[0]!.status,
-    'active',
-    'a reporting delay is ours: on the wire the buy is still active',
+    'pending_creatives',
+    'a reporting delay is ours: on the wire the buy keeps its published status',
   );
   h.clock.advance(HOUR);
   await h.core.simulator.tick();

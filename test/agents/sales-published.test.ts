@@ -10,6 +10,9 @@ import { TaskError } from '../../shared/errors/task-errors.js';
 import { errorResponse } from '../../agents/runtime/errors.js';
 import { buyer, harness, START } from './support/core.js';
 
+/** A fresh idempotency_key (the published update_media_buy requires one). */
+const uk = () => `upd-${Math.random().toString(36).slice(2, 14)}`;
+
 const HOUR = 3600_000;
 const end = new Date(START + 48 * HOUR).toISOString();
 
@@ -109,7 +112,12 @@ t.test('create in the published form: no buyer_ref, account by natural key, paus
 
   // Top-level update members: resume, then one package paused and re-budgeted.
   const id = created.media_buy_id as string;
-  const resumed = await h.ok('sales', 'update_media_buy', { media_buy_id: id, paused: false }, c);
+  const resumed = await h.ok(
+    'sales',
+    'update_media_buy',
+    { idempotency_key: uk(), media_buy_id: id, paused: false },
+    c,
+  );
   t.equal(resumed.media_buy_status, 'active');
   t.equal(resumed.revision, 2, 'every update is a new revision');
   const pkgId = pkgs[0]!.package_id as string;
@@ -117,6 +125,7 @@ t.test('create in the published form: no buyer_ref, account by natural key, paus
     'sales',
     'update_media_buy',
     {
+      idempotency_key: uk(),
       media_buy_id: id,
       revision: 2,
       packages: [{ package_id: pkgId, budget: 7000, paused: true }],
@@ -128,18 +137,27 @@ t.test('create in the published form: no buyer_ref, account by natural key, paus
   const stale = await h.err(
     'sales',
     'update_media_buy',
-    { media_buy_id: id, revision: 2, paused: true },
+    { idempotency_key: uk(), media_buy_id: id, revision: 2, paused: true },
     c,
   );
   t.match(stale, { code: 'INVALID_STATE', field: 'revision' });
   const ghost = await h.err(
     'sales',
     'update_media_buy',
-    { media_buy_id: id, packages: [{ package_id: 'pkg_ghost', paused: true }] },
+    {
+      idempotency_key: uk(),
+      media_buy_id: id,
+      packages: [{ package_id: 'pkg_ghost', paused: true }],
+    },
     c,
   );
   t.match(ghost, { code: 'PACKAGE_NOT_FOUND', field: 'packages[0].package_id' });
-  const canceled = await h.ok('sales', 'update_media_buy', { media_buy_id: id, canceled: true }, c);
+  const canceled = await h.ok(
+    'sales',
+    'update_media_buy',
+    { idempotency_key: uk(), media_buy_id: id, canceled: true },
+    c,
+  );
   t.equal(canceled.media_buy_status, 'canceled');
 
   // get_media_buys: cursor pagination over three buys.
@@ -275,7 +293,8 @@ t.test('a request matching neither form names every offending field at once', as
   t.equal(bad.status, 400);
   t.same(
     bad.issues?.map((i) => i.pointer),
-    ['/packages/0/budget', '/start_time', '/end_time', '/paused'],
+    ['/packages/0/budget', '/start_time', '/end_time', '/paused', '/idempotency_key'],
+    'the published form without its idempotency_key is named too',
   );
   t.equal(bad.field, 'packages[0].budget', 'field is the first issue');
   t.ok(
@@ -289,6 +308,7 @@ t.test('a request matching neither form names every offending field at once', as
       ['/packages', 'required'],
       ['/start_time', 'required'],
       ['/end_time', 'required'],
+      ['/idempotency_key', 'required'],
     ],
   );
   // On the wire: the published error with issues[], the request's context echoed.
@@ -302,7 +322,13 @@ t.test('a request matching neither form names every offending field at once', as
   const upd = await h.err(
     'sales',
     'update_media_buy',
-    { media_buy_id: 'mb_x', paused: 'no', revision: 0, packages: [{ budget: 0 }] },
+    {
+      idempotency_key: uk(),
+      media_buy_id: 'mb_x',
+      paused: 'no',
+      revision: 0,
+      packages: [{ budget: 0 }],
+    },
     c,
   );
   t.same(
@@ -356,7 +382,7 @@ t.test('the older spec forms still work beside the published ones', async (t) =>
   );
   t.equal(older.status, 'submitted');
   const approved = await h.core.operator.approve(older.task_id as string);
-  t.match(approved, { buyer_ref: 'older-1', media_buy_status: 'active' });
+  t.match(approved, { buyer_ref: 'older-1', media_buy_status: 'pending_creatives' });
   t.equal(
     (approved.packages as Array<{ buyer_ref: string }>)[0]!.buyer_ref,
     'p1',
@@ -372,8 +398,13 @@ t.test('SVC_BRAND=adcp: the same shapes under the protocol brand', async (t) => 
   const products = await h.ok('sales', 'get_products', { buying_mode: 'wholesale' }, c);
   t.ok((products.products as unknown[]).length > 0);
   const created = await h.ok('sales', 'create_media_buy', publishedBuy(), c);
-  t.equal(created.media_buy_status, 'active');
-  const r = await h.call('sales', 'update_media_buy', { media_buy_id: 'mb_nope', paused: true }, c);
+  t.equal(created.media_buy_status, 'pending_creatives', 'approved, no creatives yet');
+  const r = await h.call(
+    'sales',
+    'update_media_buy',
+    { idempotency_key: uk(), media_buy_id: 'mb_nope', paused: true },
+    c,
+  );
   t.ok(r instanceof TaskError && (r.code as string) === 'MEDIA_BUY_NOT_FOUND');
 });
 
@@ -409,10 +440,25 @@ t.test(
 
     const created = await h.ok('sales', 'create_media_buy', publishedBuy(), c);
     const id = created.media_buy_id as string;
-    await h.ok('sales', 'update_media_buy', { media_buy_id: id, canceled: true }, c);
-    const again = await h.err('sales', 'update_media_buy', { media_buy_id: id, canceled: true }, c);
+    await h.ok(
+      'sales',
+      'update_media_buy',
+      { idempotency_key: uk(), media_buy_id: id, canceled: true },
+      c,
+    );
+    const again = await h.err(
+      'sales',
+      'update_media_buy',
+      { idempotency_key: uk(), media_buy_id: id, canceled: true },
+      c,
+    );
     t.match(again, { code: 'NOT_CANCELLABLE', status: 409 });
-    const paused = await h.err('sales', 'update_media_buy', { media_buy_id: id, paused: true }, c);
+    const paused = await h.err(
+      'sales',
+      'update_media_buy',
+      { idempotency_key: uk(), media_buy_id: id, paused: true },
+      c,
+    );
     t.equal(paused.code, 'INVALID_STATE', 'other changes of an ended buy stay INVALID_STATE');
 
     // An unknown product is named even when the flight is also over; reversed dates first.

@@ -5,6 +5,9 @@
 import t from 'tap';
 import { buyer, harness, START } from './support/core.js';
 
+/** A fresh idempotency_key (the published update_media_buy requires one). */
+const uk = () => `upd-${Math.random().toString(36).slice(2, 14)}`;
+
 const CREATIVE = 'http://127.0.0.1:3002';
 const HOUR = 3600_000;
 const display = (id: string) => ({
@@ -61,6 +64,7 @@ t.test('update_media_buy variants', async (t) => {
     'sales',
     'update_media_buy',
     {
+      idempotency_key: uk(),
       media_buy_id: created.media_buy_id,
       updates: {
         end_time: new Date(START + 20 * HOUR).toISOString(),
@@ -92,7 +96,7 @@ t.test('update_media_buy variants', async (t) => {
   await h.ok(
     'sales',
     'update_media_buy',
-    { media_buy_id: created.media_buy_id, updates: { end_time: later } },
+    { idempotency_key: uk(), media_buy_id: created.media_buy_id, updates: { end_time: later } },
     c,
   );
   t.match(
@@ -103,7 +107,7 @@ t.test('update_media_buy variants', async (t) => {
   const removed = await h.ok(
     'sales',
     'update_media_buy',
-    { media_buy_id: created.media_buy_id, reporting_webhook: null },
+    { idempotency_key: uk(), media_buy_id: created.media_buy_id, reporting_webhook: null },
     c,
   );
   t.same(removed.changes_applied, ['reporting_webhook']);
@@ -116,6 +120,7 @@ t.test('update_media_buy variants', async (t) => {
     'sales',
     'update_media_buy',
     {
+      idempotency_key: uk(),
       media_buy_id: created.media_buy_id,
       updates: { end_time: new Date(START + 20 * HOUR).toISOString() },
     },
@@ -150,7 +155,11 @@ t.test('update_media_buy variants', async (t) => {
   const badEnd = await h.err(
     'sales',
     'update_media_buy',
-    { media_buy_id: created.media_buy_id, updates: { end_time: new Date(START).toISOString() } },
+    {
+      idempotency_key: uk(),
+      media_buy_id: created.media_buy_id,
+      updates: { end_time: new Date(START).toISOString() },
+    },
     c,
   );
   t.equal(badEnd.field, 'updates.end_time');
@@ -158,6 +167,7 @@ t.test('update_media_buy variants', async (t) => {
     'sales',
     'update_media_buy',
     {
+      idempotency_key: uk(),
       media_buy_id: created.media_buy_id,
       reporting_webhook: { url: 'https://b.example', reporting_frequency: 'yearly' },
     },
@@ -167,7 +177,11 @@ t.test('update_media_buy variants', async (t) => {
   const badPush = await h.err(
     'sales',
     'update_media_buy',
-    { media_buy_id: created.media_buy_id, push_notification_config: { url: 'not a url' } },
+    {
+      idempotency_key: uk(),
+      media_buy_id: created.media_buy_id,
+      push_notification_config: { url: 'not a url' },
+    },
     c,
   );
   t.equal(badPush.field, 'push_notification_config.url');
@@ -175,6 +189,7 @@ t.test('update_media_buy variants', async (t) => {
     'sales',
     'update_media_buy',
     {
+      idempotency_key: uk(),
       media_buy_id: created.media_buy_id,
       updates: { packages: [{ package_id: pa!.package_id, creative_ids: ['nope'] }] },
     },

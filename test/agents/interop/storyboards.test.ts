@@ -56,53 +56,33 @@ const KNOWN_FAILURES: Record<
   },
   'sales:deterministic_testing': {
     modes: ['seeded'],
-    owner: 'schemas: create_media_buy media_buy_id',
-  },
-  'sales:idempotency': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'schemas: create_media_buy media_buy_id; a missing idempotency_key is INVALID_REQUEST',
+    owner:
+      'formats: force_creative_approved finds no creative (the storyboard creative, image without click_url, fails sync_creatives)',
   },
   'sales:media_buy_seller': {
     modes: ['seeded'],
-    owner: 'schemas: create_media_buy media_buy_id',
-  },
-  'sales:media_buy_seller/create_media_buy_async': {
-    modes: ['seeded'],
-    owner: 'surface (not done): force_create_media_buy_arm',
+    owner:
+      'create_media_buy assigns creative video_30s_trail_pro before the storyboard syncs it (forward creative references not supported: CREATIVE_NOT_FOUND)',
   },
   'sales:media_buy_seller/creative_fate_after_cancellation': {
     modes: ['unseeded'],
     owner: 'schemas: production buys await approval (create_buy has no media_buy_id)',
   },
-  'sales:media_buy_seller/invalid_transitions': {
-    modes: ['unseeded'],
-    owner: 'schemas: create_media_buy media_buy_id',
-  },
-  'sales:media_buy_seller/inventory_list_targeting': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'schemas: create_media_buy media_buy_id, status after create',
-  },
-  'sales:media_buy_seller/measurement_terms_rejected': {
-    modes: ['seeded', 'unseeded'],
-    owner: 'schemas: TERMS_REJECTED; create_media_buy media_buy_id',
-  },
   'sales:media_buy_seller/pending_creatives_to_start': {
     modes: ['seeded', 'unseeded'],
-    owner: 'schemas: pending_creatives status; media_buy_id',
-  },
-  'sales:media_buy_state_machine': {
-    modes: ['unseeded'],
-    owner: 'schemas: a production buy awaits seller approval (submitted, no media_buy_id)',
-  },
-  'sales:schema_validation': {
-    modes: ['unseeded'],
-    owner: 'schemas: past start_time (INVALID_REQUEST or adjusted); production buys await approval',
+    owner:
+      'formats: the storyboard creative (image, no click_url) fails sync_creatives, so its assignment is CREATIVE_NOT_FOUND; the status part passes',
   },
   'sales:webhook_emission': {
     modes: ['seeded', 'unseeded'],
-    owner: 'schemas: the test kit create_media_buy (product test-product) must be accepted',
+    owner:
+      'spec decision: the storyboard awaits a webhook for a create that answered completed inline, which service-spec (States: no webhook after a terminal initial response) forbids; the test-product part is fixed (product discovery)',
   },
 };
+
+// Every selected storyboard runs to its end now (webhook_emission alone waits 30 s for its
+// webhook per mode): well past the default file timeout on a shared machine.
+t.setTimeout(600_000);
 
 const AGENTS: AgentKind[] = ['sales', 'creative', 'signals'];
 

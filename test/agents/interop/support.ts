@@ -16,7 +16,13 @@ interface T {
 
 /**
  * `svc start` in-process with SVC_BRAND=adcp; `testController: false` is a production
- * deployment; `approval`: SVC_AGENTS_APPROVAL (default '0': approved at once).
+ * deployment; `approval`: SVC_AGENTS_APPROVAL. A production seller's demo buyer is no
+ * sandbox account, so its buys would await approval (submitted, no media_buy_id) while the
+ * storyboards read media_buy_id from the immediate answer: unless told otherwise the
+ * production posture runs as a seller that needs no human approval
+ * (SVC_AGENTS_APPROVAL=never), the demo deployment approves at once ('0'). The approval
+ * posture has its own tests (sales-flow, e2e/approve, sdk-flows), and the seeded
+ * create_media_buy_async storyboard drives the submitted arm through the controller.
  */
 export async function startAdcpService(
   t: T,
@@ -26,7 +32,7 @@ export async function startAdcpService(
     t,
     {
       SVC_BRAND: 'adcp',
-      SVC_AGENTS_APPROVAL: options.approval ?? '0',
+      SVC_AGENTS_APPROVAL: options.approval ?? (options.testController === false ? 'never' : '0'),
       ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
     },
     options.testController === false ? { settings: { testController: false } } : {},
@@ -83,6 +89,46 @@ const PROBE_TASKS: Record<AgentKind, string | undefined> = {
   signals: 'get_signals',
 };
 
+const ISO_DATE = /^(\d{4})(-\d{2}-\d{2}(?:T.*)?)$/;
+
+/**
+ * The storyboard with its sample flights moved into the future. The 3.0.6 storyboards were
+ * written with 2025-2026 flights that are now past, and the runner replaces a past sample
+ * date with one derived from Date.now() on every call, so two calls meant to be identical
+ * (the idempotency replay) differ. Every 2025+ date of the storyboard's requests moves by
+ * the same whole number of years (their order kept); deliberately ancient dates (2020)
+ * stay as written.
+ */
+export function redated<S>(storyboard: S, now = Date.now()): S {
+  const copy = structuredClone(storyboard);
+  const dates: Array<{ holder: Record<string, unknown> | unknown[]; key: string | number }> = [];
+  const walk = (v: unknown) => {
+    if (!v || typeof v !== 'object') return;
+    for (const [k, x] of Object.entries(v)) {
+      const m = typeof x === 'string' ? ISO_DATE.exec(x) : null;
+      if (m && Number(m[1]) >= 2025) {
+        dates.push({ holder: v as Record<string, unknown>, key: Array.isArray(v) ? Number(k) : k });
+      } else walk(x);
+    }
+  };
+  walk(copy);
+  const at = (d: (typeof dates)[number]) =>
+    (d.holder as Record<string | number, unknown>)[d.key] as string;
+  const earliest = Math.min(...dates.map((d) => Date.parse(at(d))));
+  if (!(earliest < now)) return copy;
+  let years = 1;
+  while (Date.parse(shiftYear(new Date(earliest).toISOString(), years)) < now) years++;
+  for (const d of dates) {
+    (d.holder as Record<string | number, unknown>)[d.key] = shiftYear(at(d), years);
+  }
+  return copy;
+}
+
+function shiftYear(date: string, years: number): string {
+  const m = ISO_DATE.exec(date)!;
+  return `${Number(m[1]) + years}${m[2]}`;
+}
+
 /**
  * Every storyboard the SDK selects for the agent's declared capabilities, run over MCP
  * against `url`, each bounded by `perStoryboardMs`.
@@ -96,8 +142,10 @@ export async function runSelectedStoryboards(
   const sdk = loadSdkTesting();
   const client = new AgentClient({ agentUrl: url, token });
   let caps: Record<string, unknown>;
+  let products: unknown[] = [];
   try {
     caps = (await client.call('get_adcp_capabilities', {})).body;
+    if (agent === 'sales') products = await discoverProducts(client);
   } finally {
     await client.close();
   }
@@ -126,11 +174,15 @@ export async function runSelectedStoryboards(
     let timer: NodeJS.Timeout | undefined;
     const result = await Promise.race([
       // MCP: the endpoint; A2A: the origin (the runner reads the agent card).
-      sdk.runStoryboard(protocol === 'mcp' ? `${url}/mcp` : url, sb, {
+      sdk.runStoryboard(protocol === 'mcp' ? `${url}/mcp` : url, redated(sb), {
         protocol,
         allow_http: true,
         auth: { type: 'bearer', token },
         webhook_receiver: { mode: 'loopback_mock', host: '127.0.0.1' },
+        // The buyer's discovery: the universal storyboards' sentinel packages
+        // (`test-product` / `test-pricing`) defer to the products discovered (the runner's
+        // request builder), as a buyer that ran get_products first would send.
+        ...(products.length > 0 ? { context: { products } } : {}),
         ...(probeTask ? { test_kit: { auth: { probe_task: probeTask, api_key: token } } } : {}),
       }),
       new Promise<never>((_, reject) => {
@@ -151,6 +203,16 @@ export async function runSelectedStoryboards(
     });
   }
   return { caps, outcomes };
+}
+
+/** What get_products offers the buyer for a plain brief (the discovery a buyer runs first). */
+async function discoverProducts(client: AgentClient): Promise<unknown[]> {
+  const answer = await client.call('get_products', {
+    buying_mode: 'brief',
+    brief: 'display and video inventory',
+  });
+  const products = answer.body.products;
+  return Array.isArray(products) ? products : [];
 }
 
 export function tally(outcomes: StoryboardOutcome[]): Record<StoryboardOutcome['verdict'], number> {

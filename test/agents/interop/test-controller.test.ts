@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { brandProfile } from '../../../shared/brand.js';
-import { buyer, harness as coreHarness } from '../support/core.js';
+import { buyer, harness as coreHarness, pendingBuyId } from '../support/core.js';
 
 const adcp = brandProfile('adcp');
 const harness = (
@@ -30,8 +30,16 @@ t.test('sandbox principals only; production data never changes', async (t) => {
   const caps = await h.ok('sales', 'get_adcp_capabilities', {});
   t.same(
     caps.compliance_testing,
-    { scenarios: ['force_account_status', 'force_creative_status', 'simulate_delivery'] },
-    'seeding scenarios are not declared',
+    {
+      scenarios: [
+        'force_account_status',
+        'force_creative_status',
+        'force_media_buy_status',
+        'simulate_budget_spend',
+        'simulate_delivery',
+      ],
+    },
+    'seeding scenarios and response-arm directives are not declared',
   );
   t.match(caps.account, { sandbox: true });
   const creativeCaps = await h.ok('creative', 'get_adcp_capabilities', {});
@@ -550,4 +558,240 @@ t.test('simulate_delivery: adds to what get_media_buy_delivery reports', async (
     before,
     'refused calls added nothing',
   );
+});
+
+/** A buy of the sandbox buyer, confirmed at once (a named account of a sandbox principal). */
+async function sandboxBuy(
+  h: Awaited<ReturnType<typeof harness>>,
+  extra: Record<string, unknown> = {},
+) {
+  return h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      idempotency_key: `ctl-${Math.random().toString(36).slice(2, 14)}`,
+      brand: { domain: 'acme.example' },
+      account: sandbox,
+      packages: [{ product_id: 'video_olv_news', pricing_option_id: 'olv_news_cpm', budget: 4000 }],
+      start_time: 'asap',
+      end_time: new Date(h.clock.nowMs() + 10 * 86_400_000).toISOString(),
+      ...extra,
+    },
+    buyer(h),
+  );
+}
+
+t.test('force_media_buy_status: along the published lifecycle graph only', async (t) => {
+  const h = await harness(t, { testController: true });
+  const { markDemoPrincipalsSandbox } = await import('../../../agents/testing/sandbox.js');
+  await markDemoPrincipalsSandbox(h.pool, h.schema);
+  const c = buyer(h);
+  const force = (params: Record<string, unknown>) =>
+    h.ok(
+      'sales',
+      'comply_test_controller',
+      { scenario: 'force_media_buy_status', account: sandbox, params },
+      c,
+    );
+  const buy = await sandboxBuy(h);
+  t.equal(buy.media_buy_status, 'pending_creatives');
+  const id = buy.media_buy_id as string;
+  t.match(
+    await force({ media_buy_id: id, status: 'pending_start' }),
+    {
+      success: false,
+      error: 'INVALID_TRANSITION',
+      current_state: 'pending_creatives',
+    },
+    'pending_start follows from creatives, it is not forced',
+  );
+  t.match(await force({ media_buy_id: id, status: 'active' }), {
+    success: true,
+    previous_state: 'pending_creatives',
+    current_state: 'active',
+  });
+  const got = await h.ok('sales', 'get_media_buys', { media_buy_ids: [id] }, c);
+  t.equal((got.media_buys as Array<{ status: string }>)[0]!.status, 'active', 'reflected');
+  t.match(
+    await force({ media_buy_id: id, status: 'active' }),
+    {
+      success: true,
+      previous_state: 'active',
+      current_state: 'active',
+    },
+    'the same status again is a no-op',
+  );
+  t.match(await force({ media_buy_id: id, status: 'completed' }), { success: true });
+  t.same(
+    h.notifications.of('mediaBuyTerminal').map((x) => x.status),
+    ['completed'],
+  );
+  t.match(
+    await force({ media_buy_id: id, status: 'active' }),
+    {
+      success: false,
+      error: 'INVALID_TRANSITION',
+      current_state: 'completed',
+    },
+    'terminal',
+  );
+
+  for (const [name, params] of [
+    ['no id', { status: 'active' }],
+    ['no status', { media_buy_id: id }],
+    ['unknown status', { media_buy_id: id, status: 'live' }],
+    ['status not a string', { media_buy_id: id, status: 3 }],
+  ] as const) {
+    t.match(await force(params), { success: false, error: 'INVALID_PARAMS' }, name);
+  }
+  t.match(await force({ media_buy_id: 'mb_nope', status: 'active' }), {
+    success: false,
+    error: 'NOT_FOUND',
+  });
+
+  // A buy awaiting approval (no account named: not a sandbox account) ends its create task.
+  const pending = await h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      idempotency_key: 'ctl-pending-000001',
+      brand: { domain: 'acme.example' },
+      packages: [{ product_id: 'video_olv_news', pricing_option_id: 'olv_news_cpm', budget: 4000 }],
+      start_time: 'asap',
+      end_time: new Date(h.clock.nowMs() + 86_400_000).toISOString(),
+    },
+    c,
+  );
+  t.equal(pending.status, 'submitted');
+  const pendingId = await pendingBuyId(h, pending.task_id);
+  t.match(await force({ media_buy_id: pendingId, status: 'rejected' }), {
+    success: true,
+    previous_state: 'pending_creatives',
+    current_state: 'rejected',
+  });
+  const task = await h.core.dispatcher.getTask(
+    pending.task_id!,
+    await h.core.dispatcher.authenticate('sales', c),
+  );
+  t.equal(task.status, 'rejected', 'the create task ends with the buy');
+
+  // Another principal's buy does not exist for the controller.
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.media_buys (media_buy_id, principal_id, status, brand_manifest, start_time, start_at, end_at)
+     VALUES ('prod_mb2', 'prod-buyer', 'active', '{}', '"asap"', now(), now() + interval '1 day')`,
+  );
+  t.match(await force({ media_buy_id: 'prod_mb2', status: 'paused' }), {
+    success: false,
+    error: 'NOT_FOUND',
+  });
+});
+
+t.test('force_create_media_buy_arm: the next create answers submitted, once', async (t) => {
+  const h = await harness(t, { testController: true });
+  const { markDemoPrincipalsSandbox } = await import('../../../agents/testing/sandbox.js');
+  await markDemoPrincipalsSandbox(h.pool, h.schema);
+  const c = buyer(h);
+  const arm = (params: Record<string, unknown>) =>
+    h.ok(
+      'sales',
+      'comply_test_controller',
+      { scenario: 'force_create_media_buy_arm', account: sandbox, params },
+      c,
+    );
+  const listed = await h.ok(
+    'sales',
+    'comply_test_controller',
+    { scenario: 'list_scenarios', account: sandbox },
+    c,
+  );
+  t.ok((listed.scenarios as string[]).includes('force_create_media_buy_arm'), 'listed');
+  t.same(
+    await arm({ arm: 'submitted', task_id: 'task_forced_io_1', message: 'Awaiting IO signature' }),
+    {
+      status: 'completed',
+      success: true,
+      forced: { arm: 'submitted', task_id: 'task_forced_io_1' },
+      message:
+        'the next create_media_buy of this sandbox account answers submitted as task_forced_io_1',
+    },
+  );
+  const submitted = await sandboxBuy(h);
+  t.match(submitted, {
+    status: 'submitted',
+    task_id: 'task_forced_io_1',
+    message: 'Awaiting IO signature',
+  });
+  t.notOk('media_buy_id' in submitted, 'no media_buy_id on the submitted arm');
+  t.equal(
+    (await pendingBuyId(h, 'task_forced_io_1')).startsWith('mb_'),
+    true,
+    "the task is the buy's create task",
+  );
+  const next = await sandboxBuy(h);
+  t.equal(next.status, 'completed', 'the directive applied once');
+
+  for (const [name, params] of [
+    ['no arm', {}],
+    ['unknown arm', { arm: 'completed', task_id: 'x' }],
+    ['input-required (not offered)', { arm: 'input-required' }],
+    ['submitted without task_id', { arm: 'submitted' }],
+    ['task_id with a space', { arm: 'submitted', task_id: 'a b' }],
+    ['task_id too long', { arm: 'submitted', task_id: 'x'.repeat(129) }],
+    ['message not a string', { arm: 'submitted', task_id: 'task_ok_2', message: 5 }],
+    ['task id in use', { arm: 'submitted', task_id: 'task_forced_io_1' }],
+  ] as const) {
+    t.match(await arm(params), { success: false, error: 'INVALID_PARAMS' }, name);
+  }
+  t.equal((await sandboxBuy(h)).status, 'completed', 'a refused directive forces nothing');
+});
+
+t.test('simulate_budget_spend: reported spend up to a share of the budget', async (t) => {
+  const h = await harness(t, { testController: true });
+  const { markDemoPrincipalsSandbox } = await import('../../../agents/testing/sandbox.js');
+  await markDemoPrincipalsSandbox(h.pool, h.schema);
+  const c = buyer(h);
+  const spend = (params: Record<string, unknown>) =>
+    h.ok(
+      'sales',
+      'comply_test_controller',
+      { scenario: 'simulate_budget_spend', account: sandbox, params },
+      c,
+    );
+  const buy = await sandboxBuy(h);
+  const id = buy.media_buy_id as string;
+  t.match(await spend({ media_buy_id: id, spend_percentage: 50 }), {
+    success: true,
+    simulated: { spend_percentage: 50, reported_spend: { amount: 2000, currency: 'USD' } },
+    cumulative: { reported_spend: { amount: 2000 } },
+  });
+  t.match(
+    await spend({ media_buy_id: id, spend_percentage: 40 }),
+    {
+      success: true,
+      simulated: { reported_spend: { amount: 0 } },
+    },
+    'spend already past the share stays',
+  );
+  t.match(await spend({ media_buy_id: id, spend_percentage: 100 }), {
+    simulated: { reported_spend: { amount: 2000 } },
+    cumulative: { reported_spend: { amount: 4000 } },
+  });
+  const { rows } = await h.pool.query<{ s: number }>(
+    `SELECT sum(spend)::float8 AS s FROM ${h.schema}.delivery WHERE media_buy_id = $1`,
+    [id],
+  );
+  t.equal(rows[0]!.s, 4000, 'booked as delivery');
+  for (const [name, params] of [
+    ['no percentage', { media_buy_id: id }],
+    ['percentage over 100', { media_buy_id: id, spend_percentage: 101 }],
+    ['percentage negative', { media_buy_id: id, spend_percentage: -1 }],
+    ['percentage not a number', { media_buy_id: id, spend_percentage: '50' }],
+    ['account only', { account_id: 'acc', spend_percentage: 50 }],
+  ] as const) {
+    t.match(await spend(params), { success: false, error: 'INVALID_PARAMS' }, name);
+  }
+  t.match(await spend({ media_buy_id: 'mb_nope', spend_percentage: 5 }), {
+    success: false,
+    error: 'NOT_FOUND',
+  });
 });
