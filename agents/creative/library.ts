@@ -7,13 +7,13 @@
  */
 import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
-import { CreativeSchema, checkAssets, wireAssets } from '../sales/creatives.js';
+import { CreativeSchema, checkedFormat, wireAssets } from '../sales/creatives.js';
 import { decodeCursor, pageInfo, PaginationRequestSchema } from '../sales/cursor.js';
 import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { FormatIdSchema } from '../runtime/validation.js';
-import { FORMAT_TYPES, resolveFormat, sameAgentUrl, type FormatRow } from './formats.js';
+import { FORMAT_TYPES, sameAgentUrl, type FormatRow } from './formats.js';
 
 /** Library creatives need no review here: a stored creative is `approved` at once. */
 const STORED = 'approved';
@@ -29,19 +29,20 @@ const SyncLibrarySchema = z.looseObject({
   context: z.unknown().optional(),
 });
 
-const LIBRARY_STATUSES = [
+/** The published creative-status enum (the library's and the test controller's). */
+export const CREATIVE_STATUSES = [
   'processing',
   'pending_review',
   'approved',
   'suspended',
   'rejected',
   'archived',
-];
+] as const;
 
 const ListLibrarySchema = z.looseObject({
   filters: z
     .looseObject({
-      statuses: z.array(z.enum(LIBRARY_STATUSES)).min(1).optional(),
+      statuses: z.array(z.enum(CREATIVE_STATUSES)).min(1).optional(),
       creative_ids: z.array(z.string().min(1)).min(1).max(500).optional(),
       format_ids: z.array(FormatIdSchema).min(1).max(100).optional(),
       name_contains: z.string().min(1).max(200).optional(),
@@ -52,28 +53,6 @@ const ListLibrarySchema = z.looseObject({
   pagination: PaginationRequestSchema.optional(),
   account: z.looseObject({}).optional(),
 });
-
-/** The creative's format, or the TaskError that fails only this creative. */
-async function libraryFormat(
-  ctx: TaskContext,
-  c: z.output<typeof CreativeSchema>,
-  i: number,
-): Promise<FormatRow | TaskError> {
-  try {
-    const format = await resolveFormat(
-      ctx.db,
-      ctx.schema,
-      c.format_id,
-      ctx.settings.urls.creative,
-      `creatives[${i}].format_id`,
-    );
-    checkAssets(format, c.assets, `creatives[${i}].assets`);
-    return format;
-  } catch (err) {
-    if (err instanceof TaskError) return err;
-    throw err;
-  }
-}
 
 /** Stores one creative; its published action (created, updated, unchanged). */
 async function storeCreative(
@@ -135,7 +114,7 @@ async function syncLibrary(params: z.output<typeof SyncLibrarySchema>, ctx: Task
   await ctx.db.query('SAVEPOINT sync_library');
   const results: Array<Record<string, unknown>> = [];
   for (const [i, c] of params.creatives.entries()) {
-    const format = await libraryFormat(ctx, c, i);
+    const format = await checkedFormat(ctx, c, i);
     if (format instanceof TaskError) {
       // Per item, as the published result allows: the others are still stored.
       results.push({

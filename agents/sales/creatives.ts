@@ -120,7 +120,7 @@ const SyncCreativesSchema = z.looseObject({
  * The creative's format, resolved and its assets checked; a TaskError (unknown format,
  * missing or mistyped asset) is returned, not thrown, so it fails only this creative.
  */
-async function checkedFormat(
+export async function checkedFormat(
   ctx: TaskContext,
   c: z.output<typeof CreativeSchema>,
   i: number,

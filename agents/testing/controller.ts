@@ -11,6 +11,7 @@
  */
 import { z } from 'zod';
 import type { AgentKind } from '../auth/principal.js';
+import { CREATIVE_STATUSES } from '../creative/library.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { isSandboxPrincipal, putFixture, SESSION } from './sandbox.js';
@@ -32,14 +33,6 @@ const ACCOUNT_STATUSES = [
   'closed',
 ] as const;
 const FORMAT_TYPES = ['display', 'video', 'audio', 'dooh'] as const;
-const CREATIVE_STATUSES = [
-  'processing',
-  'pending_review',
-  'approved',
-  'suspended',
-  'rejected',
-  'archived',
-] as const;
 
 /**
  * The published scenarios' required params (the request schema's per-scenario rules):
