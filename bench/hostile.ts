@@ -78,7 +78,17 @@ async function startSidecar(
   const child = spawn(
     process.execPath,
     [SVC, 'receiver', '--listen', '127.0.0.1:0', '--trust', trust, '--forward', app],
-    { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      // The sidecar's own default is the embedded server of `svc start`: the bench names
+      // the database it uses itself, so it runs on a machine where svc start never ran.
+      env: {
+        ...process.env,
+        DATABASE_URL: process.env.DATABASE_URL ?? LOCAL_DATABASE_URL,
+        LOG_LEVEL: 'warn',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let out = '';
   let err = '';
@@ -90,7 +100,9 @@ async function startSidecar(
     if (m) return { child, url: m[1] as string };
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`the sidecar did not start: ${err.slice(0, 500)}`);
+      throw new Error(
+        `the sidecar did not start (exit ${child.exitCode}): ${(err + out).slice(0, 500)}`,
+      );
     }
     await sleep(50);
   }
