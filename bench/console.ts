@@ -5,8 +5,7 @@
  * varied parameters and prints p50/p99 per view. Target: p99 < 100 ms. The schema is
  * dropped afterwards unless --keep (then a later run with the same counts reuses it).
  */
-import { createPool, dropSchema } from '../shared/infra/pg.js';
-import { resolveDatabaseUrl } from '../shared/infra/services.js';
+import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
 import { loadConfigOrExit } from '../shared/config.js';
 import { ConsoleStore } from '../sender/console/store.js';
 import type { DeliveryFilter } from '../sender/console/filters.js';
@@ -30,8 +29,10 @@ export async function run(args: string[]): Promise<void> {
   const attemptsPer = arg(args, '--attempts-per', 3);
   const keep = args.includes('--keep');
   const config = loadConfigOrExit();
+  // Benchmarks use the README's database (DATABASE_URL, else the local test database), not
+  // svc start's embedded server, so they run where svc start never ran.
   const pool = createPool({
-    connectionString: await resolveDatabaseUrl(config.DATABASE_URL),
+    connectionString: config.DATABASE_URL ?? LOCAL_DATABASE_URL,
     max: 8,
   });
   try {
