@@ -213,17 +213,25 @@ export async function measure(
     created: number;
     first: number | null;
     attempts: number;
+    tries: { at: number; k: string }[] | null;
   }>(
-    `SELECT idempotency_key AS key, extract(epoch from created_at) * 1000 AS created,
-            extract(epoch from first_attempt_at) * 1000 AS first, attempts
-       FROM ${schema}.outbox WHERE idempotency_key = ANY($1)`,
+    `SELECT o.idempotency_key AS key, extract(epoch from o.created_at) * 1000 AS created,
+            extract(epoch from o.first_attempt_at) * 1000 AS first, o.attempts,
+            (SELECT json_agg(json_build_object('at', extract(epoch from a.fired_at) * 1000,
+                      'k', coalesce(a.http_status_code::text, a.error_message, a.status))
+                      ORDER BY a.attempt)
+               FROM ${schema}.webhook_activity a WHERE a.outbox_id = o.id) AS tries
+       FROM ${schema}.outbox o WHERE o.idempotency_key = ANY($1)`,
     [slow.map((x) => x.k)],
   );
   const rel = (ms: number | null) =>
     ms === null ? '-' : `${((ms - times.started) / 1000).toFixed(1)}s`;
+  // Each attempt's answer and time, so a slow event says what it waited on.
+  const tries = (list: { at: number; k: string }[] | null | undefined) =>
+    list?.length ? `: ${list.map((a) => `${rel(a.at)} ${a.k}`).join(', ')}` : '';
   const slowest = slow.map((x) => {
     const r = slowRows.find((y) => y.key === x.k);
-    return `enqueued ${rel(x.at)} committed ${rel(r ? Number(r.created) : null)} first attempt ${rel(r?.first ? Number(r.first) : null)} delivered ${rel(hits.get(x.k)?.[0]?.at ?? null)} (${r?.attempts ?? '?'} attempts)`;
+    return `enqueued ${rel(x.at)} committed ${rel(r ? Number(r.created) : null)} first attempt ${rel(r?.first ? Number(r.first) : null)} delivered ${rel(hits.get(x.k)?.[0]?.at ?? null)} (${r?.attempts ?? '?'} attempts${tries(r?.tries)})`;
   });
   let sidecar500s = 0;
   if (o.sidecar) {
