@@ -33,7 +33,7 @@ const KNOWN_FAILURES: Record<
   'creative:creative_lifecycle': {
     modes: ['seeded', 'unseeded'],
     owner:
-      'upstream fixture (proto): preview_display and build_video_tag name formats of https://your-platform.example.com (a placeholder the 6.11.0 runner never replaces with the agent URL); a creative agent renders and builds only its own formats (FORMAT_NOT_SUPPORTED), and the 3.0.6 preview response has no error arm',
+      'upstream fixture (proto): preview_display and build_video_tag name formats of https://your-platform.example.com (a placeholder the 6.11.0 runner never replaces: no option, env or fixture field, and its request builder lets the fixture win); a creative agent renders and builds only its own formats (FORMAT_NOT_SUPPORTED; the reserved .example host cannot be resolved either), and no preview response (3.0.6, 3.1.19, 3.2.0-beta.5) has an error arm',
   },
   'sales:deterministic_testing': {
     modes: ['seeded'],

@@ -10,6 +10,7 @@ import { parseA2aPushConfig } from '../../../sender/core/registration.js';
 import { purgeExpired } from '../../../agents/service.js';
 import { RecordingNotifications } from '../../../agents/runtime/recording-notifications.js';
 import { buyer, START } from '../support/core.js';
+import { ANSWERED, taskOf } from '../../../agents/transport/a2a-task-shape.js';
 import { postJson, startAgents } from './support.js';
 
 /** The recording notifications with the sender's own A2A registration check. */
@@ -521,3 +522,18 @@ t.test(
     t.notOk('$task_status' in mcp);
   },
 );
+
+t.test('taskOf: only a body with another top-level status is led by a text part', async (t) => {
+  const of = (body: Record<string, unknown>) =>
+    taskOf({
+      taskId: 't',
+      contextId: 'c',
+      skill: 's',
+      state: ANSWERED,
+      body,
+      taskStatus: 'failed',
+    }).artifacts[0]!.parts.map((p) => p.content?.$case);
+  t.same(of({ errors: [{ code: 'X' }] }), ['data'], 'no top-level status: nothing to mistake');
+  t.same(of({ status: 'failed' }), ['data'], 'the task status itself');
+  t.same(of({ status: 'canceled' }), ['text', 'data'], 'another status');
+});

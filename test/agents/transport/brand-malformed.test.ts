@@ -69,6 +69,10 @@ t.test('malformed protocol input', async (t) => {
     method: 'message/send',
   });
   t.ok(noParams.body.error, 'message/send without params');
+  // No method at all is the SDK's JSON-RPC refusal (not an auth one), credentials or not.
+  const noMethod10 = await postJson(`${urls.sales}/a2a`, { jsonrpc: '2.0', id: 5 });
+  t.equal(noMethod10.status, 200, JSON.stringify(noMethod10.body));
+  t.equal(noMethod10.body.error.message, 'Invalid JSON-RPC Request.');
   const arrayBody = await postJson(`${urls.sales}/a2a`, [1, 2]);
   t.equal(arrayBody.body.error.code, -32600);
   const wrongType = await fetch(`${urls.sales}/a2a`, {
