@@ -12,6 +12,7 @@ import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra
 import { fingerprint } from '../../shared/json/canonical.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { hasPermission, type AgentKind, type Principal } from '../auth/principal.js';
+import { replayedAnswer, storedAnswer, taskStatusOf, withTaskStatus } from './answer-status.js';
 import type { AgentClock } from './clock.js';
 import { taskError } from './errors.js';
 import { silentNotifications } from './silent-notifications.js';
@@ -328,11 +329,15 @@ export class TaskDispatcher {
           await db.query('ROLLBACK');
           // The replay echoes this request's context, not the first one's.
           const { context: _first, ...stored } = replay;
-          return {
-            ...stored,
-            ...(meta.context !== undefined ? { context: meta.context } : {}),
-            replayed: true,
-          };
+          const replayed = replayedAnswer(stored as TaskSuccess);
+          return withTaskStatus(
+            {
+              ...replayed,
+              ...(meta.context !== undefined ? { context: meta.context } : {}),
+              replayed: true,
+            },
+            taskStatusOf(replayed),
+          );
         }
       }
       const notifications = dryRun ? silentNotifications : this.options.notifications;
@@ -363,13 +368,15 @@ export class TaskDispatcher {
         });
       }
       Object.assign(response, outcome.body);
+      // A 3.0 buy answer's top-level status is the buy's (answer-status.ts).
+      withTaskStatus(response, outcome.status);
       if (meta.context !== undefined) response.context = meta.context;
       if (dryRun) response.dry_run = true;
       if (idempotencyKey && principal && !dryRun) {
         await db.query(
           `UPDATE ${this.schema}.idempotency SET response = $4
             WHERE agent = $1 AND principal_id = $2 AND idempotency_key = $3`,
-          [req.agent, principal.principal_id, idempotencyKey, response],
+          [req.agent, principal.principal_id, idempotencyKey, storedAnswer(response)],
         );
       }
       await db.query(dryRun ? 'ROLLBACK' : 'COMMIT');
@@ -398,7 +405,10 @@ export class TaskDispatcher {
     } as unknown as PoolClient;
     const ctx = this.context(req, principal, db, dryRun, silentNotifications, meta, taskId);
     const outcome = await def.handle(params, ctx);
-    const response: TaskSuccess = { status: outcome.status, ...outcome.body };
+    const response = withTaskStatus<TaskSuccess>(
+      { status: outcome.status, ...outcome.body },
+      outcome.status,
+    );
     if (meta.context !== undefined) response.context = meta.context;
     if (dryRun) response.dry_run = true;
     return response;

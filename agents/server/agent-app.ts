@@ -1,6 +1,6 @@
 /**
  * One agent's HTTP origin as a Koa app: `/mcp` (MCP Streamable HTTP), `/a2a` (A2A
- * JSON-RPC, both versions), `/.well-known/agent-card.json`, the seller's key documents
+ * JSON-RPC, both versions), `/.well-known/agent-card.json` (also under `/a2a`), the seller's key documents
  * (`/.well-known/jwks.json`, `/.well-known/brand.json`) when a key router is given, and
  * per kind: the registry endpoint (sales), served previews (creative). Extra routers
  * (OAuth) are mounted by the caller. Every refusal answers with the spec's error shape
@@ -98,10 +98,12 @@ export function createAgentApp(o: AgentAppOptions): Koa {
       ...(o.logger ? { logger: o.logger } : {}),
     }),
   );
-  router.get(
-    '/.well-known/agent-card.json',
-    agentCardMiddleware({ agent, dispatcher: core.dispatcher, baseUrl, name }),
-  );
+  const card = agentCardMiddleware({ agent, dispatcher: core.dispatcher, baseUrl, name });
+  router.get('/.well-known/agent-card.json', card);
+  // The card also relative to the endpoint it names (the layout of an A2A app mounted at
+  // /a2a, as @a2a-js/sdk mounts one): a buyer handed the card's `url` discovers the card
+  // from it (`<url>/.well-known/agent-card.json`), as the AdCP SDK's A2A client does.
+  router.get('/a2a/.well-known/agent-card.json', card);
 
   if (agent === 'sales') {
     router.post('/api/registry/validate/product-authorization', async (ctx) => {

@@ -1,7 +1,8 @@
 /**
  * AdCP answers as A2A Tasks (SDK 1.x types; the 0.3 compat layer converts on the wire):
- * terminal states carry the body in `artifacts[0].parts[0]`, interim states in
- * `status.message.parts[0]` (Events rule 3); AdCP task statuses map to A2A states.
+ * terminal states carry the body in `artifacts[0].parts[0]` (led by a text part when the
+ * body's top-level status is not the task's), interim states in `status.message.parts[0]`
+ * (Events rule 3); AdCP task statuses map to A2A states.
  *
  * Two lifecycles: the answer to a `message/send` is the transport call's own task, which
  * ended (`ANSWERED`: completed, whatever the AdCP status in its body, refusals included);
@@ -72,10 +73,20 @@ export function taskOf(input: {
   timestamp?: string;
   /** The asynchronous AdCP task an answer hands out (`artifact.metadata.adcp_task_id`). */
   adcpTaskId?: string;
+  /** The answer's AdCP task status, when the body's top-level `status` may be another. */
+  taskStatus?: TaskStatus;
 }): Task {
   const { taskId, contextId, state, body } = input;
   const terminal = TERMINAL.has(state);
   const parts = [dataPart(body)];
+  // Clients read the first part's data `status` as the AdCP task status (adcp-client#899)
+  // and the last data part as the response (supplement §6.2). A body whose top-level
+  // status is not the task's (a 3.0 buy answer: the buy's, adcp#4895) is led by a text
+  // part naming the task status, so the task's own state (completed) is read instead.
+  const artifactParts =
+    input.taskStatus !== undefined && body.status !== undefined && body.status !== input.taskStatus
+      ? [textPart(`${input.skill} ${input.taskStatus}`), ...parts]
+      : parts;
   return {
     id: taskId,
     contextId,
@@ -94,7 +105,7 @@ export function taskOf(input: {
             artifactId: `${taskId}-result`,
             name: input.skill,
             description: '',
-            parts,
+            parts: artifactParts,
             metadata: input.adcpTaskId ? { adcp_task_id: input.adcpTaskId } : undefined,
             extensions: [],
           },

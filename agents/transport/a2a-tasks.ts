@@ -72,6 +72,7 @@ export function taskOfView(view: TaskView): Task {
       skill: view.task_type,
       state: ANSWERED,
       body: view.result,
+      taskStatus: view.status,
       timestamp: view.updated_at,
       ...(asyncId ? { adcpTaskId: asyncId } : {}),
     });

@@ -43,12 +43,13 @@ import {
   type A2ARequestHandler,
 } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import { isLegacyJsonRpcMethod } from '@a2a-js/sdk/compat/v0_3';
+import { isLegacyJsonRpcMethod, isV1JsonRpcMethod } from '@a2a-js/sdk/compat/v0_3';
 import type { Middleware } from 'koa';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { AgentKind, Principal } from '../auth/principal.js';
 import { checkResponse } from '../protocol/index.js';
+import { taskStatusOf } from '../runtime/answer-status.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
 import { contextOf, errorResponse, taskError } from '../runtime/errors.js';
 import type { TaskResult, TaskStatus } from '../runtime/types.js';
@@ -201,13 +202,16 @@ class AgentA2aHandler implements A2ARequestHandler {
     this.check(skill, result);
     const { status, task_id: asyncId, ...rest } = result;
     const body = { status, ...(asyncId ? { task_id: asyncId } : {}), ...rest };
-    await this.record(call, { taskId, skill, status, body, params: skillParams });
+    // The task's status, which a 3.0 buy answer's top-level status is not (answer-status.ts).
+    const taskStatus = taskStatusOf(result);
+    await this.record(call, { taskId, skill, status: taskStatus, body, params: skillParams });
     return taskOf({
       taskId,
       contextId: givenContext ?? asyncId ?? taskId,
       skill,
       state: ANSWERED,
       body,
+      taskStatus,
       ...(asyncId ? { adcpTaskId: asyncId } : {}),
     });
   }
@@ -338,7 +342,10 @@ function rawSkillCall(params: Record<string, unknown> | undefined): {
 
 /**
  * Admission before the SDK sees the request: the credentials must hold for any method,
- * and a skill call must be allowed for the caller (tier, permission). Refusals are the
+ * and a skill call must be allowed for the caller (tier, permission). Without credentials
+ * only A2A's own methods pass (a public skill's call, the caller's anonymous tasks): any
+ * other JSON-RPC method asks for credentials first, as the dispatcher does for a task name
+ * it has no public task of, so an anonymous probe learns nothing. Refusals are the
  * transport's 401/403; the principal is handed on so the call does not authenticate again.
  */
 async function admitA2a(
@@ -352,6 +359,18 @@ async function admitA2a(
     : { skill: '', params: undefined };
   try {
     const principal = await o.dispatcher.admit(o.agent, call.skill, credentialsOf(headers));
+    const method = rpc.method;
+    if (
+      !principal &&
+      typeof method === 'string' &&
+      !isLegacyJsonRpcMethod(method) &&
+      !isV1JsonRpcMethod(method)
+    ) {
+      throw taskError(
+        'AUTH_REQUIRED',
+        `the ${o.agent} agent's A2A endpoint serves no method "${method.slice(0, 100)}" without credentials; send credentials (Authorization or X-API-Key)`,
+      );
+    }
     return { principal, params: call.params };
   } catch (err) {
     if (err instanceof TaskError && isAuthRefusal(err))

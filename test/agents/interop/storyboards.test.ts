@@ -26,42 +26,14 @@ type Mode = 'seeded' | 'unseeded';
 type Transport = 'mcp' | 'a2a';
 const TRANSPORTS: Transport[] = ['mcp', 'a2a'];
 
-/** The SDK runner sends security_baseline's auth probes as raw MCP whatever the protocol. */
-const RAW_MCP_PROBES =
-  'SDK 6.11.0 runner: steps with `auth` (the security_baseline probes) are sent as raw MCP tools/call to the URL given to the runner whatever the protocol (storyboard/runner.js, rawMcpProbe), so over A2A they hit the agent origin (404); A2A auth refusals are covered by test/agents/transport/http-auth.test.ts';
-
-/**
- * The 6.11.0 client reads an A2A artifact's `data.status` as the AdCP task status
- * (ProtocolResponseParser.getStatus), so a 3.0 update_media_buy answer whose top-level
- * status is the buy's `canceled` reads as a canceled task; over MCP the same client lets a
- * domain payload's shared literal through (its issue #646 rule).
- */
-const SDK_A2A_CANCELED =
-  'SDK 6.11.0 A2A client: the cancel step answers the 3.0 form (top-level status = the buy status, canceled), which its A2A parser reads as a canceled task ("Task canceled"); the same answer passes over MCP';
-
 const KNOWN_FAILURES: Record<
   string,
   { modes: Mode[]; owner: string; /** default: both */ transports?: Transport[] }
 > = {
-  'sales:security_baseline': {
-    modes: ['seeded', 'unseeded'],
-    transports: ['a2a'],
-    owner: RAW_MCP_PROBES,
-  },
-  'signals:security_baseline': {
-    modes: ['seeded', 'unseeded'],
-    transports: ['a2a'],
-    owner: RAW_MCP_PROBES,
-  },
-  'creative:security_baseline': {
-    modes: ['seeded', 'unseeded'],
-    transports: ['a2a'],
-    owner: RAW_MCP_PROBES,
-  },
   'creative:creative_lifecycle': {
     modes: ['seeded', 'unseeded'],
     owner:
-      'upstream fixture (proto): preview_display and build_video_tag name formats of https://your-platform.example.com (a placeholder the 6.11.0 runner never replaces with the agent URL); a creative agent renders and builds only its own formats (FORMAT_NOT_SUPPORTED), and the 3.0.6 preview response has no error arm',
+      'upstream fixture (proto): preview_display and build_video_tag name formats of https://your-platform.example.com (a placeholder the 6.11.0 runner never replaces: no option, env or fixture field, and its request builder lets the fixture win); a creative agent renders and builds only its own formats (FORMAT_NOT_SUPPORTED; the reserved .example host cannot be resolved either), and no preview response (3.0.6, 3.1.19, 3.2.0-beta.5) has an error arm',
   },
   'sales:deterministic_testing': {
     modes: ['seeded'],
@@ -72,21 +44,6 @@ const KNOWN_FAILURES: Record<
     modes: ['seeded'],
     owner:
       'create_media_buy assigns creative video_30s_trail_pro before the storyboard syncs it (forward creative references not supported: CREATIVE_NOT_FOUND)',
-  },
-  'sales:media_buy_seller/creative_fate_after_cancellation': {
-    modes: ['seeded', 'unseeded'],
-    transports: ['a2a'],
-    owner: SDK_A2A_CANCELED,
-  },
-  'sales:media_buy_seller/invalid_transitions': {
-    modes: ['seeded', 'unseeded'],
-    transports: ['a2a'],
-    owner: SDK_A2A_CANCELED,
-  },
-  'sales:media_buy_state_machine': {
-    modes: ['seeded', 'unseeded'],
-    transports: ['a2a'],
-    owner: SDK_A2A_CANCELED,
   },
   'sales:webhook_emission': {
     modes: ['seeded', 'unseeded'],

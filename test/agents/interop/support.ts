@@ -130,7 +130,7 @@ function shiftYear(date: string, years: number): string {
 }
 
 /**
- * Every storyboard the SDK selects for the agent's declared capabilities, run over MCP
+ * Every storyboard the SDK selects for the agent's declared capabilities, run over MCP or A2A
  * against `url`, each bounded by `perStoryboardMs`.
  */
 export async function runSelectedStoryboards(
@@ -173,8 +173,11 @@ export async function runSelectedStoryboards(
     }
     let timer: NodeJS.Timeout | undefined;
     const result = await Promise.race([
-      // MCP: the endpoint; A2A: the origin (the runner reads the agent card).
-      sdk.runStoryboard(protocol === 'mcp' ? `${url}/mcp` : url, redated(sb), {
+      // Either protocol: its endpoint, the URL a buyer is given (A2A: the agent card's
+      // `url`; the runner reads the card beside it, `<url>/.well-known/agent-card.json`).
+      // The runner sends its auth probes to this URL as raw JSON-RPC (rawMcpProbe), so over
+      // A2A they meet the A2A endpoint's own 401/403.
+      sdk.runStoryboard(`${url}/${protocol}`, redated(sb), {
         protocol,
         allow_http: true,
         auth: { type: 'bearer', token },

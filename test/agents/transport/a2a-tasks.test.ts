@@ -9,7 +9,8 @@ import t from 'tap';
 import { parseA2aPushConfig } from '../../../sender/core/registration.js';
 import { purgeExpired } from '../../../agents/service.js';
 import { RecordingNotifications } from '../../../agents/runtime/recording-notifications.js';
-import { START } from '../support/core.js';
+import { buyer, START } from '../support/core.js';
+import { ANSWERED, taskOf } from '../../../agents/transport/a2a-task-shape.js';
 import { postJson, startAgents } from './support.js';
 
 /** The recording notifications with the sender's own A2A registration check. */
@@ -462,3 +463,77 @@ t.test(
     }
   },
 );
+
+t.test(
+  'A2A: a 3.0 buy answer whose top-level status is the buy status reads as a completed task',
+  async (t) => {
+    const { h, urls } = await startAgents(t, { settings: { approval: 'never' } as never });
+    const key = h.keys['sales:demo-buyer']!;
+    const rpc = rpcAt(`${urls.sales}/a2a`, { 'x-api-key': key });
+    const created = await rpc(
+      'message/send',
+      send03('create_media_buy', { ...buy(urls.creative), svc_major_version: 3 }),
+    );
+    const createData = created.result.artifacts[0].parts.at(-1).data;
+    t.equal(createData.status, 'pending_creatives', JSON.stringify(created));
+    // The 3.1 form (top-level status is the task's) keeps the data part first.
+    const v31 = await rpc(
+      'message/send',
+      send03('update_media_buy', {
+        media_buy_id: createData.media_buy_id,
+        paused: true,
+        idempotency_key: 'a2a-v31-update-0001',
+      }),
+    );
+    t.equal(v31.result.artifacts[0].parts.length, 1);
+    t.match(v31.result.artifacts[0].parts[0], { kind: 'data', data: { status: 'completed' } });
+
+    const cancel = {
+      media_buy_id: createData.media_buy_id,
+      canceled: true,
+      idempotency_key: 'a2a-v30-cancel-0001',
+      svc_major_version: 3,
+      context: { correlation_id: 'v30' },
+    };
+    const shape = (task: any, what: string) => {
+      t.equal(task.status.state, 'completed', `${what}: the task completed`);
+      const parts = task.artifacts[0].parts;
+      // A client reads the first part's data status as the task's (adcp-client#899): a text
+      // part naming the task status leads; the body (last data part) keeps the 3.0 form.
+      t.same(parts[0], { kind: 'text', text: 'update_media_buy completed' }, what);
+      t.equal(parts.length, 2, what);
+      t.match(parts[1].data, {
+        status: 'canceled',
+        media_buy_status: 'canceled',
+        context: { correlation_id: 'v30' },
+      });
+      t.notOk('$task_status' in parts[1].data, `${what}: nothing internal on the wire`);
+    };
+    const canceled = await rpc('message/send', send03('update_media_buy', cancel));
+    shape(canceled.result, 'answer');
+    shape((await rpc('tasks/get', { id: canceled.result.id })).result, 'tasks/get');
+    const replay = await rpc('message/send', send03('update_media_buy', cancel));
+    shape(replay.result, 'replay');
+    t.equal(replay.result.artifacts[0].parts[1].data.replayed, true);
+
+    // Over MCP the same replay is the published body alone.
+    const mcp = await h.ok('sales', 'update_media_buy', cancel, buyer(h));
+    t.equal(mcp.status, 'canceled');
+    t.notOk('$task_status' in mcp);
+  },
+);
+
+t.test('taskOf: only a body with another top-level status is led by a text part', async (t) => {
+  const of = (body: Record<string, unknown>) =>
+    taskOf({
+      taskId: 't',
+      contextId: 'c',
+      skill: 's',
+      state: ANSWERED,
+      body,
+      taskStatus: 'failed',
+    }).artifacts[0]!.parts.map((p) => p.content?.$case);
+  t.same(of({ errors: [{ code: 'X' }] }), ['data'], 'no top-level status: nothing to mistake');
+  t.same(of({ status: 'failed' }), ['data'], 'the task status itself');
+  t.same(of({ status: 'canceled' }), ['text', 'data'], 'another status');
+});

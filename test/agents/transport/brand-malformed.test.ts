@@ -28,7 +28,7 @@ t.test('adcp brand on the wire', async (t) => {
 });
 
 t.test('malformed protocol input', async (t) => {
-  const { urls } = await startAgents(t);
+  const { h, urls } = await startAgents(t);
   const mcpHeaders = { accept: 'application/json, text/event-stream' };
   const notJson = await postJson(`${urls.sales}/mcp`, '{"jsonrpc":', mcpHeaders);
   t.equal(notJson.status, 400);
@@ -54,11 +54,13 @@ t.test('malformed protocol input', async (t) => {
   t.equal(badAuthRes.httpStatus, 401);
   t.match(badAuthRes.body, { errors: [{ code: 'AUTH_INVALID' }] });
 
-  const unknownMethod = await postJson(`${urls.sales}/a2a`, {
-    jsonrpc: '2.0',
-    id: 3,
-    method: 'tasks/teleport',
-    params: {},
+  // An unknown method: credentials first (an anonymous probe learns nothing), then -32601.
+  const teleport = { jsonrpc: '2.0', id: 3, method: 'tasks/teleport', params: {} };
+  const anonUnknown = await postJson(`${urls.sales}/a2a`, teleport);
+  t.equal(anonUnknown.status, 401);
+  t.match(anonUnknown.body.error.data, { errors: [{ code: 'AUTH_REQUIRED' }] });
+  const unknownMethod = await postJson(`${urls.sales}/a2a`, teleport, {
+    'x-api-key': h.keys['sales:demo-buyer']!,
   });
   t.equal(unknownMethod.body.error.code, -32601);
   const noParams = await postJson(`${urls.sales}/a2a`, {
@@ -67,6 +69,10 @@ t.test('malformed protocol input', async (t) => {
     method: 'message/send',
   });
   t.ok(noParams.body.error, 'message/send without params');
+  // No method at all is the SDK's JSON-RPC refusal (not an auth one), credentials or not.
+  const noMethod10 = await postJson(`${urls.sales}/a2a`, { jsonrpc: '2.0', id: 5 });
+  t.equal(noMethod10.status, 200, JSON.stringify(noMethod10.body));
+  t.equal(noMethod10.body.error.message, 'Invalid JSON-RPC Request.');
   const arrayBody = await postJson(`${urls.sales}/a2a`, [1, 2]);
   t.equal(arrayBody.body.error.code, -32600);
   const wrongType = await fetch(`${urls.sales}/a2a`, {

@@ -228,6 +228,35 @@ t.test('A2A auth refusals are HTTP 401/403 with a challenge, both versions', asy
   t.equal(v10.status, 401);
   t.match(v10.headers.get('www-authenticate'), /error="invalid_token"/);
 
+  // Without credentials only A2A's methods pass; any other JSON-RPC method (here an MCP
+  // tools/call, as the SDK runner's auth probes send to the URL they are given) asks for
+  // credentials first, so an anonymous probe learns nothing about the endpoint.
+  const mcpShaped = await postJson(a2a, mcpCall('list_creatives', { context }, 7));
+  t.equal(mcpShaped.status, 401, JSON.stringify(mcpShaped.body));
+  t.equal(mcpShaped.headers.get('www-authenticate'), `Bearer realm="${a2a}"`);
+  t.equal(mcpShaped.body.id, 7);
+  t.match(mcpShaped.body.error.data, { errors: [{ code: 'AUTH_REQUIRED' }] });
+  const badKeyMcp = await postJson(a2a, mcpCall('list_creatives', {}), {
+    authorization: 'Bearer invalid-0123',
+  });
+  t.equal(badKeyMcp.status, 401);
+  t.match(badKeyMcp.headers.get('www-authenticate'), /error="invalid_token"/);
+  // With good credentials the method is the SDK's to answer: A2A has no tools/call.
+  const keyedMcp = await postJson(a2a, mcpCall('list_creatives', {}, 8), {
+    authorization: `Bearer ${key}`,
+  });
+  t.equal(keyedMcp.status, 200);
+  t.equal(keyedMcp.body.error.code, -32601, 'method not found');
+  // An anonymous A2A task method still reaches the task store (tasks of no principal).
+  const anonGet = await postJson(a2a, {
+    jsonrpc: '2.0',
+    id: 9,
+    method: 'tasks/get',
+    params: { id: 'task_none' },
+  });
+  t.equal(anonGet.status, 200);
+  t.equal(anonGet.body.error.code, -32001, 'task not found');
+
   // Any method with rejected credentials: 401 (tasks/get too).
   const get = await postJson(
     a2a,

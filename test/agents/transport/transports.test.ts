@@ -282,6 +282,11 @@ t.test('A2A raw wire shapes of both versions', async (t) => {
     c10.supportedInterfaces.map((i: { protocolVersion: string }) => i.protocolVersion).sort(),
     ['0.3', '1.0'],
   );
+  // The same card beside the endpoint it names: a buyer handed the card's `url` finds it
+  // at `<url>/.well-known/agent-card.json` (the AdCP SDK's A2A discovery).
+  const beside = await fetch(`${c03.url}/.well-known/agent-card.json`);
+  t.equal(beside.status, 200);
+  t.same(await beside.json(), c03);
 });
 
 t.test('registry endpoint, previews, unknown routes', async (t) => {
