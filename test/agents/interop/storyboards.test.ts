@@ -68,11 +68,6 @@ const KNOWN_FAILURES: Record<
     owner:
       'upstream fixture: the creative of sync_creative_for_state names format display_300x250 of https://your-platform.example.com (a placeholder the 6.11.0 runner never replaces with the agent URL), so our sync refuses that creative (a format of another agent) and force_creative_approved finds no creative',
   },
-  'sales:media_buy_seller': {
-    modes: ['seeded'],
-    owner:
-      'create_media_buy assigns creative video_30s_trail_pro before the storyboard syncs it (forward creative references not supported: CREATIVE_NOT_FOUND)',
-  },
   'sales:media_buy_seller/creative_fate_after_cancellation': {
     modes: ['seeded', 'unseeded'],
     transports: ['a2a'],
