@@ -28,6 +28,7 @@ export async function assignCreatives(
   const s = ctx.schema;
   const principalId = ctx.principal!.principal_id;
   const ids = [...new Set(creativeIds)];
+  await lockReferences(ctx, ids);
   const { rows } = await ctx.db.query<{ creative_id: string }>(
     `SELECT creative_id FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = ANY($2)
        AND status <> 'archived'`,
@@ -65,6 +66,7 @@ export async function resolvePendingAssignments(
   if (creativeIds.length === 0) return out;
   const s = ctx.schema;
   const principalId = ctx.principal!.principal_id;
+  await lockReferences(ctx, creativeIds);
   const { rows } = await ctx.db.query<{ creative_id: string; package_id: string; status: string }>(
     `DELETE FROM ${s}.pending_creative_assignments p
        USING ${s}.packages k JOIN ${s}.media_buys b USING (media_buy_id)
@@ -83,4 +85,21 @@ export async function resolvePendingAssignments(
     out.set(r.creative_id, [...(out.get(r.creative_id) ?? []), r.package_id]);
   }
   return out;
+}
+
+/**
+ * Serializes a package naming a creative with a sync storing it, per (principal, creative),
+ * until the transaction ends: without it a create that looks while a sync's new creative
+ * is still uncommitted would record a reference that sync can no longer see, and the
+ * reference would wait for a later sync. Whichever commits second sees the other's work.
+ * Locks are taken in id order, so two calls never wait on each other crosswise.
+ */
+async function lockReferences(ctx: TaskContext, creativeIds: string[]): Promise<void> {
+  const ids = [...new Set(creativeIds)].sort();
+  if (ids.length === 0) return;
+  await ctx.db.query(
+    `SELECT pg_advisory_xact_lock(hashtextextended('pending_creative:' || $1 || '/' || id, 0))
+       FROM unnest($2::text[]) AS t(id)`,
+    [ctx.principal!.principal_id, ids],
+  );
 }

@@ -4,6 +4,10 @@
  * the buy stays pending_creatives until sync_creatives brings it, then carries it.
  */
 import t from 'tap';
+import {
+  assignCreatives,
+  resolvePendingAssignments,
+} from '../../agents/sales/creative-assignments.js';
 import { buyer, harness, START } from './support/core.js';
 
 const CREATIVE = 'http://127.0.0.1:3002';
@@ -252,4 +256,79 @@ t.test('malformed creative references are refused with the field', async (t) => 
   await refused({ creative_ids: 'x' }, /creative_ids/, 'a string for the list');
   const { rows } = await h.pool.query(`SELECT 1 FROM ${h.schema}.pending_creative_assignments`);
   t.equal(rows.length, 0, 'a refused create records nothing');
+});
+
+t.test('a package naming a creative while its sync is uncommitted still gets it', async (t) => {
+  const h = await harness(t, { settings: { approval: 'never' } });
+  const c = buyer(h);
+  const created = (await h.ok('sales', 'create_media_buy', buy([pkg()]), c)) as unknown as Buy;
+  const packageId = created.packages[0]!.package_id;
+  const syncing = await h.pool.connect();
+  const naming = await h.pool.connect();
+  t.teardown(() => {
+    syncing.release();
+    naming.release();
+  });
+  const ctxOf = (db: typeof syncing) =>
+    ({ schema: h.schema, principal: { principal_id: 'demo-buyer' }, db }) as unknown as Parameters<
+      typeof assignCreatives
+    >[0];
+  // The sync has stored the creative (not committed yet) and looks for references to it.
+  await syncing.query('BEGIN');
+  await syncing.query(
+    `INSERT INTO ${h.schema}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
+     VALUES ('demo-buyer', 'race', 'n', $1, 'display', '{}', 'active')`,
+    [{ agent_url: CREATIVE, id: 'display_300x250' }],
+  );
+  t.same(await resolvePendingAssignments(ctxOf(syncing), ['race']), new Map());
+  // Meanwhile an update names it: it waits for the sync instead of reading it as unknown.
+  await naming.query('BEGIN');
+  let pending: string[] | undefined;
+  const named = assignCreatives(ctxOf(naming), packageId, ['race']).then((p) => (pending = p));
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(pending, undefined, 'the naming call waits for the sync to end');
+  await syncing.query('COMMIT');
+  await named;
+  await naming.query('COMMIT');
+  t.same(pending, [], 'it sees the committed creative: assigned, not pending');
+  const { rows } = await h.pool.query(
+    `SELECT creative_id FROM ${h.schema}.creative_assignments WHERE package_id = $1`,
+    [packageId],
+  );
+  t.same(rows, [{ creative_id: 'race' }]);
+});
+
+t.test('a sync while a package names its creative (uncommitted) still resolves it', async (t) => {
+  const h = await harness(t, { settings: { approval: 'never' } });
+  const c = buyer(h);
+  const created = (await h.ok('sales', 'create_media_buy', buy([pkg()]), c)) as unknown as Buy;
+  const packageId = created.packages[0]!.package_id;
+  const naming = await h.pool.connect();
+  const syncing = await h.pool.connect();
+  t.teardown(() => {
+    naming.release();
+    syncing.release();
+  });
+  const ctxOf = (db: typeof naming) =>
+    ({ schema: h.schema, principal: { principal_id: 'demo-buyer' }, db }) as unknown as Parameters<
+      typeof assignCreatives
+    >[0];
+  await naming.query('BEGIN');
+  t.same(await assignCreatives(ctxOf(naming), packageId, ['race2']), ['race2'], 'pending');
+  await syncing.query('BEGIN');
+  await syncing.query(
+    `INSERT INTO ${h.schema}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
+     VALUES ('demo-buyer', 'race2', 'n', $1, 'display', '{}', 'active')`,
+    [{ agent_url: CREATIVE, id: 'display_300x250' }],
+  );
+  let resolved: Map<string, string[]> | undefined;
+  const resolving = resolvePendingAssignments(ctxOf(syncing), ['race2']).then(
+    (r) => (resolved = r),
+  );
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(resolved, undefined, 'the sync waits for the naming call to end');
+  await naming.query('COMMIT');
+  await resolving;
+  await syncing.query('COMMIT');
+  t.same(resolved, new Map([['race2', [packageId]]]), 'it sees the committed reference');
 });
