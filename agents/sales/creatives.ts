@@ -12,6 +12,7 @@ import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { FormatIdSchema } from '../runtime/validation.js';
 import { emitAccountEvent } from './accounts.js';
+import { resolvePendingAssignments } from './creative-assignments.js';
 
 export const AssetSchema = z.looseObject({
   asset_type: z.enum(ASSET_TYPES),
@@ -61,35 +62,6 @@ export function checkAssets(
       );
     }
   }
-}
-
-/** Assigns the principal's creatives to a package (replacing its assignments). */
-export async function assignCreatives(
-  ctx: TaskContext,
-  packageId: string,
-  creativeIds: string[],
-  field: string,
-): Promise<void> {
-  const s = ctx.schema;
-  const principalId = ctx.principal!.principal_id;
-  const { rows } = await ctx.db.query<{ creative_id: string }>(
-    `SELECT creative_id FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = ANY($2)
-       AND status <> 'archived'`,
-    [principalId, creativeIds],
-  );
-  const known = new Set(rows.map((r) => r.creative_id));
-  const missing = creativeIds.findIndex((id) => !known.has(id));
-  if (missing >= 0) {
-    throw taskError('CREATIVE_NOT_FOUND', `no creative ${creativeIds[missing]!.slice(0, 80)}`, {
-      field: `${field}[${missing}]`,
-    });
-  }
-  await ctx.db.query(`DELETE FROM ${s}.creative_assignments WHERE package_id = $1`, [packageId]);
-  await ctx.db.query(
-    `INSERT INTO ${s}.creative_assignments (principal_id, creative_id, package_id)
-     SELECT $1, unnest($2::text[]), $3 ON CONFLICT DO NOTHING`,
-    [principalId, [...new Set(creativeIds)], packageId],
-  );
 }
 
 /** Published 3.x: one creative to one package (weight and placements are not modelled). */
@@ -239,6 +211,15 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
     if (action === 'created') created.push(c.creative_id);
     results.push({ creative_id: c.creative_id, action, status: wireCreativeStatus('active') });
   }
+  // The packages that named a stored creative before it existed get it now.
+  const resolved = await resolvePendingAssignments(
+    ctx,
+    results.filter((r) => r.action !== 'failed').map((r) => r.creative_id as string),
+  );
+  for (const r of results) {
+    const packageIds = resolved.get(r.creative_id as string);
+    if (packageIds) r.assigned_to = packageIds;
+  }
   if (params.delete_missing) {
     const { rows } = await ctx.db.query<{ creative_id: string }>(
       `UPDATE ${s}.creatives SET status = 'archived', updated_at = now()
@@ -295,7 +276,11 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
         initiator: 'seller',
       });
     }
-    for (const a of assignmentResults) {
+    const changes = [
+      ...[...resolved].map(([creative_id, package_ids]) => ({ creative_id, package_ids })),
+      ...assignmentResults,
+    ];
+    for (const a of changes) {
       const ids = [...(a.package_ids as string[])].sort();
       const digest = createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 12);
       await emitAccountEvent(

@@ -12,7 +12,7 @@ import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../runtim
 import { fieldPath } from '../runtime/validation.js';
 import { isSandboxPrincipal, takeForcedCreateArm } from '../testing/sandbox.js';
 import { productRow, type ProductRow } from './catalog.js';
-import { assignCreatives } from './creatives.js';
+import { assignCreatives } from './creative-assignments.js';
 import { loadBuy, newMediaBuyId, newPackageId, type BuyRow } from './media-buy-records.js';
 import {
   endInstant,
@@ -302,7 +302,7 @@ async function insertPackages(
     );
     const creativeIds = packageCreativeIds(pkg);
     if (creativeIds.length > 0) {
-      await assignCreatives(ctx, packageId, creativeIds, `packages[${index}].creative_ids`);
+      await assignCreatives(ctx, packageId, creativeIds);
     }
   }
 }

@@ -9,7 +9,7 @@ import type { AgentClock } from '../runtime/clock.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, HandlerOutcome, TaskContext } from '../runtime/types.js';
 import type { PoolClient } from '../../shared/infra/pg.js';
-import { assignCreatives } from './creatives.js';
+import { assignCreatives } from './creative-assignments.js';
 import { accrueBuy } from './delivery-simulator.js';
 import { checkReportingWebhook, echoKey, productsById } from './media-buy-create.js';
 import {
@@ -118,7 +118,7 @@ async function applyChanges(
       [p.package_id, pu.budget ?? null, pu.paused ?? null, pu.targeting_overlay ?? null],
     );
     if (pu.creative_ids) {
-      await assignCreatives(ctx, p.package_id, pu.creative_ids, `${pu.field}.creative_ids`);
+      await assignCreatives(ctx, p.package_id, pu.creative_ids);
     }
     changed.push(pu.field.replace(/^updates\./, ''));
   }

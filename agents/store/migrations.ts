@@ -310,6 +310,23 @@ AGENT_MIGRATIONS.push({
       PRIMARY KEY (principal_id, creative_id));`,
 });
 
+// A package's creative reference the buyer's library does not hold yet (create_media_buy /
+// update_media_buy may name a creative before sync_creatives brings it): kept apart from
+// creative_assignments, which hold only creatives that exist, until a sync of that
+// creative by the same principal turns it into an assignment.
+AGENT_MIGRATIONS.push({
+  id: '007_pending_creative_assignments',
+  sql: (s) => `
+    CREATE TABLE ${s}.pending_creative_assignments (
+      principal_id text NOT NULL,
+      creative_id text NOT NULL,
+      package_id text NOT NULL REFERENCES ${s}.packages ON DELETE CASCADE,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (principal_id, creative_id, package_id));
+    CREATE INDEX pending_creative_assignments_package
+      ON ${s}.pending_creative_assignments (package_id);`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

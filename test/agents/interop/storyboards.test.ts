@@ -38,17 +38,12 @@ const KNOWN_FAILURES: Record<
   'sales:deterministic_testing': {
     modes: ['seeded'],
     owner:
-      'upstream fixture: the creative of sync_creative_for_state names format display_300x250 of https://your-platform.example.com (a placeholder the 6.11.0 runner never replaces with the agent URL), so our sync refuses that creative (a format of another agent) and force_creative_approved finds no creative',
-  },
-  'sales:media_buy_seller': {
-    modes: ['seeded'],
-    owner:
-      'create_media_buy assigns creative video_30s_trail_pro before the storyboard syncs it (forward creative references not supported: CREATIVE_NOT_FOUND)',
+      'upstream fixture: the creative of sync_creative_for_state names format display_300x250 of https://your-platform.example.com (a placeholder the 6.11.0 runner never replaces: no such token in its code, and the sync_creatives enricher lets the fixture win; storyboards migrated to the newer convention capture $context.format_agent_url/format_id from get_products, this one has no discovery step), so our sync refuses that creative (a format of an agent this seller does not use: format_id is the {agent_url, id} pair) and force_creative_approved finds no creative',
   },
   'sales:webhook_emission': {
     modes: ['seeded', 'unseeded'],
     owner:
-      'spec decision: the storyboard awaits a webhook for a create that answered completed inline, which service-spec (States: no webhook after a terminal initial response) forbids; the test-product part is fixed (product discovery)',
+      'spec conflict: the storyboard awaits a webhook (30 s) for a create that answered completed inline although its own trigger step says "an immediate terminal status (no webhook needed)"; service-spec (States: "No webhook is sent" after a terminal initial response) and supplement §4.7 forbid one; no buy event is due within 30 s, and answering submitted instead would break media_buy_seller, whose create (also with push_notification_config) must return media_buy_id inline; the test-product part is fixed (product discovery)',
   },
 };
 
