@@ -9,6 +9,7 @@
  * durable ones' extra is the WAL flush (fsync) the request waits for before the wire.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../../shared/infra/pg.js';
 import { claimSql, quickClaimSql } from '../../sender/outbox/attempts.js';
 import { createStatePool } from '../../sender/outbox/outbox.js';
@@ -31,6 +32,17 @@ function baseClaimSql(s: string): string {
           subscriber_id, sequence_number, attempts, horizon_seconds,
           (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
           (extract(epoch from now()) * 1000)::float8 AS now_ms`;
+}
+
+/** utime + stime of a process, in clock ticks (10 ms on Linux); 0 where /proc is absent. */
+function backendTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+  } catch {
+    return 0;
+  }
 }
 
 export async function run(args: string[]): Promise<void> {
@@ -66,9 +78,15 @@ export async function run(args: string[]): Promise<void> {
     );
     const ids = rows.map((r) => r.id);
     const times: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
+    // CPU time of the session's backend per statement (Linux, same machine): what load from
+    // others does not stretch, unlike the wall times.
+    const backend = (await state.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!
+      .pid;
+    const cpu: Record<string, number> = Object.fromEntries(names.map((k) => [k, 0]));
     let next = 0;
     for (let r = 0; r <= rounds; r++) {
       for (const k of r % 2 ? [...names].reverse() : names) {
+        const cpu0 = backendTicks(backend);
         for (let i = 0; i < block; i++) {
           const t = performance.now();
           const res = await state.query({ ...modes[k], values: [[ids[next++]!], [4500]] });
@@ -77,17 +95,21 @@ export async function run(args: string[]): Promise<void> {
           // Round 0 warms the session's plans and caches: not counted.
           if (r > 0) times[k]!.push(ms);
         }
+        if (r > 0) cpu[k]! += backendTicks(backend) - cpu0;
       }
     }
     const p50s: number[] = [];
     process.stdout.write(
-      `\none-row claims, ${rounds * block} per statement, alternating in blocks of ${block} (wall ms):\n\n| statement | p50 | p90 | p99 |\n|---|---|---|---|\n`,
+      `\none-row claims, ${rounds * block} per statement, alternating in blocks of ${block} (wall ms; ` +
+        `PostgreSQL backend CPU µs per claim, 10 ms ticks summed):\n\n` +
+        `| statement | p50 | p90 | p99 | backend CPU µs |\n|---|---|---|---|---|\n`,
     );
     for (const k of names) {
       const v = times[k]!.sort((a, b) => a - b);
       p50s.push(pct(v, 50));
       process.stdout.write(
-        `| ${k} | ${pct(v, 50).toFixed(2)} | ${pct(v, 90).toFixed(2)} | ${pct(v, 99).toFixed(2)} |\n`,
+        `| ${k} | ${pct(v, 50).toFixed(2)} | ${pct(v, 90).toFixed(2)} | ${pct(v, 99).toFixed(2)} | ` +
+          `${Math.round((cpu[k]! * 10_000) / v.length)} |\n`,
       );
     }
     process.stdout.write(
