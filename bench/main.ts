@@ -18,6 +18,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   startup: async () => (await import('./startup/index.js')).run,
   chaos: async () => (await import('./chaos.js')).run,
   console: async () => (await import('./console.js')).run,
+  'claim-cost': async () => (await import('./sender/claim-cost.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

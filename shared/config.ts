@@ -131,6 +131,11 @@ const variables = {
     schema: z.coerce.number().int().min(1).max(2000).default(64),
     accepts: 'deliveries in flight per worker process, 1-2000',
   },
+  SVC_WORKER_DURABLE_CLAIMS: {
+    schema: z.enum(['0', '1']).default('1'),
+    accepts:
+      '1: each claim waits for the WAL flush before its request goes out (an attempt sent is recorded even across a database crash); 0: one WAL flush less per claim batch, a crash may forget an attempt that was sent (sender/README.md)',
+  },
   SVC_RECEIVER_LISTEN: {
     schema: z
       .string()

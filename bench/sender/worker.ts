@@ -20,7 +20,9 @@ const queue = new DeliveryQueue({
 });
 const schema = env.BENCH_SCHEMA!;
 const statePool = createStatePool(env.BENCH_DATABASE_URL!);
-const outbox = new Outbox({ pool, queue, schema, statePool });
+// BENCH_DURABLE_CLAIMS=off: claims commit without the WAL flush (the A/B of its cost).
+const durableClaims = (env.BENCH_DURABLE_CLAIMS ?? 'on') !== 'off';
+const outbox = new Outbox({ pool, queue, schema, statePool, durableClaims });
 const key = await importSigningKey(JSON.parse(env.BENCH_KEY!));
 const http: number[] = [];
 

@@ -79,6 +79,15 @@ export function registerSenderCommands(program: Command): void {
     .addOption(
       envOption('--wait <seconds>', 'wait for PostgreSQL and Redis', 'SVC_SERVICE_WAIT_SECONDS'),
     )
+    .addOption(
+      envOption(
+        '--durable-claims <0|1>',
+        '1: a claim waits for the WAL flush before its request goes out, so an attempt sent ' +
+          'is recorded even across a database crash; 0: about one fsync less of latency per ' +
+          'attempt, and a crash may forget an attempt that was sent',
+        'SVC_WORKER_DURABLE_CLAIMS',
+      ).choices(['0', '1']),
+    )
     .addHelpText(
       'after',
       '\nWith DATABASE_URL and REDIS_URL unset, the worker joins the svc start running on\n' +
@@ -93,8 +102,12 @@ export function registerSenderCommands(program: Command): void {
         prefix?: string;
         metricsPort?: number;
         wait?: string;
+        durableClaims?: string;
       }) => {
-        flagsToEnv(opts, { wait: 'SVC_SERVICE_WAIT_SECONDS' });
+        flagsToEnv(opts, {
+          wait: 'SVC_SERVICE_WAIT_SECONDS',
+          durableClaims: 'SVC_WORKER_DURABLE_CLAIMS',
+        });
         const config = loadConfigOrExit();
         const { runWorker } = await import('./worker.js');
         await runWorker(config, {

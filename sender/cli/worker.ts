@@ -57,6 +57,8 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
   });
   await migrateSender(pool, schema);
   const statePool = createStatePool(services.databaseUrl);
+  // The claim's WAL flush (sender/README.md, webhook_activity): the operator's trade.
+  const durableClaims = config.SVC_WORKER_DURABLE_CLAIMS === '1';
   const redis = createRedis(services.redisUrl);
   const workerRedis = createRedis(services.redisUrl);
   const prefix =
@@ -69,6 +71,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     statePool,
     horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
     logger,
+    durableClaims,
   });
   const activity = new ActivityLog({ pool, schema, logger });
   const metrics = new SenderMetrics();
@@ -101,7 +104,13 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     server.listen(o.metricsPort, config.SVC_HTTP_HOST);
   }
   logger.info(
-    { kid: keys.signingKey().kid, concurrency: o.concurrency, schema, prefix: queue.prefix },
+    {
+      kid: keys.signingKey().kid,
+      concurrency: o.concurrency,
+      schema,
+      prefix: queue.prefix,
+      durableClaims,
+    },
     'delivery worker started',
   );
   await new Promise<void>((resolve) => {

@@ -72,6 +72,8 @@ interface State {
 }
 
 type Ctx = RouterContext<State>;
+/** What answering with the sign-in page touches (any Koa context of this app). */
+type LoginCtx = Pick<Ctx, 'status' | 'type' | 'body' | 'set' | 'ip'>;
 
 function localPath(v: unknown): string {
   return typeof v === 'string' && /^\/(?![/\\])[\w\-./?=&%]*$/.test(v) ? v : '/deliveries';
@@ -132,6 +134,21 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     }
   });
 
+  /** The sign-in page as the answer: the token form, or the provider's link under OIDC. */
+  const loginAnswer = (ctx: LoginCtx, status: number, error: string | null, next: string) => {
+    ctx.status = status;
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = loginPage(brand, error, next, oidc?.issuer ?? null).value;
+  };
+  /** 429 + Retry-After while the address is locked out for failed sign-ins; true if so. */
+  const lockedOut = (ctx: LoginCtx): boolean => {
+    const wait = auth.retryAfter(ctx.ip);
+    if (wait <= 0) return false;
+    ctx.set('retry-after', String(wait));
+    loginAnswer(ctx, 429, `Too many failed sign-ins: try again in ${wait} s.`, '/deliveries');
+    return true;
+  };
+
   // Public: the stylesheet and script, and signing in.
   app.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path.startsWith('/static/')) {
@@ -148,41 +165,17 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       return oidcStep(ctx as unknown as Ctx);
     }
     if (ctx.path === '/login') {
-      if (ctx.method === 'GET') {
-        ctx.type = 'text/html; charset=utf-8';
-        ctx.body = loginPage(brand, null, localPath(ctx.query.next), oidc?.issuer ?? null).value;
-        return;
-      }
+      if (ctx.method === 'GET') return loginAnswer(ctx, 200, null, localPath(ctx.query.next));
       if (ctx.method === 'POST' && oidc) {
-        ctx.status = 403;
-        ctx.type = 'text/html; charset=utf-8';
-        ctx.body = loginPage(
-          brand,
-          'This console signs operators in through the OpenID provider only.',
-          '/deliveries',
-          oidc.issuer,
-        ).value;
-        return;
+        const only = 'This console signs operators in through the OpenID provider only.';
+        return loginAnswer(ctx, 403, only, '/deliveries');
       }
       if (ctx.method === 'POST') {
-        const wait = auth.retryAfter(ctx.ip);
-        if (wait > 0) {
-          ctx.status = 429;
-          ctx.set('retry-after', String(wait));
-          ctx.type = 'text/html; charset=utf-8';
-          ctx.body = loginPage(
-            brand,
-            `Too many failed sign-ins: try again in ${wait} s.`,
-            '/deliveries',
-          ).value;
-          return;
-        }
+        if (lockedOut(ctx)) return;
         const form = await readBody(ctx);
         const id = auth.login(ctx.ip, typeof form.token === 'string' ? form.token : '');
         if (!id) {
-          ctx.status = 401;
-          ctx.type = 'text/html; charset=utf-8';
-          ctx.body = loginPage(brand, 'That token is not valid.', localPath(form.next)).value;
+          loginAnswer(ctx, 401, 'That token is not valid.', localPath(form.next));
           logger.warn({ address: ctx.ip }, 'console: failed sign-in');
           return;
         }
@@ -213,19 +206,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       ctx.redirect(signIn.begin(localPath(ctx.query.next)));
       return;
     }
-    const wait = auth.retryAfter(ctx.ip);
-    if (wait > 0) {
-      ctx.status = 429;
-      ctx.set('retry-after', String(wait));
-      ctx.type = 'text/html; charset=utf-8';
-      ctx.body = loginPage(
-        brand,
-        `Too many failed sign-ins: try again in ${wait} s.`,
-        '/deliveries',
-        oidc!.issuer,
-      ).value;
-      return;
-    }
+    if (lockedOut(ctx)) return;
     try {
       const { operator, next } = await signIn.finish(ctx.query);
       const id = auth.open(operator);
@@ -241,9 +222,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       if (!(err instanceof OidcSignInError)) throw err;
       auth.failed(ctx.ip);
       logger.warn({ address: ctx.ip, code: err.code }, 'console: failed OIDC sign-in');
-      ctx.status = err.status;
-      ctx.type = 'text/html; charset=utf-8';
-      ctx.body = loginPage(brand, err.message, '/deliveries', oidc!.issuer).value;
+      loginAnswer(ctx, err.status, err.message, '/deliveries');
     }
   }
 

@@ -46,13 +46,56 @@ export function insertInterruptedSql(schema: string, source: string): string {
            WHERE a.status = 'pending'`;
 }
 
+/** What either claim statement returns of each row it claimed (`id`: the row's id column). */
+const claimedColumns = (
+  id: string,
+) => `${id}::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret,
+          channel, notification_type, notification_id, media_buy_id, media_buy_ids,
+          principal_id, subscriber_id, sequence_number, attempts, horizon_seconds,
+          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
+          (extract(epoch from now()) * 1000)::float8 AS now_ms`;
+
 /**
- * The claim of rows for one attempt each ($1 ids, $2 lease ms): counts the attempt, starts
- * the horizon clock, leases the row past the attempt's timeout, marks the attempt open,
- * and records the row's previous attempt as interrupted when its mark is still set (its
- * worker died before settling). With `durable` the commit waits for the WAL flush even on
- * a pool that commits asynchronously: the request goes on the wire only after it, so a
- * database crash cannot forget an attempt that was sent.
+ * The claim's update (of `outbox o` joined to `v(id, lease)`): counts the attempt, starts
+ * the horizon clock, leases the row past the attempt's timeout and marks the attempt open.
+ * With `durable` the commit waits for the WAL flush even on a pool that commits
+ * asynchronously (`set_config(..., true)` lasts the transaction: no extra round trip).
+ */
+function claimUpdate(s: string, durable: boolean, from: string, where: string): string {
+  return `UPDATE ${s}.outbox o
+            SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
+                next_attempt_at = now() + v.lease * interval '1 millisecond',
+                attempt_started_at = now()
+           FROM ${from}${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
+          WHERE o.id = v.id AND o.state = 'pending'${where}
+            AND o.next_attempt_at <= now() + interval '50 milliseconds'
+            AND (o.first_attempt_at IS NULL
+                 OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())`;
+}
+
+/**
+ * The claim of rows for one attempt each ($1 ids, $2 lease ms) whose previous attempt is
+ * not open: every claim but the first after a worker died mid-attempt. It is the claim of
+ * `claimSql` without the look-up and the insert of an interrupted attempt, which cost the
+ * claim about as much again as the update itself (issue 13 latency attribution, bench
+ * `claim-cost`); a row it leaves unclaimed goes through `claimSql`. With `durable` the
+ * request goes on the wire only after the commit's WAL flush, so a database crash cannot
+ * forget an attempt that was sent.
+ */
+export function quickClaimSql(schema: string, durable: boolean): string {
+  const update = claimUpdate(
+    schema,
+    durable,
+    'unnest($1::bigint[], $2::int[]) AS v(id, lease)',
+    '\n            AND o.attempt_started_at IS NULL',
+  );
+  return `${update}\n          RETURNING ${claimedColumns('o.id')}`;
+}
+
+/**
+ * The claim of rows for one attempt each ($1 ids, $2 lease ms), whatever their mark: as
+ * `quickClaimSql`, and records the row's previous attempt as interrupted when its mark is
+ * still set (its worker died before settling), in the same durable commit.
  */
 export function claimSql(schema: string, durable: boolean): string {
   const s = schema;
@@ -61,15 +104,7 @@ export function claimSql(schema: string, durable: boolean): string {
          SELECT p.id, p.attempt_started_at FROM ${s}.outbox p JOIN v ON p.id = v.id
           WHERE p.attempt_started_at IS NOT NULL
        ), claimed AS (
-         UPDATE ${s}.outbox o
-            SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
-                next_attempt_at = now() + v.lease * interval '1 millisecond',
-                attempt_started_at = now()
-           FROM v${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
-          WHERE o.id = v.id AND o.state = 'pending'
-            AND o.next_attempt_at <= now() + interval '50 milliseconds'
-            AND (o.first_attempt_at IS NULL
-                 OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())
+         ${claimUpdate(s, durable, 'v', '')}
           RETURNING o.*
        ), interrupted AS (
          SELECT c.*, c.attempts - 1 AS attempt, octet_length(c.body) AS payload_size_bytes,
@@ -79,12 +114,7 @@ export function claimSql(schema: string, durable: boolean): string {
        ), closed AS (
          ${insertInterruptedSql(s, 'interrupted')}
        )
-       SELECT id::text AS id, idempotency_key, body, target_url, auth_mode, auth_secret, channel,
-          notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
-          subscriber_id, sequence_number, attempts, horizon_seconds,
-          (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
-          (extract(epoch from now()) * 1000)::float8 AS now_ms
-         FROM claimed`;
+       SELECT ${claimedColumns('id')} FROM claimed`;
 }
 
 /**
@@ -121,4 +151,59 @@ export async function closeInterruptedAttempts(
     [Math.round(options.marginMs ?? 1000), options.limit ?? 1000, options.ids ?? null],
   );
   return rows[0]?.n ?? 0;
+}
+
+/**
+ * The settle of attempts ($1..$15, one array element per row; see `Outbox.settle`): the
+ * row's state, its attempt's activity record (even when another job finished the row
+ * meanwhile: the attempt did reach the wire), the clearing of the attempt's open mark, and
+ * the closing of records left pending by interrupted earlier attempts, in one statement.
+ */
+export function settleSql(s: string): string {
+  return `WITH v AS (
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[],
+             $6::int[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[],
+             $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
+           AS v(id, state, status, error, delay, attempt, rstatus, rcode, rtime, rerror, url,
+                fired, done, snippet, kid)
+       ), settled AS (
+         UPDATE ${s}.outbox o
+            SET state = v.state, last_status = v.status, last_error = v.error,
+                completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
+                -- The attempt is recorded here: no longer open (unless a later claim's is).
+                attempt_started_at = CASE WHEN v.attempt IS NULL OR v.attempt = o.attempts
+                  THEN NULL ELSE o.attempt_started_at END,
+                next_attempt_at = CASE WHEN v.state = 'pending'
+                  THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
+           FROM v
+          WHERE o.id = v.id AND o.state = 'pending'
+          RETURNING o.id::text AS id,
+            (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms
+       ), interrupted AS (
+         UPDATE ${s}.webhook_activity a
+            SET status = 'timeout', error_message = 'attempt_interrupted',
+                completed_at = coalesce(v.fired, now())
+           FROM v
+          WHERE (v.attempt IS NULL OR v.attempt > 1)
+            AND a.outbox_id = v.id AND a.status = 'pending'
+            AND (v.attempt IS NULL OR a.attempt < v.attempt)
+       ), recorded AS (
+         INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
+           principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
+           sequence_number, attempt, status, url, http_status_code, response_time_ms,
+           payload_size_bytes, error_message, fired_at, completed_at, response_snippet,
+           key_id)
+         SELECT DISTINCT ON (v.id, v.attempt) o.id, o.media_buy_id, o.media_buy_ids,
+                o.principal_id, o.subscriber_id, o.idempotency_key, o.notification_id,
+                o.notification_type, o.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
+                v.rtime, octet_length(o.body), v.rerror, v.fired, v.done, v.snippet, v.kid
+           FROM v JOIN ${s}.outbox o ON o.id = v.id
+          WHERE v.attempt IS NOT NULL
+         ON CONFLICT (outbox_id, attempt) DO UPDATE
+           SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
+               response_time_ms = EXCLUDED.response_time_ms,
+               error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at,
+               response_snippet = EXCLUDED.response_snippet, key_id = EXCLUDED.key_id
+       )
+       SELECT * FROM settled`;
 }

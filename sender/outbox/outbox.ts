@@ -7,9 +7,10 @@
 import pg from 'pg';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
+import { prepared, withValues, type PreparedQuery } from '../../shared/infra/prepared.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
-import { claimSql, closeInterruptedAttempts } from './attempts.js';
+import { claimSql, closeInterruptedAttempts, quickClaimSql, settleSql } from './attempts.js';
 import { Batcher } from './batcher.js';
 import {
   DispatchRetry,
@@ -185,14 +186,20 @@ export class Outbox implements EventSink {
   private readonly claims: Batcher<{ id: string; leaseMs: number }, ClaimedEvent | null>;
   private readonly settles: Batcher<SettleInput, number | null>;
   private readonly dispatchRetry: DispatchRetry;
-  private readonly durableClaims: boolean;
+  /** The worker's statements, prepared (parsed and planned once per session). */
+  private readonly statements: Record<'quickClaim' | 'claim' | 'settle', PreparedQuery>;
 
   constructor(options: OutboxOptions) {
-    this.durableClaims = options.durableClaims ?? true;
     this.pool = options.pool;
     this.statePool = options.statePool ?? options.pool;
     this.queue = options.queue;
     this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
+    const durable = options.durableClaims ?? true;
+    this.statements = {
+      quickClaim: prepared('sender_claim_quick', quickClaimSql(this.schema, durable)),
+      claim: prepared('sender_claim', claimSql(this.schema, durable)),
+      settle: prepared('sender_settle', settleSql(this.schema)),
+    };
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
     this.logger = options.logger ?? silentLogger;
     this.dispatchTimeoutMs = options.dispatchTimeoutMs ?? 5000;
@@ -214,6 +221,7 @@ export class Outbox implements EventSink {
         const client = await this.statePool.connect();
         try {
           await this.claimMany([], client);
+          await client.query(withValues(this.statements.claim, [[], []]));
           await this.settleMany([], client);
         } finally {
           client.release();
@@ -402,13 +410,24 @@ export class Outbox implements EventSink {
     items: Array<{ id: string; leaseMs: number }>,
     client?: PoolClient,
   ): Promise<Array<ClaimedEvent | null>> {
+    const db = client ?? this.statePool;
     const ids = items.map((i) => i.id);
-    // One statement (attempts.ts): the claim marks the attempt open, records the row's
-    // previous attempt if still open (interrupted), and commits durably before the wire.
-    const { rows } = await (client ?? this.statePool).query(
-      claimSql(this.schema, this.durableClaims),
-      [ids, items.map((i) => Math.round(i.leaseMs))],
-    );
+    const leases = items.map((i) => Math.round(i.leaseMs));
+    // The quick claim (attempts.ts) takes every row whose previous attempt is settled; the
+    // rest (a dead worker's open attempt to record, or not claimable at all) go through the
+    // full claim, which records that attempt as interrupted in its own durable commit.
+    const { rows } = await db.query(withValues(this.statements.quickClaim, [ids, leases]));
+    const got = new Set<string>(rows.map((r: { id: string }) => r.id));
+    const rest = items.filter((i) => !got.has(i.id));
+    if (rest.length > 0) {
+      const more = await db.query(
+        withValues(this.statements.claim, [
+          rest.map((i) => i.id),
+          rest.map((i) => Math.round(i.leaseMs)),
+        ]),
+      );
+      rows.push(...more.rows);
+    }
     const byId = new Map<string, ClaimedEvent>();
     for (const r of rows) {
       byId.set(r.id, {
@@ -451,60 +470,11 @@ export class Outbox implements EventSink {
     items: SettleInput[],
     client?: PoolClient,
   ): Promise<Array<number | null>> {
-    const s = this.schema;
     const rec = (f: (r: SettledAttempt) => unknown) =>
       items.map((i) => (i.record ? f(i.record) : null));
-    // One statement: the row's state, its attempt's activity record (even when another
-    // job finished the row meanwhile: the attempt did reach the wire), and the closing of
-    // records left pending by interrupted earlier attempts.
-    const { rows } = await (client ?? this.statePool).query(
-      `WITH v AS (
-         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[],
-             $6::int[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[],
-             $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
-           AS v(id, state, status, error, delay, attempt, rstatus, rcode, rtime, rerror, url,
-                fired, done, snippet, kid)
-       ), settled AS (
-         UPDATE ${s}.outbox o
-            SET state = v.state, last_status = v.status, last_error = v.error,
-                completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
-                -- The attempt is recorded here: no longer open (unless a later claim's is).
-                attempt_started_at = CASE WHEN v.attempt IS NULL OR v.attempt = o.attempts
-                  THEN NULL ELSE o.attempt_started_at END,
-                next_attempt_at = CASE WHEN v.state = 'pending'
-                  THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
-           FROM v
-          WHERE o.id = v.id AND o.state = 'pending'
-          RETURNING o.id::text AS id,
-            (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms
-       ), interrupted AS (
-         UPDATE ${s}.webhook_activity a
-            SET status = 'timeout', error_message = 'attempt_interrupted',
-                completed_at = coalesce(v.fired, now())
-           FROM v
-          WHERE (v.attempt IS NULL OR v.attempt > 1)
-            AND a.outbox_id = v.id AND a.status = 'pending'
-            AND (v.attempt IS NULL OR a.attempt < v.attempt)
-       ), recorded AS (
-         INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
-           principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
-           sequence_number, attempt, status, url, http_status_code, response_time_ms,
-           payload_size_bytes, error_message, fired_at, completed_at, response_snippet,
-           key_id)
-         SELECT DISTINCT ON (v.id, v.attempt) o.id, o.media_buy_id, o.media_buy_ids,
-                o.principal_id, o.subscriber_id, o.idempotency_key, o.notification_id,
-                o.notification_type, o.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
-                v.rtime, octet_length(o.body), v.rerror, v.fired, v.done, v.snippet, v.kid
-           FROM v JOIN ${s}.outbox o ON o.id = v.id
-          WHERE v.attempt IS NOT NULL
-         ON CONFLICT (outbox_id, attempt) DO UPDATE
-           SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
-               response_time_ms = EXCLUDED.response_time_ms,
-               error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at,
-               response_snippet = EXCLUDED.response_snippet, key_id = EXCLUDED.key_id
-       )
-       SELECT * FROM settled`,
-      [
+    // One statement (attempts.ts settleSql), prepared: parsed and planned once per session.
+    const { rows } = await (client ?? this.statePool).query<{ id: string; next_ms: number }>(
+      withValues(this.statements.settle, [
         items.map((i) => i.id),
         items.map((i) => i.state),
         items.map((i) => i.status),
@@ -520,7 +490,7 @@ export class Outbox implements EventSink {
         rec((r) => r.completedAt),
         rec((r) => r.responseSnippet ?? null),
         rec((r) => r.keyId ?? null),
-      ],
+      ]),
     );
     const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));
     return items.map((i) => byId.get(i.id) ?? null);

@@ -160,7 +160,20 @@ t.test('svc keys generate / jwks, and svc worker delivers and stops on SIGTERM',
   t.teardown(() => rx.close());
   const child = spawn(
     process.execPath,
-    [SVC, 'worker', '--keys', dir, '--schema', schema, '--prefix', prefix, '--concurrency', '4'],
+    [
+      SVC,
+      'worker',
+      '--keys',
+      dir,
+      '--schema',
+      schema,
+      '--prefix',
+      prefix,
+      '--concurrency',
+      '4',
+      '--durable-claims',
+      '0',
+    ],
     {
       env: {
         ...process.env,
@@ -168,6 +181,8 @@ t.test('svc keys generate / jwks, and svc worker delivers and stops on SIGTERM',
         REDIS_URL,
         SVC_SENDER_ALLOW_HOSTS: '127.0.0.1',
         LOG_LEVEL: 'info',
+        // The flag wins over its variable.
+        SVC_WORKER_DURABLE_CLAIMS: '1',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -180,6 +195,7 @@ t.test('svc keys generate / jwks, and svc worker delivers and stops on SIGTERM',
       log.includes('delivery worker started') ? resolve() : setTimeout(check, 50);
     check();
   });
+  t.match(log, /"durableClaims":false/, '--durable-claims 0 reaches the outbox');
   const outbox = new Outbox({ pool, queue, schema });
   const key = newIdempotencyKey();
   await outbox.enqueue([
@@ -201,4 +217,23 @@ t.test('svc keys generate / jwks, and svc worker delivers and stops on SIGTERM',
   t.equal(await exit, 0, 'graceful exit on SIGTERM');
   t.match(log, /delivery worker stopped/);
   t.notMatch(log, new RegExp(key), 'the full key never appears in logs');
+});
+
+t.test('svc worker --durable-claims: in --help with its variable, validated', async (t) => {
+  const help = (await run(process.execPath, [SVC, 'worker', '--help'])).stdout;
+  t.match(help, /--durable-claims <0\|1>/);
+  t.match(
+    help.replace(/\s+/g, ' '),
+    /WAL flush.*one of 0, 1 \(env SVC_WORKER_DURABLE_CLAIMS, default 1\)/,
+  );
+  const bad = await run(process.execPath, [SVC, 'worker', '--durable-claims', 'off']).catch(
+    (e: { code: number; stderr: string }) => e,
+  );
+  t.not((bad as { code?: number }).code ?? 0, 0, 'a bad flag value fails');
+  t.match((bad as { stderr: string }).stderr, /--durable-claims.*Allowed choices are 0, 1/);
+  const badEnv = await run(process.execPath, [SVC, 'worker'], {
+    env: { ...process.env, SVC_WORKER_DURABLE_CLAIMS: 'off' },
+  }).catch((e: { code: number; stderr: string }) => e);
+  t.not((badEnv as { code?: number }).code ?? 0, 0, 'a bad variable fails');
+  t.match((badEnv as { stderr: string }).stderr, /SVC_WORKER_DURABLE_CLAIMS/);
 });

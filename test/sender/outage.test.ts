@@ -246,20 +246,42 @@ t.test('a claim survives a crash right after it, even on the state pool', async 
     redis.disconnect();
     await statePool.end();
   });
-  const ids = await s.outbox.enqueue([event('http://127.0.0.1:9/hook', 1)]);
+  const ids = await s.outbox.enqueue([
+    event('http://127.0.0.1:9/hook', 1),
+    event('http://127.0.0.1:9/hook', 3),
+  ]);
   // Settles stay asynchronous: one settled just before the crash may be lost (the row is
-  // then sent again), so only the claim is checked.
+  // then sent again), so only the claims are checked: a first attempt (the quick claim),
+  // and a row whose previous attempt was never settled (the full claim, which records it).
   const claimed = await outbox.claim(ids[0]!, 60_000);
   t.equal('attempt' in claimed && claimed.attempt, 1, 'claimed');
+  const first = await outbox.claim(ids[1]!, 1);
+  t.equal('attempt' in first && first.attempt, 1, 'claimed, lease of 1 ms');
+  await sleep(60);
+  const second = await outbox.claim(ids[1]!, 60_000);
+  t.equal('attempt' in second && second.attempt, 2, 'claimed again, attempt 1 never settled');
   // At once: an asynchronous commit still in the WAL buffers would be lost.
   await pgServer.stop('immediate');
   await pgServer.start();
   await waitForPostgres(pgServer.url);
   const { rows } = await s.pool.query(
-    `SELECT attempts, attempt_started_at IS NOT NULL AS open FROM ${s.schema}.outbox WHERE id = $1`,
-    [ids[0]],
+    `SELECT attempts, attempt_started_at IS NOT NULL AS open FROM ${s.schema}.outbox
+      WHERE id = ANY($1::bigint[]) ORDER BY id`,
+    [ids],
   );
-  t.same(rows, [{ attempts: 1, open: true }], 'the attempt is known after the crash');
+  t.same(
+    rows,
+    [
+      { attempts: 1, open: true },
+      { attempts: 2, open: true },
+    ],
+    'the attempts are known after the crash',
+  );
+  t.same(
+    await s.records(ids[1]!),
+    [{ attempt: 1, status: 'timeout', error_message: INTERRUPTED_ATTEMPT }],
+    'the unsettled attempt is recorded after the crash',
+  );
   // Opted out (one WAL flush less per claim batch): claims work the same.
   const fast = new Outbox({
     pool: s.pool,

@@ -18,6 +18,7 @@ t.test('defaults apply when the environment is empty', async (t) => {
   t.equal(c.SVC_RECEIVER_BODY_TIMEOUT_MS, 20_000);
   t.equal(c.SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS, 10_000);
   t.equal(c.SVC_RECEIVER_SYNCHRONOUS_COMMIT, '0');
+  t.equal(c.SVC_WORKER_DURABLE_CLAIMS, '1', 'claims wait for the WAL flush unless told not to');
 });
 
 t.test('a bad value names the variable and what it accepts', async (t) => {
@@ -34,6 +35,7 @@ t.test('a bad value names the variable and what it accepts', async (t) => {
     ['SVC_RECEIVER_BODY_TIMEOUT_MS', 'soon', '100-600000'],
     ['SVC_RECEIVER_BODY_IDLE_TIMEOUT_MS', '0', '100-600000'],
     ['SVC_RECEIVER_SYNCHRONOUS_COMMIT', 'yes', 'WAL flush'],
+    ['SVC_WORKER_DURABLE_CLAIMS', 'off', 'WAL flush'],
   ] as const) {
     const err = t.throws(() => loadConfig({ [name]: value })) as unknown;
     t.type(err, ConfigError);

@@ -55,42 +55,11 @@ export function layout(p: PageContext, body: Renderable): Html {
     </html>`;
 }
 
-/** The sign-in page (no session yet: no navigation). */
 /**
- * The sign-in page: the token form, or (`oidc`, the provider's issuer) one link to the
- * provider's sign-in.
+ * The sign-in pages' frame: no session yet, so no navigation, no script and no CSRF token
+ * (the token form posts without one; the sign-in itself is rate-limited).
  */
-export function loginPage(
-  brand: string,
-  error: string | null,
-  next: string,
-  oidc: string | null = null,
-): Html {
-  if (oidc) {
-    return html`<!doctype html>
-      <html lang="en">
-        <head>
-          <meta charset="utf-8" />
-          <title>Sign in · ${brand} webhooks console</title>
-          <link rel="stylesheet" href="/static/console.css" />
-        </head>
-        <body class="login">
-          <main>
-            <h1>${brand} webhooks console</h1>
-            <p>Operators sign in through the OpenID provider <code>${oidc}</code>.</p>
-            ${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
-            <p>
-              <a
-                class="button"
-                id="oidc-sign-in"
-                href="/login/oidc?next=${encodeURIComponent(next)}"
-                >Sign in with the provider</a
-              >
-            </p>
-          </main>
-        </body>
-      </html>`;
-  }
+function loginShell(brand: string, body: Html): Html {
   return html`<!doctype html>
     <html lang="en">
       <head>
@@ -101,27 +70,51 @@ export function loginPage(
       <body class="login">
         <main>
           <h1>${brand} webhooks console</h1>
-          <form method="post" action="/login">
-            <p>
-              Sign in with the console token (<code>console.token</code> in the demo-credentials
-              file, or the one given to <code>svc console</code>).
-            </p>
-            ${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
-            <label
-              >Token
-              <input
-                type="password"
-                name="token"
-                autocomplete="current-password"
-                required
-                autofocus
-            /></label>
-            <input type="hidden" name="next" value="${next}" />
-            <button type="submit">Sign in</button>
-          </form>
+          ${body}
         </main>
       </body>
     </html>`;
+}
+
+/**
+ * The sign-in page: the token form, or (`oidc`, the provider's issuer) one link to the
+ * provider's sign-in. `error` is shown escaped, as every value.
+ */
+export function loginPage(
+  brand: string,
+  error: string | null,
+  next: string,
+  oidc: string | null = null,
+): Html {
+  const flash = error ? html`<p class="flash error" role="alert">${error}</p>` : '';
+  if (oidc) {
+    return loginShell(
+      brand,
+      html`<p>Operators sign in through the OpenID provider <code>${oidc}</code>.</p>
+        ${flash}
+        <p>
+          <a class="button" id="oidc-sign-in" href="/login/oidc?next=${encodeURIComponent(next)}"
+            >Sign in with the provider</a
+          >
+        </p>`,
+    );
+  }
+  return loginShell(
+    brand,
+    html`<form method="post" action="/login">
+      <p>
+        Sign in with the console token (<code>console.token</code> in the demo-credentials file, or
+        the one given to <code>svc console</code>).
+      </p>
+      ${flash}
+      <label
+        >Token
+        <input type="password" name="token" autocomplete="current-password" required autofocus
+      /></label>
+      <input type="hidden" name="next" value="${next}" />
+      <button type="submit">Sign in</button>
+    </form>`,
+  );
 }
 
 export function errorPage(p: PageContext, status: number, message: string): Html {

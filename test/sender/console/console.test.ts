@@ -11,6 +11,7 @@ import { ConsoleStore } from '../../../sender/console/store.js';
 import { newIdempotencyKey } from '../../../sender/outbox/keys.js';
 import type { OutboundEvent } from '../../../sender/outbox/types.js';
 import { senderHarness, startReceiver } from '../harness.js';
+import { testDatabase } from '../../helpers/db.js';
 import { json, signIn, until } from './helpers.js';
 
 const TOKEN = 'test-console-token-0123456789';
@@ -387,4 +388,33 @@ t.test('sign-in is rate limited per address', async (t) => {
   t.equal(auth.retryAfter('a'), 0, 'the window passes');
   t.type(auth.login('a', TOKEN), 'string');
   t.throws(() => new ConsoleAuth({ token: 'short' }), /16 characters/);
+});
+
+t.test('over HTTP: the token form answers 429 with Retry-After once locked out', async (t) => {
+  const { pool, schema } = testDatabase(t, 'clock');
+  const server = await listenConsole({
+    store: new ConsoleStore(pool, schema),
+    actions: new ConsoleActions(pool, null as never, schema),
+    auth: new ConsoleAuth({ token: TOKEN, loginAttempts: 2, loginWindowMs: 60_000 }),
+  });
+  t.teardown(() => server.close());
+  const post = (token: string) =>
+    fetch(`${server.url}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token, next: '/audit' }).toString(),
+    });
+  for (let i = 0; i < 2; i++) {
+    const bad = await post('wrong-token-wrong-token');
+    t.equal(bad.status, 401);
+    t.match(await bad.text(), /name="next" value="\/audit"/, 'the form keeps where to go');
+  }
+  const limited = await post(TOKEN);
+  t.equal(limited.status, 429, 'even the right token, while locked out');
+  t.ok(Number(limited.headers.get('retry-after')) > 0);
+  const page = await limited.text();
+  t.match(page, /role="alert">Too many failed sign-ins: try again in \d+ s\./);
+  t.match(page, /name="token"/, 'the token form again');
+  t.notOk(limited.headers.get('set-cookie'), 'no session');
 });
