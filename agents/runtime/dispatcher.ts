@@ -13,7 +13,7 @@ import { fingerprint } from '../../shared/json/canonical.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { hasPermission, type AgentKind, type Principal } from '../auth/principal.js';
 import type { AgentClock } from './clock.js';
-import { taskError } from './errors.js';
+import { brandedCode, taskError } from './errors.js';
 import { silentNotifications } from './silent-notifications.js';
 import type { AgentSettings } from './settings.js';
 import type { TaskRegistry } from './registry.js';
@@ -132,7 +132,7 @@ export class TaskDispatcher {
    * Admission of a task call before it runs: the credentials hold and the task's tier and
    * permission allow the caller. Transports call it first so an auth refusal is an HTTP
    * 401/403 rather than a task result; they hand the principal on to `invoke`. A task the
-   * agent does not have needs credentials too (with them, its call answers UNKNOWN_TASK).
+   * agent does not have needs credentials too (with them, its call answers UNSUPPORTED_FEATURE).
    * A send without a skill (`task` '') only authenticates. Throws TaskError.
    */
   async admit(
@@ -287,7 +287,7 @@ export class TaskDispatcher {
         this.registry.list(req.agent).map((d) => d.name),
       );
       throw taskError(
-        'UNKNOWN_TASK',
+        'UNSUPPORTED_FEATURE',
         `the ${req.agent} agent has no task "${name}"` +
           (near.length ? `; did you mean ${near.join(', ')}?` : ''),
         near.length ? { suggestion: near.join(', ') } : {},
@@ -431,7 +431,7 @@ export class TaskDispatcher {
   private authorize(def: TaskDefinition, principal: Principal | null): void {
     if (principal && !principal.agentAccess) {
       throw taskError(
-        'AGENT_ACCESS_DENIED',
+        brandedCode('AGENT_ACCESS_DENIED', this.brand),
         `principal is not authorized for the ${def.agent} agent`,
       );
     }
@@ -446,7 +446,7 @@ export class TaskDispatcher {
     const permission = auth.permission;
     if (principal && permission && !hasPermission(principal, permission)) {
       throw taskError(
-        'INSUFFICIENT_PERMISSIONS',
+        brandedCode('INSUFFICIENT_PERMISSIONS', this.brand),
         `${def.name} requires the ${permission.permission} permission on ${permission.resource}`,
       );
     }

@@ -105,7 +105,7 @@ t.test('the server suggests near task names too', async (t) => {
     transport: 'mcp',
   } as never);
   t.match(r, {
-    code: 'UNKNOWN_TASK',
+    code: 'UNSUPPORTED_FEATURE',
     message: /did you mean get_products\?/,
     suggestion: 'get_products',
   });

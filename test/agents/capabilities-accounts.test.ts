@@ -56,7 +56,7 @@ t.test('capability documents per agent and brand', async (t) => {
   t.same((await h.ok('creative', 'get_svc_capabilities', {})).supported_protocols, ['creative']);
   t.equal(
     (await h.err('sales', 'get_adcp_capabilities', {})).code,
-    'UNKNOWN_TASK',
+    'UNSUPPORTED_FEATURE',
     'the brand decides the task name',
   );
 

@@ -19,7 +19,7 @@ t.test('off by default: no tool, no capability', async (t) => {
   const h = await harness(t);
   t.equal(
     (await h.err('sales', 'comply_test_controller', { scenario: 'list_scenarios' }, buyer(h))).code,
-    'UNKNOWN_TASK',
+    'UNSUPPORTED_FEATURE',
   );
   const caps = await h.ok('sales', 'get_adcp_capabilities', {});
   t.notOk('compliance_testing' in caps);
@@ -62,7 +62,7 @@ t.test('sandbox principals only; production data never changes', async (t) => {
         buyer(h, 'signals'),
       )
     ).code,
-    'UNKNOWN_TASK',
+    'UNSUPPORTED_FEATURE',
     'an agent with no scenarios has no controller',
   );
 
