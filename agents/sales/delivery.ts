@@ -10,7 +10,7 @@ import type { AgentClock } from '../runtime/clock.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
-import { DateSchema } from '../runtime/validation.js';
+import { DateSchema, requireIdempotencyKey } from '../runtime/validation.js';
 import { accrueBuy } from './delivery-simulator.js';
 import {
   loadBuy,
@@ -257,19 +257,22 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
   return body;
 }
 
-const FeedbackSchema = z.looseObject({
-  media_buy_id: z.string().min(1).max(255),
-  measurement_period: z
-    .looseObject({ start: z.string().min(1), end: z.string().min(1) })
-    .optional(),
-  performance_index: z.number().min(0).max(100),
-  package_id: z.string().min(1).optional(),
-  creative_id: z.string().min(1).optional(),
-  metric_type: z.string().min(1).max(64).optional(),
-  feedback_source: z.string().min(1).max(64).optional(),
-  idempotency_key: z.string().optional(),
-  context: z.unknown().optional(),
-});
+const FeedbackSchema = z
+  .looseObject({
+    media_buy_id: z.string().min(1).max(255),
+    measurement_period: z
+      .looseObject({ start: z.string().min(1), end: z.string().min(1) })
+      .optional(),
+    performance_index: z.number().min(0).max(100),
+    package_id: z.string().min(1).optional(),
+    creative_id: z.string().min(1).optional(),
+    metric_type: z.string().min(1).max(64).optional(),
+    feedback_source: z.string().min(1).max(64).optional(),
+    idempotency_key: z.string().optional(),
+    context: z.unknown().optional(),
+    // The spec shows no request of this task ("not shown"): only the published form exists.
+  })
+  .refine(...requireIdempotencyKey());
 
 export function registerDeliveryTasks(registry: TaskRegistry): void {
   registry.add({

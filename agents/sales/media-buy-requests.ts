@@ -5,7 +5,12 @@
  * one shape.
  */
 import { z } from 'zod';
-import { BrandManifestSchema, DateSchema, DateTimeSchema } from '../runtime/validation.js';
+import {
+  BrandManifestSchema,
+  DateSchema,
+  DateTimeSchema,
+  requireIdempotencyKey,
+} from '../runtime/validation.js';
 import { PaginationRequestSchema } from './cursor.js';
 import { MeasurementTermsSchema } from './media-buy-terms.js';
 
@@ -66,16 +71,8 @@ export const StartTimeSchema = z.union(
  * The published request requires `idempotency_key` on create/update_media_buy; the spec's
  * older forms had none and stay accepted without it. A request is in the older form when it
  * uses an older-only member (create: `buyer_ref`, `brand_manifest`, `start_time` as an
- * object; update: `updates{}`). Checked with the other members (`when`), so a request
- * missing the key and wrong elsewhere names every offending field at once.
+ * object; update: `updates{}`).
  */
-const KEY_REQUIRED = {
-  message: 'idempotency_key is required (a unique key per distinct request, stable across retries)',
-  path: ['idempotency_key'],
-  params: { keyword: 'required' },
-  when: () => true,
-};
-
 export const CreateMediaBuySchema = z
   .looseObject({
     buyer_ref: z.string().min(1).max(255).optional(),
@@ -113,12 +110,12 @@ export const CreateMediaBuySchema = z
     context: z.unknown().optional(),
   })
   .refine(
-    (v) =>
-      v.idempotency_key !== undefined ||
-      v.buyer_ref !== undefined ||
-      v.brand_manifest !== undefined ||
-      (typeof v.start_time === 'object' && v.start_time !== null),
-    KEY_REQUIRED,
+    ...requireIdempotencyKey(
+      (v) =>
+        v.buyer_ref !== undefined ||
+        v.brand_manifest !== undefined ||
+        (typeof v.start_time === 'object' && v.start_time !== null),
+    ),
   );
 export type CreateMediaBuyRequest = z.output<typeof CreateMediaBuySchema>;
 
@@ -177,7 +174,7 @@ export const UpdateMediaBuySchema = z
     idempotency_key: z.string().optional(),
     context: z.unknown().optional(),
   })
-  .refine((v) => v.idempotency_key !== undefined || v.updates !== undefined, KEY_REQUIRED);
+  .refine(...requireIdempotencyKey((v) => v.updates !== undefined));
 export type UpdateMediaBuyRequest = z.output<typeof UpdateMediaBuySchema>;
 
 /** One package change, with where it came from in the request (for error fields). */
