@@ -23,6 +23,8 @@ export const AGENT_ERROR_STATUS = {
   PROPOSAL_NOT_FOUND: 404,
   PROPOSAL_EXPIRED: 410,
   PROPOSAL_NOT_COMMITTED: 409,
+  /** A proposal's total_budget share under an allocation's minimum (published code). */
+  BUDGET_TOO_LOW: 400,
   /**
    * An id that names nothing the caller may see (a task id): the published generic
    * not-found code (enums/error-code.json, 3.1.19 and 3.2.0-beta.5; the reference SDK's

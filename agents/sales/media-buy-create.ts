@@ -371,6 +371,8 @@ export async function createMediaBuy(
       body: {
         ...(await buyResponse(ctx.db, s, buy, now, ctx.request.release)),
         ...echoKey(params),
+        // Published 3.2 success: the executed proposal, echoed.
+        ...(params.proposal_id !== undefined ? { proposal_id: params.proposal_id } : {}),
       },
     };
   }

@@ -73,6 +73,9 @@ export const StartTimeSchema = z.union(
  * uses an older-only member (create: `buyer_ref`, `brand_manifest`, `start_time` as an
  * object; update: `updates{}`).
  */
+/** A whole-request rule checked even when members failed (every field named at once). */
+const ALWAYS = { when: () => true } as const;
+
 export const CreateMediaBuySchema = z
   .looseObject({
     buyer_ref: z.string().min(1).max(255).optional(),
@@ -96,8 +99,9 @@ export const CreateMediaBuySchema = z
         currency: z.string().regex(/^[A-Z]{3}$/),
       })
       .optional(),
+    /** Published: execute a committed proposal (media-buy-proposal.ts) instead of packages. */
     proposal_id: z.string().min(1).max(255).optional(),
-    packages: z.array(PackageSchema).min(1, 'at least one package is required').max(50),
+    packages: z.array(PackageSchema).min(1, 'at least one package is required').max(50).optional(),
     start_time: StartTimeSchema,
     end_time: z.union([DateTimeSchema, DateSchema], {
       error: 'end_time must be an ISO 8601 date-time',
@@ -116,8 +120,30 @@ export const CreateMediaBuySchema = z
         v.brand_manifest !== undefined ||
         (typeof v.start_time === 'object' && v.start_time !== null),
     ),
-  );
-export type CreateMediaBuyRequest = z.output<typeof CreateMediaBuySchema>;
+  )
+  // Published: packages, or proposal_id with total_budget (mutually exclusive in
+  // 3.2.0-beta.5). Checked with the other members (`when`), naming every field at once.
+  .refine((v) => v.proposal_id !== undefined || v.packages !== undefined, {
+    ...ALWAYS,
+    path: ['packages'],
+    message: 'packages is required (or a proposal_id with total_budget)',
+    params: { keyword: 'required' },
+  })
+  .refine((v) => v.proposal_id === undefined || v.packages === undefined, {
+    ...ALWAYS,
+    path: ['packages'],
+    message: 'give packages or proposal_id, not both',
+  })
+  .refine((v) => v.proposal_id === undefined || v.total_budget !== undefined, {
+    ...ALWAYS,
+    path: ['total_budget'],
+    message: 'total_budget is required when executing a proposal',
+    params: { keyword: 'required' },
+  });
+/** What the schema accepts: packages, or a proposal_id the handler turns into packages. */
+export type CreateMediaBuyInput = z.output<typeof CreateMediaBuySchema>;
+/** The request as create works on it: its packages always there. */
+export type CreateMediaBuyRequest = CreateMediaBuyInput & { packages: PackageRequest[] };
 
 export function startInstant(start: z.output<typeof StartTimeSchema>, now: Date): Date {
   if (typeof start === 'string') {

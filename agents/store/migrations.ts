@@ -310,6 +310,12 @@ AGENT_MIGRATIONS.push({
       PRIMARY KEY (principal_id, creative_id));`,
 });
 
+// create_media_buy by proposal_id: a committed proposal executes once (h-gaps, 008).
+AGENT_MIGRATIONS.push({
+  id: '008_proposal_execution',
+  sql: (s) => `ALTER TABLE ${s}.proposals ADD COLUMN executed_at timestamptz;`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

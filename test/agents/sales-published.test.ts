@@ -312,10 +312,11 @@ t.test('a request matching neither form names every offending field at once', as
   t.same(
     missing.issues?.map((i) => [i.pointer, i.keyword]),
     [
-      ['/packages', 'required'],
       ['/start_time', 'required'],
       ['/end_time', 'required'],
       ['/idempotency_key', 'required'],
+      // packages or a proposal_id: a whole-request rule, after the members.
+      ['/packages', 'required'],
     ],
   );
   // On the wire: the published error with issues[], the request's context echoed.
