@@ -12,25 +12,23 @@ import { decodeCursor, pageInfo, PaginationRequestSchema } from '../sales/cursor
 import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
-import { FormatIdSchema, requireIdempotencyKey } from '../runtime/validation.js';
+import { FormatIdSchema, RequiredIdempotencyKeySchema } from '../runtime/validation.js';
 import { FORMAT_TYPES, sameAgentUrl, type FormatRow } from './formats.js';
 
 /** Library creatives need no review here: a stored creative is `approved` at once. */
 const STORED = 'approved';
 
-const SyncLibrarySchema = z
-  .looseObject({
-    creatives: z.array(CreativeSchema).min(1).max(100),
-    /** Published, but a creative agent has no packages to assign to (refused by name). */
-    assignments: z.unknown().optional(),
-    dry_run: z.boolean().optional(),
-    delete_missing: z.boolean().optional(),
-    idempotency_key: z.string().optional(),
-    account: z.looseObject({}).optional(),
-    context: z.unknown().optional(),
-    // The spec gives the creative agent no sync_creatives: only the published form exists.
-  })
-  .refine(...requireIdempotencyKey());
+const SyncLibrarySchema = z.looseObject({
+  creatives: z.array(CreativeSchema).min(1).max(100),
+  /** Published, but a creative agent has no packages to assign to (refused by name). */
+  assignments: z.unknown().optional(),
+  dry_run: z.boolean().optional(),
+  delete_missing: z.boolean().optional(),
+  // The spec gives the creative agent no sync_creatives: only the published form exists.
+  idempotency_key: RequiredIdempotencyKeySchema,
+  account: z.looseObject({}).optional(),
+  context: z.unknown().optional(),
+});
 
 /** The published creative-status enum (the library's and the test controller's). */
 export const CREATIVE_STATUSES = [

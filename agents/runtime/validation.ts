@@ -153,6 +153,17 @@ export type BrandManifest = z.infer<typeof BrandManifestSchema>;
  * Checked with the other members (`when`), so a request missing the key and wrong
  * elsewhere names every offending field at once.
  */
+/**
+ * `idempotency_key` of a task with no older form (the published request is the only one):
+ * required as a member, so the derived tool schema lists it too.
+ */
+export const RequiredIdempotencyKeySchema = z.string({
+  error: (iss) =>
+    iss.input === undefined
+      ? 'idempotency_key is required (a unique key per distinct request, stable across retries)'
+      : 'idempotency_key must be a string',
+});
+
 export function requireIdempotencyKey(
   olderForm: (v: Record<string, unknown>) => boolean = () => false,
 ): [

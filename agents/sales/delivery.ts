@@ -10,7 +10,7 @@ import type { AgentClock } from '../runtime/clock.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
-import { DateSchema, requireIdempotencyKey } from '../runtime/validation.js';
+import { DateSchema, RequiredIdempotencyKeySchema } from '../runtime/validation.js';
 import { accrueBuy } from './delivery-simulator.js';
 import {
   loadBuy,
@@ -257,22 +257,20 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
   return body;
 }
 
-const FeedbackSchema = z
-  .looseObject({
-    media_buy_id: z.string().min(1).max(255),
-    measurement_period: z
-      .looseObject({ start: z.string().min(1), end: z.string().min(1) })
-      .optional(),
-    performance_index: z.number().min(0).max(100),
-    package_id: z.string().min(1).optional(),
-    creative_id: z.string().min(1).optional(),
-    metric_type: z.string().min(1).max(64).optional(),
-    feedback_source: z.string().min(1).max(64).optional(),
-    idempotency_key: z.string().optional(),
-    context: z.unknown().optional(),
-    // The spec shows no request of this task ("not shown"): only the published form exists.
-  })
-  .refine(...requireIdempotencyKey());
+const FeedbackSchema = z.looseObject({
+  media_buy_id: z.string().min(1).max(255),
+  measurement_period: z
+    .looseObject({ start: z.string().min(1), end: z.string().min(1) })
+    .optional(),
+  performance_index: z.number().min(0).max(100),
+  package_id: z.string().min(1).optional(),
+  creative_id: z.string().min(1).optional(),
+  metric_type: z.string().min(1).max(64).optional(),
+  feedback_source: z.string().min(1).max(64).optional(),
+  // The spec shows no request of this task ("not shown"): only the published form exists.
+  idempotency_key: RequiredIdempotencyKeySchema,
+  context: z.unknown().optional(),
+});
 
 export function registerDeliveryTasks(registry: TaskRegistry): void {
   registry.add({
@@ -311,9 +309,7 @@ export function registerDeliveryTasks(registry: TaskRegistry): void {
         }
       }
       const feedbackId = `fb_${randomUUID()}`;
-      const stored = { ...params };
-      delete stored.idempotency_key;
-      delete stored.context;
+      const { idempotency_key: _key, context: _context, ...stored } = params;
       await ctx.db.query(
         `INSERT INTO ${ctx.schema}.performance_feedback (feedback_id, media_buy_id, principal_id, body)
          VALUES ($1, $2, $3, $4)`,

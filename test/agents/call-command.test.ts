@@ -49,7 +49,7 @@ t.test('svc call against running agents', async (t) => {
 
   const list = await call({ list: true });
   t.equal(list.code, 0);
-  t.match(list.out, /create_media_buy\s+required: packages, start_time, end_time/);
+  t.match(list.out, /create_media_buy\s+required: start_time, end_time/);
   const noTask = await call({});
   t.equal(noTask.code, 2);
   t.match(noTask.err, /give a task name/);

@@ -546,7 +546,7 @@ t.test('3.2 create_media_buy members: brand domain, account, total_budget', asyn
       brand: { domain: 'acme.example' },
       account: { account_id: 'acct-32' },
       total_budget: { amount: 26000, currency: 'USD' },
-      proposal_id: 'prop-1',
+      // (proposal_id and packages are mutually exclusive: test/agents/proposal-buy.test.ts)
       idempotency_key: '6f1f3c1e-0c9a-4c55-9d8e-3f1b2a7c9d10',
       start_time: 'asap',
     },
