@@ -90,6 +90,8 @@ function collectRefs(node, out) {
 }
 
 /** Every file the release's task schemas need, and the manifest of tasks. */
+const ASYNC_STATUSES = ['working', 'input-required'];
+
 function vendorRelease(source, release) {
   const dir = join(source, release);
   const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8'));
@@ -104,6 +106,16 @@ function vendorRelease(source, release) {
     if (!request || !response) continue;
     tasks[key] = { request, response };
     queue.push(request, response);
+    // The status-specific payloads of a non-terminal answer (`<task>-async-response-
+    // <status>.json`, published beside the task but not in the index): what a `working` or
+    // `input-required` answer is checked against.
+    for (const status of ASYNC_STATUSES) {
+      const file = join(domain, `${name}-async-response-${status}.json`);
+      if (!existsSync(join(dir, file))) continue;
+      const id = JSON.parse(readFileSync(join(dir, file), 'utf8')).$id;
+      (tasks[key].async ??= {})[status] = id;
+      queue.push(id);
+    }
   }
   const files = new Map();
   while (queue.length > 0) {

@@ -52,7 +52,7 @@ export async function runCallAgentTool(
   args: unknown,
 ): Promise<CallToolResult> {
   if (name !== profile.callAgentTool) {
-    return result(plainErrorBody(profile.brand, 'UNKNOWN_TASK', `no tool ${name}`), true);
+    return result(plainErrorBody(profile.brand, 'UNSUPPORTED_FEATURE', `no tool ${name}`), true);
   }
   const parsed = ArgsSchema.safeParse(args ?? {});
   if (!parsed.success) {

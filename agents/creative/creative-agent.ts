@@ -15,7 +15,12 @@ import { TaskError } from '../../shared/errors/task-errors.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
-import { BrandManifestSchema, FormatIdSchema, type BrandManifest } from '../runtime/validation.js';
+import {
+  BrandManifestSchema,
+  FormatIdSchema,
+  requireIdempotencyKey,
+  type BrandManifest,
+} from '../runtime/validation.js';
 import {
   allFormats,
   ASSET_TYPES,
@@ -113,6 +118,21 @@ const BrandRefSchema = z.looseObject({
     .regex(/^[a-z0-9.-]+\.[a-z]{2,}$/i, 'brand.domain must be a domain name'),
 });
 
+/** Members of the published build_creative request the spec's older form lacks. */
+const PUBLISHED_ONLY_BUILD_MEMBERS = [
+  'target_format_ids',
+  'brand',
+  'account',
+  'creative_id',
+  'include_preview',
+  'preview_inputs',
+  'preview_output_format',
+  'mode',
+  'concept_id',
+  'media_buy_id',
+  'package_id',
+] as const;
+
 /**
  * Published: `target_format_id` or `target_format_ids` (one manifest per format), `brand`
  * as a `{domain}` reference, `include_preview`. Older: `brand_manifest`.
@@ -146,7 +166,14 @@ const BuildSchema = z
         message: 'give exactly one of target_format_id and target_format_ids',
       });
     }
-  });
+  })
+  .refine(
+    // The spec's older request (`message`, `creative_manifest`, `target_format_id`) is a
+    // subset of the published one, so a request of only those members cannot be told
+    // apart: it stays accepted without a key (its key honoured when sent). A published-only
+    // member makes it the published form, which requires the key.
+    ...requireIdempotencyKey((v) => !PUBLISHED_ONLY_BUILD_MEMBERS.some((k) => v[k] !== undefined)),
+  );
 
 type Asset = Record<string, unknown> & { asset_type: string };
 
@@ -586,7 +613,9 @@ export function registerCreativeAgentTasks(registry: TaskRegistry): void {
     auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'write' } },
     expectedDuration: '30s to 5min',
     mode: 'sync',
-    mutating: false,
+    // Mutating as the published request reads it (it requires idempotency_key): a replay
+    // answers the first build, the same key with another request IDEMPOTENCY_CONFLICT.
+    mutating: true,
     webhookTaskType: 'build_creative',
     errorShape: 'single',
     handle: async (params, ctx) => ({

@@ -12,7 +12,7 @@ import { decodeCursor, pageInfo, PaginationRequestSchema } from '../sales/cursor
 import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
-import { FormatIdSchema } from '../runtime/validation.js';
+import { FormatIdSchema, RequiredIdempotencyKeySchema } from '../runtime/validation.js';
 import { FORMAT_TYPES, sameAgentUrl, type FormatRow } from './formats.js';
 
 /** Library creatives need no review here: a stored creative is `approved` at once. */
@@ -24,7 +24,8 @@ const SyncLibrarySchema = z.looseObject({
   assignments: z.unknown().optional(),
   dry_run: z.boolean().optional(),
   delete_missing: z.boolean().optional(),
-  idempotency_key: z.string().optional(),
+  // The spec gives the creative agent no sync_creatives: only the published form exists.
+  idempotency_key: RequiredIdempotencyKeySchema,
   account: z.looseObject({}).optional(),
   context: z.unknown().optional(),
 });

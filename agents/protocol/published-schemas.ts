@@ -23,6 +23,8 @@ const SCHEMA_DIR = fileURLToPath(new URL('./schemas/', import.meta.url));
 interface TaskEntry {
   request: string;
   response: string;
+  /** The payload of a non-terminal answer by status (`working`, `input-required`). */
+  async?: Partial<Record<string, string>>;
 }
 type Manifest = Record<Release, Record<string, TaskEntry>>;
 
@@ -91,6 +93,39 @@ export function publishedValidator(
     compiled.set(key, fn);
   }
   return fn;
+}
+
+const asyncCompiled = new Map<string, ValidateFunction>();
+
+/**
+ * The validator of a task's non-terminal answer with this status: the protocol envelope
+ * (status, task_id, message, context) with the task's published status-specific payload
+ * (`<task>-async-response-<status>.json`); null where the release publishes none.
+ */
+export function publishedAsyncValidator(
+  release: Release,
+  agent: string,
+  task: string,
+  status: string,
+): ValidateFunction | null {
+  const id = entryOf(release, agent, task)?.async?.[status];
+  if (!id) return null;
+  const key = `${release} ${id}`;
+  let fn = asyncCompiled.get(key);
+  if (!fn) {
+    fn = ajvFor(release).compile({
+      allOf: [{ $ref: `${envelopeBase(release)}/core/protocol-envelope.json` }, { $ref: id }],
+      properties: { status: { const: status } },
+    });
+    asyncCompiled.set(key, fn);
+  }
+  return fn;
+}
+
+function envelopeBase(release: Release): string {
+  return release === '3.1.19'
+    ? `/schemas/${release}`
+    : `https://adcontextprotocol.org/schemas/${release}`;
 }
 
 const envelopes = new Map<Release, ValidateFunction>();

@@ -9,6 +9,7 @@ import { BRANDS } from '../../shared/brand.js';
 import { issuesFromAjv, type ValidationIssue } from './issues.js';
 import {
   errorEnvelopeValidator,
+  publishedAsyncValidator,
   publishedValidator,
   RELEASES,
   type Release,
@@ -63,6 +64,12 @@ export function validateResponse(
   const name = publishedTaskName(task);
   const fn = publishedValidator(release, agent, name, 'response');
   if (!fn) return null;
+  // A working / input-required answer is the task's status-specific payload where the
+  // release publishes one (async-response-data: "use the status-specific schemas").
+  const status = (body as { status?: unknown } | null)?.status;
+  const nonTerminal =
+    typeof status === 'string' ? publishedAsyncValidator(release, agent, name, status) : null;
+  if (nonTerminal) return nonTerminal(body) ? [] : issuesFromAjv(nonTerminal.errors);
   const check =
     isFailure(body) && !hasErrorBranch(release, agent, name) ? errorEnvelopeValidator(release) : fn;
   return check(body) ? [] : issuesFromAjv(check.errors);

@@ -14,7 +14,7 @@ import type { Authenticator } from '../auth/authenticate.js';
 import { hasPermission, type AgentKind, type Principal } from '../auth/principal.js';
 import { replayedAnswer, storedAnswer, taskStatusOf, withTaskStatus } from './answer-status.js';
 import type { AgentClock } from './clock.js';
-import { taskError } from './errors.js';
+import { brandedCode, taskError } from './errors.js';
 import { silentNotifications } from './silent-notifications.js';
 import type { AgentSettings } from './settings.js';
 import type { TaskRegistry } from './registry.js';
@@ -133,7 +133,7 @@ export class TaskDispatcher {
    * Admission of a task call before it runs: the credentials hold and the task's tier and
    * permission allow the caller. Transports call it first so an auth refusal is an HTTP
    * 401/403 rather than a task result; they hand the principal on to `invoke`. A task the
-   * agent does not have needs credentials too (with them, its call answers UNKNOWN_TASK).
+   * agent does not have needs credentials too (with them, its call answers UNSUPPORTED_FEATURE).
    * A send without a skill (`task` '') only authenticates. Throws TaskError.
    */
   async admit(
@@ -288,7 +288,7 @@ export class TaskDispatcher {
         this.registry.list(req.agent).map((d) => d.name),
       );
       throw taskError(
-        'UNKNOWN_TASK',
+        'UNSUPPORTED_FEATURE',
         `the ${req.agent} agent has no task "${name}"` +
           (near.length ? `; did you mean ${near.join(', ')}?` : ''),
         near.length ? { suggestion: near.join(', ') } : {},
@@ -355,8 +355,8 @@ export class TaskDispatcher {
           initial_status: outcome.status,
           params,
           state: outcome.async.state ?? {},
-          result: null,
-          message: null,
+          result: outcome.async.result ?? null,
+          message: outcome.async.message ?? null,
           push_notification_config: meta.pushNotificationConfig ?? null,
           a2a_push: meta.a2aPush ?? null,
           context: meta.context ?? null,
@@ -441,7 +441,7 @@ export class TaskDispatcher {
   private authorize(def: TaskDefinition, principal: Principal | null): void {
     if (principal && !principal.agentAccess) {
       throw taskError(
-        'AGENT_ACCESS_DENIED',
+        brandedCode('AGENT_ACCESS_DENIED', this.brand),
         `principal is not authorized for the ${def.agent} agent`,
       );
     }
@@ -456,7 +456,7 @@ export class TaskDispatcher {
     const permission = auth.permission;
     if (principal && permission && !hasPermission(principal, permission)) {
       throw taskError(
-        'INSUFFICIENT_PERMISSIONS',
+        brandedCode('INSUFFICIENT_PERMISSIONS', this.brand),
         `${def.name} requires the ${permission.permission} permission on ${permission.resource}`,
       );
     }

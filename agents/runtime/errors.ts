@@ -12,8 +12,19 @@ import {
 } from '../../shared/errors/task-errors.js';
 
 export const AGENT_ERROR_STATUS = {
-  /** A task name the agent does not have. */
-  UNKNOWN_TASK: 404,
+  /**
+   * A task name the agent does not have, under both brands: the spec's digest names no code
+   * for it, so the published one (the caller asked for something this seller does not do).
+   */
+  UNSUPPORTED_FEATURE: 404,
+  /** The published code of the spec's INSUFFICIENT_PERMISSIONS / AGENT_ACCESS_DENIED (adcp). */
+  PERMISSION_DENIED: 403,
+  /** A proposal id create_media_buy cannot execute (published codes; see media-buy-proposal.ts). */
+  PROPOSAL_NOT_FOUND: 404,
+  PROPOSAL_EXPIRED: 410,
+  PROPOSAL_NOT_COMMITTED: 409,
+  /** A proposal's total_budget share under an allocation's minimum (published code). */
+  BUDGET_TOO_LOW: 400,
   /**
    * An id that names nothing the caller may see (a task id): the published generic
    * not-found code (enums/error-code.json, 3.1.19 and 3.2.0-beta.5; the reference SDK's
@@ -34,6 +45,21 @@ export const AGENT_ERROR_STATUS = {
 } as const satisfies Record<string, number>;
 
 export type AgentErrorCode = keyof typeof AGENT_ERROR_STATUS;
+
+/**
+ * Codes the spec's digest names that the published enum (`enums/error-code.json`, 3.1.19
+ * and 3.2.0-beta.5) lacks, as the published code a buyer of the real protocol dispatches
+ * on. Under SVC_BRAND=adcp these are emitted instead; the neutral brand keeps the spec's.
+ */
+const PUBLISHED_CODE: Partial<Record<string, AgentErrorCode>> = {
+  INSUFFICIENT_PERMISSIONS: 'PERMISSION_DENIED',
+  AGENT_ACCESS_DENIED: 'PERMISSION_DENIED',
+};
+
+/** The code a brand emits for a spec code (see PUBLISHED_CODE). */
+export function brandedCode(code: AnyTaskErrorCode, brand: string): AnyTaskErrorCode {
+  return brand === 'adcp' ? (PUBLISHED_CODE[code] ?? code) : code;
+}
 export type AnyTaskErrorCode = TaskErrorCode | AgentErrorCode;
 
 /** A TaskError with a spec code or one of the agent codes above. */

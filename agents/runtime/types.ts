@@ -137,6 +137,9 @@ export interface HandlerOutcome {
      * forced submitted arm names the task id the next create must answer with.
      */
     taskId?: string;
+    /** The task's result and message from the start (an input-required first answer). */
+    result?: Record<string, unknown>;
+    message?: string;
   };
 }
 

@@ -144,3 +144,43 @@ export const BrandManifestSchema = z.union(
   { error: 'brand_manifest must be {url} or an inline manifest with name' },
 );
 export type BrandManifest = z.infer<typeof BrandManifestSchema>;
+
+/**
+ * `idempotency_key` as the published request schemas require it: a request in the published
+ * form without the key is refused naming it; the spec's older form of the task (`olderForm`
+ * says which requests are in it) had no key and stays accepted without one. The key, when
+ * present, is honoured by the dispatcher whatever the form (runtime/dispatcher.ts).
+ * Checked with the other members (`when`), so a request missing the key and wrong
+ * elsewhere names every offending field at once.
+ */
+/**
+ * `idempotency_key` of a task with no older form (the published request is the only one):
+ * required as a member, so the derived tool schema lists it too.
+ */
+export const RequiredIdempotencyKeySchema = z.string({
+  error: (iss) =>
+    iss.input === undefined
+      ? 'idempotency_key is required (a unique key per distinct request, stable across retries)'
+      : 'idempotency_key must be a string',
+});
+
+export function requireIdempotencyKey(
+  olderForm: (v: Record<string, unknown>) => boolean = () => false,
+): [
+  (v: object) => boolean,
+  { message: string; path: PropertyKey[]; params: Record<string, unknown>; when: () => boolean },
+] {
+  return [
+    (v) => {
+      const r = v as Record<string, unknown>;
+      return r.idempotency_key !== undefined || olderForm(r);
+    },
+    {
+      message:
+        'idempotency_key is required (a unique key per distinct request, stable across retries)',
+      path: ['idempotency_key'],
+      params: { keyword: 'required' },
+      when: () => true,
+    },
+  ];
+}

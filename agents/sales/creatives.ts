@@ -10,7 +10,7 @@ import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
 import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
-import { FormatIdSchema } from '../runtime/validation.js';
+import { FormatIdSchema, requireIdempotencyKey } from '../runtime/validation.js';
 import { emitAccountEvent } from './accounts.js';
 import { resolvePendingAssignments } from './creative-assignments.js';
 
@@ -72,21 +72,29 @@ const AssignmentItemSchema = z.looseObject({
   placement_ids: z.array(z.string().min(1)).min(1).max(100).optional(),
 });
 
-const SyncCreativesSchema = z.looseObject({
-  creatives: z.array(CreativeSchema).min(1).max(100),
-  // The published array form, or the older creative_id -> package ids map.
-  assignments: z
-    .union([
-      z.array(AssignmentItemSchema).min(1).max(1000),
-      z.record(z.string(), z.array(z.string().min(1)).max(100)),
-    ])
-    .optional(),
-  dry_run: z.boolean().optional(),
-  delete_missing: z.boolean().optional(),
-  idempotency_key: z.string().optional(),
-  context: z.unknown().optional(),
-  push_notification_config: z.unknown().optional(),
-});
+const SyncCreativesSchema = z
+  .looseObject({
+    creatives: z.array(CreativeSchema).min(1).max(100),
+    // The published array form, or the older creative_id -> package ids map.
+    assignments: z
+      .union([
+        z.array(AssignmentItemSchema).min(1).max(1000),
+        z.record(z.string(), z.array(z.string().min(1)).max(100)),
+      ])
+      .optional(),
+    dry_run: z.boolean().optional(),
+    delete_missing: z.boolean().optional(),
+    idempotency_key: z.string().optional(),
+    context: z.unknown().optional(),
+    push_notification_config: z.unknown().optional(),
+  })
+  .refine(
+    // The published request names its `account` (required in 3.1.19 and 3.2.0-beta.5) and
+    // gives `assignments` as an array; the spec's older form has neither (assignments as a
+    // creative_id -> package ids map) and no key. A request without an account or an
+    // assignments array cannot be told from the older form: its key is honoured when sent.
+    ...requireIdempotencyKey((v) => v.account === undefined && !Array.isArray(v.assignments)),
+  );
 
 /**
  * The creative's format, resolved and its assets checked; a TaskError (unknown format,

@@ -10,7 +10,7 @@ import type { AgentClock } from '../runtime/clock.js';
 import { taskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
-import { DateSchema } from '../runtime/validation.js';
+import { DateSchema, RequiredIdempotencyKeySchema } from '../runtime/validation.js';
 import { accrueBuy } from './delivery-simulator.js';
 import {
   loadBuy,
@@ -267,7 +267,8 @@ const FeedbackSchema = z.looseObject({
   creative_id: z.string().min(1).optional(),
   metric_type: z.string().min(1).max(64).optional(),
   feedback_source: z.string().min(1).max(64).optional(),
-  idempotency_key: z.string().optional(),
+  // The spec shows no request of this task ("not shown"): only the published form exists.
+  idempotency_key: RequiredIdempotencyKeySchema,
   context: z.unknown().optional(),
 });
 
@@ -308,9 +309,7 @@ export function registerDeliveryTasks(registry: TaskRegistry): void {
         }
       }
       const feedbackId = `fb_${randomUUID()}`;
-      const stored = { ...params };
-      delete stored.idempotency_key;
-      delete stored.context;
+      const { idempotency_key: _key, context: _context, ...stored } = params;
       await ctx.db.query(
         `INSERT INTO ${ctx.schema}.performance_feedback (feedback_id, media_buy_id, principal_id, body)
          VALUES ($1, $2, $3, $4)`,

@@ -57,6 +57,12 @@ export function echoKey(params: { idempotency_key?: string | undefined }) {
   return params.idempotency_key !== undefined ? { idempotency_key: params.idempotency_key } : {};
 }
 
+/**
+ * The published input-required payload of create_media_buy
+ * (create-media-buy-async-response-input-required.json: `reason` from its enum).
+ */
+const INPUT_REQUIRED = { reason: 'APPROVAL_REQUIRED' } as const;
+
 /** How far in the past a start_time may lie and still be accepted as given. */
 const PAST_START_GRACE_MS = 24 * 3_600_000;
 
@@ -317,7 +323,7 @@ export async function createMediaBuy(
   const brandManifest = await checkBuyer(params, ctx);
   const { startAt, endAt, planned, reporting } = await checkRequest(params, ctx, now);
   const { needsApproval, forced } = await reviewPath(params, ctx);
-  const taskId = forced?.task_id ?? ctx.taskId;
+  const taskId = forced?.arm === 'submitted' ? forced.task_id : ctx.taskId;
   const held = params.paused === true;
   const mediaBuyId = newMediaBuyId();
   const startTime =
@@ -371,6 +377,23 @@ export async function createMediaBuy(
       body: {
         ...(await buyResponse(ctx.db, s, buy, now, ctx.request.release)),
         ...echoKey(params),
+        // Published 3.2 success: the executed proposal, echoed.
+        ...(params.proposal_id !== undefined ? { proposal_id: params.proposal_id } : {}),
+      },
+    };
+  }
+  // The controller's input-required arm: the buy waits for approval from the first answer.
+  if (forced?.arm === 'input-required') {
+    const message = forced.message ?? 'media buy received; it awaits seller approval';
+    return {
+      status: 'input-required',
+      body: { message, ...INPUT_REQUIRED, ...echoKey(params) },
+      async: {
+        runAfterMs: null,
+        resourceId: mediaBuyId,
+        state: { phase: 'approval' },
+        result: { ...INPUT_REQUIRED },
+        message,
       },
     };
   }
@@ -441,7 +464,7 @@ export async function advanceCreate(task: StoredTask, ctx: TaskContext): Promise
   }
   return {
     status: 'input-required',
-    result: { reason: 'awaiting seller approval', errors: [] },
+    result: { ...INPUT_REQUIRED, errors: [] },
     message: 'awaiting seller approval',
   };
 }

@@ -5,7 +5,12 @@
  * one shape.
  */
 import { z } from 'zod';
-import { BrandManifestSchema, DateSchema, DateTimeSchema } from '../runtime/validation.js';
+import {
+  BrandManifestSchema,
+  DateSchema,
+  DateTimeSchema,
+  requireIdempotencyKey,
+} from '../runtime/validation.js';
 import { PaginationRequestSchema } from './cursor.js';
 import { MeasurementTermsSchema } from './media-buy-terms.js';
 
@@ -66,15 +71,10 @@ export const StartTimeSchema = z.union(
  * The published request requires `idempotency_key` on create/update_media_buy; the spec's
  * older forms had none and stay accepted without it. A request is in the older form when it
  * uses an older-only member (create: `buyer_ref`, `brand_manifest`, `start_time` as an
- * object; update: `updates{}`). Checked with the other members (`when`), so a request
- * missing the key and wrong elsewhere names every offending field at once.
+ * object; update: `updates{}`).
  */
-const KEY_REQUIRED = {
-  message: 'idempotency_key is required (a unique key per distinct request, stable across retries)',
-  path: ['idempotency_key'],
-  params: { keyword: 'required' },
-  when: () => true,
-};
+/** A whole-request rule checked even when members failed (every field named at once). */
+const ALWAYS = { when: () => true } as const;
 
 export const CreateMediaBuySchema = z
   .looseObject({
@@ -99,8 +99,9 @@ export const CreateMediaBuySchema = z
         currency: z.string().regex(/^[A-Z]{3}$/),
       })
       .optional(),
+    /** Published: execute a committed proposal (media-buy-proposal.ts) instead of packages. */
     proposal_id: z.string().min(1).max(255).optional(),
-    packages: z.array(PackageSchema).min(1, 'at least one package is required').max(50),
+    packages: z.array(PackageSchema).min(1, 'at least one package is required').max(50).optional(),
     start_time: StartTimeSchema,
     end_time: z.union([DateTimeSchema, DateSchema], {
       error: 'end_time must be an ISO 8601 date-time',
@@ -113,14 +114,36 @@ export const CreateMediaBuySchema = z
     context: z.unknown().optional(),
   })
   .refine(
-    (v) =>
-      v.idempotency_key !== undefined ||
-      v.buyer_ref !== undefined ||
-      v.brand_manifest !== undefined ||
-      (typeof v.start_time === 'object' && v.start_time !== null),
-    KEY_REQUIRED,
-  );
-export type CreateMediaBuyRequest = z.output<typeof CreateMediaBuySchema>;
+    ...requireIdempotencyKey(
+      (v) =>
+        v.buyer_ref !== undefined ||
+        v.brand_manifest !== undefined ||
+        (typeof v.start_time === 'object' && v.start_time !== null),
+    ),
+  )
+  // Published: packages, or proposal_id with total_budget (mutually exclusive in
+  // 3.2.0-beta.5). Checked with the other members (`when`), naming every field at once.
+  .refine((v) => v.proposal_id !== undefined || v.packages !== undefined, {
+    ...ALWAYS,
+    path: ['packages'],
+    message: 'packages is required (or a proposal_id with total_budget)',
+    params: { keyword: 'required' },
+  })
+  .refine((v) => v.proposal_id === undefined || v.packages === undefined, {
+    ...ALWAYS,
+    path: ['packages'],
+    message: 'give packages or proposal_id, not both',
+  })
+  .refine((v) => v.proposal_id === undefined || v.total_budget !== undefined, {
+    ...ALWAYS,
+    path: ['total_budget'],
+    message: 'total_budget is required when executing a proposal',
+    params: { keyword: 'required' },
+  });
+/** What the schema accepts: packages, or a proposal_id the handler turns into packages. */
+export type CreateMediaBuyInput = z.output<typeof CreateMediaBuySchema>;
+/** The request as create works on it: its packages always there. */
+export type CreateMediaBuyRequest = CreateMediaBuyInput & { packages: PackageRequest[] };
 
 export function startInstant(start: z.output<typeof StartTimeSchema>, now: Date): Date {
   if (typeof start === 'string') {
@@ -177,7 +200,7 @@ export const UpdateMediaBuySchema = z
     idempotency_key: z.string().optional(),
     context: z.unknown().optional(),
   })
-  .refine((v) => v.idempotency_key !== undefined || v.updates !== undefined, KEY_REQUIRED);
+  .refine(...requireIdempotencyKey((v) => v.updates !== undefined));
 export type UpdateMediaBuyRequest = z.output<typeof UpdateMediaBuySchema>;
 
 /** One package change, with where it came from in the request (for error fields). */

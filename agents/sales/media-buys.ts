@@ -17,6 +17,7 @@ import {
   GetMediaBuysSchema,
   UpdateMediaBuySchema,
 } from './media-buy-requests.js';
+import { withProposalPackages } from './media-buy-proposal.js';
 import { updateMediaBuy } from './media-buy-update.js';
 import { getMediaBuys } from './media-buy-views.js';
 
@@ -33,7 +34,7 @@ export function registerMediaBuyTasks(registry: TaskRegistry, tasks: TaskStore):
     mutating: true,
     webhookTaskType: 'create_media_buy',
     errorShape: 'single',
-    handle: createMediaBuy,
+    handle: async (params, ctx) => createMediaBuy(await withProposalPackages(params, ctx), ctx),
     advance: advanceCreate,
     cancel: cancelCreate,
   });

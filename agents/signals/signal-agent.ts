@@ -17,6 +17,7 @@ import { briefTerms, score } from '../runtime/ranking.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import type { Advance, StoredTask, TaskContext } from '../runtime/types.js';
+import { requireIdempotencyKey } from '../runtime/validation.js';
 
 const TargetSchema = z.discriminatedUnion(
   'type',
@@ -104,7 +105,9 @@ const ActivateSchema = z
         message: 'give the targets in destinations (or the older deployments), exactly one',
       });
     }
-  });
+  })
+  // The spec's older form names its targets `deployments` and has no key.
+  .refine(...requireIdempotencyKey((v) => v.deployments !== undefined));
 
 interface SignalRow {
   signal_agent_segment_id: string;

@@ -327,6 +327,12 @@ AGENT_MIGRATIONS.push({
       ON ${s}.pending_creative_assignments (package_id);`,
 });
 
+// create_media_buy by proposal_id: a committed proposal executes once.
+AGENT_MIGRATIONS.push({
+  id: '008_proposal_execution',
+  sql: (s) => `ALTER TABLE ${s}.proposals ADD COLUMN executed_at timestamptz;`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

@@ -2,7 +2,7 @@
  * The media-buy lifecycle scenarios of the sales agent's test controller (sandbox callers
  * only, checked by the controller before these run): force_media_buy_status along the
  * published lifecycle graph, force_create_media_buy_arm (the next create answers with the
- * submitted task envelope under a task id the harness chose) and simulate_budget_spend.
+ * submitted task envelope under a task id the harness chose, or input-required) and simulate_budget_spend.
  */
 import { TaskError } from '../../shared/errors/task-errors.js';
 import { TaskStore } from '../runtime/task-store.js';
@@ -19,7 +19,7 @@ import {
 import { closeCreateTask } from '../sales/media-buy-update.js';
 import type { ControllerRequest } from './controller.js';
 import { refuse, str } from './replies.js';
-import { CREATE_ARM_KIND, putFixture, SESSION } from './sandbox.js';
+import { CREATE_ARM_KIND, putFixture, SESSION, type ForcedCreateArm } from './sandbox.js';
 
 /** The published lifecycle graph (`enums/media-buy-status.json`): status -> legal next ones. */
 export const MEDIA_BUY_LIFECYCLE: Record<string, readonly string[]> = {
@@ -124,35 +124,11 @@ async function endCreateTask(ctx: TaskContext, buy: BuyRow, target: string): Pro
 
 const TASK_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
-/**
- * Registers the arm the caller's next create_media_buy answers with. This seller forces
- * the submitted arm (its real approval flow's first answer); `input-required` is refused.
- */
-export async function forceCreateMediaBuyArm(req: ControllerRequest, ctx: TaskContext) {
-  const p = req.params ?? {};
-  if (p.arm === 'input-required') {
-    return refuse(
-      'INVALID_PARAMS',
-      'this seller forces the submitted arm only (its create never asks the buyer for input)',
-    );
-  }
-  if (p.arm !== 'submitted') {
-    return refuse('INVALID_PARAMS', 'params.arm must be submitted or input-required');
-  }
-  const taskId = str(p.task_id);
-  if (!taskId || !TASK_ID.test(taskId)) {
-    return refuse(
-      'INVALID_PARAMS',
-      'params.task_id (1-128 of letters, digits, _ . : -) is required for the submitted arm',
-    );
-  }
-  if (p.message !== undefined && (typeof p.message !== 'string' || p.message.length > 2000)) {
-    return refuse('INVALID_PARAMS', 'params.message must be a string of at most 2000 characters');
-  }
-  const { rowCount } = await ctx.db.query(`SELECT 1 FROM ${ctx.schema}.tasks WHERE task_id = $1`, [
-    taskId,
-  ]);
-  if (rowCount) return refuse('INVALID_PARAMS', `task id ${taskId} is already in use`);
+const messageOf = (p: Record<string, unknown>) =>
+  typeof p.message === 'string' ? { message: p.message } : {};
+
+/** The caller's one-shot create directive (one per principal; a new one replaces it). */
+async function putCreateArm(ctx: TaskContext, directive: ForcedCreateArm): Promise<void> {
   await putFixture(
     ctx.db,
     ctx.schema,
@@ -163,12 +139,47 @@ export async function forceCreateMediaBuyArm(req: ControllerRequest, ctx: TaskCo
       kind: CREATE_ARM_KIND,
       id: 'next',
     },
-    {
-      arm: 'submitted',
-      task_id: taskId,
-      ...(p.message !== undefined ? { message: p.message } : {}),
-    },
+    { ...directive },
   );
+}
+
+/**
+ * Registers the arm the caller's next create_media_buy answers with, the two the published
+ * controller lists for it: `submitted` (the task envelope under the harness's task id) or
+ * `input-required` (the buy waits for approval, `reason: APPROVAL_REQUIRED`, under the
+ * call's own task id: the published arm carries no task_id, and one sent is refused).
+ */
+export async function forceCreateMediaBuyArm(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  if (p.arm !== 'submitted' && p.arm !== 'input-required') {
+    return refuse('INVALID_PARAMS', 'params.arm must be submitted or input-required');
+  }
+  if (p.message !== undefined && (typeof p.message !== 'string' || p.message.length > 2000)) {
+    return refuse('INVALID_PARAMS', 'params.message must be a string of at most 2000 characters');
+  }
+  if (p.arm === 'input-required') {
+    if (p.task_id !== undefined) {
+      return refuse('INVALID_PARAMS', 'params.task_id is for the submitted arm only');
+    }
+    await putCreateArm(ctx, { arm: 'input-required', ...messageOf(p) });
+    return {
+      success: true,
+      forced: { arm: 'input-required' },
+      message: 'the next create_media_buy of this sandbox account answers input-required',
+    };
+  }
+  const taskId = str(p.task_id);
+  if (!taskId || !TASK_ID.test(taskId)) {
+    return refuse(
+      'INVALID_PARAMS',
+      'params.task_id (1-128 of letters, digits, _ . : -) is required for the submitted arm',
+    );
+  }
+  const { rowCount } = await ctx.db.query(`SELECT 1 FROM ${ctx.schema}.tasks WHERE task_id = $1`, [
+    taskId,
+  ]);
+  if (rowCount) return refuse('INVALID_PARAMS', `task id ${taskId} is already in use`);
+  await putCreateArm(ctx, { arm: 'submitted', task_id: taskId, ...messageOf(p) });
   return {
     success: true,
     forced: { arm: 'submitted', task_id: taskId },

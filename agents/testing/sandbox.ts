@@ -87,13 +87,18 @@ export async function sandboxFixtures(
 /** The fixture kind of force_create_media_buy_arm's directive (one per principal). */
 export const CREATE_ARM_KIND = 'create_media_buy_arm';
 
+/** A forced create answer: submitted under the harness's task id, or input-required. */
+export type ForcedCreateArm =
+  | { arm: 'submitted'; task_id: string; message?: string }
+  | { arm: 'input-required'; message?: string };
+
 /** The arm forced for this principal's next create, taken (it applies once); null if none. */
 export async function takeForcedCreateArm(
   db: Db,
   schema: string,
   principalId: string,
-): Promise<{ task_id: string; message?: string } | null> {
-  const { rows } = await db.query<{ data: { task_id: string; message?: string } }>(
+): Promise<ForcedCreateArm | null> {
+  const { rows } = await db.query<{ data: ForcedCreateArm }>(
     `DELETE FROM ${schema}.sandbox_fixtures
       WHERE agent = 'sales' AND principal_id = $1 AND account_key = $2 AND kind = $3
       RETURNING data`,

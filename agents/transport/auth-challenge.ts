@@ -16,7 +16,8 @@ export const RPC_UNAUTHORIZED = -32010;
 export const RPC_FORBIDDEN = -32011;
 
 const UNAUTHENTICATED = new Set(['AUTH_REQUIRED', 'AUTH_INVALID']);
-const FORBIDDEN = new Set(['INSUFFICIENT_PERMISSIONS', 'AGENT_ACCESS_DENIED']);
+// The spec's codes (SVC_BRAND=svc) and their published equivalent (adcp).
+const FORBIDDEN = new Set(['INSUFFICIENT_PERMISSIONS', 'AGENT_ACCESS_DENIED', 'PERMISSION_DENIED']);
 
 export function isAuthRefusal(err: TaskError): boolean {
   return UNAUTHENTICATED.has(err.code) || FORBIDDEN.has(err.code);

@@ -8,6 +8,7 @@ import t from 'tap';
 import { issueToken } from '../../agents/auth/authenticate.js';
 import { permissionsFromScopes } from '../../agents/auth/principal.js';
 import { errorResponse } from '../../agents/runtime/errors.js';
+import { brandProfile } from '../../shared/brand.js';
 import { buyer, harness, viewer } from './support/core.js';
 
 t.test('tiers and credentials', async (t) => {
@@ -265,3 +266,32 @@ t.test('onboarding a principal issues a working API key; revocation ends it', as
     { code: 'VALIDATION_ERROR', field: 'permissions' },
   );
 });
+
+t.test(
+  'SVC_BRAND=adcp: the published code for the spec codes the published enum lacks',
+  async (t) => {
+    const h = await harness(t, { profile: brandProfile('adcp') });
+    const denied = await h.err('sales', 'create_media_buy', {}, viewer(h));
+    t.equal(denied.code, 'PERMISSION_DENIED', 'not INSUFFICIENT_PERMISSIONS');
+    t.equal(denied.status, 403);
+    const barred = await h.err(
+      'signals',
+      'get_signals',
+      { signal_spec: 'x', context: { trace: 'barred' } },
+      { apiKey: h.keys['signals:demo-blocked']! },
+    );
+    t.equal(barred.code, 'PERMISSION_DENIED', 'not AGENT_ACCESS_DENIED');
+    t.equal(barred.status, 403);
+    const body = errorResponse(barred, { brand: 'adcp', context: { trace: 'barred' } }).body;
+    t.match(body, {
+      errors: [{ code: 'PERMISSION_DENIED', recovery: 'correctable' }],
+      adcp_error: { code: 'PERMISSION_DENIED' },
+      context: { trace: 'barred' },
+    });
+    // A task the agent does not have: the published code under both brands.
+    const unknown = await h.err('sales', 'get_prodcts', {}, buyer(h));
+    t.equal(unknown.code, 'UNSUPPORTED_FEATURE');
+    t.equal(unknown.status, 404);
+    t.match(unknown.suggestion, /get_products/);
+  },
+);

@@ -49,7 +49,7 @@ t.test('svc call against running agents', async (t) => {
 
   const list = await call({ list: true });
   t.equal(list.code, 0);
-  t.match(list.out, /create_media_buy\s+required: packages, start_time, end_time/);
+  t.match(list.out, /create_media_buy\s+required: start_time, end_time/);
   const noTask = await call({});
   t.equal(noTask.code, 2);
   t.match(noTask.err, /give a task name/);
@@ -105,7 +105,7 @@ t.test('the server suggests near task names too', async (t) => {
     transport: 'mcp',
   } as never);
   t.match(r, {
-    code: 'UNKNOWN_TASK',
+    code: 'UNSUPPORTED_FEATURE',
     message: /did you mean get_products\?/,
     suggestion: 'get_products',
   });

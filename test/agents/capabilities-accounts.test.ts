@@ -3,6 +3,7 @@
  * sync_accounts with notification_configs[], sync_agent_notification_configs and the
  * capabilities.changed publication.
  */
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { brandProfile } from '../../shared/brand.js';
 import { buyer, harness, pendingBuyId } from './support/core.js';
@@ -56,7 +57,7 @@ t.test('capability documents per agent and brand', async (t) => {
   t.same((await h.ok('creative', 'get_svc_capabilities', {})).supported_protocols, ['creative']);
   t.equal(
     (await h.err('sales', 'get_adcp_capabilities', {})).code,
-    'UNKNOWN_TASK',
+    'UNSUPPORTED_FEATURE',
     'the brand decides the task name',
   );
 
@@ -102,6 +103,7 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
     'sales',
     'sync_accounts',
     {
+      idempotency_key: randomUUID(),
       accounts: [
         {
           name: 'Acme',
@@ -128,7 +130,10 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
   const same = await h.ok(
     'sales',
     'sync_accounts',
-    { accounts: [{ name: 'Acme', brand: { domain: 'acme.example' } }] },
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ name: 'Acme', brand: { domain: 'acme.example' } }],
+    },
     c,
   );
   t.equal(
@@ -178,6 +183,7 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
     'sales',
     'sync_accounts',
     {
+      idempotency_key: randomUUID(),
       accounts: [
         {
           name: 'Acme',
@@ -247,7 +253,10 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
   const cleared = await h.ok(
     'sales',
     'sync_accounts',
-    { accounts: [{ name: 'Acme', brand: { domain: 'acme.example' }, notification_configs: [] }] },
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ name: 'Acme', brand: { domain: 'acme.example' }, notification_configs: [] }],
+    },
     c,
   );
   t.equal(
@@ -263,21 +272,30 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
   const dup = await h.err(
     'sales',
     'sync_accounts',
-    { accounts: [{ name: 'Acme', notification_configs: [cfg('s1'), cfg('s1')] }] },
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ name: 'Acme', notification_configs: [cfg('s1'), cfg('s1')] }],
+    },
     c,
   );
   t.equal(dup.field, 'accounts[0].notification_configs[1].subscriber_id');
   const wrongSurface = await h.err(
     'sales',
     'sync_accounts',
-    { accounts: [{ name: 'Acme', notification_configs: [cfg('s3', ['capabilities.changed'])] }] },
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ name: 'Acme', notification_configs: [cfg('s3', ['capabilities.changed'])] }],
+    },
     c,
   );
   t.equal(wrongSurface.field, 'accounts[0].notification_configs[0].event_types[0]');
   const badUrl = await h.err(
     'sales',
     'sync_accounts',
-    { accounts: [{ name: 'Acme', notification_configs: [{ ...cfg('s4'), url: 'ftp://x' }] }] },
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ name: 'Acme', notification_configs: [{ ...cfg('s4'), url: 'ftp://x' }] }],
+    },
     c,
   );
   t.equal(badUrl.field, 'accounts[0].notification_configs[0].url');
@@ -285,6 +303,7 @@ t.test('sync_accounts: replacement semantics and account events', async (t) => {
     'sales',
     'sync_accounts',
     {
+      idempotency_key: randomUUID(),
       accounts: [
         { name: 'Acme', notification_configs: [{ ...cfg('s4'), subscriber_id: 'has space' }] },
       ],
@@ -384,6 +403,7 @@ t.test('list_accounts reads back the principal accounts only', async (t) => {
     'sales',
     'sync_accounts',
     {
+      idempotency_key: randomUUID(),
       accounts: [
         {
           account_id: 'a-1',

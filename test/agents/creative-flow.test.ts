@@ -2,6 +2,7 @@
  * The typical creative flow: list_creative_formats, build_creative, preview_creative,
  * then sync_creatives at the sales agent.
  */
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { buyer, harness } from './support/core.js';
 
@@ -392,6 +393,7 @@ t.test('published request forms and their malformed versions', async (t) => {
     'creative',
     'build_creative',
     {
+      idempotency_key: randomUUID(),
       brand: { domain: 'acme.example' },
       target_format_ids: [fmt('display_728x90'), fmt('audio_30s')],
       include_preview: true,
@@ -440,7 +442,11 @@ t.test('published request forms and their malformed versions', async (t) => {
   const unknownTarget = await h.err(
     'creative',
     'build_creative',
-    { message: 'x', target_format_ids: [fmt('display_300x250'), fmt('nope')] },
+    {
+      idempotency_key: randomUUID(),
+      message: 'x',
+      target_format_ids: [fmt('display_300x250'), fmt('nope')],
+    },
     c,
   );
   t.equal(unknownTarget.field, 'target_format_ids[1].id');

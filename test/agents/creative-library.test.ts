@@ -4,6 +4,7 @@
  * refused naming the field. Also: a click-through URL is optional in our formats, and a
  * format_ids filter answers in the request's order at both agents.
  */
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { brandProfile } from '../../shared/brand.js';
 import { buyer, harness, viewer } from './support/core.js';
@@ -69,7 +70,10 @@ t.test('sync, list, filter, page; build and preview by creative_id', async (t) =
   const again = await h.ok(
     'creative',
     'sync_creatives',
-    { creatives: [banner('b1', 'Trail banner'), banner('b2', 'Renamed')] },
+    {
+      idempotency_key: randomUUID(),
+      creatives: [banner('b1', 'Trail banner'), banner('b2', 'Renamed')],
+    },
     c,
   );
   t.same(
@@ -154,7 +158,12 @@ t.test('sync, list, filter, page; build and preview by creative_id', async (t) =
   const built = await h.ok(
     'creative',
     'build_creative',
-    { creative_id: 'b1', target_format_id: fmt('display_728x90'), message: 'Go further' },
+    {
+      idempotency_key: randomUUID(),
+      creative_id: 'b1',
+      target_format_id: fmt('display_728x90'),
+      message: 'Go further',
+    },
     c,
   );
   t.match(built.creative_manifest, { format_id: { id: 'display_728x90' } });
@@ -173,7 +182,12 @@ t.test('sync, list, filter, page; build and preview by creative_id', async (t) =
   const dry = await h.ok(
     'creative',
     'sync_creatives',
-    { creatives: [banner('b9')], dry_run: true, delete_missing: true },
+    {
+      idempotency_key: randomUUID(),
+      creatives: [banner('b9')],
+      dry_run: true,
+      delete_missing: true,
+    },
     c,
   );
   t.equal(dry.dry_run, true);
@@ -184,7 +198,11 @@ t.test('sync, list, filter, page; build and preview by creative_id', async (t) =
   const pruned = await h.ok(
     'creative',
     'sync_creatives',
-    { creatives: [banner('b1', 'Trail banner')], delete_missing: true },
+    {
+      idempotency_key: randomUUID(),
+      creatives: [banner('b1', 'Trail banner')],
+      delete_missing: true,
+    },
     c,
   );
   t.same(
@@ -206,7 +224,7 @@ t.test('sync, list, filter, page; build and preview by creative_id', async (t) =
       await h.err(
         'creative',
         'build_creative',
-        { creative_id: 'v1', target_format_id: fmt('video_15s') },
+        { idempotency_key: randomUUID(), creative_id: 'v1', target_format_id: fmt('video_15s') },
         c,
       )
     ).code,
@@ -223,21 +241,28 @@ t.test('malformed library requests', async (t) => {
     [
       'assignments at a creative agent',
       'sync_creatives',
-      { creatives: [banner('a')], assignments: [{ creative_id: 'a', package_id: 'p' }] },
+      {
+        idempotency_key: randomUUID(),
+        creatives: [banner('a')],
+        assignments: [{ creative_id: 'a', package_id: 'p' }],
+      },
       'INVALID_REQUEST',
       'assignments',
     ],
     [
       'duplicate creative_id',
       'sync_creatives',
-      { creatives: [banner('a'), banner('a')] },
+      { idempotency_key: randomUUID(), creatives: [banner('a'), banner('a')] },
       'VALIDATION_ERROR',
       'creatives[1].creative_id',
     ],
     [
       'format id as a string',
       'sync_creatives',
-      { creatives: [{ ...banner('a'), format_id: 'display_300x250' }] },
+      {
+        idempotency_key: randomUUID(),
+        creatives: [{ ...banner('a'), format_id: 'display_300x250' }],
+      },
       'INVALID_FORMAT_ID',
       'creatives[0].format_id',
     ],

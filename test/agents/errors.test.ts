@@ -48,8 +48,8 @@ t.test('spec error codes', async (t) => {
   const badBuy = (extra: Record<string, unknown>, code: string, field: string) =>
     expect(h.err('sales', 'create_media_buy', buy(extra), c), code, 400, field);
 
-  await expect(h.err('sales', 'no_such_task', {}), 'UNKNOWN_TASK', 404);
-  await expect(h.err('creative', 'get_products', {}), 'UNKNOWN_TASK', 404);
+  await expect(h.err('sales', 'no_such_task', {}), 'UNSUPPORTED_FEATURE', 404);
+  await expect(h.err('creative', 'get_products', {}), 'UNSUPPORTED_FEATURE', 404);
 
   await expect(
     h.err('sales', 'create_media_buy', buy({ packages: [pkg({ budget: 0 })] }), c),

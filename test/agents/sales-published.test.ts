@@ -4,6 +4,7 @@
  * cursor pagination), the published response members, and one validation error naming
  * every offending field. Every answer also passes the harness's strict schema check.
  */
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { brandProfile } from '../../shared/brand.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
@@ -252,7 +253,10 @@ t.test('sync_accounts in the published provisioning form, and refusals', async (
   const again = await h.ok(
     'sales',
     'sync_accounts',
-    { accounts: [{ account: { account_id: published!.account_id }, name: 'Renamed' }] },
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ account: { account_id: published!.account_id }, name: 'Renamed' }],
+    },
     c,
   );
   t.match((again.accounts as unknown[])[0], {
@@ -262,7 +266,10 @@ t.test('sync_accounts in the published provisioning form, and refusals', async (
   const bad = await h.err(
     'sales',
     'sync_accounts',
-    { accounts: [{ brand: { domain: 'acme.example' }, operator: 'Not A Domain', billing: 'me' }] },
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ brand: { domain: 'acme.example' }, operator: 'Not A Domain', billing: 'me' }],
+    },
     c,
   );
   t.equal(bad.code, 'VALIDATION_ERROR');
@@ -305,10 +312,11 @@ t.test('a request matching neither form names every offending field at once', as
   t.same(
     missing.issues?.map((i) => [i.pointer, i.keyword]),
     [
-      ['/packages', 'required'],
       ['/start_time', 'required'],
       ['/end_time', 'required'],
       ['/idempotency_key', 'required'],
+      // packages or a proposal_id: a whole-request rule, after the members.
+      ['/packages', 'required'],
     ],
   );
   // On the wire: the published error with issues[], the request's context echoed.
@@ -417,6 +425,7 @@ t.test(
       'sales',
       'sync_accounts',
       {
+        idempotency_key: randomUUID(),
         accounts: ['a', 'b', 'c'].map((x) => ({
           brand: { domain: `${x}.example` },
           operator: 'agency.example',

@@ -2,6 +2,7 @@
  * Sales agent details: update_media_buy variants, start_time forms, inline creative
  * assignment, delete_missing, list_creatives paging, feedback, delivery ranges.
  */
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { buyer, harness, START } from './support/core.js';
 
@@ -282,14 +283,24 @@ t.test('start_time forms, inline creatives, filters', async (t) => {
   const fb = await h.ok(
     'sales',
     'provide_performance_feedback',
-    { media_buy_id: dated.media_buy_id, performance_index: 1.2, metric_type: 'conversion_rate' },
+    {
+      idempotency_key: randomUUID(),
+      media_buy_id: dated.media_buy_id,
+      performance_index: 1.2,
+      metric_type: 'conversion_rate',
+    },
     c,
   );
   t.match(fb, { success: true, feedback_id: /^fb_/ });
   const fbBad = await h.err(
     'sales',
     'provide_performance_feedback',
-    { media_buy_id: dated.media_buy_id, performance_index: 1, package_id: 'pkg_nope' },
+    {
+      media_buy_id: dated.media_buy_id,
+      performance_index: 1,
+      package_id: 'pkg_nope',
+      idempotency_key: randomUUID(),
+    },
     c,
   );
   t.equal(fbBad.code, 'PACKAGE_NOT_FOUND');
@@ -455,6 +466,7 @@ t.test('creatives: published assignments array (one creative to one package each
     'sales',
     'sync_creatives',
     {
+      idempotency_key: randomUUID(),
       creatives: [display('c2')],
       assignments: [
         { creative_id: 'c1', package_id: pkg },
@@ -488,7 +500,7 @@ t.test('creatives: published assignments array (one creative to one package each
     const e = await h.err(
       'sales',
       'sync_creatives',
-      { creatives: [display('c1')], assignments },
+      { creatives: [display('c1')], assignments, idempotency_key: randomUUID() },
       c,
     );
     t.equal(e.code, code, `${why}: ${e.message}`);
@@ -513,7 +525,7 @@ t.test('creatives: published assignments array (one creative to one package each
     const e = await h.err(
       'sales',
       'sync_creatives',
-      { creatives: [display('c1')], assignments },
+      { creatives: [display('c1')], assignments, idempotency_key: randomUUID() },
       c,
     );
     t.equal(e.status, 400, `${why}: ${e.code} ${e.message}`);
@@ -540,7 +552,7 @@ t.test('3.2 create_media_buy members: brand domain, account, total_budget', asyn
       brand: { domain: 'acme.example' },
       account: { account_id: 'acct-32' },
       total_budget: { amount: 26000, currency: 'USD' },
-      proposal_id: 'prop-1',
+      // (proposal_id and packages are mutually exclusive: test/agents/proposal-buy.test.ts)
       idempotency_key: '6f1f3c1e-0c9a-4c55-9d8e-3f1b2a7c9d10',
       start_time: 'asap',
     },

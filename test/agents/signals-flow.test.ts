@@ -2,6 +2,7 @@
  * The typical signal flow: get_signals, activate_signal (async, webhooks), then the
  * activation key in media buy targeting.
  */
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { buyer, harness, START } from './support/core.js';
 
@@ -376,6 +377,7 @@ t.test('published request forms, pagination, pricing options, deactivation', asy
       'unknown pricing option',
       'activate_signal',
       {
+        idempotency_key: randomUUID(),
         signal_agent_segment_id: 'sig_luxury_auto_intenders',
         destinations: [ttd],
         pricing_option_id: 'nope',
@@ -387,6 +389,7 @@ t.test('published request forms, pagination, pricing options, deactivation', asy
       'bad action',
       'activate_signal',
       {
+        idempotency_key: randomUUID(),
         signal_agent_segment_id: 'sig_luxury_auto_intenders',
         destinations: [ttd],
         action: 'pause',

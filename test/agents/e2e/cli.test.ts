@@ -163,7 +163,7 @@ t.test('svc call: MCP and A2A, refusals exit 1, bad input exits 2', async (t) =>
   t.match(unreachable.stderr, /call failed: cannot reach http:\/\/127\.0\.0\.1:1\/mcp: bad port/);
   const listed = await run(['call', urls.sales, '--list']);
   t.equal(listed.code, 0, listed.stderr);
-  t.match(listed.stdout, /create_media_buy\s+required: packages, start_time, end_time/);
+  t.match(listed.stdout, /create_media_buy\s+required: start_time, end_time/);
   const typo = await run(['call', urls.sales, 'get_prodcts']);
   t.equal(typo.code, 2);
   t.match(typo.stderr, /UNKNOWN_TASK: .* did you mean get_products\?/);

@@ -131,9 +131,9 @@ const CASES: Case[] = [
     task: 'create_media_buy',
     params: { idempotency_key: '11111111-2222-4333-8444-555555555555' },
     as: 'viewer',
-    // The spec's code (service-spec Authentication rule 3); the published enum's nearest
-    // is PERMISSION_DENIED (left to the lead: codes are shared with SVC_BRAND=svc).
-    code: 'INSUFFICIENT_PERMISSIONS',
+    // The spec's INSUFFICIENT_PERMISSIONS (service-spec Authentication rule 3) is not in
+    // the published enum: SVC_BRAND=adcp answers its published equivalent.
+    code: 'PERMISSION_DENIED',
     status: 403,
     challenge: /error="insufficient_scope"/,
   },

@@ -19,7 +19,7 @@ t.test('off by default: no tool, no capability', async (t) => {
   const h = await harness(t);
   t.equal(
     (await h.err('sales', 'comply_test_controller', { scenario: 'list_scenarios' }, buyer(h))).code,
-    'UNKNOWN_TASK',
+    'UNSUPPORTED_FEATURE',
   );
   const caps = await h.ok('sales', 'get_adcp_capabilities', {});
   t.notOk('compliance_testing' in caps);
@@ -62,7 +62,7 @@ t.test('sandbox principals only; production data never changes', async (t) => {
         buyer(h, 'signals'),
       )
     ).code,
-    'UNKNOWN_TASK',
+    'UNSUPPORTED_FEATURE',
     'an agent with no scenarios has no controller',
   );
 
@@ -733,7 +733,8 @@ t.test('force_create_media_buy_arm: the next create answers submitted, once', as
   for (const [name, params] of [
     ['no arm', {}],
     ['unknown arm', { arm: 'completed', task_id: 'x' }],
-    ['input-required (not offered)', { arm: 'input-required' }],
+    ['input-required with a task_id', { arm: 'input-required', task_id: 'task_ir_1' }],
+    ['input-required, message not a string', { arm: 'input-required', message: 5 }],
     ['submitted without task_id', { arm: 'submitted' }],
     ['task_id with a space', { arm: 'submitted', task_id: 'a b' }],
     ['task_id too long', { arm: 'submitted', task_id: 'x'.repeat(129) }],
@@ -743,6 +744,67 @@ t.test('force_create_media_buy_arm: the next create answers submitted, once', as
     t.match(await arm(params), { success: false, error: 'INVALID_PARAMS' }, name);
   }
   t.equal((await sandboxBuy(h)).status, 'completed', 'a refused directive forces nothing');
+});
+
+t.test('force_create_media_buy_arm input-required: answer, tasks/get, webhook', async (t) => {
+  const h = await harness(t, { testController: true });
+  const { markDemoPrincipalsSandbox } = await import('../../../agents/testing/sandbox.js');
+  await markDemoPrincipalsSandbox(h.pool, h.schema);
+  const c = buyer(h);
+  t.same(
+    await h.ok(
+      'sales',
+      'comply_test_controller',
+      {
+        scenario: 'force_create_media_buy_arm',
+        account: sandbox,
+        params: { arm: 'input-required', message: 'Budget over the approval limit' },
+        context: { step: 'force' },
+      },
+      c,
+    ),
+    {
+      status: 'completed',
+      success: true,
+      forced: { arm: 'input-required' },
+      message: 'the next create_media_buy of this sandbox account answers input-required',
+      context: { step: 'force' },
+    },
+  );
+  const push = { url: 'https://buyer.example/hooks/ir', operation_id: 'op-ir-1' };
+  // The harness checks this answer against create-media-buy-async-response-input-required.
+  const answer = await sandboxBuy(h, {
+    push_notification_config: push,
+    context: { step: 'create' },
+  });
+  t.match(answer, {
+    status: 'input-required',
+    task_id: /^task_/,
+    reason: 'APPROVAL_REQUIRED',
+    message: 'Budget over the approval limit',
+    context: { step: 'create' },
+  });
+  t.notOk('media_buy_id' in answer, 'no buy on the input-required answer');
+  const polled = await h.ok(
+    'sales',
+    'tasks/get',
+    { task_id: answer.task_id, include_result: true },
+    c,
+  );
+  t.match(polled, {
+    status: 'input-required',
+    task_type: 'create_media_buy',
+    message: 'Budget over the approval limit',
+    result: { reason: 'APPROVAL_REQUIRED' },
+  });
+  const buyId = await pendingBuyId(h, answer.task_id);
+  t.equal(await h.core.executor.runDue(), 0, 'it waits for approval, nothing scheduled');
+  await h.core.operator.approve(buyId);
+  const hooks = h.notifications.of('taskStatusChanged');
+  t.match(hooks.at(-1), { taskId: answer.task_id, status: 'completed' }, 'completion webhook');
+  const done = await h.ok('sales', 'tasks/get', { task_id: answer.task_id }, c);
+  t.match(done, { status: 'completed', result: { media_buy_id: buyId } });
+  t.equal((await sandboxBuy(h)).status, 'completed', 'the directive applied once');
 });
 
 t.test('simulate_budget_spend: reported spend up to a share of the budget', async (t) => {

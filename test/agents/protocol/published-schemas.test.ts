@@ -183,3 +183,22 @@ t.test('a neutral-brand answer is checked under the protocol names', async (t) =
   const list = [1];
   t.equal(asPublishedBrand('get_products', list), list);
 });
+
+t.test('a working / input-required answer is its status-specific published payload', async (t) => {
+  for (const release of RELEASES) {
+    const ok = { status: 'input-required', task_id: 'task_1', reason: 'APPROVAL_REQUIRED' };
+    t.same(validateResponse('sales', 'create_media_buy', ok, release), [], release);
+    const bad = { ...ok, reason: 'awaiting seller approval' };
+    t.match(
+      validateResponse('sales', 'create_media_buy', bad, release),
+      [{ pointer: '/reason' }],
+      `${release}: reason outside the published enum`,
+    );
+    // A task without a status-specific payload keeps its own response schema.
+    t.ok(
+      (validateResponse('sales', 'get_media_buys', { status: 'input-required' }, release) ?? [])
+        .length > 0,
+      `${release}: get_media_buys has no input-required payload`,
+    );
+  }
+});

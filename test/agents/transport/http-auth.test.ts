@@ -173,7 +173,7 @@ t.test('MCP answers Accept: application/json; auth refusals are HTTP 401/403', a
   });
   t.equal(unknown.status, 200);
   t.match(unknown.body.result.structuredContent, {
-    errors: [{ code: 'UNKNOWN_TASK' }],
+    errors: [{ code: 'UNSUPPORTED_FEATURE' }],
     context,
   });
   t.equal(unknown.body.result._meta.http_status, 404);

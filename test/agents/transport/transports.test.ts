@@ -63,7 +63,7 @@ t.test('MCP: tools, public and authenticated calls, errors in the spec shapes', 
 
   const unknown = await buyer.call('no_such_task', {});
   t.equal(unknown.ok, false);
-  t.match(unknown.body, { errors: [{ code: 'UNKNOWN_TASK' }] });
+  t.match(unknown.body, { errors: [{ code: 'UNSUPPORTED_FEATURE' }] });
 
   const required = await anon.call('create_media_buy', buyParams(urls.creative));
   t.match(required.body, { errors: [{ code: 'AUTH_REQUIRED' }] });
