@@ -88,6 +88,7 @@ t.test('a creative named before it is synced is assigned when it arrives', async
     {
       // creative.assignment_changed is a 3.2 event type (3.1 has no such subscription).
       adcp_version: '3.2',
+      idempotency_key: uk(),
       accounts: [
         {
           name: 'Acme',
