@@ -2,8 +2,8 @@
  * `npm run bench -- claim-cost [rounds]`: what one claim statement costs, alone, on one
  * session that commits asynchronously (the worker's state pool): the statement before
  * item 7 of issue 13 (c5cad56), the full claim that records an interrupted attempt (the
- * only claim until the quick one), unnamed and prepared, and the quick claim the worker
- * runs first (prepared, as the outbox runs it), each with `durableClaims` off and on.
+ * only claim until the quick one) and the quick claim the worker runs first, each unnamed
+ * (as the outbox runs them: planned per call) and prepared, with `durableClaims` off and on.
  * They alternate in blocks of 25 single-row claims, so a machine loaded by others weighs
  * on each alike; the figures are per-claim wall p50/p90/p99 and differences of p50s. The
  * durable ones' extra is the WAL flush (fsync) the request waits for before the wire.
@@ -62,6 +62,8 @@ export async function run(args: string[]): Promise<void> {
     'claim, durableClaims on, prepared': prepared('claim', claimSql(schema, true)),
     'quick claim, durableClaims off, prepared': prepared('quick', quickClaimSql(schema, false)),
     'quick claim, durableClaims on, prepared': prepared('quick', quickClaimSql(schema, true)),
+    'quick claim, durableClaims off, unnamed': unnamed(quickClaimSql(schema, false)),
+    'quick claim, durableClaims on, unnamed (the worker)': unnamed(quickClaimSql(schema, true)),
   };
   const names = Object.keys(modes) as Array<keyof typeof modes>;
   try {
@@ -117,7 +119,9 @@ export async function run(args: string[]): Promise<void> {
         `the durable commit (WAL flush) ${(p50s[2]! - p50s[1]!).toFixed(2)} ms; prepared, ` +
         `the durable commit ${(p50s[4]! - p50s[3]!).toFixed(2)} ms; quick and prepared, the ` +
         `statement's new work ${(p50s[5]! - p50s[0]!).toFixed(2)} ms, the durable commit ` +
-        `${(p50s[6]! - p50s[5]!).toFixed(2)} ms\n`,
+        `${(p50s[6]! - p50s[5]!).toFixed(2)} ms; quick and unnamed (the worker), the ` +
+        `statement's new work ${(p50s[7]! - p50s[0]!).toFixed(2)} ms, the durable commit ` +
+        `${(p50s[8]! - p50s[7]!).toFixed(2)} ms\n`,
     );
   } finally {
     await dropSchema(pool, schema).catch(() => {});

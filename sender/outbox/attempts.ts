@@ -60,6 +60,10 @@ const claimedColumns = (
  * the horizon clock, leases the row past the attempt's timeout and marks the attempt open.
  * With `durable` the commit waits for the WAL flush even on a pool that commits
  * asynchronously (`set_config(..., true)` lasts the transaction: no extra round trip).
+ * `id = ANY($1)` lets the planner find the rows by primary key: with the join alone, on a
+ * fresh outbox without statistics it joined every pending row to the batch (a 20,000-row
+ * backlog: 97 ms per 50-row quick claim against 1.7 ms; 1-worker throughput halved in
+ * `bench sender`).
  */
 function claimUpdate(s: string, durable: boolean, from: string, where: string): string {
   return `UPDATE ${s}.outbox o
@@ -67,7 +71,7 @@ function claimUpdate(s: string, durable: boolean, from: string, where: string): 
                 next_attempt_at = now() + v.lease * interval '1 millisecond',
                 attempt_started_at = now()
            FROM ${from}${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
-          WHERE o.id = v.id AND o.state = 'pending'${where}
+          WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND o.state = 'pending'${where}
             AND o.next_attempt_at <= now() + interval '50 milliseconds'
             AND (o.first_attempt_at IS NULL
                  OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())`;

@@ -7,7 +7,6 @@
 import pg from 'pg';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
-import { prepared, withValues, type PreparedQuery } from '../../shared/infra/prepared.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
 import { claimSql, closeInterruptedAttempts, quickClaimSql, settleSql } from './attempts.js';
@@ -186,8 +185,13 @@ export class Outbox implements EventSink {
   private readonly claims: Batcher<{ id: string; leaseMs: number }, ClaimedEvent | null>;
   private readonly settles: Batcher<SettleInput, number | null>;
   private readonly dispatchRetry: DispatchRetry;
-  /** The worker's statements, prepared (parsed and planned once per session). */
-  private readonly statements: Record<'quickClaim' | 'claim' | 'settle', PreparedQuery>;
+  /**
+   * The worker's statements. Unnamed on purpose: a named (prepared) one runs on a generic
+   * plan after five calls, and one planned while the outbox was still small keeps scanning
+   * it as it grows (1-worker throughput halved in `bench sender`); planned per call with
+   * the batch's ids, each claim and settle is index look-ups.
+   */
+  private readonly statements: Record<'quickClaim' | 'claim' | 'settle', string>;
 
   constructor(options: OutboxOptions) {
     this.pool = options.pool;
@@ -196,9 +200,9 @@ export class Outbox implements EventSink {
     this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
     const durable = options.durableClaims ?? true;
     this.statements = {
-      quickClaim: prepared('sender_claim_quick', quickClaimSql(this.schema, durable)),
-      claim: prepared('sender_claim', claimSql(this.schema, durable)),
-      settle: prepared('sender_settle', settleSql(this.schema)),
+      quickClaim: quickClaimSql(this.schema, durable),
+      claim: claimSql(this.schema, durable),
+      settle: settleSql(this.schema),
     };
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
     this.logger = options.logger ?? silentLogger;
@@ -221,7 +225,7 @@ export class Outbox implements EventSink {
         const client = await this.statePool.connect();
         try {
           await this.claimMany([], client);
-          await client.query(withValues(this.statements.claim, [[], []]));
+          await client.query(this.statements.claim, [[], []]);
           await this.settleMany([], client);
         } finally {
           client.release();
@@ -416,16 +420,14 @@ export class Outbox implements EventSink {
     // The quick claim (attempts.ts) takes every row whose previous attempt is settled; the
     // rest (a dead worker's open attempt to record, or not claimable at all) go through the
     // full claim, which records that attempt as interrupted in its own durable commit.
-    const { rows } = await db.query(withValues(this.statements.quickClaim, [ids, leases]));
+    const { rows } = await db.query(this.statements.quickClaim, [ids, leases]);
     const got = new Set<string>(rows.map((r: { id: string }) => r.id));
     const rest = items.filter((i) => !got.has(i.id));
     if (rest.length > 0) {
-      const more = await db.query(
-        withValues(this.statements.claim, [
-          rest.map((i) => i.id),
-          rest.map((i) => Math.round(i.leaseMs)),
-        ]),
-      );
+      const more = await db.query(this.statements.claim, [
+        rest.map((i) => i.id),
+        rest.map((i) => Math.round(i.leaseMs)),
+      ]);
       rows.push(...more.rows);
     }
     const byId = new Map<string, ClaimedEvent>();
@@ -472,9 +474,10 @@ export class Outbox implements EventSink {
   ): Promise<Array<number | null>> {
     const rec = (f: (r: SettledAttempt) => unknown) =>
       items.map((i) => (i.record ? f(i.record) : null));
-    // One statement (attempts.ts settleSql), prepared: parsed and planned once per session.
+    // One statement (attempts.ts settleSql).
     const { rows } = await (client ?? this.statePool).query<{ id: string; next_ms: number }>(
-      withValues(this.statements.settle, [
+      this.statements.settle,
+      [
         items.map((i) => i.id),
         items.map((i) => i.state),
         items.map((i) => i.status),
@@ -490,7 +493,7 @@ export class Outbox implements EventSink {
         rec((r) => r.completedAt),
         rec((r) => r.responseSnippet ?? null),
         rec((r) => r.keyId ?? null),
-      ]),
+      ],
     );
     const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));
     return items.map((i) => byId.get(i.id) ?? null);
