@@ -11,18 +11,9 @@ import type { AgentKind } from '../../agents/auth/principal.js';
 import { errorResponse } from '../../agents/runtime/errors.js';
 import { brandProfile } from '../../shared/brand.js';
 import { buyer, harness, START, type Harness } from './support/core.js';
+import { CREATIVE_AGENT_URL as CREATIVE, displayCreative as display } from './support/creatives.js';
 
-const CREATIVE = 'http://127.0.0.1:3002';
 const fmt = (id: string) => ({ agent_url: CREATIVE, id });
-const display = (id: string) => ({
-  creative_id: id,
-  name: `Creative ${id}`,
-  format_id: fmt('display_300x250'),
-  assets: {
-    image: { asset_type: 'image', url: `https://cdn.example/${id}.png`, width: 300, height: 250 },
-    click_url: { asset_type: 'url', url: 'https://acme.example' },
-  },
-});
 const ttd = { type: 'platform', platform: 'the-trade-desk' };
 
 interface Case {

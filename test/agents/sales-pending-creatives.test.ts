@@ -9,19 +9,10 @@ import {
   resolvePendingAssignments,
 } from '../../agents/sales/creative-assignments.js';
 import { buyer, harness, START } from './support/core.js';
+import { CREATIVE_AGENT_URL as CREATIVE, displayCreative as display } from './support/creatives.js';
 
-const CREATIVE = 'http://127.0.0.1:3002';
 const HOUR = 3600_000;
 const uk = () => `pc-${Math.random().toString(36).slice(2, 14)}`;
-const display = (id: string) => ({
-  creative_id: id,
-  name: `Creative ${id}`,
-  format_id: { agent_url: CREATIVE, id: 'display_300x250' },
-  assets: {
-    image: { asset_type: 'image', url: `https://cdn.example/${id}.png`, width: 300, height: 250 },
-    click_url: { asset_type: 'url', url: 'https://acme.example' },
-  },
-});
 const pkg = (extra: Record<string, unknown> = {}) => ({
   product_id: 'display_run_of_network',
   pricing_option_id: 'ron_display_auction',

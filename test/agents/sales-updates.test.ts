@@ -5,21 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { buyer, harness, START } from './support/core.js';
+import { displayCreative as display } from './support/creatives.js';
 
 /** A fresh idempotency_key (the published update_media_buy requires one). */
 const uk = () => `upd-${Math.random().toString(36).slice(2, 14)}`;
 
-const CREATIVE = 'http://127.0.0.1:3002';
 const HOUR = 3600_000;
-const display = (id: string) => ({
-  creative_id: id,
-  name: `Creative ${id}`,
-  format_id: { agent_url: CREATIVE, id: 'display_300x250' },
-  assets: {
-    image: { asset_type: 'image', url: `https://cdn.example/${id}.png`, width: 300, height: 250 },
-    click_url: { asset_type: 'url', url: 'https://acme.example' },
-  },
-});
 const buy = (ref: string, extra: Record<string, unknown> = {}) => ({
   buyer_ref: ref,
   brand_manifest: { name: 'Acme', colors: { primary: '#000' } },
