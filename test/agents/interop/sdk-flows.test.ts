@@ -287,7 +287,11 @@ t.test('typed client flows over MCP and A2A give the same results', async (t) =>
     );
     out.delivery = delivery.currency;
     out.buy = {
-      statuses: buyHooks.map((h) => h.body.status),
+      // Task webhooks carry no ordering guarantee (service-spec: at-least-once, may arrive
+      // out of order; receivers order by timestamp): compare them in timestamp order.
+      statuses: [...buyHooks]
+        .sort((a, b) => String(a.body.timestamp).localeCompare(String(b.body.timestamp)))
+        .map((h) => h.body.status),
       status: buy.status,
       packages: buy.packages.length,
       task_type: completedHook.task_type,
