@@ -10,7 +10,7 @@ import { TaskError } from '../../shared/errors/task-errors.js';
 import { responseDrift } from '../../agents/protocol/index.js';
 import { errorResponse } from '../../agents/runtime/errors.js';
 import { pinnedRelease } from '../../agents/runtime/versions.js';
-import { buyer, harness, START } from './support/core.js';
+import { buyer, harness, olderFormBuy, START } from './support/core.js';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -200,25 +200,7 @@ t.test(
     const made = await h.ok('sales', 'create_media_buy', withKey, c);
     t.equal(made.idempotency_key, withKey.idempotency_key, 'the key is echoed');
 
-    const older = await h.ok(
-      'sales',
-      'create_media_buy',
-      {
-        buyer_ref: 'older-form',
-        brand_manifest: { url: 'https://acme.example' },
-        packages: [
-          {
-            buyer_ref: 'p1',
-            product_id: 'video_olv_news',
-            pricing_option_id: 'olv_news_cpm',
-            budget: 5000,
-          },
-        ],
-        start_time: { type: 'asap' },
-        end_time: end,
-      },
-      c,
-    );
+    const older = await h.ok('sales', 'create_media_buy', olderFormBuy('older-form', end), c);
     t.equal(older.media_buy_status, 'pending_creatives', 'the older form needs no key');
 
     const upd = await h.err(

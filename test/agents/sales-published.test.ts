@@ -9,7 +9,7 @@ import t from 'tap';
 import { brandProfile } from '../../shared/brand.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import { errorResponse } from '../../agents/runtime/errors.js';
-import { buyer, harness, START } from './support/core.js';
+import { buyer, harness, olderFormBuy, START } from './support/core.js';
 
 /** A fresh idempotency_key (the published update_media_buy requires one). */
 const uk = () => `upd-${Math.random().toString(36).slice(2, 14)}`;
@@ -369,25 +369,7 @@ t.test('a request matching neither form names every offending field at once', as
 t.test('the older spec forms still work beside the published ones', async (t) => {
   const h = await harness(t);
   const c = buyer(h);
-  const older = await h.ok(
-    'sales',
-    'create_media_buy',
-    {
-      buyer_ref: 'older-1',
-      brand_manifest: { url: 'https://acme.example' },
-      packages: [
-        {
-          buyer_ref: 'p1',
-          product_id: 'video_olv_news',
-          pricing_option_id: 'olv_news_cpm',
-          budget: 5000,
-        },
-      ],
-      start_time: { type: 'asap' },
-      end_time: end,
-    },
-    c,
-  );
+  const older = await h.ok('sales', 'create_media_buy', olderFormBuy('older-1', end), c);
   t.equal(older.status, 'submitted');
   const approved = await h.core.operator.approve(older.task_id as string);
   t.match(approved, { buyer_ref: 'older-1', media_buy_status: 'pending_creatives' });

@@ -12,7 +12,7 @@
 import t from 'tap';
 import { RELEASES, validateResponse } from '../../../agents/protocol/index.js';
 import type { AgentKind } from '../../../agents/auth/principal.js';
-import { postJson } from '../transport/support.js';
+import { a2aSend, a2aSendV1, mcpCall, postJson } from '../transport/support.js';
 import { startAdcpService } from './support.js';
 
 type Wire = 'mcp' | 'a2a-0.3' | 'a2a-1.0';
@@ -40,33 +40,10 @@ async function call(
   const id = ++rpcId;
   const rpc =
     wire === 'mcp'
-      ? { jsonrpc: '2.0', id, method: 'tools/call', params: { name: task, arguments: params } }
+      ? mcpCall(task, params, id)
       : wire === 'a2a-0.3'
-        ? {
-            jsonrpc: '2.0',
-            id,
-            method: 'message/send',
-            params: {
-              message: {
-                kind: 'message',
-                messageId: `m${id}`,
-                role: 'user',
-                parts: [{ kind: 'data', data: { skill: task, parameters: params } }],
-              },
-            },
-          }
-        : {
-            jsonrpc: '2.0',
-            id,
-            method: 'SendMessage',
-            params: {
-              message: {
-                messageId: `m${id}`,
-                role: 'ROLE_USER',
-                parts: [{ data: { skill: task, input: params } }],
-              },
-            },
-          };
+        ? a2aSend(task, params, id)
+        : a2aSendV1(task, params, id);
   const url = `${origin}/${wire === 'mcp' ? 'mcp' : 'a2a'}`;
   const r = await postJson(url, rpc, { accept: 'application/json', ...headers });
   const challenge = r.headers.get('www-authenticate');

@@ -16,6 +16,24 @@ import { testDatabase } from '../../helpers/db.js';
 
 export const START = Date.parse('2026-03-02T10:00:00Z');
 
+/** A create_media_buy in the spec's older form (`buyer_ref`, `brand_manifest`): no key. */
+export function olderFormBuy(buyerRef: string, endTime: string) {
+  return {
+    buyer_ref: buyerRef,
+    brand_manifest: { url: 'https://acme.example' },
+    packages: [
+      {
+        buyer_ref: 'p1',
+        product_id: 'video_olv_news',
+        pricing_option_id: 'olv_news_cpm',
+        budget: 5000,
+      },
+    ],
+    start_time: { type: 'asap' },
+    end_time: endTime,
+  };
+}
+
 export interface Harness {
   core: AgentsCore;
   clock: ManualClock;

@@ -7,29 +7,9 @@
  */
 import t from 'tap';
 import { issueToken } from '../../../agents/auth/authenticate.js';
-import { postJson, startAgents } from './support.js';
+import { a2aSend, mcpCall, postJson, startAgents } from './support.js';
 
 const JSON_ONLY = { accept: 'application/json' };
-
-function mcpCall(name: string, args: Record<string, unknown>, id = 1) {
-  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
-}
-
-function a2aSend(skill: string, parameters: Record<string, unknown>, id: unknown = 'r1') {
-  return {
-    jsonrpc: '2.0',
-    id,
-    method: 'message/send',
-    params: {
-      message: {
-        kind: 'message',
-        messageId: 'm1',
-        role: 'user',
-        parts: [{ kind: 'data', data: { skill, parameters } }],
-      },
-    },
-  };
-}
 
 t.test('MCP answers Accept: application/json; auth refusals are HTTP 401/403', async (t) => {
   const { h, urls } = await startAgents(t);

@@ -82,6 +82,44 @@ async function startWith(
   return { h, urls, oauth };
 }
 
+/** A JSON-RPC MCP `tools/call` of `name`. */
+export function mcpCall(name: string, args: Record<string, unknown>, id: unknown = 1) {
+  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
+}
+
+/** An A2A 0.3 `message/send` of `skill` (one data part). */
+export function a2aSend(skill: string, parameters: Record<string, unknown>, id: unknown = 'r1') {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'message/send',
+    params: {
+      message: {
+        kind: 'message',
+        messageId: `m${String(id)}`,
+        role: 'user',
+        parts: [{ kind: 'data', data: { skill, parameters } }],
+      },
+    },
+  };
+}
+
+/** An A2A 1.0 `SendMessage` of `skill` (one data part). */
+export function a2aSendV1(skill: string, input: Record<string, unknown>, id: unknown = 'r1') {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'SendMessage',
+    params: {
+      message: {
+        messageId: `m${String(id)}`,
+        role: 'ROLE_USER',
+        parts: [{ data: { skill, input } }],
+      },
+    },
+  };
+}
+
 export async function postJson(
   url: string,
   body: unknown,
