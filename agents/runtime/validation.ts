@@ -145,6 +145,18 @@ export const BrandManifestSchema = z.union(
 );
 export type BrandManifest = z.infer<typeof BrandManifestSchema>;
 
+const IDEMPOTENCY_KEY_REQUIRED =
+  'idempotency_key is required (a unique key per distinct request, stable across retries)';
+
+/**
+ * `idempotency_key` of a task with no older form (the published request is the only one):
+ * required as a member, so the derived tool schema lists it too.
+ */
+export const RequiredIdempotencyKeySchema = z.string({
+  error: (iss) =>
+    iss.input === undefined ? IDEMPOTENCY_KEY_REQUIRED : 'idempotency_key must be a string',
+});
+
 /**
  * `idempotency_key` as the published request schemas require it: a request in the published
  * form without the key is refused naming it; the spec's older form of the task (`olderForm`
@@ -153,19 +165,8 @@ export type BrandManifest = z.infer<typeof BrandManifestSchema>;
  * Checked with the other members (`when`), so a request missing the key and wrong
  * elsewhere names every offending field at once.
  */
-/**
- * `idempotency_key` of a task with no older form (the published request is the only one):
- * required as a member, so the derived tool schema lists it too.
- */
-export const RequiredIdempotencyKeySchema = z.string({
-  error: (iss) =>
-    iss.input === undefined
-      ? 'idempotency_key is required (a unique key per distinct request, stable across retries)'
-      : 'idempotency_key must be a string',
-});
-
 export function requireIdempotencyKey(
-  olderForm: (v: Record<string, unknown>) => boolean = () => false,
+  olderForm: (v: Record<string, unknown>) => boolean,
 ): [
   (v: object) => boolean,
   { message: string; path: PropertyKey[]; params: Record<string, unknown>; when: () => boolean },
@@ -176,8 +177,7 @@ export function requireIdempotencyKey(
       return r.idempotency_key !== undefined || olderForm(r);
     },
     {
-      message:
-        'idempotency_key is required (a unique key per distinct request, stable across retries)',
+      message: IDEMPOTENCY_KEY_REQUIRED,
       path: ['idempotency_key'],
       params: { keyword: 'required' },
       when: () => true,
