@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.tap/', '.data/', '.tmp/', 'coverage/', 'dist/'] },
+  { ignores: ['node_modules/', '.tap/', '.data/', '.tmp/', 'coverage/', 'dist/', '.bench-base/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,

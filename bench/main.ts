@@ -1,7 +1,10 @@
 /**
  * `npm run bench -- <suite>`: each suite prints the figures its issue asks for.
- * Suites register here; with no argument every suite runs.
+ * Suites register here; with no argument every suite runs. `--base REV` runs one suite on a
+ * base commit and on this tree, side by side (compare.ts).
  */
+import { compare, parseCompareArgs } from './compare.js';
+
 type Suite = (args: string[]) => Promise<void>;
 
 const suites: Record<string, () => Promise<Suite>> = {
@@ -24,8 +27,30 @@ const suites: Record<string, () => Promise<Suite>> = {
 export async function main(args: string[]): Promise<void> {
   const [name, ...rest] = args;
   if (name === '--help' || name === '-h') {
-    process.stdout.write(`usage: npm run bench -- [${Object.keys(suites).join('|')}]\n`);
+    process.stdout.write(
+      `usage: npm run bench -- [${Object.keys(suites).join('|')}] [--base REV [--rounds N]]\n` +
+        '  --base REV   run the suite on commit REV and on this tree, alternating, then print\n' +
+        '               every figure side by side (REV is checked out once under .bench-base/)\n' +
+        '  --rounds N   how many alternations with --base (default 2)\n',
+    );
     return;
+  }
+  if (name !== undefined && rest.includes('--base')) {
+    if (!suites[name]) {
+      process.stderr.write(
+        `bench: unknown suite "${name}"; known: ${Object.keys(suites).join(', ')}\n`,
+      );
+      process.exitCode = 2;
+      return;
+    }
+    try {
+      const opts = parseCompareArgs(name, rest);
+      if (opts) return await compare(opts);
+    } catch (err) {
+      process.stderr.write(`${(err as Error).message}\n`);
+      process.exitCode = 2;
+      return;
+    }
   }
   const names = name ? [name] : Object.keys(suites);
   for (const n of names) {
