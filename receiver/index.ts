@@ -34,6 +34,18 @@ export {
 } from './publish/forward.js';
 export { DurableQueue, type DurableQueueOptions, type QueueItem } from './publish/queue.js';
 export type { Publisher, ReceivedEvent } from './publish/types.js';
+export { eventHeaders, eventHeaderNames } from './publish/types.js';
+export {
+  openBrokerPublisher,
+  type BrokerPublisherOptions,
+  type OpenedBrokerPublisher,
+} from './publish/brokers.js';
+export {
+  parseBrokerTarget,
+  PublishTargetError,
+  type BrokerKind,
+  type BrokerTarget,
+} from './publish/broker-target.js';
 export { IdempotencyStore, type Claim, type ClaimResult } from './idempotency/store.js';
 export {
   TaskConvergence,

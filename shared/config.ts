@@ -162,6 +162,10 @@ const variables = {
       .optional(),
     accepts: 'a durable queue name, 1-64 of [A-Za-z0-9_.:-]',
   },
+  SVC_RECEIVER_PUBLISH: {
+    schema: z.string().min(1).optional(),
+    accepts: 'a broker URL events are published to: nats://, amqp(s):// or redis(s)://',
+  },
   SVC_RECEIVER_QUEUE_TOKEN: {
     schema: z.string().min(32).optional(),
     accepts: 'bearer token (32+ chars) of the sidecar queue pull API',

@@ -5,7 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { Pool } from 'undici';
-import { eventHeaderNames, type Publisher, type ReceivedEvent } from './types.js';
+import { eventHeaders, type Publisher, type ReceivedEvent } from './types.js';
 
 export class ForwardError extends Error {
   readonly status: number | null;
@@ -55,13 +55,13 @@ export function checkForwardUrl(input: string): URL {
 export class ForwardPublisher implements Publisher {
   readonly url: URL;
   private readonly pool: Pool;
-  private readonly names: ReturnType<typeof eventHeaderNames>;
+  private readonly brand: string;
   private readonly path: string;
 
   constructor(options: ForwardPublisherOptions) {
     this.url = checkForwardUrl(options.url);
     this.path = `${this.url.pathname}${this.url.search}`;
-    this.names = eventHeaderNames(options.brand);
+    this.brand = options.brand;
     const timeout = options.timeoutMs ?? 10_000;
     this.pool = new Pool(this.url.origin, {
       connections: options.connections ?? 64,
@@ -73,21 +73,12 @@ export class ForwardPublisher implements Publisher {
   }
 
   async publish(e: ReceivedEvent): Promise<void> {
-    const n = this.names;
     let res;
     try {
       res = await this.pool.request({
         method: 'POST',
         path: this.path,
-        headers: {
-          'content-type': 'application/json',
-          [n.sender]: e.sender,
-          [n.idempotencyKey]: e.idempotencyKey,
-          [n.stale]: String(e.stale),
-          [n.reEmission]: String(e.reEmission),
-          [n.redelivery]: String(e.redelivery),
-          [n.format]: e.format,
-        },
+        headers: { 'content-type': 'application/json', ...eventHeaders(e, this.brand) },
         body: e.body,
       });
     } catch (err) {

@@ -37,7 +37,7 @@ export interface Publisher {
   close?(): Promise<void>;
 }
 
-/** Metadata header names of forwarded events, derived from the brand word. */
+/** Metadata header names of published events (forward, broker), derived from the brand word. */
 export function eventHeaderNames(brand: string): {
   sender: string;
   idempotencyKey: string;
@@ -45,6 +45,11 @@ export function eventHeaderNames(brand: string): {
   reEmission: string;
   redelivery: string;
   format: string;
+  taskId: string;
+  taskType: string;
+  status: string;
+  terminal: string;
+  notificationId: string;
 } {
   const p = `x-${brand}-`;
   return {
@@ -54,7 +59,36 @@ export function eventHeaderNames(brand: string): {
     reEmission: `${p}re-emission`,
     redelivery: `${p}redelivery`,
     format: `${p}format`,
+    taskId: `${p}task-id`,
+    taskType: `${p}task-type`,
+    status: `${p}status`,
+    terminal: `${p}terminal`,
+    notificationId: `${p}notification-id`,
   };
+}
+
+/**
+ * An event's metadata as string headers: the same set whatever carries the event (an HTTP
+ * forward's headers, a NATS message's headers, AMQP message headers, Redis stream fields), so
+ * an app can move between modes without re-reading its input. Members the event lacks
+ * (a task id on a governance webhook, say) are left out rather than sent empty.
+ */
+export function eventHeaders(e: ReceivedEvent, brand: string): Record<string, string> {
+  const n = eventHeaderNames(brand);
+  const h: Record<string, string> = {
+    [n.sender]: e.sender,
+    [n.idempotencyKey]: e.idempotencyKey,
+    [n.stale]: String(e.stale),
+    [n.reEmission]: String(e.reEmission),
+    [n.redelivery]: String(e.redelivery),
+    [n.terminal]: String(e.terminal),
+    [n.format]: e.format,
+  };
+  if (e.taskId !== null) h[n.taskId] = e.taskId;
+  if (e.taskType !== null) h[n.taskType] = e.taskType;
+  if (e.status !== null) h[n.status] = e.status;
+  if (e.notificationId !== null) h[n.notificationId] = e.notificationId;
+  return h;
 }
 
 /** The flags of an event as a small JSON object (queue rows, pull API). */

@@ -14,6 +14,7 @@ export interface Flags {
   protocolVersion?: string;
   forward?: string;
   queue?: string;
+  publish?: string;
   scheme?: string;
   workers?: string;
   maxConnections?: string;
@@ -74,6 +75,13 @@ export function registerReceiverCommand(program: Command): void {
     )
     .addOption(
       envOption('--queue <name>', 'enqueue each event in a durable queue', 'SVC_RECEIVER_QUEUE'),
+    )
+    .addOption(
+      envOption(
+        '--publish <broker-url>',
+        "publish each event to the buyer's broker: nats://, amqp(s):// or redis(s):// (receiver/README.md)",
+        'SVC_RECEIVER_PUBLISH',
+      ),
     )
     .addOption(
       envOption(
@@ -151,7 +159,7 @@ export function registerReceiverCommand(program: Command): void {
     )
     .addHelpText(
       'after',
-      '\nExactly one of --forward or --queue. DATABASE_URL holds the idempotency store, replay\n' +
+      '\nExactly one of --forward, --queue or --publish. DATABASE_URL holds the idempotency store, replay\n' +
         'cache and queue (unset: the embedded PostgreSQL of the svc start on SVC_DATA_DIR);\n' +
         'SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
         '/_queue/ack). /healthz and /metrics are served on the same address.',

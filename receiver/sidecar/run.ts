@@ -11,10 +11,11 @@ import { createPool } from '../../shared/infra/pg.js';
 import { flagsToEnv } from '../../cli/env-option.js';
 import { checkForwardUrl } from '../publish/forward.js';
 import { QUEUE_NAME } from '../publish/queue.js';
+import { parseBrokerTarget } from '../publish/broker-target.js';
 import { loadTrustFile } from '../trust/trust-file.js';
 import { intFlag, parseListen, UsageError, type Flags } from './command.js';
 import { verifierDependencies } from './dependencies.js';
-import { Sidecar, type SidecarTarget } from './server.js';
+import { describeTarget, Sidecar, type SidecarTarget } from './server.js';
 import type { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
 import type { PolledRevocationCheck } from '../revocation/revocation-check.js';
 
@@ -34,11 +35,21 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     throw new UsageError('--protocol-version: 3.1 or 3.2');
   const forward = flags.forward ?? config.SVC_RECEIVER_FORWARD;
   const queue = flags.queue ?? config.SVC_RECEIVER_QUEUE;
-  if ((forward === undefined) === (queue === undefined)) {
-    throw new UsageError('exactly one of --forward <app-url> or --queue <name> is required');
+  const publish = flags.publish ?? config.SVC_RECEIVER_PUBLISH;
+  if ([forward, queue, publish].filter((v) => v !== undefined).length !== 1) {
+    throw new UsageError(
+      'exactly one of --forward <app-url>, --queue <name> or --publish <broker-url> is required',
+    );
   }
   let target: SidecarTarget;
-  if (forward !== undefined) {
+  if (publish !== undefined) {
+    try {
+      parseBrokerTarget(publish, brand);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    target = { publish };
+  } else if (forward !== undefined) {
     try {
       checkForwardUrl(forward);
     } catch (err) {
@@ -183,7 +194,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
           eventLog,
           metrics: sidecar.metrics,
           queue: sidecar.queue,
-          target: 'forward' in target ? `forwarded to ${target.forward}` : `queue ${target.queue}`,
+          target: describeTarget(target),
           keys: 'status' in deps.keys ? (deps.keys as TrustedKeyResolver) : null,
           revocation:
             deps.revocation && 'describe' in deps.revocation

@@ -23,12 +23,22 @@ import {
 } from '../pipeline/receiver.js';
 import { ForwardPublisher } from '../publish/forward.js';
 import { DurableQueue } from '../publish/queue.js';
+import { openBrokerPublisher } from '../publish/brokers.js';
 import type { Publisher } from '../publish/types.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, limitServer, type ServerLimits } from '../server-limits.js';
 import { routeRegistration, type TrustConfig } from '../trust/trust-file.js';
 import { handleQueueApi, QUEUE_API_PREFIX } from './queue-api.js';
 
-export type SidecarTarget = { forward: string } | { queue: string };
+export type SidecarTarget = { forward: string } | { queue: string } | { publish: string };
+
+/** How the console and the start-up line name where events go (a broker URL without its password). */
+export function describeTarget(t: SidecarTarget): string {
+  if ('forward' in t) return `forwarded to ${t.forward}`;
+  if ('queue' in t) return `queue ${t.queue}`;
+  const u = new URL(t.publish);
+  if (u.password) u.password = '***';
+  return `published to ${u.href}`;
+}
 
 export interface SidecarOptions extends ServerLimits {
   /** Told of every answered delivery (the operator console's event log). */
@@ -98,7 +108,15 @@ export class Sidecar {
     const schema = o.schema ?? 'receiver';
     let publisher: Publisher;
     let queue: DurableQueue | null = null;
-    if ('forward' in o.target) {
+    if ('publish' in o.target) {
+      const opened = await openBrokerPublisher(o.target.publish, {
+        brand: o.profile.brand,
+        ...(o.forwardTimeoutMs !== undefined ? { timeoutMs: o.forwardTimeoutMs } : {}),
+      });
+      for (const warning of opened.warnings)
+        log.warn({ event: 'publish_target', warning }, warning);
+      publisher = opened.publisher;
+    } else if ('forward' in o.target) {
       publisher = new ForwardPublisher({
         url: o.target.forward,
         brand: o.profile.brand,

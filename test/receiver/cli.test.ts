@@ -42,6 +42,15 @@ t.test('usage errors exit 2 with a message', async (t) => {
   const both = run(['--trust', trust, '--forward', 'http://127.0.0.1:1/x', '--queue', 'q']);
   t.equal(await both.exited, 2);
   t.match(both.err(), /exactly one of --forward/);
+  const three = run(['--trust', trust, '--queue', 'q', '--publish', 'nats://127.0.0.1:4222']);
+  t.equal(await three.exited, 2);
+  t.match(three.err(), /exactly one of --forward <app-url>, --queue <name> or --publish/);
+  const kafka = run(['--trust', trust, '--publish', 'kafka://127.0.0.1:9092']);
+  t.equal(await kafka.exited, 2);
+  t.match(kafka.err(), /--publish: unknown scheme kafka: .*use nats:\/\//);
+  const subject = run(['--trust', trust, '--publish', 'nats://127.0.0.1?subject=a.>']);
+  t.equal(await subject.exited, 2);
+  t.match(subject.err(), /--publish: subject "a.>" is not a valid NATS subject/);
   const remote = run(['--trust', trust, '--forward', 'http://example.com/x']);
   t.equal(await remote.exited, 2);
   t.match(remote.err(), /loopback/);
