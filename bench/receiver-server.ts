@@ -3,7 +3,8 @@
  * does not share its event loop. Modes: `floor` (bare Koa answering 200), `library` (Koa +
  * the receiver middleware publishing to an in-process handler), `sidecar` (the sidecar
  * forwarding to APP_URL), `sidecar-2` (two sidecar processes sharing the port, as
- * `svc receiver --workers 2`). Prints `READY <port>`; on SIGTERM prints `PUBLISHED <n>`.
+ * `svc receiver --workers 2`), `nats`, `amqp`, `redis-stream` (the sidecar publishing to
+ * PUBLISH_URL). Prints `READY <port>`; on SIGTERM prints `PUBLISHED <n>`.
  * env: DATABASE_URL, SCHEMA, SENDER_ID, JWK (public), PG_APPLICATION_NAME (for the CPU meter).
  */
 import cluster from 'node:cluster';
@@ -101,13 +102,13 @@ if (mode === 'sidecar-2' && cluster.isPrimary) {
     const server = createServer(app.callback());
     server.keepAliveTimeout = 30_000;
     server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
-  } else if (mode === 'sidecar' || mode === 'sidecar-2') {
+  } else if (['sidecar', 'sidecar-2', 'nats', 'amqp', 'redis-stream'].includes(mode as string)) {
     const sidecar = await Sidecar.start({
       port: 0,
       trust: parseTrust({ senders: [{ id: sender, jwks: { keys: [jwk] } }] }),
       profile,
       protocolVersion: '3.2',
-      target: { forward: env.APP_URL as string },
+      target: env.PUBLISH_URL ? { publish: env.PUBLISH_URL } : { forward: env.APP_URL as string },
       pool,
       schema,
       keys,

@@ -12,7 +12,10 @@
  *
  * Options: --count N (throughput deliveries, default 12000), --seconds S (cap per phase,
  * default 20), --rate R (default 1000), --rate-seconds S (default 8), --concurrency C (64),
- * --modes floor,library,sidecar,sidecar-2 (which targets to run; default all).
+ * --modes floor,library,sidecar,sidecar-2,nats,amqp,redis-stream (which targets to run;
+ * default all). The last three are the sidecar publishing to the buyer's broker (`--publish`),
+ * each durable as a buyer would run it (bench/broker-targets.ts); "in broker" counts what the
+ * broker holds afterwards, which must equal "published".
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -23,6 +26,7 @@ import { brandProfile } from '../shared/brand.js';
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
 import { generateSigningKey, publishedJwk, type SigningKey } from '../shared/signing/keys.js';
 import { signWebhook } from '../shared/signing/sign.js';
+import { BROKER_MODES, brokerTargets, type BrokerMode } from './broker-targets.js';
 import { CpuMeter, type CpuPerEvent } from './cpu-meter.js';
 
 const profile = brandProfile('svc');
@@ -37,7 +41,7 @@ interface Opts {
   modes: string[];
 }
 
-const MODES = ['floor', 'library', 'sidecar', 'sidecar-2'];
+const MODES = ['floor', 'library', 'sidecar', 'sidecar-2', ...BROKER_MODES];
 
 function parseArgs(args: string[]): Opts {
   const get = (name: string, dflt: number) => {
@@ -228,10 +232,16 @@ export async function run(args: string[]): Promise<void> {
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   const appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/events`;
 
+  const brokers = await brokerTargets(o.modes, String(process.pid));
+  const isBroker = (m: string): m is BrokerMode => (BROKER_MODES as readonly string[]).includes(m);
   const rows: string[][] = [];
   try {
     for (const mode of o.modes) {
-      const server = await startServer(mode, { ...env, APP_URL: appUrl });
+      const server = await startServer(mode, {
+        ...env,
+        APP_URL: appUrl,
+        ...(isBroker(mode) ? { PUBLISH_URL: brokers.url(mode) } : {}),
+      });
       const pool = new Pool(server.origin, {
         connections: o.concurrency,
         keepAliveTimeout: 30_000,
@@ -247,12 +257,16 @@ export async function run(args: string[]): Promise<void> {
         const lat = await fixedRate(pool, fixed, o.rate);
         const published = await server.stop();
         const expected = mode === 'floor' ? '-' : String(published);
+        const held = isBroker(mode) ? String(await brokers.count(mode)) : '-';
         rows.push([
           {
             floor: 'bare Koa 200 (floor)',
             library: 'library (Koa, handler)',
             sidecar: 'sidecar (forward)',
             'sidecar-2': 'sidecar, 2 workers (forward)',
+            nats: 'sidecar (NATS JetStream)',
+            amqp: 'sidecar (RabbitMQ)',
+            'redis-stream': 'sidecar (Redis stream, AOF)',
           }[mode] as string,
           tp.perSec.toFixed(0),
           String(tp.ok),
@@ -260,6 +274,7 @@ export async function run(args: string[]): Promise<void> {
           lat.p50.toFixed(2),
           lat.p99.toFixed(2),
           expected,
+          held,
           ...cpuColumns(cpu),
         ]);
       } finally {
@@ -270,6 +285,7 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     await new Promise<void>((r) => app.close(() => r()));
     app.closeAllConnections();
+    await brokers.close();
     await dropSchema(admin, schema).catch(() => {});
     await admin.end();
   }
@@ -281,6 +297,7 @@ export async function run(args: string[]): Promise<void> {
     `p50 ms @${o.rate}/s`,
     `p99 ms @${o.rate}/s`,
     'published',
+    'in broker',
     'CPU µs/event: server',
     'database',
     'bench',
