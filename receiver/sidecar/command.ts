@@ -17,6 +17,8 @@ export interface Flags {
   scheme?: string;
   workers?: string;
   maxConnections?: string;
+  maxConnectionsPerAddress?: string;
+  publicOrigins?: string;
   bodyBudgetMib?: string;
   headersTimeoutMs?: string;
   bodyTimeoutMs?: string;
@@ -26,6 +28,7 @@ export interface Flags {
   wait?: string;
   consoleListen?: string;
   consoleToken?: string;
+  consoleTokenFile?: string;
 }
 
 export class UsageError extends Error {}
@@ -102,6 +105,20 @@ export function registerReceiverCommand(program: Command): void {
     )
     .addOption(
       envOption(
+        '--max-connections-per-address <n>',
+        'open connections per client address (IPv6: per /64); at the cap its oldest idle one is closed for the new one; near --max-connections, idle connections without a request are closed first; /healthz and /metrics stay reachable',
+        'SVC_RECEIVER_MAX_CONNECTIONS_PER_ADDRESS',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--public-origins <origins>',
+        "this receiver's own origins, comma-separated (https://buyer.example): a delivery addressed to another (Host or absolute-form target) is refused with webhook_target_uri_malformed before any other work",
+        'SVC_RECEIVER_PUBLIC_ORIGINS',
+      ),
+    )
+    .addOption(
+      envOption(
         '--body-budget-mib <n>',
         'MiB of request bodies held at once per process, then 503 + Retry-After',
         'SVC_RECEIVER_BODY_BUDGET_MIB',
@@ -143,10 +160,17 @@ export function registerReceiverCommand(program: Command): void {
       ),
     )
     .addOption(
+      envOption(
+        '--console-token-file <file>',
+        'read the operator console token (16+ characters) from this file, which only its owner may read (0600/0400); refused otherwise',
+        'SVC_RECEIVER_CONSOLE_TOKEN_FILE',
+      ),
+    )
+    .addOption(
       plainOption(
         '--console-token <token>',
-        'operator console token (16+ characters) instead of the file',
-        'from the file',
+        'operator console token (16+ characters); visible to every local user in the process list: prefer SVC_RECEIVER_CONSOLE_TOKEN or --console-token-file',
+        'SVC_RECEIVER_CONSOLE_TOKEN, else credentials.json',
       ),
     )
     .addHelpText(
