@@ -118,7 +118,10 @@ export class ConnectionGuard {
   }
 
   private request(req: IncomingMessage, res: ServerResponse): void {
-    const entry = this.open.get(req.socket);
+    // Over TLS the request's socket wraps the TCP socket 'connection' gave (Node's `_parent`).
+    const entry =
+      this.open.get(req.socket) ??
+      this.open.get((req.socket as Socket & { _parent?: Socket })._parent!);
     if (!entry) return;
     entry.busy++;
     res.once('close', () => {

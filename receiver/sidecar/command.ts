@@ -99,7 +99,7 @@ export function registerReceiverCommand(program: Command): void {
     .addOption(
       envOption(
         '--max-connections <n>',
-        'open connections per process; more are closed on arrival',
+        'open connections per process; near it idle ones make room, past it new ones are closed on arrival',
         'SVC_RECEIVER_MAX_CONNECTIONS',
       ),
     )
@@ -155,7 +155,7 @@ export function registerReceiverCommand(program: Command): void {
     .addOption(
       plainOption(
         '--console-listen <host:port>',
-        'serve the operator console here (token: receiver_console in <data dir>/credentials.json)',
+        'serve the operator console here (token: SVC_RECEIVER_CONSOLE_TOKEN, --console-token-file, else receiver_console in <data dir>/credentials.json)',
         'off',
       ),
     )
