@@ -12,7 +12,8 @@
  * refusal names the option and never echoes a token.
  */
 import { open } from 'node:fs/promises';
-import { UsageError } from './command.js';
+import type { Config } from '../../shared/config.js';
+import { UsageError, type Flags } from './command.js';
 
 export const MIN_CONSOLE_TOKEN = 16;
 const MAX_FILE_BYTES = 4096;
@@ -89,4 +90,23 @@ export async function resolveConsoleToken(s: ConsoleTokenSources): Promise<Conso
   }
   if (s.file) return { token: await readTokenFile(s.file.path, s.file.option), source: 'file' };
   return null;
+}
+
+/** The sources as `svc receiver` was given them (a flag wins over its variable). */
+export function consoleTokenSources(
+  flags: Pick<Flags, 'consoleToken' | 'consoleTokenFile'>,
+  config: Pick<Config, 'SVC_RECEIVER_CONSOLE_TOKEN' | 'SVC_RECEIVER_CONSOLE_TOKEN_FILE'>,
+): ConsoleTokenSources {
+  const path = flags.consoleTokenFile ?? config.SVC_RECEIVER_CONSOLE_TOKEN_FILE;
+  const option =
+    flags.consoleTokenFile !== undefined
+      ? '--console-token-file'
+      : 'SVC_RECEIVER_CONSOLE_TOKEN_FILE';
+  return {
+    ...(flags.consoleToken !== undefined ? { flag: flags.consoleToken } : {}),
+    ...(config.SVC_RECEIVER_CONSOLE_TOKEN !== undefined
+      ? { variable: config.SVC_RECEIVER_CONSOLE_TOKEN }
+      : {}),
+    ...(path !== undefined ? { file: { path, option } } : {}),
+  };
 }

@@ -13,7 +13,7 @@ import { checkForwardUrl } from '../publish/forward.js';
 import { QUEUE_NAME } from '../publish/queue.js';
 import { loadTrustFile } from '../trust/trust-file.js';
 import { intFlag, parseListen, UsageError, type Flags } from './command.js';
-import { resolveConsoleToken } from './console-token.js';
+import { consoleTokenSources, resolveConsoleToken } from './console-token.js';
 import { verifierDependencies } from './dependencies.js';
 import { sidecarOrigins } from './origins-flag.js';
 import { Sidecar, type SidecarTarget } from './server.js';
@@ -108,21 +108,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     flags.synchronousCommit === true || config.SVC_RECEIVER_SYNCHRONOUS_COMMIT === '1';
   const publicOrigins = sidecarOrigins(flags.publicOrigins, config, scheme);
   const consoleAt = flags.consoleListen ? parseListen(flags.consoleListen) : null;
-  const consoleToken = await resolveConsoleToken({
-    flag: flags.consoleToken,
-    variable: config.SVC_RECEIVER_CONSOLE_TOKEN,
-    ...((flags.consoleTokenFile ?? config.SVC_RECEIVER_CONSOLE_TOKEN_FILE)
-      ? {
-          file: {
-            path: (flags.consoleTokenFile ?? config.SVC_RECEIVER_CONSOLE_TOKEN_FILE) as string,
-            option:
-              flags.consoleTokenFile !== undefined
-                ? '--console-token-file'
-                : 'SVC_RECEIVER_CONSOLE_TOKEN_FILE',
-          },
-        }
-      : {}),
-  });
+  const consoleToken = await resolveConsoleToken(consoleTokenSources(flags, config));
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
   const trust = await loadTrustFile(trustPath);
   if (workers > 1 && cluster.isPrimary) {
