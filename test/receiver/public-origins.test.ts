@@ -14,14 +14,24 @@ import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createReceiver } from '../../receiver/embed.js';
+import { WebhookReceiver } from '../../receiver/pipeline/receiver.js';
 import { nodeListener } from '../../receiver/http.js';
 import { parsePublicOrigins, PublicOriginError } from '../../receiver/pipeline/public-origins.js';
 import { HandlerPublisher } from '../../receiver/publish/handler.js';
 import { sidecarOrigins } from '../../receiver/sidecar/origins-flag.js';
+import { createPool } from '../../shared/infra/pg.js';
 import { publishedJwk } from '../../shared/signing/keys.js';
 import { DATABASE_URL, testDatabase } from '../helpers/db.js';
 import { startApp } from './support/app.js';
-import { envelope, makeSender, profile, signed, type SenderKeys } from './support/fixtures.js';
+import {
+  envelope,
+  inlineResolver,
+  makeSender,
+  MemoryReplayStore,
+  profile,
+  signed,
+  type SenderKeys,
+} from './support/fixtures.js';
 
 const { pool, schema } = testDatabase(t, 'rorig');
 const dir = mkdtempSync(join(tmpdir(), 'rorig-'));
@@ -314,4 +324,62 @@ t.test('library: createReceiver takes the list; malformed lists throw', async (t
   );
   t.equal((await deliver(port, 'buyer-a.example', 'http://buyer-a.example/abs', absA)).status, 200);
   t.same(events, ['a', 'c']);
+});
+
+t.test('library: refused before any other work (no key lookup, nonce or database)', async (t) => {
+  const seller = await makeSender('seller-first');
+  // A database nobody answers at: any round trip would turn the answer into a 503.
+  const dead = createPool({ connectionString: 'postgres://postgres@127.0.0.1:1/none' });
+  t.teardown(() => dead.end());
+  const resolver = inlineResolver([seller]);
+  let lookups = 0;
+  const replay = new MemoryReplayStore();
+  const receiver = new WebhookReceiver({
+    pool: dead,
+    profile,
+    protocolVersion: '3.2',
+    keys: { resolve: (kid, o) => (lookups++, resolver.resolve(kid, o)) },
+    replay,
+    publisher: new HandlerPublisher(() => {}),
+    publicOrigins: ['https://buyer-a.example'],
+  });
+  const url = 'https://buyer-b.example/w';
+  const s = signed(url, JSON.stringify(envelope()), seller);
+  const r = await receiver.handle({
+    method: 'POST',
+    url,
+    headers: { ...s.headers, host: 'buyer-b.example' },
+    body: s.body,
+  });
+  t.equal(r.status, 401);
+  t.equal(r.headers['www-authenticate'], REFUSED);
+  t.equal(lookups, 0, 'no key lookup');
+  t.equal(replay.seenSet.size, 0, 'no nonce burnt');
+  const get = await receiver.handle({
+    method: 'GET',
+    url,
+    headers: { host: 'buyer-b.example' },
+    body: Buffer.alloc(0),
+  });
+  t.equal(get.headers['www-authenticate'], REFUSED, 'before the method gate too');
+  const malformedHost = await receiver.handle({
+    method: 'POST',
+    url: 'https://buyer-a.example/w',
+    headers: { ...s.headers, host: 'buyer-a.example:notaport' },
+    body: s.body,
+  });
+  t.equal(malformedHost.headers['www-authenticate'], REFUSED, 'a malformed Host: same code');
+  t.throws(
+    () =>
+      new WebhookReceiver({
+        pool: dead,
+        profile,
+        protocolVersion: '3.2',
+        keys: resolver,
+        replay,
+        publisher: new HandlerPublisher(() => {}),
+        publicOrigins: ['https://a.example/path'],
+      }),
+    { name: 'PublicOriginError', message: /^publicOrigins: / },
+  );
 });
