@@ -10,6 +10,7 @@ import { brandProfile, type Brand } from '../shared/brand.js';
 import { silentLogger, type Logger } from '../shared/infra/logger.js';
 import type { Pool } from '../shared/infra/pg.js';
 import type { ProtocolVersion } from './idempotency/store.js';
+import { describePublicOrigins, parsePublicOrigins } from './pipeline/public-origins.js';
 import { WebhookReceiver, type WebhookReceiverOptions } from './pipeline/receiver.js';
 import type { Publisher } from './publish/types.js';
 import { verifierDependencies } from './sidecar/dependencies.js';
@@ -32,6 +33,12 @@ export interface CreateReceiverOptions {
   logger?: Logger;
   /** Let key and revocation documents be fetched over plain http from loopback (local tests only). */
   allowLoopback?: boolean;
+  /**
+   * This receiver's own public origins (`https://buyer.example`): a delivery addressed to
+   * any other is refused with `webhook_target_uri_malformed` before any other work. Unset:
+   * any Host is accepted (logged at start). A malformed value throws `PublicOriginError`.
+   */
+  publicOrigins?: readonly string[];
   /** Any other `WebhookReceiver` option (body cap, lease, clock...). */
   receiver?: Partial<
     Omit<WebhookReceiverOptions, 'pool' | 'profile' | 'keys' | 'replay' | 'publisher'>
@@ -49,6 +56,12 @@ export async function createReceiver(o: CreateReceiverOptions): Promise<Embedded
   const trust = typeof o.trust === 'string' ? await loadTrustFile(o.trust) : o.trust;
   const profile = brandProfile(o.brand ?? 'svc');
   const logger = o.logger ?? silentLogger;
+  const publicOrigins = o.publicOrigins ?? o.receiver?.publicOrigins;
+  // Checked before anything is started, so a bad list leaves nothing to close.
+  const said = describePublicOrigins(
+    publicOrigins ? parsePublicOrigins(publicOrigins, 'publicOrigins') : null,
+  );
+  logger[said.level](said.fields, said.message);
   const schema = o.schema ?? 'receiver';
   const deps = await verifierDependencies({
     trust,
@@ -70,6 +83,7 @@ export async function createReceiver(o: CreateReceiverOptions): Promise<Embedded
       admission: deps.admission,
       logger,
       ...o.receiver,
+      ...(publicOrigins ? { publicOrigins } : {}),
       pool: o.pool,
       schema,
       profile,

@@ -28,16 +28,43 @@ export function receiverRequest(
   req: IncomingMessage,
   options: AdapterOptions = {},
 ): ReceiverRequest {
-  const scheme = options.scheme ?? ((req.socket as TLSSocket).encrypted ? 'https' : 'http');
   const headers = incomingHeaders(req);
-  const authority = headers[':authority'] ?? headers.host;
-  const host = typeof authority === 'string' ? authority : '';
   return {
     method: req.method ?? 'GET',
-    url: `${scheme}://${host}${req.url ?? '/'}`,
+    url: targetUri(req, headers, options),
     headers,
     body: req,
   };
+}
+
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
+/**
+ * The target URI as RFC 9112 §3.3 reconstructs it. Absolute-form (`POST http://host/p`,
+ * §3.2.2, which a server must accept) is the target URI itself; the verifier's step 10
+ * then still demands that a Host sent with it names the same authority (supplement §1), so
+ * the two cannot disagree. Origin-form: the scheme (the option, else the connection's) and
+ * the authority as received.
+ */
+function targetUri(
+  req: IncomingMessage,
+  headers: Record<string, string | string[]>,
+  options: AdapterOptions,
+): string {
+  const target = req.url ?? '/';
+  if (ABSOLUTE_FORM.test(target)) return target;
+  const scheme = options.scheme ?? ((req.socket as TLSSocket).encrypted ? 'https' : 'http');
+  const authority = headers[':authority'] ?? headers.host;
+  const host = typeof authority === 'string' ? authority : '';
+  return `${scheme}://${host}${target}`;
+}
+
+/** The path of a request target, origin-form or absolute-form, without its query. */
+export function requestPath(target: string | undefined): string {
+  const t = target ?? '/';
+  if (!ABSOLUTE_FORM.test(t)) return t.split('?', 1)[0] as string;
+  const m = /^[^:]+:\/\/[^/?#]*([^?#]*)/.exec(t);
+  return m?.[1] || '/';
 }
 
 export function writeReceiverResponse(res: ServerResponse, r: ReceiverResponse): void {

@@ -6,6 +6,7 @@
  */
 export { createReceiver, type CreateReceiverOptions, type EmbeddedReceiver } from './embed.js';
 export { WebhookReceiver } from './pipeline/receiver.js';
+export { parsePublicOrigins, PublicOriginError } from './pipeline/public-origins.js';
 export type {
   ReceiverRequest,
   ReceiverResponse,
@@ -23,8 +24,10 @@ export {
   limitServer,
   checkingIntervalFor,
   DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
   type ServerLimits,
 } from './server-limits.js';
+export type { ConnectionGuard, ShedReason } from './connection-guard.js';
 export { HandlerPublisher, type EventHandler } from './publish/handler.js';
 export {
   ForwardPublisher,

@@ -187,6 +187,28 @@ const variables = {
     schema: z.coerce.number().int().min(1).max(1_000_000).default(1024),
     accepts: 'open connections per sidecar process before new ones are closed, 1-1000000',
   },
+  SVC_RECEIVER_MAX_CONNECTIONS_PER_ADDRESS: {
+    schema: z.coerce.number().int().min(1).max(1_000_000).default(256),
+    accepts:
+      'open connections per client address (IPv6: per /64) before its oldest idle one is closed, 1-1000000 (at most the process cap; behind a proxy, raise it to the proxy pool)',
+  },
+  SVC_RECEIVER_PUBLIC_ORIGINS: {
+    schema: z.string().optional(),
+    accepts:
+      "the receiver's own public origins, comma-separated (https://buyer.example,http://10.0.0.5:8787): deliveries addressed to any other are refused",
+    shown: 'unset: any Host is accepted',
+  },
+  SVC_RECEIVER_CONSOLE_TOKEN: {
+    // Any string here, so a bad value is never echoed; run.ts checks its length.
+    schema: z.string().optional(),
+    accepts: 'the sidecar console token, 16+ characters (instead of credentials.json)',
+    shown: 'from credentials.json',
+  },
+  SVC_RECEIVER_CONSOLE_TOKEN_FILE: {
+    schema: z.string().min(1).optional(),
+    accepts:
+      'a file holding the sidecar console token, 16+ characters, readable by its owner only (mode 0600 or 0400)',
+  },
   SVC_RECEIVER_BODY_BUDGET_MIB: {
     schema: z.coerce.number().int().min(1).max(65_536).default(64),
     accepts:

@@ -64,6 +64,7 @@ import {
 } from './responses.js';
 import { RECEIVER_MIGRATIONS } from './schema.js';
 import { observation, type DeliveryObservation, type Seen } from './observation.js';
+import { foreignOrigin, parsePublicOrigins } from './public-origins.js';
 
 export type { ReceiverResponse };
 
@@ -132,6 +133,13 @@ export interface WebhookReceiverOptions {
   synchronousCommit?: boolean;
   /** Told of every answered delivery (the sidecar console's event log); must not throw. */
   observe?: (o: DeliveryObservation) => void;
+  /**
+   * This receiver's own public origins (`https://buyer.example`, `http://10.0.0.5:8787`).
+   * Set, a delivery addressed to any other origin (its Host / target URI) is refused with
+   * `webhook_target_uri_malformed` before any other work (public-origins.ts). Unset, any
+   * Host the request names is accepted as its `@authority`.
+   */
+  publicOrigins?: readonly string[];
 }
 
 const RFC9421: RouteDecision = { mode: 'rfc9421' };
@@ -178,9 +186,13 @@ export class WebhookReceiver {
   private readonly acceptManySql: PreparedQuery;
   private readonly accepts: Batcher<unknown[], AcceptRow | undefined>;
   private readonly completes: Batcher<{ claim: Claim; outcome: string }, boolean>;
+  private readonly origins: ReadonlySet<string> | null;
 
   constructor(options: WebhookReceiverOptions) {
     this.o = options;
+    this.origins = options.publicOrigins
+      ? parsePublicOrigins(options.publicOrigins, 'publicOrigins')
+      : null;
     this.schema = assertSchemaName(options.schema ?? 'receiver');
     this.protocolVersion = options.protocolVersion;
     this.log = options.logger ?? silentLogger;
@@ -300,6 +312,9 @@ export class WebhookReceiver {
     accounts: BodyAccount[],
     startedMs: number,
   ): Promise<ReceiverResponse> {
+    // 0. Addressed to this receiver at all (its public origins), before any other work.
+    const foreign = this.origins && foreignOrigin(req, this.origins);
+    if (foreign) return this.reject(verificationFailure(foreign), foreign.code, { step: 'origin' });
     // 1. Gates, before any crypto.
     if (req.method.toUpperCase() !== 'POST') {
       return this.reject(

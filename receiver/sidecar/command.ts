@@ -18,6 +18,8 @@ export interface Flags {
   scheme?: string;
   workers?: string;
   maxConnections?: string;
+  maxConnectionsPerAddress?: string;
+  publicOrigins?: string;
   bodyBudgetMib?: string;
   headersTimeoutMs?: string;
   bodyTimeoutMs?: string;
@@ -27,6 +29,7 @@ export interface Flags {
   wait?: string;
   consoleListen?: string;
   consoleToken?: string;
+  consoleTokenFile?: string;
 }
 
 export class UsageError extends Error {}
@@ -104,8 +107,22 @@ export function registerReceiverCommand(program: Command): void {
     .addOption(
       envOption(
         '--max-connections <n>',
-        'open connections per process; more are closed on arrival',
+        'open connections per process; near it idle ones make room, past it new ones are closed on arrival',
         'SVC_RECEIVER_MAX_CONNECTIONS',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--max-connections-per-address <n>',
+        'open connections per client address (IPv6: per /64); at the cap its oldest idle one is closed for the new one; near --max-connections, idle connections without a request are closed first; /healthz and /metrics stay reachable',
+        'SVC_RECEIVER_MAX_CONNECTIONS_PER_ADDRESS',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--public-origins <origins>',
+        "this receiver's own origins, comma-separated (https://buyer.example): a delivery addressed to another (Host or absolute-form target) is refused with webhook_target_uri_malformed before any other work",
+        'SVC_RECEIVER_PUBLIC_ORIGINS',
       ),
     )
     .addOption(
@@ -146,15 +163,22 @@ export function registerReceiverCommand(program: Command): void {
     .addOption(
       plainOption(
         '--console-listen <host:port>',
-        'serve the operator console here (token: receiver_console in <data dir>/credentials.json)',
+        'serve the operator console here (token: SVC_RECEIVER_CONSOLE_TOKEN, --console-token-file, else receiver_console in <data dir>/credentials.json)',
         'off',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--console-token-file <file>',
+        'read the operator console token (16+ characters) from this file, which only its owner may read (0600/0400); refused otherwise',
+        'SVC_RECEIVER_CONSOLE_TOKEN_FILE',
       ),
     )
     .addOption(
       plainOption(
         '--console-token <token>',
-        'operator console token (16+ characters) instead of the file',
-        'from the file',
+        'operator console token (16+ characters); visible to every local user in the process list: prefer SVC_RECEIVER_CONSOLE_TOKEN or --console-token-file',
+        'SVC_RECEIVER_CONSOLE_TOKEN, else credentials.json',
       ),
     )
     .addHelpText(

@@ -15,6 +15,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JsonParseError, parseStrictJson } from '../../shared/json/strict-parse.js';
+import { requestPath } from '../http.js';
 import { readBodyCapped } from '../pipeline/gates.js';
 import type { DurableQueue } from '../publish/queue.js';
 
@@ -41,7 +42,7 @@ export async function handleQueueApi(
   queue: DurableQueue,
   token: string,
 ): Promise<void> {
-  const path = (req.url ?? '').split('?', 1)[0];
+  const path = requestPath(req.url);
   const op = path === '/_queue/claim' ? 'claim' : path === '/_queue/ack' ? 'ack' : null;
   if (!op) return send(res, 404, '{"error":{"code":"not_found","message":"unknown queue call"}}');
   if (req.method !== 'POST') {

@@ -14,7 +14,9 @@ import { QUEUE_NAME } from '../publish/queue.js';
 import { parseBrokerTarget } from '../publish/broker-target.js';
 import { loadTrustFile } from '../trust/trust-file.js';
 import { intFlag, parseListen, UsageError, type Flags } from './command.js';
+import { consoleTokenSources, resolveConsoleToken } from './console-token.js';
 import { verifierDependencies } from './dependencies.js';
+import { sidecarOrigins } from './origins-flag.js';
 import { describeTarget, Sidecar, type SidecarTarget } from './server.js';
 import type { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
 import type { PolledRevocationCheck } from '../revocation/revocation-check.js';
@@ -74,6 +76,13 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
       1,
       1_000_000,
     ),
+    maxConnectionsPerAddress: intFlag(
+      'max-connections-per-address',
+      flags.maxConnectionsPerAddress,
+      config.SVC_RECEIVER_MAX_CONNECTIONS_PER_ADDRESS,
+      1,
+      1_000_000,
+    ),
     bodyBudgetBytes:
       intFlag(
         'body-budget-mib',
@@ -108,16 +117,21 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   };
   const synchronousCommit =
     flags.synchronousCommit === true || config.SVC_RECEIVER_SYNCHRONOUS_COMMIT === '1';
+  const publicOrigins = sidecarOrigins(flags.publicOrigins, config, scheme);
   const consoleAt = flags.consoleListen ? parseListen(flags.consoleListen) : null;
-  if (flags.consoleToken !== undefined && flags.consoleToken.length < 16) {
-    throw new UsageError('--console-token: at least 16 characters');
-  }
+  const consoleToken = await resolveConsoleToken(consoleTokenSources(flags, config));
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
   const trust = await loadTrustFile(trustPath);
   if (workers > 1 && cluster.isPrimary) {
     // Every check above ran once here; the workers repeat them and serve.
     runPrimary(workers, logger);
     return null;
+  }
+  if (consoleToken?.source === 'flag') {
+    logger.warn(
+      { event: 'console_token_on_command_line' },
+      '--console-token is readable by every local user in the process list; use SVC_RECEIVER_CONSOLE_TOKEN or --console-token-file',
+    );
   }
   const allowLoopback = config.SVC_RECEIVER_ALLOW_HTTP_LOOPBACK === '1';
   if (allowLoopback) {
@@ -179,6 +193,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     advertisedHorizonSeconds: deps.advertisedHorizonSeconds,
     queueToken: config.SVC_RECEIVER_QUEUE_TOKEN,
     scheme: scheme as 'http' | 'https' | undefined,
+    ...(publicOrigins ? { publicOrigins } : {}),
     logger,
     ...limits,
     synchronousCommit,
@@ -201,7 +216,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
               ? (deps.revocation as PolledRevocationCheck)
               : null,
           dataDir: config.SVC_DATA_DIR,
-          ...(flags.consoleToken ? { token: flags.consoleToken } : {}),
+          ...(consoleToken ? { token: consoleToken.token } : {}),
           host: consoleAt.host,
           port: consoleAt.port,
           logger,

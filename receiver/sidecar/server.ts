@@ -12,7 +12,7 @@ import type { BrandProfile } from '../../shared/brand.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
-import { receiverRequest, writeReceiverResponse } from '../http.js';
+import { receiverRequest, requestPath, writeReceiverResponse } from '../http.js';
 import type { KeyObserver } from '../admission/tracker.js';
 import type { ProtocolVersion } from '../idempotency/store.js';
 import { ReceiverMetrics } from '../pipeline/metrics.js';
@@ -21,6 +21,7 @@ import {
   WebhookReceiver,
   type WebhookReceiverOptions,
 } from '../pipeline/receiver.js';
+import { describePublicOrigins, parsePublicOrigins } from '../pipeline/public-origins.js';
 import { ForwardPublisher } from '../publish/forward.js';
 import { DurableQueue } from '../publish/queue.js';
 import { openBrokerPublisher } from '../publish/brokers.js';
@@ -60,6 +61,8 @@ export interface SidecarOptions extends ServerLimits {
   queueToken?: string;
   /** Scheme the senders sign (a TLS-terminating proxy in front: `https`). */
   scheme?: 'http' | 'https';
+  /** The receiver's own public origins; others are refused (see public-origins.ts). */
+  publicOrigins?: readonly string[];
   logger?: Logger;
   leaseMs?: number;
   maxBodyBytes?: number;
@@ -156,6 +159,7 @@ export class Sidecar {
       ...(o.observe ? { observe: o.observe } : {}),
       retryHorizonSeconds: horizon,
       metrics,
+      ...(o.publicOrigins ? { publicOrigins: o.publicOrigins } : {}),
     });
     await receiver.migrate();
     const purge = o.purgeIntervalMs ?? 60_000;
@@ -164,8 +168,28 @@ export class Sidecar {
     // Bounds on slow or truncated requests and on connections: nothing can hold a socket
     // forever, and each bound fires within a second of its value (see server-limits.ts).
     const headersTimeoutMs = o.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+    const shed = new Counter({
+      name: 'receiver_connections_shed_total',
+      help: 'Idle or excess connections closed to keep room for other clients (connection-guard.ts)',
+      labelNames: ['reason'],
+      registers: [metrics.registry],
+    });
+    let lastShedLog = 0;
     limitServer(server, {
       maxConnections: o.maxConnections,
+      maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+      onShed: (reason) => {
+        shed.inc({ reason });
+        // One client holding too many connections: said at most every 10 s.
+        if (Date.now() - lastShedLog < 10_000) return;
+        lastShedLog = Date.now();
+        log.warn(
+          { event: 'connections_shed', reason },
+          reason === 'per_address'
+            ? 'a client address is at its connection cap: its idle connections are closed'
+            : 'near the connection cap: idle connections of the largest holder are closed',
+        );
+      },
       headersTimeoutMs,
       requestTimeoutMs:
         o.requestTimeoutMs ??
@@ -252,6 +276,10 @@ export class Sidecar {
       });
     });
     log.info({ event: 'sidecar_listening', url: sidecar.url }, 'receiver sidecar listening');
+    const said = describePublicOrigins(
+      o.publicOrigins ? parsePublicOrigins(o.publicOrigins, 'publicOrigins') : null,
+    );
+    log[said.level](said.fields, said.message);
     return sidecar;
   }
 
@@ -268,7 +296,7 @@ export class Sidecar {
   }
 
   private async route(req: IncomingMessage, res: ServerResponse, o: SidecarOptions): Promise<void> {
-    const path = (req.url ?? '/').split('?', 1)[0];
+    const path = requestPath(req.url);
     if (path === '/healthz' || path === '/metrics') {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { allow: 'GET' }).end();

@@ -1,7 +1,8 @@
 /**
  * Slow and hostile connections against the sidecar, with short configured bounds: a silent
- * connection, a trickled head and a trickled body are each answered 408 and closed, and
- * connections past the limit are closed on arrival. Outcome checks: each socket must end
+ * connection, a trickled head and a trickled body are each answered 408 and closed,
+ * connections past the limit are closed on arrival when every open one has a request under
+ * way, and idle ones make room for others (per address, and near the limit). Outcome checks: each socket must end
  * with the right answer before a generous outer bound (no timing is asserted).
  */
 import t, { type Test } from 'tap';
@@ -80,6 +81,11 @@ function open(port: number): { sock: Socket; done: Promise<{ got: string; closed
   return { sock, done };
 }
 
+/** Resolves null after `ms`: "still open" in a race with a socket's end. */
+function idleFor(ms: number): Promise<null> {
+  return new Promise((r) => setTimeout(() => r(null), ms));
+}
+
 /** Writes the pieces one at a time, `gapMs` apart, until the socket closes. */
 function trickle(sock: Socket, pieces: string[], gapMs: number): void {
   let i = 0;
@@ -126,11 +132,31 @@ t.test('a trickled body meets the body deadline: 408 body_timeout, closed', asyn
   t.match(r.got, /body_timeout/);
 });
 
-t.test('connections over the limit are closed on arrival; the rest keep serving', async (t) => {
-  const { s, port } = await sidecar(t, { maxConnections: 3, headersTimeoutMs: 30_000 });
-  const held = [open(port), open(port), open(port)];
-  await Promise.all(held.map((h) => new Promise((r) => h.sock.once('connect', r))));
-  await new Promise((r) => setTimeout(r, 100)); // let the server account for them
+/** A legacy HMAC head whose body never comes: a request under way, never shed. */
+function stalledHmacHead(port: number, length = 1000): string {
+  return (
+    `POST /legacy/x HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+    `X-SVC-Signature: sha256=${'0'.repeat(64)}\r\nX-SVC-Timestamp: ${Math.floor(Date.now() / 1000)}\r\n` +
+    `Content-Length: ${length}\r\n\r\nx`
+  );
+}
+
+t.test('connections over the limit, all with requests under way: closed on arrival', async (t) => {
+  const { s, port } = await sidecar(t, {
+    maxConnections: 3,
+    headersTimeoutMs: 30_000,
+    bodyTimeoutMs: 30_000,
+    bodyIdleTimeoutMs: 30_000,
+  });
+  // One after another, each head in before the next connects (so none is ever idle).
+  const held: Array<ReturnType<typeof open>> = [];
+  for (let i = 0; i < 3; i++) {
+    const h = open(port);
+    await new Promise((r) => h.sock.once('connect', r));
+    h.sock.write(stalledHmacHead(port));
+    await new Promise((r) => setTimeout(r, 150));
+    held.push(h);
+  }
   const extra = open(port);
   extra.sock.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
   const r = await extra.done;
@@ -147,9 +173,58 @@ t.test('connections over the limit are closed on arrival; the rest keep serving'
   t.match(metrics, /^receiver_body_bytes_in_flight 0$/m);
 });
 
+t.test(
+  'idle connections at the limit make room: /healthz from another address answered',
+  async (t) => {
+    const { s, port } = await sidecar(t, { maxConnections: 8, headersTimeoutMs: 30_000 });
+    const held = Array.from({ length: 8 }, () => open(port));
+    await Promise.all(held.map((h) => new Promise((r) => h.sock.once('connect', r))));
+    await new Promise((r) => setTimeout(r, 100)); // let the server account for them
+    const probe = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.2' });
+    let got = '';
+    probe.on('data', (d) => (got += d));
+    probe.on('error', () => {});
+    probe.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await new Promise((r) => {
+      const outer = setTimeout(r, OUTER_MS);
+      probe.on('close', () => (clearTimeout(outer), r(null)));
+    });
+    probe.destroy();
+    t.match(got, /^HTTP\/1\.1 200 /, 'answered');
+    const closed = (
+      await Promise.all(held.map((h) => Promise.race([h.done, idleFor(200)])))
+    ).filter((r) => r !== null && r.closed);
+    t.ok(closed.length >= 1, 'an idle connection was closed to make room');
+    for (const h of held) h.sock.destroy();
+    const metrics = await (await fetch(s.url + '/metrics')).text();
+    t.match(metrics, /^receiver_connections_shed_total\{reason="near_capacity"\} [1-9]/m);
+  },
+);
+
+t.test('a per-address cap: one address cannot hold more, its newest still gets in', async (t) => {
+  const { s, port } = await sidecar(t, {
+    maxConnections: 100,
+    maxConnectionsPerAddress: 4,
+    headersTimeoutMs: 30_000,
+  });
+  const held = Array.from({ length: 10 }, () => open(port));
+  await Promise.all(held.map((h) => new Promise((r) => h.sock.once('connect', r))));
+  // Its oldest idle ones are closed as newer ones arrive: 4 at most stay open.
+  const ends = await Promise.all(held.map((h) => Promise.race([h.done, idleFor(1000)])));
+  t.equal(ends.filter((r) => r !== null && r.closed).length, 6, 'six closed, four kept');
+  t.equal(ends.slice(0, 6).filter((r) => r !== null && r.closed).length, 6, 'the oldest ones');
+  const r = await fetch(s.url + '/healthz');
+  t.equal(r.status, 200, 'a new connection from the same address is answered');
+  for (const h of held) h.sock.destroy();
+  const metrics = await (await fetch(s.url + '/metrics')).text();
+  t.match(metrics, /^receiver_connections_shed_total\{reason="per_address"\} [1-9]/m);
+});
+
 t.test('limitServer: for library servers, before listen, checked', async (t) => {
   const server = createServer((_, res) => res.end('ok'));
   t.throws(() => limitServer(server, { maxConnections: 0 }), RangeError);
+  t.throws(() => limitServer(server, { maxConnectionsPerAddress: 0 }), RangeError);
+  t.throws(() => limitServer(server, { maxConnectionsPerAddress: 1.5 }), RangeError);
   t.throws(
     () => limitServer(server, { headersTimeoutMs: 5000, requestTimeoutMs: 1000 }),
     RangeError,
@@ -195,3 +270,32 @@ t.test('over the wire: bodies past the budget are 503 + Retry-After and closed',
   first.sock.destroy();
   await first.done;
 });
+
+t.test(
+  'limitServer: a library server keeps room for another address under idle connections',
+  async (t) => {
+    const server = createServer((_, res) => res.end('ok'));
+    limitServer(server, { maxConnections: 16, headersTimeoutMs: 30_000 });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    t.teardown(() => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    });
+    const { port } = server.address() as { port: number };
+    // Twice the cap from one address, none sending a byte.
+    const held = Array.from({ length: 32 }, () => open(port));
+    await Promise.all(held.map((h) => new Promise((r) => h.sock.once('connect', r))));
+    t.teardown(() => held.forEach((h) => h.sock.destroy()));
+    for (let i = 0; i < 5; i++) {
+      const got = await new Promise<string>((resolve) => {
+        let text = '';
+        const probe = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.2' });
+        probe.on('data', (d) => (text += d));
+        probe.on('error', () => {});
+        probe.on('close', () => resolve(text));
+        probe.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      });
+      t.match(got, /^HTTP\/1\.1 200 /, `probe ${i + 1} from 127.0.0.2 answered`);
+    }
+  },
+);
