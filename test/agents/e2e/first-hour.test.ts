@@ -207,7 +207,7 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   t.equal((refused as { code?: number }).code, 1);
   t.match(
     refused.stdout,
-    /must use https \(for local testing, allow the host with SVC_SENDER_ALLOW_HOSTS=127\.0\.0\.1\)/,
+    /must use https \(for local testing, allow the host with SVC_SENDER_ALLOW_HOSTS=127\.0\.0\.1: restart `svc start --allow-hosts 127\.0\.0\.1`\)/,
   );
 
   // 5. Only that setting, on a restart (the warm start): the task webhooks arrive, verified.
