@@ -48,7 +48,7 @@ export function exampleCalls(
 const DEFAULT_DATA_DIR = '.data';
 
 /** Where `svc receiver` listens by default, and the path the README sends webhooks to. */
-export const LOCAL_RECEIVER_WEBHOOK_URL = 'http://127.0.0.1:8787/webhooks/svc';
+export const LOCAL_RECEIVER_WEBHOOK_URL = 'http://127.0.0.1:8787/webhooks';
 
 /**
  * A `create_media_buy` the seeded catalog accepts, in the published form (every member the

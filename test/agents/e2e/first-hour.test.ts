@@ -196,7 +196,7 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
       ],
       start_time: { type: 'asap' },
       end_time: new Date(Date.now() + 7 * 86400_000).toISOString(),
-      push_notification_config: { url: `${base}/webhooks/svc`, operation_id: ref },
+      push_notification_config: { url: `${base}/webhooks`, operation_id: ref },
     });
   const call = (args: string[]) =>
     exec(process.execPath, [BIN, 'call', sales, ...args, '--as', 'demo-buyer'], {
@@ -259,7 +259,7 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   // 6. The conformance kit against that sidecar passes.
   const graded = await exec(
     process.execPath,
-    [BIN, 'conformance', 'receiver', `${base}/webhooks/svc`, '--key', keyFile, '--json'],
+    [BIN, 'conformance', 'receiver', `${base}/webhooks`, '--key', keyFile, '--json'],
     { cwd: ROOT, env, timeout: 240_000, maxBuffer: 16 << 20 },
   ).catch((e: { code: number; stdout: string }) => e);
   const report = JSON.parse(graded.stdout) as ConformanceReport;
