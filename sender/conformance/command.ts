@@ -26,6 +26,8 @@ export interface ReceiverCommandFlags {
   brand?: string;
   key?: string[];
   saveKey?: string;
+  /** Replace an existing --save-key file. */
+  force?: boolean;
   printJwks?: boolean;
   protocolVersion?: string;
   hmacSecret?: string;
@@ -84,7 +86,7 @@ export async function runReceiverConformance(
   if (generated) {
     const g = await generateTesterKeys();
     keys = g.keys;
-    if (flags.saveKey) await saveKeyFile(flags.saveKey, g.privateJwks);
+    if (flags.saveKey) await saveKeyFile(flags.saveKey, g.privateJwks, flags.force === true);
   }
   const jwks = `${JSON.stringify(testerJwks(keys, profile), null, 2)}\n`;
   if (flags.printJwks) {

@@ -134,6 +134,26 @@ t.test('receiver command: --print-jwks with --save-key, then the saved key grade
     priv.keys.every((k) => typeof k.d === 'string'),
     'private keys saved',
   );
+  // Run again: the saved keys (which a receiver may trust by now) are kept, unless --force.
+  const before = await readFile(saved, 'utf8');
+  await t.rejects(
+    runReceiverConformance('', { printJwks: true, saveKey: saved }, io().io),
+    new RegExp(
+      `--save-key ${saved}: the file exists .*reuse them with --key ${saved}, or pass --force to replace them`,
+    ),
+  );
+  t.equal(await readFile(saved, 'utf8'), before, 'the saved keys are untouched');
+  const forcedPath = join(dir, 'forced.json');
+  await writeFile(forcedPath, 'old');
+  t.equal(
+    await runReceiverConformance(
+      '',
+      { printJwks: true, saveKey: forcedPath, force: true },
+      io().io,
+    ),
+    0,
+  );
+  t.not(await readFile(forcedPath, 'utf8'), 'old', '--force replaces them');
   // A receiver trusting the printed JWKS accepts the saved keys.
   const keys = await testerKeys();
   const r = await referenceReceiver(t, {
