@@ -31,6 +31,23 @@ export function watchNpmParent(
   return () => clearInterval(timer);
 }
 
+const PORT_SETTINGS = [
+  ['SVC_SALES_PORT', '--sales-port'],
+  ['SVC_CREATIVE_PORT', '--creative-port'],
+  ['SVC_SIGNALS_PORT', '--signals-port'],
+] as const;
+
+/** An agent port already taken, as the setting that moves it (else the error's own text). */
+export function portInUseMessage(err: NodeJS.ErrnoException, config: Config): string {
+  const port = (err as { port?: number }).port;
+  const setting = PORT_SETTINGS.find(([variable]) => config[variable] === port);
+  if (err.code !== 'EADDRINUSE' || !setting || !port) return err.message;
+  return (
+    `${config.SVC_HTTP_HOST}:${port} is already in use (another svc start?): choose another ` +
+    `port with ${setting[1]} <port> (${setting[0]}; 0: any free port)`
+  );
+}
+
 export async function runStart(config: Config): Promise<void> {
   const logger = createLogger({ name: `${config.SVC_BRAND}-agents`, level: config.LOG_LEVEL });
   const { startAgentsService } = await import('./service.js');
@@ -57,7 +74,9 @@ export async function runStart(config: Config): Promise<void> {
       err instanceof ServiceUnavailableError ||
       (err as NodeJS.ErrnoException).code === 'EADDRINUSE'
     ) {
-      process.stderr.write(`${config.SVC_BRAND} start: ${(err as Error).message}\n`);
+      process.stderr.write(
+        `${config.SVC_BRAND} start: ${portInUseMessage(err as NodeJS.ErrnoException, config)}\n`,
+      );
       process.exitCode = 1;
       return;
     }

@@ -124,8 +124,15 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   // 2. The printed examples work as pasted.
   const examples = [...start.out().matchAll(/^ {2}((?:SVC_DATA_DIR=\S+ )?npx svc call .*)$/gm)]
     .map((m) => m[1]!.replace(/\s+\(every task.*$/, ''))
-    .filter((l) => !l.includes('--list'));
+    .filter((l) => !l.includes('--list') && !l.includes(' create_media_buy '));
   t.equal(examples.length, 3, 'one per agent');
+  // The local-webhook buy: printed with the setting it needs, which is not set yet.
+  t.match(
+    start.out(),
+    /^ {2}(?:SVC_DATA_DIR=\S+ )?npx svc call \S+ create_media_buy '\{.*\}' --as demo-buyer$/m,
+  );
+  t.match(start.out(), /need it allowed: restart with `npx svc start --allow-hosts 127\.0\.0\.1`/);
+  t.match(start.out(), /^approval automatic after 2 s/m);
   const ran = await Promise.all(examples.map((line) => paste(line, env)));
   ran.forEach((r, i) => {
     t.equal((r as { code?: number }).code ?? 0, 0, `${examples[i]}: ${r.stderr}`);
@@ -221,6 +228,8 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   procs.push(start);
   await start.waitFor(/^next: /m, 180_000);
   t.notMatch(start.out(), /embedded_postgres_init/, 'warm: the cluster is reused');
+  t.match(start.out(), /webhooks to 127\.0\.0\.1: allowed/);
+  t.match(start.out(), /^approval manual: pending buys wait for `npx svc approve <task_id>`/m);
   t.match(start.out(), new RegExp(`^sales\\s+${sales}`, 'm'), 'same agent URL');
   const statuses = () =>
     events
