@@ -1,7 +1,8 @@
 // A seller whose agent already exists (for instance on the protocol's reference SDK) adds
 // signed, retried webhooks: its own task handler calls NotificationCore, and a delivery
 // worker in the same process signs and sends them. TypeScript; the same works in JavaScript.
-//   npm install svc-webhooks
+// An ES module (top-level await): in a fresh `npm init` app, set "type": "module" and add tsx.
+//   npm pkg set type=module && npm install svc-webhooks tsx
 //   npx svc keys generate --out .data/keys      (then publish `npx svc keys jwks .data/keys`)
 //   WEBHOOK_URL=https://buyer.example/webhooks npx tsx seller-task-handler.ts
 import {

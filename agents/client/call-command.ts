@@ -28,7 +28,36 @@ export interface CallCommandOptions {
 
 interface ToolInfo {
   name: string;
-  inputSchema?: { required?: string[]; properties?: Record<string, unknown> };
+  inputSchema?: {
+    required?: string[];
+    properties?: Record<string, unknown>;
+    allOf?: unknown[];
+  };
+}
+
+/**
+ * The `allOf[].anyOf` groups of `required` alternatives an input schema carries (our
+ * agents publish one per member a form needs and another replaces: `packages` or
+ * `proposal_id`), each as its member names; other `allOf` items are left to ajv.
+ */
+function requiredGroups(schema: { allOf?: unknown[] } | undefined): string[][] {
+  const groups: string[][] = [];
+  for (const item of schema?.allOf ?? []) {
+    const anyOf = (item as { anyOf?: unknown[] } | null)?.anyOf;
+    if (!Array.isArray(anyOf) || Object.keys(item as object).length !== 1) continue;
+    const names = anyOf.map((a) => {
+      const r = (a as { required?: unknown } | null)?.required;
+      return Array.isArray(r) && r.length === 1 && Object.keys(a as object).length === 1
+        ? String(r[0])
+        : null;
+    });
+    if (names.length > 0 && names.every((n) => n !== null)) groups.push(names as string[]);
+  }
+  return groups;
+}
+
+function isRequiredGroup(item: unknown): boolean {
+  return requiredGroups({ allOf: [item] }).length === 1;
 }
 
 /** The endpoint a call goes to, for messages. */
@@ -78,8 +107,14 @@ async function apiKeyOf(dataDir: string, agentUrl: string, principal: string): P
   return hit.api_key;
 }
 
-function describeRequired(tool: ToolInfo): string {
-  const req = tool.inputSchema?.required ?? [];
+/** `start_time, end_time, packages (or proposal_id)`: what a request must carry. */
+export function describeRequired(tool: ToolInfo): string {
+  const req = [
+    ...(tool.inputSchema?.required ?? []),
+    ...requiredGroups(tool.inputSchema).map(([first, ...alternatives]) =>
+      alternatives.length ? `${first} (or ${alternatives.join(', ')})` : first!,
+    ),
+  ];
   return req.length ? req.join(', ') : '(none)';
 }
 
@@ -105,24 +140,31 @@ export function invalidFields(
   params: Record<string, unknown>,
 ): Array<{ field: string; message: string }> {
   let validate;
+  const groups = requiredGroups(schema as { allOf?: unknown[] });
   try {
     const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
-    const { $schema: _s, ...rest } = schema as Record<string, unknown>;
+    const { $schema: _s, allOf, ...rest } = schema as Record<string, unknown>;
     void _s;
-    validate = ajv.compile(rest);
+    // The required-alternative groups are checked below, as one line each.
+    const others = Array.isArray(allOf) ? allOf.filter((i) => !isRequiredGroup(i)) : [];
+    validate = ajv.compile(others.length ? { ...rest, allOf: others } : rest);
   } catch {
     return [];
   }
-  if (validate(params)) return [];
-  const seen = new Set<string>();
   const out: Array<{ field: string; message: string }> = [];
-  for (const e of validate.errors ?? []) {
+  const seen = new Set<string>();
+  for (const e of validate(params) ? [] : (validate.errors ?? [])) {
     const field = ajvField(e);
     const message = e.keyword === 'required' ? 'is required' : (e.message ?? 'is invalid');
     const key = `${field} ${message}`;
     if (seen.has(key) || e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
     seen.add(key);
     out.push({ field, message });
+  }
+  for (const [first, ...alternatives] of groups) {
+    if ([first!, ...alternatives].some((m) => params[m] !== undefined)) continue;
+    const or = alternatives.length ? ` (or ${alternatives.join(', ')})` : '';
+    out.push({ field: first!, message: `is required${or}` });
   }
   return out;
 }

@@ -4,9 +4,13 @@
  * written again: every member of the protocol's published request schema (3.2 and 3.1,
  * `$ref`s inlined a few levels deep, deeper ones left open), plus the spec's older
  * members our zod schema still accepts (`buyer_ref`, `brand_manifest`, `updates`...).
- * `required` is what the dispatcher enforces (the zod schema's), since each form alone
- * would refuse the other; the dispatcher still validates everything. A typed client
- * that strips undeclared members (the reference SDK's) so keeps every member we take.
+ * `required` is what the dispatcher's validator names as missing in an empty request
+ * (`requiredMembers`, the very schema the dispatcher parses with): the members every
+ * accepted form needs sit in `required`; a member one form needs and another replaces
+ * (`packages` or `proposal_id`; `idempotency_key` unless the older form) is one
+ * `allOf[].anyOf` group of `required` alternatives, probed from the same validator, so
+ * no accepted form is refused by a client that checks the schema. A typed client that
+ * strips undeclared members (the reference SDK's) so keeps every member we take.
  */
 import { z } from 'zod';
 import {
@@ -18,6 +22,7 @@ import {
   type Release,
 } from '../protocol/index.js';
 import type { TaskDefinition } from './types.js';
+import { issuesOf } from './validation.js';
 
 const DESCRIPTIONS: Record<string, string> = {
   get_products: 'Discover products matching a natural-language brief, with filters.',
@@ -122,6 +127,42 @@ function publishedProperties(def: TaskDefinition): Json {
   return props;
 }
 
+/** Top-level members the validator names `required` for `request`, in its order. */
+function missing(def: TaskDefinition, request: Record<string, unknown>): string[] {
+  const parsed = def.schema.safeParse(request);
+  if (parsed.success) return [];
+  const out: string[] = [];
+  for (const issue of issuesOf(parsed.error.issues)) {
+    const m = /^\/([^/]+)$/.exec(issue.pointer);
+    if (issue.keyword === 'required' && m && !out.includes(m[1]!)) out.push(m[1]!);
+  }
+  return out;
+}
+
+/**
+ * What the dispatcher's validator requires of a request in the published form: the
+ * members it names as missing in `{}` (`svc call --list` prints these).
+ */
+export function requiredMembers(def: TaskDefinition): string[] {
+  return missing(def, {});
+}
+
+/**
+ * For each member the validator requires, the other members whose presence alone lifts
+ * that requirement (`packages` → `proposal_id`), probed against the validator itself.
+ * A member no other one replaces is required outright (empty list).
+ */
+function requiredAlternatives(def: TaskDefinition, candidates: string[]): Map<string, string[]> {
+  const required = requiredMembers(def);
+  const out = new Map<string, string[]>(required.map((m) => [m, []]));
+  for (const c of candidates) {
+    if (required.includes(c)) continue;
+    const still = missing(def, { [c]: {} });
+    for (const m of required) if (!still.includes(m)) out.get(m)!.push(c);
+  }
+  return out;
+}
+
 const schemas = new WeakMap<TaskDefinition, Json>();
 
 /** The MCP `inputSchema` / A2A skill schema of a task (computed once per definition). */
@@ -142,7 +183,14 @@ export function taskInputJsonSchema(def: TaskDefinition): Json {
     }
   }
   const out: Json = { type: 'object', properties, additionalProperties: true };
-  if (Array.isArray(ours.required) && ours.required.length > 0) out.required = ours.required;
+  const required: string[] = [];
+  const groups: Json[] = [];
+  for (const [member, alternatives] of requiredAlternatives(def, Object.keys(properties))) {
+    if (alternatives.length === 0) required.push(member);
+    else groups.push({ anyOf: [member, ...alternatives].map((m) => ({ required: [m] })) });
+  }
+  if (required.length > 0) out.required = required;
+  if (groups.length > 0) out.allOf = groups;
   schemas.set(def, out);
   return out;
 }

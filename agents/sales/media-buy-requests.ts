@@ -129,6 +129,14 @@ export const CreateMediaBuySchema = z
     message: 'packages is required (or a proposal_id with total_budget)',
     params: { keyword: 'required' },
   })
+  // Published: brand {domain}; the older form's brand_manifest names it too. Checked here
+  // with the other members, so a request missing it is refused in the same round.
+  .refine((v) => v.brand !== undefined || v.brand_manifest !== undefined, {
+    ...ALWAYS,
+    path: ['brand'],
+    message: 'brand is required ({domain}; or the older brand_manifest)',
+    params: { keyword: 'required' },
+  })
   .refine((v) => v.proposal_id === undefined || v.packages === undefined, {
     ...ALWAYS,
     path: ['packages'],

@@ -1,10 +1,13 @@
 /**
  * What `svc start` prints once ready: where each agent answers, which backing services it
- * uses and why, one `svc call` per agent that works as pasted, where the demo credentials
- * are (a file, never the terminal), and what to read next.
+ * uses and why, one `svc call` per agent that works as pasted, a `create_media_buy` whose
+ * webhooks go to a local receiver (with the `--allow-hosts` setting it needs), the approval
+ * mode and how to change it, where the demo credentials are (a file, never the terminal),
+ * and what to read next.
  */
 import type { AgentKind } from '../auth/principal.js';
 import { AGENT_KINDS } from '../auth/principal.js';
+import type { ApprovalPolicy } from '../runtime/settings.js';
 import type { DemoCredential } from '../seed.js';
 import type { AgentsService } from './service.js';
 
@@ -44,6 +47,62 @@ export function exampleCalls(
 
 const DEFAULT_DATA_DIR = '.data';
 
+/** Where `svc receiver` listens by default, and the path the README sends webhooks to. */
+export const LOCAL_RECEIVER_WEBHOOK_URL = 'http://127.0.0.1:8787/webhooks';
+
+/**
+ * A `create_media_buy` the seeded catalog accepts, in the published form (every member the
+ * validator requires), its task webhooks to `webhookUrl`. The key is fresh per start: a
+ * second paste answers the same task (idempotent replay), never a second buy.
+ */
+export function exampleBuy(webhookUrl: string, now = new Date()): Record<string, unknown> {
+  return {
+    idempotency_key: `first-buy-${now.getTime().toString(36)}`,
+    brand: { domain: 'acme.example' },
+    packages: [{ product_id: 'video_olv_news', pricing_option_id: 'olv_news_cpm', budget: 5000 }],
+    start_time: 'asap',
+    end_time: new Date(now.getTime() + 30 * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    push_notification_config: { url: webhookUrl },
+  };
+}
+
+/** What the sender may reach and how buys are approved: the demo's two settings. */
+export interface WebhookDemo {
+  approval: ApprovalPolicy;
+  /** SVC_SENDER_ALLOW_HOSTS as this process runs with it. */
+  allowHosts: string[];
+  now?: Date;
+}
+
+function approvalLine(approval: ApprovalPolicy): string {
+  const how = '(--approval or SVC_AGENTS_APPROVAL: manual, never or seconds; restart to change)';
+  if (approval === 'manual') {
+    return `approval manual: pending buys wait for \`npx svc approve <task_id>\` ${how}`;
+  }
+  if (approval === 'never') return `approval never: pending buys are never approved ${how}`;
+  return `approval automatic after ${approval.autoAfterSeconds} s: a later \`svc approve\` finds the buy approved (INVALID_STATE); for manual approval restart with --approval manual ${how}`;
+}
+
+/** The banner lines of the local-webhook example (README "The first hour"). */
+export function webhookExample(
+  salesUrl: string,
+  demo: WebhookDemo,
+  dataDir = DEFAULT_DATA_DIR,
+): string[] {
+  const host = new URL(LOCAL_RECEIVER_WEBHOOK_URL).hostname;
+  const env = dataDir === DEFAULT_DATA_DIR ? '' : `SVC_DATA_DIR=${shellQuote(dataDir)} `;
+  const body = shellQuote(JSON.stringify(exampleBuy(LOCAL_RECEIVER_WEBHOOK_URL, demo.now)));
+  const allowed = demo.allowHosts.includes(host);
+  return [
+    `a media buy whose task webhooks go to a local receiver (\`svc receiver\`, README "The first hour"):`,
+    `  ${env}npx svc call ${salesUrl} create_media_buy ${body} --as demo-buyer`,
+    allowed
+      ? `  webhooks to ${host}: allowed (--allow-hosts ${demo.allowHosts.join(',')})`
+      : `  webhooks to ${host} need it allowed: restart with \`npx svc start --allow-hosts ${host}\` (or SVC_SENDER_ALLOW_HOSTS=${host}; \`npm start -- --allow-hosts ${host}\`)`,
+    approvalLine(demo.approval),
+  ];
+}
+
 function shellQuote(s: string): string {
   return /^[A-Za-z0-9_./:-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
@@ -64,6 +123,7 @@ export function startBanner(
   production: boolean,
   dataDir = DEFAULT_DATA_DIR,
   testController = false,
+  demo?: WebhookDemo,
 ): string {
   const u = service.urls;
   const out: string[] = [`${service.profile.brand} agents are up`, ''];
@@ -109,6 +169,7 @@ export function startBanner(
     out.push(
       `  npx svc call ${u.sales} --list        (every task and its required fields)`,
       '',
+      ...(demo ? [...webhookExample(u.sales, demo, dataDir), ''] : []),
       'next: README.md "The first hour" (a webhook to a local receiver, the sidecar, the conformance kit)',
     );
   }

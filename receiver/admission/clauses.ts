@@ -10,6 +10,10 @@
  *
  * With little history the ratio clauses would trip on any single rotation (0 × anything is
  * 0), so (a) and (b) also need at least `minNew` new keyids in the window [gap: ours].
+ * A sender's initial key set (its keyids first seen within one window of its very first
+ * one: a sender just added to the trust file, a fresh deployment, the first hour's demo)
+ * has no baseline to be a multiple of, so (a) and (b) do not count it [gap: ours]; (c) and
+ * (d), whose floor is the clause-d ceiling, still do, so a flood at first sight alarms.
  */
 
 export const WINDOW_SECONDS = 300;
@@ -55,6 +59,8 @@ export interface ScopeHistory {
   current: number;
   /** Distinct keyids seen in the last 30 days (first seen then or earlier). */
   active30d: number;
+  /** Of `current`, those in their sender's initial key set (not counted by (a) and (b)). */
+  onboarding?: number;
 }
 
 export interface ClauseResult {
@@ -100,12 +106,13 @@ export function evaluateClauses(
   const p99 = percentile(quarter, (90 * DAY) / WINDOW_SECONDS, 99);
   const ceiling = Math.max(t.ceilingMin, t.ceilingFraction * h.active30d);
   const c = h.current;
+  const rotated = c - (h.onboarding ?? 0);
   const a = t.shortRatio * mean24h;
   const b = t.mediumRatio * p95;
   const l = t.longRatio * Math.max(p99, ceiling);
   return [
-    { clause: 'a_short_ratio', tripped: c >= minNew && c > a, threshold: a },
-    { clause: 'b_medium_ratio', tripped: c >= minNew && c > b, threshold: b },
+    { clause: 'a_short_ratio', tripped: rotated >= minNew && rotated > a, threshold: a },
+    { clause: 'b_medium_ratio', tripped: rotated >= minNew && rotated > b, threshold: b },
     { clause: 'c_long_ratio', tripped: c > l, threshold: l },
     { clause: 'd_ceiling', tripped: c > ceiling, threshold: ceiling },
   ];

@@ -254,13 +254,22 @@ export class AdmissionTracker implements KeyObserver {
       [now - 90 * 86_400, now - 30 * 86_400],
     );
     const scopes = new Map<string, ScopeHistory>();
-    const all: ScopeHistory = { past: [], current: 0, active30d: 0 };
+    const all: ScopeHistory = { past: [], current: 0, active30d: 0, onboarding: 0 };
+    // Each sender's first keyid (of the 90 days read): its initial key set is what arrives
+    // within one window of it (clauses.ts: not a ratio clause's business).
+    const senderFirst = new Map<string, number>();
+    for (const r of rows) {
+      senderFirst.set(r.sender, Math.min(senderFirst.get(r.sender) ?? r.first, r.first));
+    }
     for (const r of rows) {
       let h = scopes.get(r.sender);
-      if (!h) scopes.set(r.sender, (h = { past: [], current: 0, active30d: 0 }));
+      if (!h) scopes.set(r.sender, (h = { past: [], current: 0, active30d: 0, onboarding: 0 }));
+      const initial = r.first - senderFirst.get(r.sender)! < WINDOW_SECONDS;
       for (const s of [h, all]) {
-        if (r.first > now - WINDOW_SECONDS) s.current++;
-        else s.past.push(r.first);
+        if (r.first > now - WINDOW_SECONDS) {
+          s.current++;
+          if (initial) s.onboarding!++;
+        } else s.past.push(r.first);
         if (r.active) s.active30d++;
       }
     }

@@ -34,6 +34,9 @@ export interface Flags {
 
 export class UsageError extends Error {}
 
+/** A listen address already taken (exit 1; the message names the setting that moves it). */
+export class PortInUseError extends Error {}
+
 export function parseListen(value: string): { host: string; port: number } {
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(value);
   const port = m ? Number(m[2]) : NaN;
@@ -198,7 +201,7 @@ export function registerReceiverCommand(program: Command): void {
           process.exitCode = 2;
           return;
         }
-        if (err instanceof ServiceUnavailableError) {
+        if (err instanceof ServiceUnavailableError || err instanceof PortInUseError) {
           process.stderr.write(`svc receiver: ${err.message}\n`);
           process.exitCode = 1;
           return;

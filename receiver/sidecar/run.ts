@@ -13,7 +13,7 @@ import { checkForwardUrl } from '../publish/forward.js';
 import { QUEUE_NAME } from '../publish/queue.js';
 import { parseBrokerTarget } from '../publish/broker-target.js';
 import { loadTrustFile } from '../trust/trust-file.js';
-import { intFlag, parseListen, UsageError, type Flags } from './command.js';
+import { intFlag, parseListen, PortInUseError, UsageError, type Flags } from './command.js';
 import { consoleTokenSources, resolveConsoleToken } from './console-token.js';
 import { verifierDependencies } from './dependencies.js';
 import { sidecarOrigins } from './origins-flag.js';
@@ -177,56 +177,69 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   // The operator console's event log exists before the sidecar: its record is the hook.
   const { createEventLog, startReceiverConsole } = await import('../console/index.js');
   const eventLog = consoleAt ? await createEventLog({ pool, schema, logger }) : null;
-  const sidecar = await Sidecar.start({
-    host: listen.host,
-    port: listen.port,
-    trust,
-    profile,
-    protocolVersion: version,
-    target,
-    pool,
-    schema,
-    keys: deps.keys,
-    revocation: deps.revocation,
-    replay: deps.replay,
-    admission: deps.admission,
-    advertisedHorizonSeconds: deps.advertisedHorizonSeconds,
-    queueToken: config.SVC_RECEIVER_QUEUE_TOKEN,
-    scheme: scheme as 'http' | 'https' | undefined,
-    ...(publicOrigins ? { publicOrigins } : {}),
-    logger,
-    ...limits,
-    synchronousCommit,
-    ...(eventLog ? { observe: eventLog.record } : {}),
-  });
+  const sidecar = await listening(
+    listen,
+    '--listen <host:port> (SVC_RECEIVER_LISTEN)',
+    () =>
+      Sidecar.start({
+        host: listen.host,
+        port: listen.port,
+        trust,
+        profile,
+        protocolVersion: version,
+        target,
+        pool,
+        schema,
+        keys: deps.keys,
+        revocation: deps.revocation,
+        replay: deps.replay,
+        admission: deps.admission,
+        advertisedHorizonSeconds: deps.advertisedHorizonSeconds,
+        queueToken: config.SVC_RECEIVER_QUEUE_TOKEN,
+        scheme: scheme as 'http' | 'https' | undefined,
+        ...(publicOrigins ? { publicOrigins } : {}),
+        logger,
+        ...limits,
+        synchronousCommit,
+        ...(eventLog ? { observe: eventLog.record } : {}),
+      }),
+    () => Promise.all([deps.close(), eventLog?.close()]).then(() => pool.end()),
+  );
   deps.admission.attachMetrics(sidecar.metrics.registry);
-  process.stdout.write(`receiver listening on ${sidecar.url}\n`);
   const operatorConsole =
     consoleAt && eventLog
-      ? await startReceiverConsole({
-          pool,
-          schema,
-          eventLog,
-          metrics: sidecar.metrics,
-          queue: sidecar.queue,
-          target: describeTarget(target),
-          keys: 'status' in deps.keys ? (deps.keys as TrustedKeyResolver) : null,
-          revocation:
-            deps.revocation && 'describe' in deps.revocation
-              ? (deps.revocation as PolledRevocationCheck)
-              : null,
-          dataDir: config.SVC_DATA_DIR,
-          ...(consoleToken ? { token: consoleToken.token } : {}),
-          host: consoleAt.host,
-          port: consoleAt.port,
-          logger,
-        })
+      ? await listening(
+          consoleAt,
+          '--console-listen <host:port>',
+          () =>
+            startReceiverConsole({
+              pool,
+              schema,
+              eventLog,
+              metrics: sidecar.metrics,
+              queue: sidecar.queue,
+              target: describeTarget(target),
+              keys: 'status' in deps.keys ? (deps.keys as TrustedKeyResolver) : null,
+              revocation:
+                deps.revocation && 'describe' in deps.revocation
+                  ? (deps.revocation as PolledRevocationCheck)
+                  : null,
+              dataDir: config.SVC_DATA_DIR,
+              ...(consoleToken ? { token: consoleToken.token } : {}),
+              host: consoleAt.host,
+              port: consoleAt.port,
+              logger,
+            }),
+          () =>
+            sidecar
+              .close()
+              .then(() => Promise.all([deps.close(), eventLog.close()]))
+              .then(() => pool.end()),
+        )
       : null;
-  if (operatorConsole) {
-    process.stdout.write(
-      `receiver console on ${operatorConsole.url}${operatorConsole.credentialsFile ? ` (token: receiver_console in ${operatorConsole.credentialsFile})` : ''}\n`,
-    );
-  }
+  // One block, one write, once everything is up: the JSON log lines of the start-up come
+  // before it, never between its lines.
+  process.stdout.write(startupLines(sidecar.url, target, operatorConsole).join('\n') + '\n');
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -246,6 +259,46 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
   return sidecar;
+}
+
+/**
+ * What a person reads once the sidecar is up: where it listens, the URL to register as the
+ * webhook (any path but /healthz, /metrics and the queue API is verified: the README uses
+ * `/webhooks`), where events go, and the console.
+ */
+export function startupLines(
+  url: string,
+  target: SidecarTarget,
+  operatorConsole: { url: string; credentialsFile?: string | null } | null,
+): string[] {
+  const lines = [
+    `receiver listening on ${url} (webhook URL: ${url}/webhooks; every path but /healthz and /metrics is verified)`,
+    `  events ${'queue' in target ? `queued in ${target.queue}` : describeTarget(target)}`,
+  ];
+  if (operatorConsole) {
+    lines.push(
+      `receiver console on ${operatorConsole.url}${operatorConsole.credentialsFile ? ` (token: receiver_console in ${operatorConsole.credentialsFile})` : ''}`,
+    );
+  }
+  return lines;
+}
+
+/** A listener's start; its port taken is an error naming the setting that moves it. */
+async function listening<T>(
+  at: { host: string; port: number },
+  setting: string,
+  start: () => Promise<T>,
+  cleanup: () => Promise<unknown>,
+): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    await cleanup().catch(() => {});
+    throw new PortInUseError(
+      `${at.host}:${at.port} is already in use: choose another with ${setting}`,
+    );
+  }
 }
 
 /**

@@ -2,7 +2,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { brandProfile, BRANDS, type Brand } from '../../shared/brand.js';
 import { envOption, flagsToEnv, plainOption } from '../../cli/env-option.js';
-import { keysDirOf, loadConfigOrExit } from '../../shared/config.js';
+import { keysDirOf, loadConfigOrExit, type Config } from '../../shared/config.js';
+import type { commandServices as CommandServicesFn } from '../../shared/infra/command-services.js';
+
+type CommandServicesOf = typeof CommandServicesFn;
 
 const defaultKeysText = 'SVC_DATA_DIR/keys';
 
@@ -17,6 +20,27 @@ function positiveInt(max: number) {
 }
 
 const ALGS = { ed25519: 'ed25519', es256: 'ecdsa-p256-sha256' } as const;
+
+/**
+ * `svc send`'s services. A buyer trying their receiver has no `svc start` beside them:
+ * with DATABASE_URL unset and none running on the data directory, the send uses the
+ * database the README's examples default to (`LOCAL_DATABASE_URL`, said on stderr) rather
+ * than failing; only when that does not answer either is it an error naming both.
+ */
+async function sendServices(config: Config, commandServices: CommandServicesOf) {
+  const { ServiceUnavailableError } = await import('../../shared/infra/service-errors.js');
+  const { LOCAL_DATABASE_URL } = await import('../../shared/infra/pg.js');
+  try {
+    return await commandServices(config, { redis: 'none' });
+  } catch (err) {
+    if (config.DATABASE_URL !== undefined || !(err instanceof ServiceUnavailableError)) throw err;
+  }
+  process.stderr.write(
+    `DATABASE_URL is unset and no svc start runs on ${config.SVC_DATA_DIR}: ` +
+      `using ${LOCAL_DATABASE_URL} (the examples' default)\n`,
+  );
+  return commandServices({ ...config, DATABASE_URL: LOCAL_DATABASE_URL }, { redis: 'none' });
+}
 
 export function registerSenderCommands(program: Command): void {
   const keys = program.command('keys').description("The seller's webhook signing keys");
@@ -165,7 +189,7 @@ export function registerSenderCommands(program: Command): void {
         const { existsSync } = await import('node:fs');
         const keysDir =
           opts.keys ?? (existsSync(keysDirOf(config)) ? keysDirOf(config) : undefined);
-        const services = await commandServices(config, { redis: 'none' });
+        const services = await sendServices(config, commandServices);
         const databaseUrl = services.databaseUrl;
         // Nothing else needs to run: without a Redis, a private one serves this one send.
         const redis = await ensureRedis(services.redisUrl, config.SVC_DATA_DIR);

@@ -2,6 +2,7 @@
  * `svc conformance receiver <url>`: act as a sender and grade the receiver at <url>.
  * Exit 0 when every applicable check passed, 1 otherwise, 2 on a usage error.
  */
+import { existsSync } from 'node:fs';
 import { emitReport } from '../../shared/conformance-report/output.js';
 import {
   brandFromFlag,
@@ -26,6 +27,8 @@ export interface ReceiverCommandFlags {
   brand?: string;
   key?: string[];
   saveKey?: string;
+  /** Replace an existing --save-key file (else its keys are used). */
+  force?: boolean;
   printJwks?: boolean;
   protocolVersion?: string;
   hmacSecret?: string;
@@ -80,11 +83,19 @@ export async function runReceiverConformance(
 
   let keys: SigningKey[] = [];
   for (const file of flags.key ?? []) keys.push(...(await readKeyFile(file)));
+  // Tester keys saved before (a receiver may trust them by now) are used, never replaced,
+  // unless --force: a pasted command run twice prints the same JWKS.
+  const reuse =
+    keys.length === 0 && flags.saveKey !== undefined && !flags.force && existsSync(flags.saveKey);
+  if (reuse) {
+    keys = await readKeyFile(flags.saveKey!);
+    io.err(`${flags.saveKey} exists: using the tester keys saved in it (--force makes new ones)\n`);
+  }
   const generated = keys.length === 0;
   if (generated) {
     const g = await generateTesterKeys();
     keys = g.keys;
-    if (flags.saveKey) await saveKeyFile(flags.saveKey, g.privateJwks);
+    if (flags.saveKey) await saveKeyFile(flags.saveKey, g.privateJwks, flags.force === true);
   }
   const jwks = `${JSON.stringify(testerJwks(keys, profile), null, 2)}\n`;
   if (flags.printJwks) {

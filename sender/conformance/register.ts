@@ -20,7 +20,11 @@ export function registerReceiverConformanceCommand(conformance: Command): void {
       'private JWK (or {"keys": [...]}) the receiver trusts; repeatable',
       collect,
     )
-    .option('--save-key <file>', 'where to keep generated private keys')
+    .option(
+      '--save-key <file>',
+      'where to keep generated private keys (an existing file: its keys are used)',
+    )
+    .option('--force', 'with --save-key: make new keys and replace an existing file')
     .option('--print-jwks', 'print the public JWKS of the tester keys and exit')
     .addOption(
       new Option('--protocol-version <version>', 'duplicate semantics to grade')

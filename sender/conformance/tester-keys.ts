@@ -51,8 +51,23 @@ export async function generateTesterKeys(): Promise<GeneratedKeys> {
   return { keys: [ed.key, es.key], privateJwks: [ed.privateJwk, es.privateJwk] };
 }
 
-export async function saveKeyFile(path: string, privateJwks: JWK[]): Promise<void> {
-  await writeFile(path, `${JSON.stringify({ keys: privateJwks }, null, 2)}\n`, { mode: 0o600 });
+/**
+ * Writes the private keys (mode 0600). An existing file is kept unless `force`: it holds
+ * tester keys a receiver may already trust, and replacing them silently breaks that trust.
+ */
+export async function saveKeyFile(path: string, privateJwks: JWK[], force = false): Promise<void> {
+  try {
+    await writeFile(path, `${JSON.stringify({ keys: privateJwks }, null, 2)}\n`, {
+      mode: 0o600,
+      flag: force ? 'w' : 'wx',
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    throw new TesterKeyError(
+      `--save-key ${path}: the file exists (tester keys saved before, which a receiver may trust); ` +
+        `reuse them with --key ${path}, or pass --force to replace them`,
+    );
+  }
 }
 
 /** The JWKS a receiver installs to trust the tester (request-signing purpose). */

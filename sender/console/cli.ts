@@ -48,6 +48,11 @@ export function cliOperator(): Operator {
   return { name: `cli:${name}`, via: 'cli' };
 }
 
+/** The columns of `svc deliveries list`, tab-separated like its rows. */
+export const LIST_HEADER = ['id', 'state', 'event', 'url', 'attempts', 'last', 'created'].join(
+  '\t',
+);
+
 export async function listDeliveries(
   store: ConsoleStore,
   o: ListOptions,
@@ -73,6 +78,7 @@ export async function listDeliveries(
     out.write(`${JSON.stringify(page, null, 2)}\n`);
     return;
   }
+  if (page.items.length > 0) out.write(`${LIST_HEADER}\n`);
   for (const d of page.items) {
     out.write(
       `${d.id}\t${d.state}\t${d.eventType}\t${d.url}\tattempts=${d.attempts}\t${d.lastStatus ?? '-'} ${d.lastError ?? ''}\t${d.createdAt}\n`,
@@ -183,8 +189,13 @@ async function wire(
     queue,
     schema,
     close: async () => {
+      // BullMQ's connection set-up (its Redis version check) may still be running when the
+      // command is done (a NOT_FOUND answers before any Redis command): closed under it, it
+      // emits an unhandled "Connection is closed" after the answer. Redis answered a moment
+      // ago (commandServices), so waiting for it is short; then QUIT, not a cut connection.
+      await queue.queue.waitUntilReady().catch(() => {});
       await queue.close();
-      redis.disconnect();
+      await redis.quit().catch(() => redis.disconnect());
       await pool.end();
     },
   };

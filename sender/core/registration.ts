@@ -44,8 +44,9 @@ export function checkTargetUrl(value: unknown, field: string, rules: TargetRules
   if (url.username || url.password) {
     throw new RegistrationError(field, `${field} must not carry credentials`);
   }
-  // Local testing only: the refusal names the setting that allows this host.
-  const allowWith = `(for local testing, allow the host with SVC_SENDER_ALLOW_HOSTS=${url.hostname})`;
+  // Local testing only: the refusal names the setting that allows this host (the variable,
+  // and the flag of `svc start`, which reads it at start: a restart applies it).
+  const allowWith = `(for local testing, allow the host with SVC_SENDER_ALLOW_HOSTS=${url.hostname}: restart \`svc start --allow-hosts ${url.hostname}\`)`;
   if (url.protocol !== 'https:' && !(allowed && url.protocol === 'http:')) {
     throw new RegistrationError(field, `${field} must use https ${allowWith}`);
   }

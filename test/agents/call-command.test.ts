@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import t from 'tap';
 import { invalidFields, networkCause, runCall } from '../../agents/client/call-command.js';
-import { agentsCredentialsSection, exampleCalls, startBanner } from '../../agents/server/banner.js';
+import { requiredMembers, taskInputJsonSchema } from '../../agents/runtime/describe.js';
+import {
+  agentsCredentialsSection,
+  exampleBuy,
+  exampleCalls,
+  LOCAL_RECEIVER_WEBHOOK_URL,
+  startBanner,
+} from '../../agents/server/banner.js';
 import { brandProfile } from '../../shared/brand.js';
 import { writeCredentialsSection } from '../../shared/infra/credentials-file.js';
 import { startAgents } from './transport/support.js';
@@ -49,7 +56,84 @@ t.test('svc call against running agents', async (t) => {
 
   const list = await call({ list: true });
   t.equal(list.code, 0);
-  t.match(list.out, /create_media_buy\s+required: start_time, end_time/);
+  const listed = /^create_media_buy\s+required: (.*)$/m.exec(list.out)![1]!;
+  t.equal(
+    listed,
+    'start_time, end_time, idempotency_key (or buyer_ref, brand_manifest), packages (or proposal_id), brand (or brand_manifest)',
+  );
+  // --list and the agent's validator are one schema: what it lists is what the agent requires.
+  const create = h.core.registry.get('sales', 'create_media_buy')!;
+  t.same(
+    listed.split(/, (?![^(]*\))/).map((m) => m.replace(/ \(or .*$/, '')),
+    requiredMembers(create),
+    'listed required = the validator requires',
+  );
+  t.same(requiredMembers(create), [
+    'start_time',
+    'end_time',
+    'idempotency_key',
+    'packages',
+    'brand',
+  ]);
+  const agentSays = await h.core.dispatcher.invoke({
+    agent: 'sales',
+    task: 'create_media_buy',
+    params: {},
+    credentials: { apiKey: h.keys['sales:demo-buyer'] },
+    transport: 'mcp',
+  } as never);
+  t.same(
+    ((agentSays as { issues?: Array<{ pointer: string }> }).issues ?? [])
+      .map((i) => i.pointer.slice(1))
+      .sort(),
+    requiredMembers(create).sort(),
+    'the agent names every one of them in one answer',
+  );
+
+  // Every form the agent accepts passes the client-side check: the alternatives too.
+  const schema = taskInputJsonSchema(create);
+  const buy = exampleBuy(LOCAL_RECEIVER_WEBHOOK_URL);
+  t.same(invalidFields(schema, buy), [], 'the published form');
+  const { packages: _p, ...proposal } = buy;
+  void _p;
+  t.same(
+    invalidFields(schema, {
+      ...proposal,
+      proposal_id: 'p1',
+      total_budget: { amount: 1, currency: 'USD' },
+    }),
+    [],
+    'a proposal instead of packages',
+  );
+  const { idempotency_key: _k, brand: _b, ...older } = buy;
+  void _k;
+  void _b;
+  t.same(
+    invalidFields(schema, {
+      ...older,
+      buyer_ref: 'b1',
+      brand_manifest: { url: 'https://a.example' },
+    }),
+    [],
+    'the older form',
+  );
+  // One round: everything missing is named before anything is sent.
+  const empty = await call({ task: 'create_media_buy', params: {}, as: 'demo-buyer' });
+  t.equal(empty.code, 2);
+  for (const m of ['start_time', 'end_time', 'idempotency_key', 'packages', 'brand']) {
+    t.match(empty.err, new RegExp(`^ {2}${m}: is required`, 'm'), `${m} named`);
+  }
+  const noBrand = await call({
+    task: 'create_media_buy',
+    params: { ...buy, brand: undefined },
+    as: 'demo-buyer',
+  });
+  t.equal(noBrand.code, 2, 'brand is caught by the same check, not by a second round');
+  t.match(noBrand.err, /^ {2}brand: is required \(or brand_manifest\)$/m);
+  // The banner's buy works as printed.
+  const banner = await call({ task: 'create_media_buy', params: buy, as: 'demo-buyer' });
+  t.equal(banner.code, 0, banner.out + banner.err);
+  t.match(JSON.parse(banner.out), { status: 'submitted' });
   const noTask = await call({});
   t.equal(noTask.code, 2);
   t.match(noTask.err, /give a task name/);
@@ -168,5 +252,45 @@ t.test(
       'default data dir: no prefix',
     );
     t.match(exampleCalls(urls, '/a b').sales, /^SVC_DATA_DIR='\/a b' /);
+
+    // The local-webhook example: its setting, and the approval mode with how to change it.
+    const now = new Date('2026-11-27T00:00:00Z');
+    const demo = startBanner(service, '/d/c.json', false, '.data', false, {
+      approval: { autoAfterSeconds: 30 },
+      allowHosts: [],
+      now,
+    });
+    const line =
+      /^ {2}npx svc call http:\/\/127\.0\.0\.1:3001 create_media_buy '(.*)' --as demo-buyer$/m.exec(
+        demo,
+      );
+    t.ok(line, demo);
+    t.same(JSON.parse(line![1]!), exampleBuy(LOCAL_RECEIVER_WEBHOOK_URL, now), 'the buy, as JSON');
+    t.match(
+      demo,
+      'webhooks to 127.0.0.1 need it allowed: restart with `npx svc start --allow-hosts 127.0.0.1`',
+    );
+    t.match(demo, /approval automatic after 30 s: .*INVALID_STATE.*--approval manual/);
+    const allowed = startBanner(service, '/d/c.json', false, '.data', false, {
+      approval: 'manual',
+      allowHosts: ['127.0.0.1'],
+    });
+    t.match(allowed, 'webhooks to 127.0.0.1: allowed (--allow-hosts 127.0.0.1)');
+    t.match(allowed, 'approval manual: pending buys wait for `npx svc approve <task_id>`');
+    t.match(
+      startBanner(service, '/d/c.json', false, '.data', false, {
+        approval: 'never',
+        allowHosts: [],
+      }),
+      'approval never',
+    );
+    t.notMatch(
+      startBanner({ ...service }, '/d/c.json', true, '.data', false, {
+        approval: 'never',
+        allowHosts: [],
+      }),
+      /create_media_buy/,
+      'production: no example',
+    );
   },
 );

@@ -134,6 +134,25 @@ t.test('receiver command: --print-jwks with --save-key, then the saved key grade
     priv.keys.every((k) => typeof k.d === 'string'),
     'private keys saved',
   );
+  // Run again: the saved keys (which a receiver may trust by now) are kept and printed
+  // again, unless --force.
+  const before = await readFile(saved, 'utf8');
+  const again = io();
+  t.equal(await runReceiverConformance('', { printJwks: true, saveKey: saved }, again.io), 0);
+  t.equal(again.out.join(''), o.out.join(''), 'the same JWKS');
+  t.match(
+    again.err.join(''),
+    `${saved} exists: using the tester keys saved in it (--force makes new ones)`,
+  );
+  t.equal(await readFile(saved, 'utf8'), before, 'the saved keys are untouched');
+  const forced = io();
+  t.equal(
+    await runReceiverConformance('', { printJwks: true, saveKey: saved, force: true }, forced.io),
+    0,
+  );
+  t.not(await readFile(saved, 'utf8'), before, '--force replaces them');
+  t.not(forced.out.join(''), o.out.join(''), 'and prints the new ones');
+  await writeFile(saved, before);
   // A receiver trusting the printed JWKS accepts the saved keys.
   const keys = await testerKeys();
   const r = await referenceReceiver(t, {

@@ -40,3 +40,22 @@ t.test('every example is shown in a README', async (t) => {
     [],
   );
 });
+
+t.test("the README's import table lists every name its examples import", async (t) => {
+  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  const rows = new Map(
+    [...readme.matchAll(/^\| `svc-webhooks\/(\w+)` \| (.*) \|$/gm)].map((m) => [m[1]!, m[2]!]),
+  );
+  t.same([...rows.keys()].sort(), ['conformance', 'receiver', 'sender', 'signing']);
+  for (const [file, content] of examples) {
+    for (const m of content.matchAll(/import \{([^}]*)\} from 'svc-webhooks\/(\w+)'/g)) {
+      const names = m[1]!
+        .split(',')
+        .map((n) => n.trim().replace(/^type\s+/, ''))
+        .filter(Boolean);
+      for (const name of names) {
+        t.match(rows.get(m[2]!) ?? '', `\`${name}\``, `${file}: ${name} of svc-webhooks/${m[2]}`);
+      }
+    }
+  }
+});

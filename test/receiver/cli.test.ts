@@ -98,31 +98,48 @@ t.test('a real delivery through the process, durable replay, graceful SIGTERM', 
   );
   const app = await startApp();
   t.teardown(() => app.close());
-  const p = run([
-    '--listen',
-    '127.0.0.1:0',
-    '--trust',
-    trust,
-    '--forward',
-    app.url,
-    '--brand',
-    'svc',
-    '--synchronous-commit',
-    '--max-connections',
-    '64',
-    '--body-budget-mib',
-    '8',
-    '--headers-timeout-ms',
-    '5000',
-    '--body-timeout-ms',
-    '5000',
-    '--body-idle-timeout-ms',
-    '2000',
-  ]);
+  const p = run(
+    [
+      '--listen',
+      '127.0.0.1:0',
+      '--trust',
+      trust,
+      '--forward',
+      app.url,
+      '--brand',
+      'svc',
+      '--synchronous-commit',
+      '--max-connections',
+      '64',
+      '--body-budget-mib',
+      '8',
+      '--headers-timeout-ms',
+      '5000',
+      '--body-timeout-ms',
+      '5000',
+      '--body-idle-timeout-ms',
+      '2000',
+    ],
+    { LOG_LEVEL: 'info' },
+  );
   t.teardown(() => p.child.kill('SIGKILL'));
   const base = (await listening(p, 1, 20_000))[0];
   t.ok(base, `started (${p.err().slice(0, 300)})`);
   if (!base) return;
+  // The start-up block: the webhook URL to register, where events go; its lines together,
+  // after the JSON log lines of the start-up.
+  t.match(
+    p.out(),
+    `receiver listening on ${base} (webhook URL: ${base}/webhooks; every path but /healthz and /metrics is verified)\n  events forwarded to ${app.url}\n`,
+  );
+
+  // Its port taken: a second sidecar says which setting moves it, exit 1.
+  const clash = run(['--listen', new URL(base).host, '--trust', trust, '--forward', app.url]);
+  t.equal(await clash.exited, 1);
+  t.match(
+    clash.err(),
+    `svc receiver: ${new URL(base).host} is already in use: choose another with --listen <host:port> (SVC_RECEIVER_LISTEN)`,
+  );
   const url = `${base}/hooks/seller-cli`;
   const body = JSON.stringify(envelope({ task_id: 'cli-1' }));
   const s = signed(url, body, seller);

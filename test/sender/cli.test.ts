@@ -21,6 +21,9 @@ import { createRedis } from '../../shared/infra/redis.js';
 import { DATABASE_URL, REDIS_URL, testDatabase, uniqueName } from '../helpers/db.js';
 import { startReceiver } from './harness.js';
 
+// Several tsx child processes (svc worker, svc send) on a shared machine.
+t.setTimeout(300_000);
+
 const run = promisify(execFile);
 const SVC = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
 
@@ -237,3 +240,25 @@ t.test('svc worker --durable-claims: in --help with its variable, validated', as
   t.not((badEnv as { code?: number }).code ?? 0, 0, 'a bad variable fails');
   t.match((badEnv as { stderr: string }).stderr, /SVC_WORKER_DURABLE_CLAIMS/);
 });
+
+t.test(
+  'svc send with DATABASE_URL unset and no svc start: the examples default, not a failure',
+  async (t) => {
+    const rx = await startReceiver();
+    t.teardown(() => rx.close());
+    const dir = await mkdtemp(join(tmpdir(), 'svc-send-nodb-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, SVC_DATA_DIR: join(dir, 'data'), REDIS_URL };
+    delete env.DATABASE_URL;
+    delete env.SVC_KEYS_DIR;
+    const r = await run(process.execPath, [SVC, 'send', rx.url, '--timeout', '30'], { env }).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    t.equal((r as { code?: number }).code ?? 0, 0, `${r.stdout}${r.stderr}`);
+    t.match(
+      r.stderr,
+      /DATABASE_URL is unset and no svc start runs on .*: using postgres:\/\/postgres@127\.0\.0\.1:5432\/test \(the examples' default\)/,
+    );
+    t.match(r.stdout, /attempt 1 {2}HTTP 200 .* delivered/);
+    t.equal(rx.received.length, 1);
+  },
+);

@@ -124,8 +124,15 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   // 2. The printed examples work as pasted.
   const examples = [...start.out().matchAll(/^ {2}((?:SVC_DATA_DIR=\S+ )?npx svc call .*)$/gm)]
     .map((m) => m[1]!.replace(/\s+\(every task.*$/, ''))
-    .filter((l) => !l.includes('--list'));
+    .filter((l) => !l.includes('--list') && !l.includes(' create_media_buy '));
   t.equal(examples.length, 3, 'one per agent');
+  // The local-webhook buy: printed with the setting it needs, which is not set yet.
+  t.match(
+    start.out(),
+    /^ {2}(?:SVC_DATA_DIR=\S+ )?npx svc call \S+ create_media_buy '\{.*\}' --as demo-buyer$/m,
+  );
+  t.match(start.out(), /need it allowed: restart with `npx svc start --allow-hosts 127\.0\.0\.1`/);
+  t.match(start.out(), /^approval automatic after 2 s/m);
   const ran = await Promise.all(examples.map((line) => paste(line, env)));
   ran.forEach((r, i) => {
     t.equal((r as { code?: number }).code ?? 0, 0, `${examples[i]}: ${r.stderr}`);
@@ -196,7 +203,7 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
       ],
       start_time: { type: 'asap' },
       end_time: new Date(Date.now() + 7 * 86400_000).toISOString(),
-      push_notification_config: { url: `${base}/webhooks/svc`, operation_id: ref },
+      push_notification_config: { url: `${base}/webhooks`, operation_id: ref },
     });
   const call = (args: string[]) =>
     exec(process.execPath, [BIN, 'call', sales, ...args, '--as', 'demo-buyer'], {
@@ -207,7 +214,7 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   t.equal((refused as { code?: number }).code, 1);
   t.match(
     refused.stdout,
-    /must use https \(for local testing, allow the host with SVC_SENDER_ALLOW_HOSTS=127\.0\.0\.1\)/,
+    /must use https \(for local testing, allow the host with SVC_SENDER_ALLOW_HOSTS=127\.0\.0\.1: restart `svc start --allow-hosts 127\.0\.0\.1`\)/,
   );
 
   // 5. Only that setting, on a restart (the warm start): the task webhooks arrive, verified.
@@ -221,6 +228,8 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   procs.push(start);
   await start.waitFor(/^next: /m, 180_000);
   t.notMatch(start.out(), /embedded_postgres_init/, 'warm: the cluster is reused');
+  t.match(start.out(), /webhooks to 127\.0\.0\.1: allowed/);
+  t.match(start.out(), /^approval manual: pending buys wait for `npx svc approve <task_id>`/m);
   t.match(start.out(), new RegExp(`^sales\\s+${sales}`, 'm'), 'same agent URL');
   const statuses = () =>
     events
@@ -259,7 +268,7 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
   // 6. The conformance kit against that sidecar passes.
   const graded = await exec(
     process.execPath,
-    [BIN, 'conformance', 'receiver', `${base}/webhooks/svc`, '--key', keyFile, '--json'],
+    [BIN, 'conformance', 'receiver', `${base}/webhooks`, '--key', keyFile, '--json'],
     { cwd: ROOT, env, timeout: 240_000, maxBuffer: 16 << 20 },
   ).catch((e: { code: number; stdout: string }) => e);
   const report = JSON.parse(graded.stdout) as ConformanceReport;

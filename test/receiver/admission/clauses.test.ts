@@ -42,6 +42,20 @@ t.test('no history, one routine rotation: nothing trips', async (t) => {
   t.same(tripped({ past: [], current: 2, active30d: 3 }), []);
 });
 
+t.test("a sender's initial key set is not a ratio burst; a flood at first sight is", async (t) => {
+  t.same(tripped({ past: [], current: 6, active30d: 6, onboarding: 6 }), [], 'first sight');
+  t.same(
+    tripped({ past: [], current: 6, active30d: 6, onboarding: 0 }),
+    ['a_short_ratio', 'b_medium_ratio'],
+    'the same six from a known sender',
+  );
+  t.same(
+    tripped({ past: [], current: 40, active30d: 40, onboarding: 40 }),
+    ['c_long_ratio', 'd_ceiling'],
+    'forty new keyids at first sight: over the ceiling',
+  );
+});
+
 t.test('(a) short window: a burst over 3x the 24 h average', async (t) => {
   // One keyid per window for 30 days: the 24 h average and the 30-day P95 are both 1; with
   // (b) at 10x, only (a) (3x) trips at 4.

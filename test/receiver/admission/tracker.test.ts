@@ -173,10 +173,16 @@ t.test('a burst of new keyids over HTTP: alarms name the clause, nothing is revo
   const keys = await Promise.all(
     Array.from({ length: 8 }, (_, i) => signingKey(`burst-${i}-${Date.now()}`)),
   );
+  // The sender is known (its initial key set came an hour ago): the burst is a burst.
+  const established = await signingKey(`established-${Date.now()}`);
   const resolver = new TrustedKeyResolver(
-    parseTrust({ senders: [{ id: 'seller', jwks: jwksOf(...keys) }] }),
+    parseTrust({ senders: [{ id: 'seller', jwks: jwksOf(established, ...keys) }] }),
   );
   const { deliver, events } = await receiverOver(t, pool, schema, resolver, undefined, tracker);
+  t.equal((await deliver(established)).status, 200);
+  await tracker.flush();
+  t.same((await tracker.evaluate()).alarms, [], 'a sender first seen: no alarm');
+  clock.advance(60 * 60_000);
   for (const k of keys) t.equal((await deliver(k)).status, 200);
   await tracker.flush();
   const ev = await tracker.evaluate();
@@ -201,7 +207,7 @@ t.test('a burst of new keyids over HTTP: alarms name the clause, nothing is revo
 
   // Never auto-revoked: every key still verifies; the alarm is not raised again.
   for (const k of keys) t.equal((await deliver(k)).status, 200, 'still accepted');
-  t.equal(events.length, 16);
+  t.equal(events.length, 17);
   await tracker.evaluate();
   t.equal(lines.filter((l) => l.event === 'keyid_admission_alarm').length, 8, 'once per episode');
 
@@ -212,6 +218,50 @@ t.test('a burst of new keyids over HTTP: alarms name the clause, nothing is revo
   const after = await registry.metrics();
   t.match(after, /receiver_keyid_admission_alarm\{clause="d_ceiling",scope="seller"\} 0/);
   t.match(after, /receiver_keyid_admission_alarms_total\{clause="d_ceiling",scope="seller"\} 1/);
+  await tracker.stop();
+});
+
+t.test('a clean demo: senders first seen with their whole key sets raise no alarm', async (t) => {
+  const schema = freshSchema(t);
+  const { logger, lines } = logCapture();
+  const clock = manualClock(Date.now());
+  const tracker = new AdmissionTracker({
+    pool,
+    schema,
+    logger,
+    clock: clock.now,
+    thresholds: ALL_SET,
+    evaluateEveryMs: 0,
+    flushDelayMs: 60_000,
+  });
+  await tracker.start();
+  // The first hour: the local seller's key, then ten minutes on the conformance kit's set.
+  tracker.observe('seller-k1', 'local-seller');
+  await tracker.flush();
+  clock.advance(10 * 60_000);
+  for (let i = 0; i < 6; i++) tracker.observe(`tester-k${i}`, 'conformance-tester');
+  await tracker.flush();
+  const ev = await tracker.evaluate();
+  t.same(ev.alarms, [], 'no clause trips');
+  t.same(
+    lines.filter((l) => l.event === 'keyid_admission_alarm'),
+    [],
+    'no route-to-incident-response line',
+  );
+  // The same sender presenting six more new keyids later is the anomaly, and alarms.
+  clock.advance(10 * 60_000);
+  for (let i = 0; i < 6; i++) tracker.observe(`tester-rotated-k${i}`, 'conformance-tester');
+  await tracker.flush();
+  const later = await tracker.evaluate();
+  t.same(
+    later.alarms.filter((a) => a.scope === 'conformance-tester').map((a) => a.clause),
+    ['a_short_ratio', 'b_medium_ratio'],
+    'a known sender with a burst of new keyids: the ratio clauses',
+  );
+  t.ok(
+    lines.some((l) => l.event === 'keyid_admission_alarm'),
+    'logged',
+  );
   await tracker.stop();
 });
 

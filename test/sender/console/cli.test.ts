@@ -1,5 +1,8 @@
 /** `svc deliveries list|show|redeliver|recover`, in-process against a real outbox and worker. */
+import { execFile } from 'node:child_process';
 import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import t from 'tap';
 import { ConsoleActionError, ConsoleActions } from '../../../sender/console/actions.js';
 import {
@@ -13,7 +16,12 @@ import { ConsoleInputError } from '../../../sender/console/filters.js';
 import { ConsoleStore } from '../../../sender/console/store.js';
 import { buildProgram } from '../../../cli/main.js';
 import { newIdempotencyKey } from '../../../sender/outbox/keys.js';
+import { DATABASE_URL, REDIS_URL, testDatabase } from '../../helpers/db.js';
 import { senderHarness, startReceiver } from '../harness.js';
+
+// tsx child processes on a shared machine.
+t.setTimeout(300_000);
+const SVC = fileURLToPath(new URL('../../../bin/svc.js', import.meta.url));
 
 function capture() {
   const stream = new PassThrough();
@@ -56,7 +64,13 @@ t.test('svc deliveries', async (t) => {
 
   const list = capture();
   await listDeliveries(store, { status: 'stopped', limit: '1' }, list.stream);
-  t.match(list.text(), new RegExp(`^${id}\\tstopped\\tcompleted\\t${rx.url}\\tattempts=1\\t410`));
+  t.match(
+    list.text(),
+    new RegExp(
+      `^id\\tstate\\tevent\\turl\\tattempts\\tlast\\tcreated\\n${id}\\tstopped\\tcompleted\\t${rx.url}\\tattempts=1\\t410`,
+    ),
+    'a header row, then the rows',
+  );
   const json = capture();
   await listDeliveries(store, { mediaBuy: 'mb_cli', json: true }, json.stream);
   t.equal(JSON.parse(json.text()).items[0].id, id);
@@ -135,4 +149,22 @@ t.test('the commands are registered with help', async (t) => {
     deliveries!.commands.find((c) => c.name() === 'list')!.helpInformation(),
     /--status <state>/,
   );
+});
+
+t.test('svc deliveries redeliver of an unknown id: NOT_FOUND and nothing after it', async (t) => {
+  const { schema } = testDatabase(t, 'rdnf');
+  // Several at once: the connection set-up race showed about one run in four.
+  const runs = await Promise.all(
+    [1, 2, 3, 4].map(() =>
+      promisify(execFile)(
+        process.execPath,
+        [SVC, 'deliveries', 'redeliver', '999', '--schema', schema],
+        { env: { ...process.env, DATABASE_URL, REDIS_URL, LOG_LEVEL: 'silent' } },
+      ).catch((e: { code: number; stdout: string; stderr: string }) => e),
+    ),
+  );
+  for (const r of runs) {
+    t.equal((r as { code?: number }).code, 1);
+    t.equal(r.stderr, 'NOT_FOUND: no delivery 999\n', 'the answer, and no stack trace after it');
+  }
 });
