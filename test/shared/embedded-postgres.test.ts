@@ -67,8 +67,8 @@ t.test('first run, warm run, adoption, stop', async (t) => {
   t.equal(auth.port, warm.port);
 });
 
-t.test('as root, from a mode-700 directory, into a data dir that does not exist', async (t) => {
-  if (userInfo().uid !== 0) return t.skip('needs root (the tests run as root in CI)');
+const asRoot = { skip: userInfo().uid !== 0 ? 'needs root (the tests run as root here)' : false };
+t.test('as root, from a mode-700 dir, into a data dir that does not exist', asRoot, async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'embedded-pg-private-'));
   await chmod(dir, 0o700);
   const dataDir = join(dir, 'clone', '.data', 'new');
