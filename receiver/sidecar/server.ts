@@ -22,12 +22,14 @@ import {
   type WebhookReceiverOptions,
 } from '../pipeline/receiver.js';
 import { ForwardPublisher } from '../publish/forward.js';
+import { STDOUT_TARGET, StdoutPublisher } from '../publish/stdout.js';
 import { DurableQueue } from '../publish/queue.js';
 import type { Publisher } from '../publish/types.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, limitServer, type ServerLimits } from '../server-limits.js';
 import { routeRegistration, type TrustConfig } from '../trust/trust-file.js';
 import { handleQueueApi, QUEUE_API_PREFIX } from './queue-api.js';
 
+/** Where verified events go: an app's URL, `stdout` (one JSON line each), or a durable queue. */
 export type SidecarTarget = { forward: string } | { queue: string };
 
 export interface SidecarOptions extends ServerLimits {
@@ -98,7 +100,9 @@ export class Sidecar {
     const schema = o.schema ?? 'receiver';
     let publisher: Publisher;
     let queue: DurableQueue | null = null;
-    if ('forward' in o.target) {
+    if ('forward' in o.target && o.target.forward === STDOUT_TARGET) {
+      publisher = new StdoutPublisher();
+    } else if ('forward' in o.target) {
       publisher = new ForwardPublisher({
         url: o.target.forward,
         brand: o.profile.brand,
