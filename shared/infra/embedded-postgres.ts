@@ -11,16 +11,18 @@
  * `mktemp -d`) does not let it, so there the cluster lives under
  * `/var/lib/svc-webhooks/<hash of the data dir>/postgres` instead, said in the log and
  * recorded in the auth file (which stays in the data directory, readable by root only).
+ * The binaries, installed under the same clone, are then out of its reach too: they are
+ * copied once to `/var/lib/svc-webhooks/binaries-<hash of their path>/` and run from there.
  *
  * Other commands (`svc approve`, `svc worker`...) find a running one from its
  * `postmaster.pid` (line 4 is the port) and connect to it.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Logger } from './logger.js';
@@ -122,6 +124,41 @@ async function freePort(preferred = 0): Promise<number> {
       srv.close(() => ok(typeof addr === 'object' && addr ? addr.port : 0));
     });
   });
+}
+
+/**
+ * As root: binaries the postgres user can execute. Those of a clone under a mode-700
+ * directory cannot be: their `native/` folder (bin, lib, share; its relative symlinks kept)
+ * is copied once under RELOCATED_ROOT, into a temporary name then renamed, so a copy cut
+ * short is never used.
+ */
+async function reachableBinaries(
+  bin: Binaries,
+  ids: { uid: number; gid: number },
+  logger: Logger,
+): Promise<Binaries> {
+  const blocked = await blockedParent(bin.postgres, ids);
+  if (!blocked) return bin;
+  const native = dirname(dirname(bin.postgres));
+  const hash = createHash('sha256').update(native).digest('hex').slice(0, 16);
+  const home = join(RELOCATED_ROOT, `binaries-${hash}`);
+  const moved = (path: string) => join(home, relative(native, path));
+  const copy: Binaries = { initdb: moved(bin.initdb), postgres: moved(bin.postgres) };
+  if (await stat(copy.postgres).catch(() => null)) return copy;
+  await mkdir(RELOCATED_ROOT, { recursive: true, mode: 0o755 });
+  const partial = `${home}.partial-${process.pid}`;
+  await cp(native, partial, { recursive: true, verbatimSymlinks: true });
+  await rename(partial, home).catch(async (err: NodeJS.ErrnoException) => {
+    // Another process renamed its copy first: use that one.
+    await rm(partial, { recursive: true, force: true });
+    if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+  });
+  logger.warn(
+    { event: 'embedded_postgres_binaries_copied', from: native, dir: home, blocked: blocked.dir },
+    `the "postgres" user cannot enter ${blocked.dir} (mode ${blocked.mode}), where the PostgreSQL ` +
+      `binaries are installed: copied them to ${home}`,
+  );
+  return copy;
 }
 
 /** As root: the uid/gid of the user PostgreSQL runs as (created when missing). */
@@ -326,8 +363,8 @@ export async function startEmbeddedPostgres(
     );
     return { url: running.url, port, dir: cluster, created: false, stop: () => stopPid(pid) };
   }
-  const bin = await binaries();
   const ids = await runAs(logger);
+  const bin = ids ? await reachableBinaries(await binaries(), ids, logger) : await binaries();
   // The data directory is created when missing (SVC_DATA_DIR may name a new one).
   await mkdir(resolve(dataDir), { recursive: true });
   const saved = await readAuth(authFile);
