@@ -14,6 +14,7 @@ export type {
 } from './pipeline/receiver.js';
 export { ReceiverMetrics } from './pipeline/metrics.js';
 export { webhookMiddleware, type KoaReceiverOptions } from './koa.js';
+export type { KoaContextLike, KoaMiddlewareLike } from '../shared/http/koa-like.js';
 export {
   nodeListener,
   receiverRequest,

@@ -1,9 +1,10 @@
 /**
  * Koa middleware for a buyer's app. It reads the raw request stream itself, so mount it
  * before any body parser (or on a route the parser does not touch): the signature covers
- * the exact bytes, which must never be re-serialised.
+ * the exact bytes, which must never be re-serialised. Its type is Koa's middleware shape,
+ * declared structurally (shared/http/koa-like.ts): no Koa types on the package's surface.
  */
-import type { Middleware } from 'koa';
+import type { KoaMiddlewareLike } from '../shared/http/koa-like.js';
 import { receiverRequest, type AdapterOptions } from './http.js';
 import type { WebhookReceiver } from './pipeline/receiver.js';
 
@@ -15,7 +16,7 @@ export interface KoaReceiverOptions extends AdapterOptions {
 export function webhookMiddleware(
   receiver: WebhookReceiver,
   options: KoaReceiverOptions = {},
-): Middleware {
+): KoaMiddlewareLike {
   const match =
     options.path === undefined
       ? () => true

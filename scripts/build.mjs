@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm run build`: a clean dist/ from tsc (ESM JavaScript, .d.ts, source maps), plus every
-// JSON file under the source folders that a module loads at run time relative to
-// import.meta.url (vendored schemas and the like), copied to the same place in dist/.
+// other file under the source folders that a module may read at run time relative to
+// import.meta.url (vendored schemas, the consoles' CSS and browser script, and the like),
+// copied to the same place in dist/. Only TypeScript sources (tsc's input), Markdown (the
+// part READMEs ship at their own paths) and test folders stay behind.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -24,10 +26,15 @@ if (result.status !== 0) {
   process.exit(result.status ?? 1);
 }
 
+/** Everything but TypeScript sources and Markdown: what tsc does not emit and a module may read. */
+function isRuntimeAsset(name) {
+  return !/\.(c|m)?ts$/.test(name) && !name.endsWith('.md');
+}
+
 let assets = 0;
 for (const folder of sourceFolders) {
   for (const entry of readdirSync(join(root, folder), { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile() || !entry.name.endsWith('.json')) continue;
+    if (!entry.isFile() || !isRuntimeAsset(entry.name)) continue;
     const from = join(entry.parentPath, entry.name);
     const rel = relative(root, from);
     if (rel.split(/[\\/]/).some((part) => part === 'test' || part === 'node_modules')) continue;
@@ -37,5 +44,5 @@ for (const folder of sourceFolders) {
   }
 }
 process.stdout.write(
-  `build: dist/ from ${sourceFolders.join(', ')} (+${assets} JSON assets) in ${Date.now() - started} ms\n`,
+  `build: dist/ from ${sourceFolders.join(', ')} (+${assets} runtime assets) in ${Date.now() - started} ms\n`,
 );

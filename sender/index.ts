@@ -56,7 +56,7 @@ export {
 } from './delivery/worker.js';
 export type { Signer } from './delivery/authenticate.js';
 export { KeySet, KeySetError, writeNewKey, type KeySetOptions } from './keys/key-set.js';
-export { keysRouter, brandJson, type BrandAgent } from './keys/router.js';
+export { keysRouter, brandJson, type BrandAgent, type KeysRouter } from './keys/router.js';
 export {
   ActivityLog,
   type ActivityLogOptions,

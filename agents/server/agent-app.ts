@@ -19,6 +19,7 @@ import { agentCardMiddleware } from '../transport/agent-card.js';
 import { protectedResourceMetadataUrl } from '../transport/auth-challenge.js';
 import { readJsonBody } from '../transport/body.js';
 import { mcpMiddleware } from '../transport/mcp.js';
+import type { KeysRouter } from '../../sender/keys/router.js';
 
 export interface AgentAppOptions {
   agent: AgentKind;
@@ -27,7 +28,7 @@ export interface AgentAppOptions {
   /** The agent's public origin (default: `core.settings.urls[agent]`). */
   baseUrl?: string;
   /** `/.well-known/jwks.json` and `/.well-known/brand.json` (sender/keys keysRouter). */
-  keysRouter?: Router;
+  keysRouter?: KeysRouter;
   /** Further middleware mounted before the agent routes (e.g. the OAuth server). */
   extra?: Middleware[];
   /**

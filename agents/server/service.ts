@@ -9,7 +9,7 @@
 import { agentOptionsFromConfig } from '../config.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { readdir } from 'node:fs/promises';
 import type Koa from 'koa';
 import { brandProfile, type BrandProfile } from '../../shared/brand.js';
@@ -349,7 +349,7 @@ async function backingDatabase(
   stops.push(() => embedded.stop());
   return {
     databaseUrl: embedded.url,
-    embeddedPostgres: join(resolve(config.SVC_DATA_DIR), 'postgres'),
+    embeddedPostgres: embedded.dir,
   };
 }
 

@@ -165,12 +165,21 @@ export class McpAgentDriver implements SenderDriver {
           notApplicable: `${tool} answered ${String(status)}: no terminal initial response to grade`,
         };
       }
-      if (step.initial === 'async' && result?.isError) {
-        return { notApplicable: `${tool} failed: ${JSON.stringify(result).slice(0, 200)}` };
+      if (result?.isError) {
+        return { notApplicable: `${tool} failed: ${toolError(result)}` };
       }
       return { triggered: true, detail: `${tool} answered ${String(status ?? 'without status')}` };
     } catch (err) {
       return { notApplicable: `${tool} could not be called: ${(err as Error).message}` };
     }
   }
+}
+
+/** An MCP tool error's whole text (its content's text parts), else the whole result. */
+function toolError(result: unknown): string {
+  const content = (result as { content?: Array<{ type?: string; text?: string }> }).content;
+  const texts = Array.isArray(content)
+    ? content.filter((c) => typeof c?.text === 'string').map((c) => c.text as string)
+    : [];
+  return texts.length > 0 ? texts.join(' ') : JSON.stringify(result);
 }

@@ -149,6 +149,7 @@ export async function gradeSender(o: SenderGradeOptions): Promise<ConformanceRep
   });
   await server.start();
   const checks: CheckResult[] = [];
+  let undriven: string | null = null;
   try {
     const plans: StepPlan[] = [
       {
@@ -181,6 +182,7 @@ export async function gradeSender(o: SenderGradeOptions): Promise<ConformanceRep
     ];
     const driverProblem = await o.driver.prepare();
     const runs: StepRun[] = [];
+    let triggered = 0; // async steps the driver started
     for (const plan of plans) {
       const run = `${plan.id}_${randomBytes(6).toString('hex')}`;
       const request: StepRequest = {
@@ -200,6 +202,7 @@ export async function gradeSender(o: SenderGradeOptions): Promise<ConformanceRep
         step.notApplicable = outcome.notApplicable;
         continue;
       }
+      if (plan.initial === 'async') triggered++;
       if (plan.id === 'echo') {
         step.captures = await server.waitFor(plan.id, (c) => c.length >= 1, stepTimeout);
         // A short grace for an extra delivery the sender should not have made.
@@ -220,6 +223,14 @@ export async function gradeSender(o: SenderGradeOptions): Promise<ConformanceRep
     }
     checks.push(...judgeSteps(runs, o, { stepTimeout, quiet, retries, retryStatus }));
     checks.push(await keys.publishedCheck());
+    // Not one delivering step could be driven: nothing the sender delivers was graded (the
+    // terminal step's "no webhook" holds for a sender that sends nothing).
+    if (triggered === 0) {
+      const why = runs
+        .filter((r) => r.notApplicable)
+        .map((r) => `[${r.plan.id}] ${r.notApplicable}`);
+      undriven = driverProblem ?? `${o.driver.name}: no step could be driven: ${why.join('; ')}`;
+    }
   } finally {
     await o.driver.close?.();
     await server.close();
@@ -234,6 +245,7 @@ export async function gradeSender(o: SenderGradeOptions): Promise<ConformanceRep
     protocolVersion: o.protocolVersion,
     startedAt,
     checks,
+    undriven,
   });
 }
 

@@ -36,6 +36,7 @@ import { IdempotencyStore, type Claim, type ProtocolVersion } from '../idempoten
 import { channelNotificationType } from '../ordering/channel-notification.js';
 import { TaskConvergence, type OrderingDecision } from '../ordering/convergence.js';
 import type { KeyObserver } from '../admission/tracker.js';
+import { ForwardError } from '../publish/forward.js';
 import type { Publisher, ReceivedEvent } from '../publish/types.js';
 import type { RouteDecision } from '../trust/trust-file.js';
 import { authenticateHead, type Authenticated, type PendingAuth } from './auth.js';
@@ -564,11 +565,11 @@ export class WebhookReceiver {
       redelivery: claim.takeover,
       auth: { mode: auth.mode, keyid: auth.keyid },
     };
-    const published = await this.publish(received, claim);
-    if (!published) {
+    const failure = await this.publish(received, claim);
+    if (failure !== null) {
       return retryLater(
         'publication_failed',
-        'the event could not be handed over yet',
+        `the event could not be handed over yet${failure ? `: ${failure}` : ''}`,
         this.retryAfter,
       );
     }
@@ -612,13 +613,18 @@ export class WebhookReceiver {
     }
   }
 
-  private async publish(event: ReceivedEvent, claim: Claim): Promise<boolean> {
+  /**
+   * Null once published; else what the sender may be told: a forward target's failure
+   * (ForwardError, which names the target, so the grading report says which app refused),
+   * '' for any other publisher's error (an app's handler error stays in the log).
+   */
+  private async publish(event: ReceivedEvent, claim: Claim): Promise<string | null> {
     const beat = this.idempotency.heartbeat(claim);
     const end = this.metrics.publication.startTimer();
     try {
       await this.o.publisher.publish(event);
       this.metrics.published.inc({ kind: event.stale ? 'stale' : 'current' });
-      return true;
+      return null;
     } catch (err) {
       this.log.warn(
         {
@@ -630,7 +636,7 @@ export class WebhookReceiver {
         'publication failed',
       );
       await this.idempotency.release(claim).catch(() => {});
-      return false;
+      return err instanceof ForwardError ? err.message : '';
     } finally {
       end();
       beat.stop();

@@ -3,7 +3,7 @@
  * JSON body, with headers naming the sender and the idempotency key. Only the app's 2xx
  * counts as published. Plain http is refused unless the target is a loopback address.
  */
-import { isIP } from 'node:net';
+import { connect, isIP } from 'node:net';
 import { Pool } from 'undici';
 import { eventHeaders, type Publisher, type ReceivedEvent } from './types.js';
 
@@ -52,6 +52,33 @@ export function checkForwardUrl(input: string): URL {
   return url;
 }
 
+/** An error's message with its code (undici's "connect ECONNREFUSED ..." has both). */
+function describeError(err: unknown): string {
+  const e = err as { message?: string; code?: string };
+  const message = e.message || String(err);
+  return e.code && !message.includes(e.code) ? `${e.code} ${message}` : message;
+}
+
+/**
+ * Whether something accepts connections at the forward target, for the start-up warning:
+ * null when a TCP connection opens within timeoutMs, else why not.
+ */
+export function probeForwardTarget(target: string, timeoutMs = 2000): Promise<string | null> {
+  const url = new URL(target);
+  const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: timeoutMs });
+    const done = (why: string | null) => {
+      socket.destroy();
+      resolve(why);
+    };
+    socket.once('connect', () => done(null));
+    socket.once('timeout', () => done(`no answer within ${timeoutMs} ms`));
+    socket.once('error', (err) => done(describeError(err)));
+  });
+}
+
 export class ForwardPublisher implements Publisher {
   readonly url: URL;
   private readonly pool: Pool;
@@ -82,12 +109,17 @@ export class ForwardPublisher implements Publisher {
         body: e.body,
       });
     } catch (err) {
-      throw new ForwardError(`forward failed: ${(err as Error).message}`, null, { cause: err });
+      throw new ForwardError(`forward to ${this.url.href} failed: ${describeError(err)}`, null, {
+        cause: err,
+      });
     }
     // Drain so the connection returns to the pool; the app's answer is not read further.
     await res.body.dump().catch(() => {});
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new ForwardError(`app answered ${res.statusCode}`, res.statusCode);
+      throw new ForwardError(
+        `forward to ${this.url.href}: the app answered ${res.statusCode}`,
+        res.statusCode,
+      );
     }
   }
 

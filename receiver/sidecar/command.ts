@@ -77,7 +77,11 @@ export function registerReceiverCommand(program: Command): void {
       ).choices(['3.1', '3.2']),
     )
     .addOption(
-      envOption('--forward <app-url>', "POST each event to the app's URL", 'SVC_RECEIVER_FORWARD'),
+      envOption(
+        '--forward <app-url|stdout>',
+        "POST each event to the app's URL (stdout: print each as a JSON line)",
+        'SVC_RECEIVER_FORWARD',
+      ),
     )
     .addOption(
       envOption('--queue <name>', 'enqueue each event in a durable queue', 'SVC_RECEIVER_QUEUE'),
@@ -186,8 +190,10 @@ export function registerReceiverCommand(program: Command): void {
     )
     .addHelpText(
       'after',
-      '\nExactly one of --forward, --queue or --publish. DATABASE_URL holds the idempotency store, replay\n' +
-        'cache and queue (unset: the embedded PostgreSQL of the svc start on SVC_DATA_DIR);\n' +
+      '\nExactly one of --forward, --queue or --publish; --forward stdout prints each event as a\n' +
+        'JSON line; --publish takes nats://, amqp(s):// or redis(s):// (receiver/README.md).\n' +
+        'DATABASE_URL holds the idempotency store, replay cache and queue (unset: an embedded\n' +
+        'PostgreSQL of its own under <SVC_DATA_DIR>/receiver, named at start-up);\n' +
         'SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
         '/_queue/ack). /healthz and /metrics are served on the same address.',
     )

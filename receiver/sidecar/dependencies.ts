@@ -1,11 +1,17 @@
 /**
- * The verifier's collaborators for the sidecar, built from the trust file: key resolution
- * over every trusted sender, the polled revocation lists, the durable (keyid, nonce)
- * replay cache in PostgreSQL, shared by every sidecar instance on the same database, and
- * new-keyid admission tracking (which the sidecar tells of every keyid that verified).
+ * The sidecar's collaborators. Its database: DATABASE_URL, or, unset, an embedded
+ * PostgreSQL of its own under `<SVC_DATA_DIR>/receiver` (a buyer has no seller's `svc
+ * start` beside it to borrow one from, and its claims and nonces must outlive restarts).
+ * The verifier's, built from the trust file: key resolution over every trusted sender, the
+ * polled revocation lists, the durable (keyid, nonce) replay cache in PostgreSQL, shared by
+ * every sidecar instance on the same database, and new-keyid admission tracking (which the
+ * sidecar tells of every keyid that verified).
  */
+import { join } from 'node:path';
 import type { BrandProfile } from '../../shared/brand.js';
+import { startEmbeddedPostgres } from '../../shared/infra/embedded-postgres.js';
 import type { Logger } from '../../shared/infra/logger.js';
+import { waitForPostgres } from '../../shared/infra/services.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
 import { AdmissionTracker, type AdmissionOptions } from '../admission/tracker.js';
@@ -16,6 +22,31 @@ import {
   revocationSourcesFromTrust,
 } from '../revocation/revocation-check.js';
 import type { TrustConfig } from '../trust/trust-file.js';
+
+export interface ReceiverDatabase {
+  url: string;
+  /** The embedded cluster's directory; null when DATABASE_URL names the server. */
+  embeddedDir: string | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * DATABASE_URL (waited for up to waitSeconds: the operator chose that server), else the
+ * sidecar's own embedded PostgreSQL under `<dataDir>/receiver`, created on the first run.
+ */
+export async function receiverDatabase(o: {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  waitSeconds: number;
+  logger: Logger;
+}): Promise<ReceiverDatabase> {
+  if (o.databaseUrl !== undefined) {
+    await waitForPostgres(o.databaseUrl, { waitSeconds: o.waitSeconds, logger: o.logger });
+    return { url: o.databaseUrl, embeddedDir: null, stop: async () => {} };
+  }
+  const embedded = await startEmbeddedPostgres(join(o.dataDir, 'receiver'), o.logger);
+  return { url: embedded.url, embeddedDir: embedded.dir, stop: () => embedded.stop() };
+}
 
 export interface VerifierDependencies {
   keys: KeyResolver;

@@ -1,21 +1,23 @@
 /**
  * `svc receiver` once its flags are read: check them against the environment, load the trust
- * file, start the sidecar (or, with --workers n, a cluster of them) and stop it on a signal.
+ * file, find the database (DATABASE_URL, or an embedded one of its own: dependencies.ts),
+ * warn when nothing answers at the forward target, start the sidecar (or, with --workers n,
+ * a cluster of them) and stop it on a signal.
  */
 import cluster from 'node:cluster';
 import { brandProfile, isBrand } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
-import { commandServices } from '../../shared/infra/command-services.js';
 import { createPool } from '../../shared/infra/pg.js';
 import { flagsToEnv } from '../../cli/env-option.js';
-import { checkForwardUrl } from '../publish/forward.js';
+import { checkForwardUrl, probeForwardTarget } from '../publish/forward.js';
+import { STDOUT_TARGET } from '../publish/stdout.js';
 import { QUEUE_NAME } from '../publish/queue.js';
 import { parseBrokerTarget } from '../publish/broker-target.js';
 import { loadTrustFile } from '../trust/trust-file.js';
 import { intFlag, parseListen, PortInUseError, UsageError, type Flags } from './command.js';
 import { consoleTokenSources, resolveConsoleToken } from './console-token.js';
-import { verifierDependencies } from './dependencies.js';
+import { receiverDatabase, verifierDependencies, type ReceiverDatabase } from './dependencies.js';
 import { sidecarOrigins } from './origins-flag.js';
 import { describeTarget, Sidecar, type SidecarTarget } from './server.js';
 import type { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
@@ -53,9 +55,9 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     target = { publish };
   } else if (forward !== undefined) {
     try {
-      checkForwardUrl(forward);
+      if (forward !== STDOUT_TARGET) checkForwardUrl(forward);
     } catch (err) {
-      throw new UsageError(`--forward: ${(err as Error).message}`);
+      throw new UsageError(`--forward: ${(err as Error).message} (or --forward stdout)`);
     }
     target = { forward };
   } else {
@@ -122,9 +124,21 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
   const consoleToken = await resolveConsoleToken(consoleTokenSources(flags, config));
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'receiver' });
   const trust = await loadTrustFile(trustPath);
+  const database = (): Promise<ReceiverDatabase> =>
+    receiverDatabase({
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.SVC_DATA_DIR,
+      waitSeconds: config.SVC_SERVICE_WAIT_SECONDS,
+      logger,
+    });
   if (workers > 1 && cluster.isPrimary) {
-    // Every check above ran once here; the workers repeat them and serve.
-    runPrimary(workers, logger);
+    // Every check above ran once here; the workers repeat them and serve, on the database
+    // found here (an embedded one is the primary's, so its URL is handed down).
+    const db = await database();
+    process.env.DATABASE_URL = db.url;
+    if (db.embeddedDir) process.stdout.write(storeLine(db));
+    await warnIfForwardDown(target, logger);
+    runPrimary(workers, logger, db);
     return null;
   }
   if (consoleToken?.source === 'flag') {
@@ -140,15 +154,12 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
       'SVC_RECEIVER_ALLOW_HTTP_LOOPBACK: key discovery may use plain http to loopback hosts (local testing only)',
     );
   }
-  // Waits (with back-off, logged) up to SVC_SERVICE_WAIT_SECONDS; unset DATABASE_URL: the
-  // embedded server of the svc start running on SVC_DATA_DIR.
-  const services = await commandServices(config, {
-    waitSeconds: config.SVC_SERVICE_WAIT_SECONDS,
-    logger,
-    redis: 'none',
-  });
+  // DATABASE_URL, waited for (with back-off, logged) up to SVC_SERVICE_WAIT_SECONDS; unset:
+  // the sidecar's own embedded PostgreSQL (never a seller's: a buyer has none).
+  const db = await database();
+  if (cluster.isPrimary) await warnIfForwardDown(target, logger);
   const pool = createPool({
-    connectionString: services.databaseUrl,
+    connectionString: db.url,
     max: 20,
     applicationName: 'receiver',
   });
@@ -239,7 +250,11 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
       : null;
   // One block, one write, once everything is up: the JSON log lines of the start-up come
   // before it, never between its lines.
-  process.stdout.write(startupLines(sidecar.url, target, operatorConsole).join('\n') + '\n');
+  process.stdout.write(
+    (db.embeddedDir ? storeLine(db) : '') +
+      startupLines(sidecar.url, target, operatorConsole).join('\n') +
+      '\n',
+  );
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -251,6 +266,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
       .then(() => eventLog?.close())
       .then(() => deps.close())
       .then(() => pool.end())
+      .then(() => db.stop())
       .then(
         () => process.exit(0),
         () => process.exit(1),
@@ -307,7 +323,11 @@ async function listening<T>(
  * that dies is replaced; SIGTERM/SIGINT are passed on, and the primary exits when every
  * worker has finished its in-flight requests.
  */
-function runPrimary(n: number, logger: ReturnType<typeof createLogger>): void {
+function runPrimary(
+  n: number,
+  logger: ReturnType<typeof createLogger>,
+  db: ReceiverDatabase,
+): void {
   let stopping = false;
   for (let i = 0; i < n; i++) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
@@ -316,7 +336,12 @@ function runPrimary(n: number, logger: ReturnType<typeof createLogger>): void {
       cluster.fork();
       return;
     }
-    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+    if (Object.keys(cluster.workers ?? {}).length === 0) {
+      db.stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    }
   });
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
@@ -325,4 +350,28 @@ function runPrimary(n: number, logger: ReturnType<typeof createLogger>): void {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+}
+
+/** The start-up line of a sidecar on its own embedded PostgreSQL: where its data lives. */
+function storeLine(db: ReceiverDatabase): string {
+  return `receiver database: embedded PostgreSQL, data in ${db.embeddedDir} (DATABASE_URL unset)\n`;
+}
+
+/**
+ * A start-up warning when nothing accepts connections at the forward target: every
+ * verified event would get 503 publication_failed (naming the target) until something does.
+ */
+async function warnIfForwardDown(
+  target: SidecarTarget,
+  logger: ReturnType<typeof createLogger>,
+): Promise<void> {
+  if (!('forward' in target) || target.forward === STDOUT_TARGET) return;
+  const why = await probeForwardTarget(target.forward);
+  if (why === null) return;
+  logger.warn(
+    { event: 'forward_target_unreachable', target: target.forward, cause: why },
+    `nothing answers at the forward target ${target.forward} (${why}): each verified event ` +
+      'gets 503 publication_failed until the app listens there (for a first try, --forward stdout ' +
+      'prints each event instead)',
+  );
 }

@@ -23,6 +23,7 @@ import {
 } from '../pipeline/receiver.js';
 import { describePublicOrigins, parsePublicOrigins } from '../pipeline/public-origins.js';
 import { ForwardPublisher } from '../publish/forward.js';
+import { STDOUT_TARGET, StdoutPublisher } from '../publish/stdout.js';
 import { DurableQueue } from '../publish/queue.js';
 import { openBrokerPublisher } from '../publish/brokers.js';
 import type { Publisher } from '../publish/types.js';
@@ -30,6 +31,10 @@ import { DEFAULT_HEADERS_TIMEOUT_MS, limitServer, type ServerLimits } from '../s
 import { routeRegistration, type TrustConfig } from '../trust/trust-file.js';
 import { handleQueueApi, QUEUE_API_PREFIX } from './queue-api.js';
 
+/**
+ * Where verified events go: an app's URL, `stdout` (one JSON line each), a durable queue, or
+ * the buyer's broker.
+ */
 export type SidecarTarget = { forward: string } | { queue: string } | { publish: string };
 
 /** How the console and the start-up line name where events go (a broker URL without its password). */
@@ -119,6 +124,8 @@ export class Sidecar {
       for (const warning of opened.warnings)
         log.warn({ event: 'publish_target', warning }, warning);
       publisher = opened.publisher;
+    } else if ('forward' in o.target && o.target.forward === STDOUT_TARGET) {
+      publisher = new StdoutPublisher();
     } else if ('forward' in o.target) {
       publisher = new ForwardPublisher({
         url: o.target.forward,

@@ -118,9 +118,24 @@ export function challengeCode(headers: Record<string, string>): string | null {
   return m ? m[1]! : null;
 }
 
-/** "got 401 [Signature error=...]" or the transport error, for details. */
+/**
+ * "got 401 [Signature error=...]" or the transport error, for details; a 5xx adds the
+ * error the receiver gave (`503 publication_failed: ... forward to <app> failed: ...`), so
+ * the report says why the receiver could not take the event.
+ */
 export function describe(a: Answer): string {
   if (a.status === undefined) return `no response (${a.exchange.error})`;
   const www = a.headers['www-authenticate'];
-  return `got ${a.status}${www ? ` with WWW-Authenticate: ${www}` : ''}`;
+  return `got ${a.status}${www ? ` with WWW-Authenticate: ${www}` : ''}${serverError(a)}`;
+}
+
+function serverError(a: Answer): string {
+  if (a.status === undefined || a.status < 500) return '';
+  try {
+    const { error } = JSON.parse(a.text) as { error?: { code?: unknown; message?: unknown } };
+    if (typeof error?.code !== 'string') return '';
+    return ` ${error.code}${typeof error.message === 'string' ? `: ${error.message}` : ''}`;
+  } catch {
+    return '';
+  }
 }

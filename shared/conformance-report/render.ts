@@ -15,6 +15,32 @@ function oneLine(text: string, max: number): string {
   return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
 }
 
+/**
+ * The whole text in lines of at most `width` characters (broken at spaces where it can),
+ * the first as is, the rest behind `indent`: details and errors are wrapped, never cut.
+ */
+export function wrapped(text: string, width: number, indent: string): string {
+  const words = text.replace(/\s+/g, ' ').trim().split(' ');
+  const lines: string[] = [];
+  let line = '';
+  for (let word of words) {
+    while (word.length > width) {
+      if (line) lines.push(line);
+      lines.push(word.slice(0, width));
+      word = word.slice(width);
+      line = '';
+    }
+    if (!line) line = word;
+    else if (line.length + 1 + word.length <= width) line += ` ${word}`;
+    else {
+      lines.push(line);
+      line = word;
+    }
+  }
+  if (line || lines.length === 0) lines.push(line);
+  return lines.join(`\n${indent}`);
+}
+
 function describeMessage(prefix: string, m: MessageRecord): string {
   const size = m.bodyBytes !== undefined ? ` (${m.bodyBytes} bytes)` : '';
   if (m.method !== undefined) {
@@ -52,20 +78,27 @@ export function renderTable(report: ConformanceReport): string {
     `Conformance: grading a ${report.graded} at ${report.target}`,
     `brand ${report.brand}, protocol ${report.protocolVersion}`,
     '',
-    `${'STAT'}  ${'CHECK'.padEnd(idWidth)}  DETAIL`,
   ];
+  if (report.undriven) {
+    out.push(`COULD NOT GRADE: ${wrapped(report.undriven, 100, '                 ')}`, '');
+  }
+  out.push(`${'STAT'}  ${'CHECK'.padEnd(idWidth)}  DETAIL`);
+  const detailIndent = ' '.repeat(idWidth + 6);
+  // Lines of at most 120 characters, whatever the width of the check names.
+  const detailWidth = Math.max(40, 120 - detailIndent.length);
   for (const c of report.checks) {
-    const detail = oneLine(c.detail ?? c.title, 110);
+    const detail = wrapped(c.detail ?? c.title, detailWidth, detailIndent);
     out.push(`${MARK[c.status]}  ${c.id.padEnd(idWidth)}  ${detail}`);
     if (c.status === 'failed') {
-      out.push(`      expected: ${oneLine(c.expected, 140)}`);
+      out.push(`      expected: ${wrapped(c.expected, 120, '                ')}`);
       for (const x of c.exchanges) for (const l of describeExchange(x)) out.push(`      ${l}`);
     }
   }
   const s = report.summary;
   out.push(
     '',
-    `${s.passed} passed, ${s.failed} failed, ${s.notApplicable} not applicable (${s.total} checks)`,
+    `${s.passed} passed, ${s.failed} failed, ${s.notApplicable} not applicable (${s.total} checks)` +
+      (report.undriven ? ': not graded, the kit could not drive it (see above)' : ''),
   );
   return `${out.join('\n')}\n`;
 }
@@ -92,11 +125,20 @@ function xml(text: string): string {
 export function renderJunit(report: ConformanceReport): string {
   const s = report.summary;
   const name = `conformance.${report.graded}`;
+  // The run that could not drive its target is one more failed test case.
+  const extra = report.undriven ? 1 : 0;
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="${xml(name)}" tests="${s.total}" failures="${s.failed}" skipped="${s.notApplicable}">`,
-    `  <testsuite name="${xml(name)}" tests="${s.total}" failures="${s.failed}" skipped="${s.notApplicable}" timestamp="${xml(report.startedAt)}">`,
+    `<testsuites name="${xml(name)}" tests="${s.total + extra}" failures="${s.failed + extra}" skipped="${s.notApplicable}">`,
+    `  <testsuite name="${xml(name)}" tests="${s.total + extra}" failures="${s.failed + extra}" skipped="${s.notApplicable}" timestamp="${xml(report.startedAt)}">`,
   ];
+  if (report.undriven) {
+    lines.push(
+      `    <testcase classname="${xml(name)}" name="driven">`,
+      `      <failure message="${xml(report.undriven)}" type="undriven"/>`,
+      '    </testcase>',
+    );
+  }
   for (const c of report.checks) {
     const head = `    <testcase classname="${xml(`${name}.${c.group}`)}" name="${xml(c.id)}"`;
     if (c.status === 'passed') {

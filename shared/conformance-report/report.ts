@@ -59,6 +59,11 @@ export interface ConformanceReport {
   finishedAt: string;
   checks: CheckResult[];
   summary: ReportSummary;
+  /**
+   * Set when the kit could not drive the graded party at all (the agent refused every
+   * step, the receiver could not be reached): the full error, never cut. Such a run fails.
+   */
+  undriven?: string;
 }
 
 export const BODY_EXCERPT_BYTES = 512;
@@ -81,20 +86,27 @@ export function summarize(checks: readonly CheckResult[]): ReportSummary {
 }
 
 export function buildReport(
-  fields: Omit<ConformanceReport, 'summary' | 'finishedAt'> & { finishedAt?: string },
+  fields: Omit<ConformanceReport, 'summary' | 'finishedAt' | 'undriven'> & {
+    finishedAt?: string;
+    undriven?: string | null;
+  },
 ): ConformanceReport {
+  const { undriven, ...rest } = fields;
   return {
-    ...fields,
+    ...rest,
     finishedAt: fields.finishedAt ?? new Date().toISOString(),
     summary: summarize(fields.checks),
+    ...(undriven ? { undriven } : {}),
   };
 }
 
 /**
- * 0 only when every applicable check passed and at least one ran: a run where nothing
- * could be graded proves nothing, so it does not count as a pass either.
+ * 0 only when every applicable check passed, at least one ran and the graded party could
+ * be driven: a run where nothing could be graded proves nothing, so it does not count as a
+ * pass either (a CI gate must not pass a sender that sent nothing).
  */
 export function exitCodeOf(report: ConformanceReport): 0 | 1 {
+  if (report.undriven !== undefined) return 1;
   return report.summary.failed === 0 && report.summary.passed > 0 ? 0 : 1;
 }
 

@@ -7,8 +7,8 @@
  * unset, so one configuration serves every command. Removed when `svc start` stops; a
  * file whose process is gone is ignored.
  */
-import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 
 export interface LocalDeployment {
   pid: number;
@@ -25,6 +25,9 @@ export function deploymentFile(dataDir: string): string {
 
 export async function writeDeployment(dataDir: string, d: LocalDeployment): Promise<void> {
   const file = deploymentFile(dataDir);
+  // SVC_DATA_DIR may name a directory that does not exist yet (DATABASE_URL set: nothing
+  // else created it).
+  await mkdir(dirname(file), { recursive: true });
   await writeFile(file, `${JSON.stringify(d, null, 2)}\n`, { mode: 0o600 });
   await chmod(file, 0o600);
 }

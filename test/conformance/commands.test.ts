@@ -330,3 +330,38 @@ t.test('the svc binary runs both commands', async (t) => {
   t.equal((sender as { code: number }).code, 2);
   t.match((sender as { stderr: string }).stderr, /name the sender keys/);
 });
+
+t.test(
+  'receiver command: a target that cannot be reached exits 1 with its whole error',
+  async (t) => {
+    const keys = await testerKeys();
+    const files = await keyFiles(keys);
+    // A port where nothing listens: bound, then released.
+    const { createServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const target = `http://127.0.0.1:${port}/hooks`;
+    const text = io();
+    t.equal(
+      await runReceiverConformance(target, { key: [files.main], timeout: '3000' }, text.io),
+      1,
+    );
+    const table = text.out.join('');
+    t.match(table, `COULD NOT GRADE: the receiver at ${target} cannot be reached: `);
+    t.match(table, /ECONNREFUSED/);
+    const json = io();
+    const code = await runReceiverConformance(
+      target,
+      { key: [files.main], timeout: '3000', json: true },
+      json.io,
+    );
+    t.equal(code, 1);
+    const report = parseStrictJson(Buffer.from(json.out.join(''))) as ConformanceReport;
+    t.match(report.undriven, /cannot be reached: .*ECONNREFUSED/);
+    t.same(report.checks, [], 'no check pretends to have graded it');
+  },
+);

@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { generateSigningKey, publishedJwk } from '../../shared/signing/keys.js';
 import { McpAgentDriver } from '../../receiver/conformance/driver.js';
 import { gradeSender } from '../../receiver/conformance/grade-sender.js';
+import { renderTable } from '../../shared/conformance-report/render.js';
+import { exitCodeOf } from '../../shared/conformance-report/report.js';
 import { profile } from './support/receivers.js';
 import { publishKeys, ScriptedSender } from './support/senders.js';
 
@@ -156,4 +158,51 @@ t.test('an agent refusing the driver (401): every driven check not applicable', 
   t.equal(report.summary.failed, 0);
   t.equal(report.summary.passed, 1, 'only keys.published');
   t.match(report.checks[0]?.detail, /cannot be driven over MCP \(initialize: HTTP 401\)/);
+  t.match(report.undriven, /cannot be driven over MCP \(initialize: HTTP 401\)/);
+  t.equal(exitCodeOf(report), 1, 'a sender that sent nothing does not pass');
+});
+
+t.test('an agent failing every create_media_buy: exit 1, its whole error shown', async (t) => {
+  const { key } = await generateSigningKey('ed25519');
+  const pub = await publishKeys(t, [publishedJwk(key, profile)]);
+  const reason =
+    'INVALID_REQUEST: packages[0].product_id "video_olv_news" is not offered to this buyer; ' +
+    'brand is required by this seller; idempotency_key must be a UUID; and this sentence goes on ' +
+    'well past the one hundred and forty characters at which the error used to be cut off. END';
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const msg = JSON.parse(Buffer.concat(chunks).toString()) as { id: number; method: string };
+      const result =
+        msg.method === 'initialize'
+          ? { protocolVersion: '2025-06-18' }
+          : { isError: true, content: [{ type: 'text', text: reason }] };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  const report = await gradeSender({
+    profile,
+    protocolVersion: '3.2',
+    driver: new McpAgentDriver(url),
+    keys: { agentUrl: pub.agentUrl, allowLoopback: true },
+    stepTimeoutMs: 2000,
+    quietMs: 500,
+  });
+  t.equal(exitCodeOf(report), 1, 'not a pass');
+  t.ok(report.undriven?.includes(reason), 'the whole error, in the JSON report');
+  const flat = renderTable(report).replace(/\s+/g, ' ');
+  t.ok(flat.includes(`COULD NOT GRADE: mcp-agent: no step could be driven`), 'said first');
+  t.ok(flat.includes(reason), 'the whole error, in the table (wrapped)');
+  t.same(
+    renderTable(report)
+      .split('\n')
+      .filter((l) => l.length > 140),
+    [],
+    'no line runs on',
+  );
 });

@@ -10,13 +10,22 @@
  *   handed to its handler once;
  * - `npx svc conformance receiver <url>` grades it, every applicable check passing;
  * - the seller example delivers through NotificationCore to the Koa receiver example;
- * - the signing example verifies, and refuses the tampered bytes.
+ * - the signing example verifies, and refuses the tampered bytes;
+ * - every runtime asset (not only JSON: the consoles' CSS and script) ships in dist/;
+ * - a consumer on `strict`, `nodenext` and `skipLibCheck: false` compiles even where the
+ *   registry resolves a typed `content-disposition` beside koa (which broke @types/koa);
+ * - every command the README tells of answers from the tarball: `svc start` (DATABASE_URL
+ *   unset, as root from this mode-700 temp dir: its embedded PostgreSQL placed where the
+ *   postgres user reaches it), its printed `svc call` examples, `svc deliveries list`,
+ *   `svc worker`, `svc console`, `svc receiver` with and without its console (`--forward
+ *   stdout`), `svc send` to it, and `svc conformance sender --agent` exiting 1 with the
+ *   agent's whole error when it cannot drive it.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync } from 'node:fs';
-import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { cp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { createPool, dropSchema } from '../../shared/infra/pg.js';
@@ -24,8 +33,9 @@ import { createRedis } from '../../shared/infra/redis.js';
 import { DATABASE_URL, REDIS_URL, uniqueName } from '../helpers/db.js';
 import { REPO, scratchApp, type ScratchApp } from './scratch-app.js';
 
-// Packing builds dist/ and the install copies every dependency: minutes on a loaded machine.
-t.setTimeout(540_000);
+// Packing builds dist/, the install copies every dependency, tsc compiles twice and svc
+// start creates its cluster: minutes on a loaded machine.
+t.setTimeout(900_000);
 
 const execFileP = promisify(execFile);
 const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx';
@@ -45,13 +55,19 @@ async function inApp(
   app: ScratchApp,
   file: string,
   args: string[],
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   timeout = 60_000,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  // An undefined value unsets the variable (DATABASE_URL: the commands joining svc start).
+  const full = userEnv();
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) delete full[k];
+    else full[k] = v;
+  }
   try {
     const { stdout, stderr } = await execFileP(file, args, {
       cwd: app.dir,
-      env: userEnv(env),
+      env: full,
       timeout,
       maxBuffer: 16 * 1024 * 1024,
     });
@@ -108,8 +124,8 @@ const linesWith = (text: string, needle: string) =>
 const app = await scratchApp();
 t.teardown(() => app.remove());
 const pool = createPool({ connectionString: DATABASE_URL });
-const schemas = ['pkg_rx', 'pkg_koa', 'pkg_tx'].map(uniqueName);
-const [rxSchema, koaSchema, txSchema] = schemas as [string, string, string];
+const schemas = ['pkg_rx', 'pkg_koa', 'pkg_tx', 'pkg_sc'].map(uniqueName);
+const [rxSchema, koaSchema, txSchema, scSchema] = schemas as [string, string, string, string];
 const prefix = `{${uniqueName('pkg')}}`;
 t.teardown(async () => {
   for (const s of schemas) await dropSchema(pool, s).catch(() => {});
@@ -149,20 +165,23 @@ t.test('the tarball: build, vectors, docs; no tests, benches or CI', async (t) =
     [],
     'no tests, benches, CI, scripts or TypeScript sources (examples aside)',
   );
-  // Modules load their JSON assets relative to import.meta.url: each ships beside its module.
+  // Modules read their assets relative to import.meta.url (schemas, the consoles' CSS and
+  // browser script): every file tsc does not emit, Markdown aside, ships beside its module.
   const config = JSON.parse(await readFile(join(REPO, 'tsconfig.build.json'), 'utf8')) as {
     include: string[];
   };
   const assets = config.include.flatMap((folder) =>
     readdirSync(join(REPO, folder), { recursive: true, withFileTypes: true })
-      .filter((e) => e.isFile() && e.name.endsWith('.json'))
+      .filter((e) => e.isFile() && !/\.(c|m)?ts$/.test(e.name) && !e.name.endsWith('.md'))
       .map((e) => relative(REPO, join(e.parentPath, e.name)).replaceAll('\\', '/'))
       .filter((a) => !a.split('/').includes('test')),
   );
+  t.ok(assets.includes('shared/console/console.css'), 'the console stylesheet is an asset');
+  t.ok(assets.includes('sender/console/static/console.js'), 'so is the console script');
   t.same(
     assets.filter((a) => !files.includes(`dist/${a}`)),
     [],
-    `the ${assets.length} JSON assets are in dist/`,
+    `the ${assets.length} runtime assets are in dist/`,
   );
   const manifest = JSON.parse(
     await readFile(join(app.dir, 'node_modules/svc-webhooks/package.json'), 'utf8'),
@@ -204,6 +223,7 @@ import type {} from 'svc-webhooks/receiver/pipeline/receiver.js';
         module: 'nodenext',
         moduleResolution: 'nodenext',
         target: 'es2022',
+        skipLibCheck: false,
         outDir: 'out',
       },
       files: sources,
@@ -211,6 +231,26 @@ import type {} from 'svc-webhooks/receiver/pipeline/receiver.js';
   );
   const r = await inApp(app, process.execPath, [tsc, '-p', '.'], {}, 120_000);
   t.equal(r.code, 0, r.stdout + r.stderr);
+  // No Koa types on the public surface, and none installed for the consumer's compiler to
+  // pick up (tsc loads every node_modules/@types package it finds).
+  t.notOk(existsSync(join(app.dir, 'node_modules/@types/koa')), 'the package brings no @types/koa');
+  // What a fresh install resolves today: a typed content-disposition (2.x, here express's)
+  // at the top level, where @types/koa's import of it then fails. The consumer compiles.
+  const top = join(app.dir, 'node_modules/content-disposition');
+  const typed = join(app.dir, 'node_modules/express/node_modules/content-disposition');
+  if (existsSync(typed)) {
+    await rename(top, `${top}.aside`);
+    try {
+      await cp(typed, top, { recursive: true });
+      const fresh = await inApp(app, process.execPath, [tsc, '-p', '.', '--noEmit'], {}, 120_000);
+      t.equal(fresh.code, 0, `with a typed content-disposition: ${fresh.stdout}${fresh.stderr}`);
+    } finally {
+      await rm(top, { recursive: true, force: true });
+      await rename(`${top}.aside`, top);
+    }
+  } else {
+    t.fail('express no longer nests a typed content-disposition: find another stand-in');
+  }
   const internal = await inApp(app, process.execPath, [
     '--input-type=module',
     '-e',
@@ -328,4 +368,228 @@ t.test('the signing example', async (t) => {
   t.equal(r.code, 0, r.stderr);
   t.match(r.stdout, /verified: keyid ed25519-\S+, sender seller-a/);
   t.match(r.stdout, /tampered: webhook_\w+/);
+});
+
+interface SvcProcess {
+  out: () => string;
+  waitFor(re: RegExp, ms: number): Promise<RegExpExecArray>;
+  stop(): Promise<number | null>;
+}
+
+/** A long-running `svc` command from the app's own bin (what `npx svc` runs), stopped by SIGTERM. */
+function svcProcess(app: ScratchApp, args: string[], env: NodeJS.ProcessEnv): SvcProcess {
+  const child = spawn(join(app.dir, 'node_modules/.bin/svc'), args, {
+    cwd: app.dir,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (err += c));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  t.teardown(() => void child.kill('SIGKILL'));
+  return {
+    out: () => out,
+    async waitFor(re, ms) {
+      const end = Date.now() + ms;
+      for (;;) {
+        const m = re.exec(out);
+        if (m) return m;
+        if (child.exitCode !== null || Date.now() > end) {
+          throw new Error(`svc ${args[0]}: no ${re} (exit ${child.exitCode}):\n${out}\n${err}`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+async function getStatus(url: string): Promise<number> {
+  return (await fetch(url)).status;
+}
+
+t.test('every command the README tells of answers from the tarball', async (t) => {
+  const dataDir = join(app.dir, '.data');
+  const env = userEnv({ SVC_DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+  let startOutput = () => '';
+  delete env.DATABASE_URL;
+  delete env.REDIS_URL;
+  t.teardown(async () => {
+    // As root from the mode-700 temp dir the cluster lives outside it: remove it too.
+    const auth = await readFile(join(dataDir, 'postgres.auth.json'), 'utf8').catch(() => '{}');
+    const cluster = (JSON.parse(auth) as { cluster?: string }).cluster;
+    if (cluster) {
+      // A run that failed half-way may have left its server behind (svc start was killed).
+      const pid = Number(
+        (await readFile(join(cluster, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0],
+      );
+      if (pid > 0) {
+        try {
+          process.kill(pid, 'SIGINT');
+        } catch {
+          // already gone
+        }
+      }
+      await rm(dirname(cluster), { recursive: true, force: true });
+    }
+    // And the binaries copied out of it for the postgres user (logged where).
+    const copied = /"event":"embedded_postgres_binaries_copied".*?"dir":"([^"]+)"/.exec(
+      startOutput(),
+    )?.[1];
+    if (copied) await rm(copied, { recursive: true, force: true });
+  });
+
+  // svc start: DATABASE_URL unset, a data directory that does not exist yet.
+  const start = svcProcess(app, ['start'], {
+    ...env,
+    SVC_SALES_PORT: '0',
+    SVC_CREATIVE_PORT: '0',
+    SVC_SIGNALS_PORT: '0',
+    SVC_CONSOLE_PORT: '0',
+  });
+  startOutput = start.out;
+  await start.waitFor(/^next: /m, 240_000);
+  t.match(start.out(), /^postgres embedded, \S+ on 127\.0\.0\.1:\d+/m, 'embedded PostgreSQL');
+  if (process.getuid?.() === 0) {
+    t.match(start.out(), /^postgres embedded, \/var\/lib\/svc-webhooks\//m, 'root: placed apart');
+  }
+  const sales = (await start.waitFor(/^sales\s+(http:\/\/\S+)/m, 1000))[1]!;
+  const sellerConsole = (await start.waitFor(/^console\s+(http:\/\/\S+)/m, 1000))[1]!;
+  t.equal(await getStatus(`${sellerConsole}/static/console.js`), 200, 'console script served');
+  t.equal(await getStatus(`${sellerConsole}/static/console.css`), 200, 'console CSS served');
+
+  // The other commands find it from the data directory, with none of its variables.
+  const joined = { SVC_DATA_DIR: dataDir, DATABASE_URL: undefined, REDIS_URL: undefined };
+  // svc call: the printed examples, as pasted.
+  const examples = [...start.out().matchAll(/^ {2}((?:SVC_DATA_DIR=\S+ )?npx svc call .*)$/gm)]
+    .map((m) => m[1]!.replace(/\s+\(every task.*$/, ''))
+    .filter((l) => !l.includes('--list'));
+  t.ok(examples.length >= 1, 'the banner prints svc call examples');
+  for (const line of examples) {
+    const r = await inApp(app, 'sh', ['-c', line], joined, 90_000);
+    t.equal(r.code, 0, `${line}: ${r.stderr}`);
+    t.match(JSON.parse(r.stdout), { status: 'completed' }, line);
+  }
+
+  // svc deliveries, svc worker and svc console join the running svc start.
+  const list = await inApp(app, npx, ['svc', 'deliveries', 'list'], joined, 60_000);
+  t.equal(list.code, 0, `svc deliveries list: ${list.stderr}`);
+  const worker = svcProcess(app, ['worker'], env);
+  await worker.waitFor(/delivery worker/, 60_000);
+  t.equal(await worker.stop(), 0, 'svc worker stops on SIGTERM');
+  const standalone = svcProcess(app, ['console', '--listen', '127.0.0.1:0'], env);
+  const consoleUrl = (await standalone.waitFor(/^console\s+(http:\/\/\S+)/m, 60_000))[1]!;
+  t.equal(await getStatus(`${consoleUrl}/static/console.css`), 200, 'svc console serves its CSS');
+  t.equal(await standalone.stop(), 0);
+
+  // svc conformance sender --agent: the kit cannot drive create_media_buy without the
+  // seller's arguments, says so whole, and does not pass.
+  const graded = await inApp(
+    app,
+    npx,
+    [
+      'svc',
+      'conformance',
+      'sender',
+      '--agent',
+      `${sales}/mcp`,
+      '--step-timeout',
+      '5',
+      '--quiet',
+      '1',
+      '--json',
+    ],
+    joined,
+    120_000,
+  );
+  t.equal(graded.code, 1, 'undriven: exit 1');
+  const senderReport = JSON.parse(graded.stdout) as { undriven?: string };
+  t.match(
+    senderReport.undriven,
+    /\[echo\] create_media_buy (failed|could not be called): \S/,
+    `the agent's error: ${graded.stderr}`,
+  );
+  t.equal(await start.stop(), 0, 'svc start stops on SIGTERM');
+
+  // svc receiver without and with its console: --forward stdout, svc send to it.
+  const keys = await inApp(app, npx, ['svc', 'keys', 'generate', '--out', 'sidecar-keys']);
+  t.equal(keys.code, 0, keys.stderr);
+  const jwks = await inApp(app, npx, ['svc', 'keys', 'jwks', 'sidecar-keys']);
+  await writeFile(
+    join(app.dir, 'sidecar-trust.json'),
+    JSON.stringify({ senders: [{ id: 'seller', jwks: JSON.parse(jwks.stdout) }] }),
+  );
+  const rxEnv = userEnv({
+    SVC_RECEIVER_SCHEMA: scSchema,
+    LOG_LEVEL: 'info',
+  });
+  const plain = svcProcess(
+    app,
+    ['receiver', '--listen', '127.0.0.1:0', '--trust', 'sidecar-trust.json', '--forward', 'stdout'],
+    rxEnv,
+  );
+  const rxUrl = (await plain.waitFor(/receiver listening on (\S+)/, 60_000))[1]!;
+  const key = `whk_${uniqueName('pkgsidecar')}`;
+  await writeFile(
+    join(app.dir, 'sidecar-payload.json'),
+    JSON.stringify({
+      idempotency_key: key,
+      operation_id: 'op_pkg_sidecar',
+      task_id: 'task_pkg_sidecar',
+      task_type: 'create_media_buy',
+      status: 'completed',
+      timestamp: new Date().toISOString(),
+      result: { media_buy_id: 'mb_pkg' },
+    }),
+  );
+  const sent = await inApp(
+    app,
+    npx,
+    [
+      'svc',
+      'send',
+      `${rxUrl.replace(/\/$/, '')}/webhooks/seller`,
+      '--keys',
+      'sidecar-keys',
+      '--payload',
+      'sidecar-payload.json',
+    ],
+    {},
+    90_000,
+  );
+  t.equal(sent.code, 0, `svc send: ${sent.stdout}${sent.stderr}`);
+  await plain.waitFor(new RegExp(`"idempotency_key":"${key}"`), 10_000);
+  t.equal(await plain.stop(), 0);
+  const withConsole = svcProcess(
+    app,
+    [
+      'receiver',
+      '--listen',
+      '127.0.0.1:0',
+      '--trust',
+      'sidecar-trust.json',
+      '--forward',
+      'stdout',
+      '--console-listen',
+      '127.0.0.1:0',
+      '--console-token',
+      'a-console-token-of-32-characters',
+    ],
+    rxEnv,
+  );
+  const rxConsole = (await withConsole.waitFor(/receiver console on (\S+)/, 60_000))[1]!;
+  t.equal(
+    await getStatus(`${rxConsole.replace(/\/$/, '')}/static/console.css`),
+    200,
+    'receiver console CSS',
+  );
+  t.equal(await withConsole.stop(), 0);
 });

