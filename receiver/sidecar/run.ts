@@ -12,7 +12,7 @@ import { flagsToEnv } from '../../cli/env-option.js';
 import { checkForwardUrl } from '../publish/forward.js';
 import { QUEUE_NAME } from '../publish/queue.js';
 import { loadTrustFile } from '../trust/trust-file.js';
-import { intFlag, parseListen, UsageError, type Flags } from './command.js';
+import { intFlag, parseListen, UsageError, type Flags } from './flags.js';
 import { verifierDependencies } from './dependencies.js';
 import { Sidecar, type SidecarTarget } from './server.js';
 import type { TrustedKeyResolver } from '../keys/trusted-key-resolver.js';
