@@ -73,6 +73,12 @@ function acceptOneFunction(s: string): string {
     $fn$;`;
 }
 
+/**
+ * Set-based where the common case allows: one INSERT for the batch's nonces (rows whose
+ * keyid needs no cap read), one INSERT for its new keys, one UPDATE for its done-marks;
+ * only what is left (a key already stored, a sender at its bound, a nonce near the cap) and
+ * the task observations go row by row.
+ */
 function acceptBatchFunction(s: string): string {
   return `
     -- Done-marks first (ord < 0: 'completed' or 'lost'), then accepts (ord > 0).
@@ -87,36 +93,103 @@ function acceptBatchFunction(s: string): string {
     RETURNS TABLE (ord integer, result text, generation integer, outcome text,
                    decision text, re_emission boolean)
     LANGUAGE plpgsql AS $fn$
-    DECLARE r record; a record; v_ok boolean;
+    DECLARE r record; a record; o record;
+      v_nonce_ok bigint[] := '{}'; v_fresh text[] := '{}';
       v_keyids text[] := '{}'; v_senders text[] := '{}';
     BEGIN
       IF p_async THEN
         PERFORM set_config('synchronous_commit', 'off', true);
       END IF;
-      FOR r IN SELECT * FROM unnest(d_sender, d_key, d_owner, d_gen, d_outcome)
-          WITH ORDINALITY AS t(sender, key, owner, gen, outcome, i) LOOP
-        UPDATE ${s}.idempotency_keys k
-          SET state = 'done', done_at = now(), outcome = r.outcome, owner = NULL
-        WHERE k.sender = r.sender AND k.idempotency_key = r.key AND k.owner = r.owner
-          AND k.generation = r.gen AND k.state = 'processing';
-        v_ok := FOUND;
-        RETURN QUERY SELECT -r.i::integer, CASE WHEN v_ok THEN 'completed' ELSE 'lost' END,
-          r.gen, NULL::text, NULL::text, NULL::boolean;
-      END LOOP;
+      IF cardinality(d_key) > 0 THEN
+        RETURN QUERY
+        WITH done AS (
+          UPDATE ${s}.idempotency_keys k
+            SET state = 'done', done_at = now(), outcome = t.outcome, owner = NULL
+          FROM unnest(d_sender, d_key, d_owner, d_gen, d_outcome)
+            WITH ORDINALITY AS t(sender, key, owner, gen, outcome, i)
+          WHERE k.sender = t.sender AND k.idempotency_key = t.key AND k.owner = t.owner
+            AND k.generation = t.gen AND k.state = 'processing'
+          RETURNING t.i
+        )
+        SELECT -t.i::integer,
+               CASE WHEN done.i IS NULL THEN 'lost' ELSE 'completed' END,
+               t.gen, NULL::text, NULL::text, NULL::boolean
+        FROM unnest(d_gen) WITH ORDINALITY AS t(gen, i) LEFT JOIN done ON done.i = t.i;
+      END IF;
+      IF cardinality(a_key) = 0 THEN
+        RETURN;
+      END IF;
+      -- Nonces that need no cap read: one insert; the first of a repeated nonce wins.
+      IF EXISTS (SELECT 1 FROM unnest(a_keyid, a_cap_check) AS t(keyid, cap_check)
+                 WHERE t.keyid IS NOT NULL AND NOT t.cap_check) THEN
+        WITH input AS (
+          SELECT DISTINCT ON (t.keyid, t.nonce) t.keyid, t.nonce, t.ttl, t.i
+          FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check)
+            WITH ORDINALITY AS t(keyid, nonce, ttl, cap_check, i)
+          WHERE t.keyid IS NOT NULL AND NOT t.cap_check
+          ORDER BY t.keyid, t.nonce, t.i
+        ), ins AS (
+          INSERT INTO ${s}.replay_nonces AS rn (keyid, nonce, expires_at, shard)
+          SELECT keyid, nonce, now() + make_interval(secs => ttl), p_shard FROM input
+          ORDER BY keyid, nonce
+          ON CONFLICT (keyid, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at
+            WHERE rn.expires_at <= now()
+          RETURNING rn.keyid, rn.nonce, (rn.xmax = 0) AS fresh
+        )
+        SELECT coalesce(array_agg(f.i), '{}'),
+               coalesce(array_agg(f.keyid) FILTER (WHERE ins.fresh), '{}')
+          INTO v_nonce_ok, v_keyids
+        FROM input f JOIN ins ON ins.keyid = f.keyid AND ins.nonce = f.nonce;
+      END IF;
+      -- New keys of senders under their bound: one insert (owners are unique per call).
+      WITH ins AS (
+        INSERT INTO ${s}.idempotency_keys AS k
+          (sender, idempotency_key, fingerprint, state, owner, generation, lease_until,
+           expires_at)
+        SELECT t.sender, t.key, t.fp, 'processing', t.owner, 1,
+               clock_timestamp() + p_lease_ms * interval '1 millisecond',
+               now() + t.retention * interval '1 second'
+        FROM unnest(a_sender, a_key, a_fp, a_owner, a_retention, a_bounded, a_keyid,
+                    a_cap_check) WITH ORDINALITY
+          AS t(sender, key, fp, owner, retention, bounded, keyid, cap_check, i)
+        WHERE NOT t.bounded
+          AND (t.keyid IS NULL OR (NOT t.cap_check AND t.i = ANY (v_nonce_ok)))
+        ORDER BY t.sender, t.key
+        ON CONFLICT (sender, idempotency_key) DO NOTHING
+        RETURNING k.owner
+      )
+      SELECT coalesce(array_agg(ins.owner), '{}') INTO v_fresh FROM ins;
       FOR r IN SELECT * FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key,
           a_fp, a_owner, a_retention, a_bounded, a_task_id, a_at, a_status, a_terminal,
           a_term_fp, a_record, a_source, a_nid)
           WITH ORDINALITY AS t(keyid, nonce, ttl, cap_check, sender, key, fp, owner,
             retention, bounded, task_id, at, status, terminal, term_fp, record, source,
             nid, i) LOOP
-        SELECT * INTO a FROM ${s}.accept_one(r.keyid, r.nonce, r.ttl, p_shard, r.cap_check,
-          p_key_cap, p_all_cap, r.sender, r.key, r.fp, r.owner, p_lease_ms, r.retention,
-          p_check_fp, r.bounded, r.task_id, r.at, r.status, r.terminal, r.term_fp,
-          r.record, r.source, r.nid);
-        IF a.nonce_fresh THEN v_keyids := v_keyids || r.keyid; END IF;
-        IF a.result = 'claimed' THEN v_senders := v_senders || r.sender; END IF;
-        RETURN QUERY SELECT r.i::integer, a.result, a.generation, a.outcome, a.decision,
-          a.re_emission;
+        IF r.keyid IS NOT NULL AND NOT r.cap_check AND NOT (r.i = ANY (v_nonce_ok)) THEN
+          RETURN QUERY SELECT r.i::integer, 'replayed'::text, 0, NULL::text, NULL::text,
+            NULL::boolean;
+        ELSIF r.owner = ANY (v_fresh) THEN
+          v_senders := v_senders || r.sender;
+          IF r.task_id IS NULL AND r.nid IS NULL THEN
+            RETURN QUERY SELECT r.i::integer, 'claimed'::text, 1, NULL::text, 'current'::text,
+              false;
+          ELSE
+            SELECT * INTO o FROM ${s}.task_observe(r.sender, r.task_id, r.key, r.at,
+              r.status, r.terminal, r.term_fp, r.record, r.source, r.nid, r.retention);
+            RETURN QUERY SELECT r.i::integer, 'claimed'::text, 1, NULL::text, o.decision,
+              o.re_emission;
+          END IF;
+        ELSE
+          -- A key already stored, a sender at its bound, or a nonce near its cap.
+          SELECT * INTO a FROM ${s}.accept_one(CASE WHEN r.cap_check THEN r.keyid END,
+            r.nonce, r.ttl, p_shard, r.cap_check, p_key_cap, p_all_cap, r.sender, r.key,
+            r.fp, r.owner, p_lease_ms, r.retention, p_check_fp, r.bounded, r.task_id, r.at,
+            r.status, r.terminal, r.term_fp, r.record, r.source, r.nid);
+          IF a.nonce_fresh THEN v_keyids := v_keyids || r.keyid; END IF;
+          IF a.result = 'claimed' THEN v_senders := v_senders || r.sender; END IF;
+          RETURN QUERY SELECT r.i::integer, a.result, a.generation, a.outcome, a.decision,
+            a.re_emission;
+        END IF;
       END LOOP;
       -- Counters last, in key order: no batch waits on a counter while holding one.
       IF cardinality(v_keyids) > 0 THEN

@@ -14,7 +14,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { assertSchemaName, migrate, type Pool } from '../../../shared/infra/pg.js';
 import { prepared, withValues, type PreparedQuery } from '../../../shared/infra/prepared.js';
 import type { ReplayStore } from '../../../shared/signing/verify.js';
-import { Batcher } from '../../pipeline/batcher.js';
+import { MicroBatcher } from '../../replay/micro-batcher.js';
 import { PgReplayStore } from '../../replay/pg-replay-store.js';
 import {
   DEFAULT_LEASE_MS,
@@ -80,7 +80,7 @@ export class PgDeliveryStore implements DeliveryStore {
   private readonly horizon: (sender: string) => number | undefined;
   private readonly synchronousCommit: boolean;
   private readonly bound: SenderBound;
-  private readonly batcher: Batcher<Op, Row | undefined>;
+  private readonly batcher: MicroBatcher<Op, Row | undefined>;
   private replay: PgReplayStore | null = null;
   private readonly sql: Record<'batch' | 'release' | 'renew' | 'count' | 'purge', PreparedQuery>;
 
@@ -102,10 +102,9 @@ export class PgDeliveryStore implements DeliveryStore {
       o.countRefreshMs ?? 5_000,
       (sender) => this.senderKeyCount(sender),
     );
-    this.batcher = new Batcher(
-      (ops) => this.runBatch(ops),
-      async (op) => (await this.runBatch([op]))[0],
-    );
+    // At most four statements in flight: under load the calls that wait leave together,
+    // so the batch grows with the load instead of the number of commits.
+    this.batcher = new MicroBatcher((ops) => this.runBatch(ops), 128, 4);
   }
 
   /** Creates or upgrades every table and function of the receiver's schema. */
@@ -130,7 +129,7 @@ export class PgDeliveryStore implements DeliveryStore {
     if (input.nonce && !this.replay) throw new Error('accept: this store burns no nonces');
     const bounded = await this.bound.atBound(input.sender);
     const owner = randomUUID();
-    const row = await this.batcher.run({ kind: 'accept', input, owner, bounded });
+    const row = await this.batcher.push({ kind: 'accept', input, owner, bounded });
     switch (row?.result) {
       case 'claimed':
       case 'taken_over':
@@ -162,7 +161,7 @@ export class PgDeliveryStore implements DeliveryStore {
   }
 
   async complete(claim: Claim, outcome: string): Promise<boolean> {
-    const row = await this.batcher.run({ kind: 'done', claim, outcome });
+    const row = await this.batcher.push({ kind: 'done', claim, outcome });
     return row?.result === 'completed';
   }
 
@@ -201,6 +200,11 @@ export class PgDeliveryStore implements DeliveryStore {
     return total + (await this.convergence.purgeExpired());
   }
 
+  /**
+   * One statement for the batch. A deadlock (a done-mark and a claim of two batches
+   * crossing) runs it again; any other failure runs each call on its own, so one bad row
+   * never fails its neighbours.
+   */
   private async runBatch(ops: Op[]): Promise<Array<Row | undefined>> {
     const params = this.batchParams(ops);
     for (let attempt = 1; ; attempt++) {
@@ -210,9 +214,19 @@ export class PgDeliveryStore implements DeliveryStore {
         for (const r of rows) out[params.index(r.ord)] = r;
         return out;
       } catch (err) {
-        if ((err as { code?: string }).code !== DEADLOCK || attempt >= 5) throw err;
+        if ((err as { code?: string }).code === DEADLOCK && attempt < 5) continue;
+        if (ops.length === 1) throw err;
+        return this.runAlone(ops);
       }
     }
+  }
+
+  private async runAlone(ops: Op[]): Promise<Array<Row | undefined>> {
+    const settled = await Promise.allSettled(ops.map((op) => this.runBatch([op])));
+    const failed = settled.find((s) => s.status === 'rejected');
+    // MicroBatcher fails the whole batch on a throw: only when every call failed alike.
+    if (failed && settled.every((s) => s.status === 'rejected')) throw failed.reason;
+    return settled.map((s) => (s.status === 'fulfilled' ? s.value[0] : undefined));
   }
 
   /** The statement's arrays, done-marks and accepts each in lock order. */
