@@ -79,27 +79,9 @@ function acceptOneFunction(s: string): string {
  * only what is left (a key already stored, a sender at its bound, a nonce near the cap) and
  * the task observations go row by row.
  */
-function acceptBatchFunction(s: string): string {
+/** accept_batch's done-marks: one UPDATE, each answered 'completed' or 'lost' (ord < 0). */
+function doneMarks(s: string): string {
   return `
-    -- Done-marks first (ord < 0: 'completed' or 'lost'), then accepts (ord > 0).
-    CREATE FUNCTION ${s}.accept_batch(
-      d_sender text[], d_key text[], d_owner text[], d_gen integer[], d_outcome text[],
-      a_keyid text[], a_nonce text[], a_ttl integer[], a_cap_check boolean[],
-      a_sender text[], a_key text[], a_fp text[], a_owner text[], a_retention integer[],
-      a_bounded boolean[], a_task_id text[], a_at timestamptz[], a_status text[],
-      a_terminal boolean[], a_term_fp text[], a_record text[], a_source text[], a_nid text[],
-      p_lease_ms integer, p_check_fp boolean, p_key_cap bigint, p_all_cap bigint,
-      p_shard smallint, p_async boolean)
-    RETURNS TABLE (ord integer, result text, generation integer, outcome text,
-                   decision text, re_emission boolean)
-    LANGUAGE plpgsql AS $fn$
-    DECLARE r record; a record; o record;
-      v_nonce_ok bigint[] := '{}'; v_fresh text[] := '{}';
-      v_keyids text[] := '{}'; v_senders text[] := '{}';
-    BEGIN
-      IF p_async THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-      END IF;
       IF cardinality(d_key) > 0 THEN
         RETURN QUERY
         WITH done AS (
@@ -115,10 +97,12 @@ function acceptBatchFunction(s: string): string {
                CASE WHEN done.i IS NULL THEN 'lost' ELSE 'completed' END,
                t.gen, NULL::text, NULL::text, NULL::boolean
         FROM unnest(d_gen) WITH ORDINALITY AS t(gen, i) LEFT JOIN done ON done.i = t.i;
-      END IF;
-      IF cardinality(a_key) = 0 THEN
-        RETURN;
-      END IF;
+      END IF;`;
+}
+
+/** accept_batch's nonces that need no cap read: one INSERT; the first of a repeat wins. */
+function nonceInserts(s: string): string {
+  return `
       -- Nonces that need no cap read: one insert; the first of a repeated nonce wins.
       IF EXISTS (SELECT 1 FROM unnest(a_keyid, a_cap_check) AS t(keyid, cap_check)
                  WHERE t.keyid IS NOT NULL AND NOT t.cap_check) THEN
@@ -140,7 +124,12 @@ function acceptBatchFunction(s: string): string {
                coalesce(array_agg(f.keyid) FILTER (WHERE ins.fresh), '{}')
           INTO v_nonce_ok, v_keyids
         FROM input f JOIN ins ON ins.keyid = f.keyid AND ins.nonce = f.nonce;
-      END IF;
+      END IF;`;
+}
+
+/** accept_batch's new keys of senders under their bound: one INSERT. */
+function newKeyInserts(s: string): string {
+  return `
       -- New keys of senders under their bound: one insert (owners are unique per call).
       WITH ins AS (
         INSERT INTO ${s}.idempotency_keys AS k
@@ -158,7 +147,36 @@ function acceptBatchFunction(s: string): string {
         ON CONFLICT (sender, idempotency_key) DO NOTHING
         RETURNING k.owner
       )
-      SELECT coalesce(array_agg(ins.owner), '{}') INTO v_fresh FROM ins;
+      SELECT coalesce(array_agg(ins.owner), '{}') INTO v_fresh FROM ins;`;
+}
+
+function acceptBatchFunction(s: string): string {
+  return `
+    -- Done-marks first (ord < 0: 'completed' or 'lost'), then accepts (ord > 0).
+    CREATE FUNCTION ${s}.accept_batch(
+      d_sender text[], d_key text[], d_owner text[], d_gen integer[], d_outcome text[],
+      a_keyid text[], a_nonce text[], a_ttl integer[], a_cap_check boolean[],
+      a_sender text[], a_key text[], a_fp text[], a_owner text[], a_retention integer[],
+      a_bounded boolean[], a_task_id text[], a_at timestamptz[], a_status text[],
+      a_terminal boolean[], a_term_fp text[], a_record text[], a_source text[], a_nid text[],
+      p_lease_ms integer, p_check_fp boolean, p_key_cap bigint, p_all_cap bigint,
+      p_shard smallint, p_async boolean)
+    RETURNS TABLE (ord integer, result text, generation integer, outcome text,
+                   decision text, re_emission boolean)
+    LANGUAGE plpgsql AS $fn$
+    DECLARE r record; a record; o record;
+      v_nonce_ok bigint[] := '{}'; v_fresh text[] := '{}';
+      v_keyids text[] := '{}'; v_senders text[] := '{}';
+    BEGIN
+      IF p_async THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+      END IF;
+      ${doneMarks(s)}
+      IF cardinality(a_key) = 0 THEN
+        RETURN;
+      END IF;
+      ${nonceInserts(s)}
+      ${newKeyInserts(s)}
       FOR r IN SELECT * FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key,
           a_fp, a_owner, a_retention, a_bounded, a_task_id, a_at, a_status, a_terminal,
           a_term_fp, a_record, a_source, a_nid)
