@@ -74,6 +74,61 @@ function acceptOneFunction(s: string): string {
 }
 
 /**
+ * accept_batch's observations that need no row lock order: the notification_ids of fresh
+ * claims that are unique in the batch (one upsert), and the newer non-terminal status of a
+ * task that appears once in the batch (one upsert, task_observe's own fast path). What they
+ * leave (a repeated id or task, a terminal, an older status) goes through task_observe.
+ */
+function observationUpserts(s: string): string {
+  return `
+      WITH input AS (
+        SELECT t.sender, t.nid, t.key, t.retention, t.i
+        FROM unnest(a_sender, a_nid, a_key, a_retention, a_owner)
+          WITH ORDINALITY AS t(sender, nid, key, retention, owner, i)
+        WHERE t.nid IS NOT NULL AND t.owner = ANY (v_fresh)
+      ), single AS (
+        SELECT * FROM input x WHERE (SELECT count(*) FROM input y
+          WHERE y.sender = x.sender AND y.nid = x.nid) = 1
+      ), ins AS (
+        INSERT INTO ${s}.notification_ids AS n (sender, notification_id, first_key, expires_at)
+        SELECT sender, nid, key, now() + retention * interval '1 second' FROM single
+        ORDER BY sender, nid
+        ON CONFLICT (sender, notification_id) DO UPDATE SET emissions = n.emissions + 1
+          WHERE n.first_key <> EXCLUDED.first_key
+        RETURNING n.sender, n.notification_id, n.first_key
+      )
+      SELECT coalesce(array_agg(single.i), '{}'),
+             coalesce(array_agg(single.i) FILTER (WHERE ins.first_key <> single.key), '{}')
+        INTO v_nid_done, v_nid_re
+      FROM single LEFT JOIN ins
+        ON ins.sender = single.sender AND ins.notification_id = single.nid;
+      WITH single AS (
+        SELECT t.sender, t.task_id, t.key, t.at, t.status, t.retention, t.i
+        FROM unnest(a_sender, a_task_id, a_key, a_at, a_status, a_retention, a_terminal,
+                    a_owner) WITH ORDINALITY
+          AS t(sender, task_id, key, at, status, retention, terminal, owner, i)
+        WHERE t.task_id IS NOT NULL AND NOT t.terminal AND t.at IS NOT NULL
+          AND t.owner = ANY (v_fresh)
+          AND (SELECT count(*) FROM unnest(a_sender, a_task_id) AS y(sender, task_id)
+               WHERE y.sender = t.sender AND y.task_id = t.task_id) = 1
+      ), up AS (
+        INSERT INTO ${s}.task_state AS ts
+          (sender, task_id, newest_at, newest_key, newest_status, expires_at)
+        SELECT sender, task_id, at, key, status, now() + retention * interval '1 second'
+        FROM single ORDER BY sender, task_id
+        ON CONFLICT (sender, task_id) DO UPDATE
+          SET newest_at = EXCLUDED.newest_at, newest_key = EXCLUDED.newest_key,
+              newest_status = EXCLUDED.newest_status,
+              expires_at = GREATEST(ts.expires_at, EXCLUDED.expires_at)
+          WHERE ts.terminal_fp IS NULL
+            AND (ts.newest_at IS NULL OR EXCLUDED.newest_at > ts.newest_at)
+        RETURNING ts.sender, ts.task_id
+      )
+      SELECT coalesce(array_agg(single.i), '{}') INTO v_task_current
+      FROM single JOIN up ON up.sender = single.sender AND up.task_id = single.task_id;`;
+}
+
+/**
  * Set-based where the common case allows: one INSERT for the batch's nonces (rows whose
  * keyid needs no cap read), one INSERT for its new keys, one UPDATE for its done-marks;
  * only what is left (a key already stored, a sender at its bound, a nonce near the cap) and
@@ -166,6 +221,8 @@ function acceptBatchFunction(s: string): string {
     LANGUAGE plpgsql AS $fn$
     DECLARE r record; a record; o record;
       v_nonce_ok bigint[] := '{}'; v_fresh text[] := '{}';
+      v_nid_done bigint[] := '{}'; v_nid_re bigint[] := '{}'; v_task_current bigint[] := '{}';
+      v_nid text; v_task text;
       v_keyids text[] := '{}'; v_senders text[] := '{}';
     BEGIN
       IF p_async THEN
@@ -177,6 +234,7 @@ function acceptBatchFunction(s: string): string {
       END IF;
       ${nonceInserts(s)}
       ${newKeyInserts(s)}
+      ${observationUpserts(s)}
       FOR r IN SELECT * FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key,
           a_fp, a_owner, a_retention, a_bounded, a_task_id, a_at, a_status, a_terminal,
           a_term_fp, a_record, a_source, a_nid)
@@ -188,14 +246,16 @@ function acceptBatchFunction(s: string): string {
             NULL::boolean;
         ELSIF r.owner = ANY (v_fresh) THEN
           v_senders := v_senders || r.sender;
-          IF r.task_id IS NULL AND r.nid IS NULL THEN
+          v_nid := CASE WHEN r.i = ANY (v_nid_done) THEN NULL ELSE r.nid END;
+          v_task := CASE WHEN r.i = ANY (v_task_current) THEN NULL ELSE r.task_id END;
+          IF v_task IS NULL AND v_nid IS NULL THEN
             RETURN QUERY SELECT r.i::integer, 'claimed'::text, 1, NULL::text, 'current'::text,
-              false;
+              r.i = ANY (v_nid_re);
           ELSE
-            SELECT * INTO o FROM ${s}.task_observe(r.sender, r.task_id, r.key, r.at,
-              r.status, r.terminal, r.term_fp, r.record, r.source, r.nid, r.retention);
+            SELECT * INTO o FROM ${s}.task_observe(r.sender, v_task, r.key, r.at,
+              r.status, r.terminal, r.term_fp, r.record, r.source, v_nid, r.retention);
             RETURN QUERY SELECT r.i::integer, 'claimed'::text, 1, NULL::text, o.decision,
-              o.re_emission;
+              o.re_emission OR r.i = ANY (v_nid_re);
           END IF;
         ELSE
           -- A key already stored, a sender at its bound, or a nonce near its cap.

@@ -211,4 +211,54 @@ export function deliveryStoreContract(t: Test, f: StoreFactory): void {
       'claimed',
     );
   });
+
+  t.test(`${f.name}: concurrent deliveries (one batch) decide as one at a time`, async (t) => {
+    const s = await f.make({});
+    const a = senderName('batch');
+    const same = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        s.accept(input(a, `nb-${i}`, `f${i}`, { notificationId: 'n-batch' })),
+      ),
+    );
+    const flags = same.map((o) => o.kind === 'claimed' && o.reEmission);
+    t.equal(flags.filter((x) => !x).length, 1, 'one first emission');
+    t.equal(flags.filter(Boolean).length, 29, 'every other key is a re-emission');
+    const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+    const newer = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        s.accept(
+          input(a, `tk-${i}`, `f${i}`, { taskId: `bt-${i}`, status: 'working', at: at(10) }),
+        ),
+      ),
+    );
+    t.ok(newer.every((o) => o.kind === 'claimed' && o.decision === 'current'));
+    const mixed = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        s.accept(
+          input(a, `tk2-${i}`, `g${i}`, {
+            taskId: `bt-${i}`,
+            status: 'working',
+            at: at(i % 2 ? 20 : 5),
+          }),
+        ),
+      ),
+    );
+    t.same(
+      mixed.map((o) => (o.kind === 'claimed' ? o.decision : o.kind)),
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? 'current' : 'stale')),
+      'newer current, older stale, per task',
+    );
+    const oneTask = await Promise.all(
+      [30, 25, 35].map((sec, i) =>
+        s.accept(
+          input(a, `ot-${i}`, `h${i}`, { taskId: 'bt-one', status: 'working', at: at(sec) }),
+        ),
+      ),
+    );
+    t.equal(
+      oneTask.filter((o) => o.kind === 'claimed' && o.decision === 'current').length >= 1,
+      true,
+      'one task seen three times in a batch: at least the newest is current',
+    );
+  });
 }
