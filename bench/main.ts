@@ -22,6 +22,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   chaos: async () => (await import('./chaos.js')).run,
   console: async () => (await import('./console.js')).run,
   'claim-cost': async () => (await import('./sender/claim-cost.js')).run,
+  'receiver-store': async () => (await import('./receiver-store.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

@@ -9,7 +9,7 @@
 import { brandProfile, type Brand } from '../shared/brand.js';
 import { silentLogger, type Logger } from '../shared/infra/logger.js';
 import type { Pool } from '../shared/infra/pg.js';
-import type { ProtocolVersion } from './idempotency/store.js';
+import type { ProtocolVersion } from './store/index.js';
 import { describePublicOrigins, parsePublicOrigins } from './pipeline/public-origins.js';
 import { WebhookReceiver, type WebhookReceiverOptions } from './pipeline/receiver.js';
 import type { Publisher } from './publish/types.js';

@@ -50,14 +50,27 @@ export {
   type BrokerKind,
   type BrokerTarget,
 } from './publish/broker-target.js';
-export { IdempotencyStore, type Claim, type ClaimResult } from './idempotency/store.js';
+export {
+  IdempotencyStore,
+  MemoryDeliveryStore,
+  PgDeliveryStore,
+  type AcceptInput,
+  type AcceptOutcome,
+  type Claim,
+  type ClaimResult,
+  type DeliveryStore,
+  type MemoryDeliveryStoreOptions,
+  type PgDeliveryStoreOptions,
+  type TaskObservation,
+} from './store/index.js';
+export type { WebhookKind } from './pipeline/envelope.js';
 export {
   TaskConvergence,
   terminalRecord,
   type Observation,
   type ObservationSource,
   type OrderingDecision,
-} from './ordering/convergence.js';
+} from './store/index.js';
 export { Sidecar, type SidecarOptions, type SidecarTarget } from './sidecar/server.js';
 export { verifierDependencies, type VerifierDependencies } from './sidecar/dependencies.js';
 export { TrustedKeyResolver, type TrustedKeyResolverOptions } from './keys/trusted-key-resolver.js';
@@ -79,7 +92,7 @@ export {
   type SenderTrust,
   type TrustConfig,
 } from './trust/trust-file.js';
-export type { ProtocolVersion } from './idempotency/store.js';
+export type { ProtocolVersion } from './store/index.js';
 // What an embedding app needs beside the receiver itself.
 export { brandProfile, BRANDS, type Brand, type BrandProfile } from '../shared/brand.js';
 export { createLogger, type Logger } from '../shared/infra/logger.js';

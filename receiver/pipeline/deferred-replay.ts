@@ -33,23 +33,30 @@ export class DeferredReplay implements ReplayStore {
     return 'inserted';
   }
 
+  /**
+   * Hands the deferred insert to a delivery store that runs it in its own statement; the
+   * store's answer then goes through `failure`. Null when there was none (legacy modes).
+   */
+  take(): { keyid: string; nonce: string; ttlSeconds: number } | null {
+    const p = this.pending;
+    this.pending = null;
+    return p ? { keyid: p.keyid, nonce: p.nonce, ttlSeconds: p.ttl } : null;
+  }
+
   /** Runs the deferred insert; resolves null when there was none (legacy modes). */
   async commit(): Promise<WebhookVerificationError | null> {
-    const p = this.pending;
+    const p = this.take();
     if (!p) return null;
-    this.pending = null;
-    const outcome = await this.inner.insert(p.keyid, p.nonce, p.ttl);
+    const outcome = await this.inner.insert(p.keyid, p.nonce, p.ttlSeconds);
+    return outcome === 'inserted' ? null : this.failure(outcome);
+  }
+
+  /** The verifier's error for a nonce already seen, or a keyid over its cap. */
+  failure(outcome: 'replayed' | 'cap'): WebhookVerificationError {
     if (outcome === 'replayed') {
       return new WebhookVerificationError('webhook_signature_replayed', 12, 'nonce already seen');
     }
-    if (outcome === 'cap') {
-      return new WebhookVerificationError(
-        'webhook_signature_rate_abuse',
-        '9a',
-        'replay cap reached',
-      );
-    }
-    return null;
+    return new WebhookVerificationError('webhook_signature_rate_abuse', '9a', 'replay cap reached');
   }
 }
 

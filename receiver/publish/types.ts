@@ -5,11 +5,18 @@
  * attempted again for the same key after an owner died mid-way (`redelivery`), so targets
  * that can deduplicate should use (sender, idempotencyKey).
  */
+import type { WebhookKind } from '../pipeline/envelope.js';
 
 export interface ReceivedEvent {
   /** Sender identity from the verified key (or the legacy registration), never the payload. */
   sender: string;
   idempotencyKey: string;
+  /**
+   * Which kind of webhook this is: `task` (a task status notification, MCP or A2A),
+   * `property_list_changed`, `collection_list_changed`, `artifact`,
+   * `revocation_notification` (supplement §6.7). Always set by the receiver.
+   */
+  kind?: WebhookKind;
   notificationId: string | null;
   taskId: string | null;
   operationId: string | null;
@@ -99,6 +106,7 @@ export function eventFlags(e: ReceivedEvent): Record<string, unknown> {
     terminal: e.terminal,
     redelivery: e.redelivery,
     format: e.format,
+    kind: e.kind ?? 'task',
     task_id: e.taskId,
     notification_id: e.notificationId,
     status: e.status,

@@ -248,6 +248,45 @@ export class PgReplayStore {
     return at;
   }
 
+  /**
+   * Whether a delivery store on this pool and schema may insert this cache's nonces itself,
+   * in its own statement (not with the clock test seam: the store uses the database clock).
+   */
+  colocatedWith(pool: Pool, schema: string): boolean {
+    return this.pool === pool && this.schema === schema && this.clock === undefined;
+  }
+
+  /**
+   * What a colocated store needs to insert a nonce as `insert` would: the stored TTL, the
+   * caps, whether the cap must be read (not when a count under 90 % of the caps was read
+   * within `atCapCacheMs`), and whether the commit may skip the WAL flush.
+   */
+  burnParams(
+    keyid: string,
+    ttlSeconds: number,
+  ): { ttl: number; capCheck: boolean; keyCap: number; allCap: number; async: boolean } {
+    const cachedAt = this.countCache.get(keyid);
+    return {
+      ttl: this.storedTtl(ttlSeconds),
+      capCheck: cachedAt === undefined || Date.now() - cachedAt >= this.atCapCacheMs,
+      keyCap: this.perKeyidCap,
+      allCap: this.aggregateCap,
+      async: this.asyncCommit,
+    };
+  }
+
+  /** A colocated insert met the cap: the next check reads the counters again. */
+  sawCap(keyid: string): void {
+    this.countCache.delete(keyid);
+  }
+
+  private storedTtl(ttlSeconds: number): number {
+    return Math.min(
+      Math.max(Math.ceil(Number.isFinite(ttlSeconds) ? ttlSeconds : 0), this.minTtlSeconds),
+      MAX_TTL_SECONDS,
+    );
+  }
+
   /** Step 12: a live entry for (keyid, nonce)? Expired entries do not count. */
   seen(keyid: string, nonce: string): Promise<boolean> {
     return this.seenBatcher.push({ keyid, nonce });
@@ -255,11 +294,7 @@ export class PgReplayStore {
 
   /** Step 13: atomic with the cap check; a live duplicate is 'replayed' even at the cap. */
   insert(keyid: string, nonce: string, ttlSeconds: number): Promise<InsertOutcome> {
-    const ttl = Math.min(
-      Math.max(Math.ceil(Number.isFinite(ttlSeconds) ? ttlSeconds : 0), this.minTtlSeconds),
-      MAX_TTL_SECONDS,
-    );
-    return this.insertBatcher.push({ keyid, nonce, ttl });
+    return this.insertBatcher.push({ keyid, nonce, ttl: this.storedTtl(ttlSeconds) });
   }
 
   private async seenBatch(items: Array<{ keyid: string; nonce: string }>): Promise<boolean[]> {

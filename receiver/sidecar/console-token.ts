@@ -13,7 +13,7 @@
  */
 import { open } from 'node:fs/promises';
 import type { Config } from '../../shared/config.js';
-import { UsageError, type Flags } from './command.js';
+import { UsageError, type Flags } from './flags.js';
 
 export const MIN_CONSOLE_TOKEN = 16;
 const MAX_FILE_BYTES = 4096;

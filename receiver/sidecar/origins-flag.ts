@@ -10,7 +10,7 @@ import {
   PublicOriginError,
   splitOriginList,
 } from '../pipeline/public-origins.js';
-import { UsageError } from './command.js';
+import { UsageError } from './flags.js';
 
 export function sidecarOrigins(
   flag: string | undefined,

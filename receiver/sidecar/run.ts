@@ -15,7 +15,7 @@ import { STDOUT_TARGET } from '../publish/stdout.js';
 import { QUEUE_NAME } from '../publish/queue.js';
 import { parseBrokerTarget } from '../publish/broker-target.js';
 import { loadTrustFile } from '../trust/trust-file.js';
-import { intFlag, parseListen, PortInUseError, UsageError, type Flags } from './command.js';
+import { intFlag, parseListen, PortInUseError, UsageError, type Flags } from './flags.js';
 import { consoleTokenSources, resolveConsoleToken } from './console-token.js';
 import { receiverDatabase, verifierDependencies, type ReceiverDatabase } from './dependencies.js';
 import { sidecarOrigins } from './origins-flag.js';

@@ -14,7 +14,7 @@ import type { Pool } from '../../shared/infra/pg.js';
 import type { KeyResolver, ReplayStore, RevocationCheck } from '../../shared/signing/verify.js';
 import { receiverRequest, requestPath, writeReceiverResponse } from '../http.js';
 import type { KeyObserver } from '../admission/tracker.js';
-import type { ProtocolVersion } from '../idempotency/store.js';
+import type { ProtocolVersion } from '../store/index.js';
 import { ReceiverMetrics } from '../pipeline/metrics.js';
 import {
   DEFAULT_BODY_TIMEOUT_MS,

@@ -9,6 +9,7 @@ import {
 } from '../../shared/conformance-report/report.js';
 import { ReceiverRun, type ReceiverGradeOptions } from './context.js';
 import { dedupChecks, envelopeChecks, gateChecks, legacyHmacChecks } from './receiver-checks.js';
+import { kindChecks } from './kind-checks.js';
 import { signingVectorChecks } from './signing-checks.js';
 
 export type { ReceiverGradeOptions };
@@ -35,6 +36,7 @@ export async function gradeReceiver(options: ReceiverGradeOptions): Promise<Conf
     ...(await gateChecks(run)),
     ...(await envelopeChecks(run)),
     ...(await dedupChecks(run)),
+    ...(await kindChecks(run)),
     ...(await legacyHmacChecks(run)),
   ];
   return buildReport({

@@ -55,3 +55,53 @@ export function deliveryReportEnvelope(over: Envelope = {}): Envelope {
 export function bytesOf(value: unknown): Buffer {
   return Buffer.from(JSON.stringify(value));
 }
+
+/**
+ * The webhooks a buyer receives that are not task envelopes (supplement §6.7), each valid
+ * with a fresh delivery key. The property list's `signature` is a marker the receiver must
+ * accept in any string form and never use for authentication.
+ */
+export function agentKindBodies(): Record<string, Envelope> {
+  const run = token(6);
+  const now = new Date().toISOString();
+  return {
+    property_list_changed: {
+      idempotency_key: newDeliveryKey(),
+      event: 'property_list_changed',
+      list_id: `pl_conformance_${run}`,
+      list_name: 'Conformance list',
+      change_summary: { added: 2, removed: 1 },
+      resolved_at: now,
+      signature: `opaque marker ${run}, not a JWS`,
+    },
+    collection_list_changed: {
+      idempotency_key: newDeliveryKey(),
+      event: 'collection_list_changed',
+      list_id: `cl_conformance_${run}`,
+      resolved_at: now,
+      signature: '',
+    },
+    artifact: {
+      idempotency_key: newDeliveryKey(),
+      media_buy_id: `mb_conformance_${run}`,
+      batch_id: `batch_conformance_${run}`,
+      timestamp: now,
+      artifacts: [{ artifact_id: `art_${run}`, type: 'page', url: 'https://example.com/a' }],
+    },
+    revocation_notification: {
+      idempotency_key: newDeliveryKey(),
+      rights_id: `rights_conformance_${run}`,
+      brand_id: `brand_conformance_${run}`,
+      reason: 'license_expired',
+      effective_at: now,
+    },
+  };
+}
+
+/** A member each kind requires beside its delivery key and discriminating member. */
+export const AGENT_KIND_REQUIRED: Record<string, string> = {
+  property_list_changed: 'signature',
+  collection_list_changed: 'resolved_at',
+  artifact: 'timestamp',
+  revocation_notification: 'effective_at',
+};

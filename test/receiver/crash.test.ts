@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { publishedJwk } from '../../shared/signing/keys.js';
 import { migrate } from '../../shared/infra/pg.js';
 import { WebhookReceiver } from '../../receiver/pipeline/receiver.js';
-import { RECEIVER_MIGRATIONS } from '../../receiver/pipeline/schema.js';
+import { RECEIVER_MIGRATIONS } from '../../receiver/store/index.js';
 import { DurableQueue } from '../../receiver/publish/queue.js';
 import { HandlerPublisher } from '../../receiver/publish/handler.js';
 import type { Publisher, ReceivedEvent } from '../../receiver/publish/types.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { migrate } from '../../shared/infra/pg.js';
-import { IdempotencyStore, MIN_RETENTION_SECONDS } from '../../receiver/idempotency/store.js';
-import { RECEIVER_MIGRATIONS } from '../../receiver/pipeline/schema.js';
+import { IdempotencyStore, MIN_RETENTION_SECONDS } from '../../receiver/store/index.js';
+import { RECEIVER_MIGRATIONS } from '../../receiver/store/index.js';
 import { testDatabase } from '../helpers/db.js';
 
 const { pool, schema } = testDatabase(t, 'ridem');

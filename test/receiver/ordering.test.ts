@@ -1,11 +1,7 @@
 import t from 'tap';
 import { migrate } from '../../shared/infra/pg.js';
-import {
-  TaskConvergence,
-  orderableTimestamp,
-  terminalRecord,
-} from '../../receiver/ordering/convergence.js';
-import { RECEIVER_MIGRATIONS } from '../../receiver/pipeline/schema.js';
+import { TaskConvergence, orderableTimestamp, terminalRecord } from '../../receiver/store/index.js';
+import { RECEIVER_MIGRATIONS } from '../../receiver/store/index.js';
 import { testDatabase } from '../helpers/db.js';
 
 const { pool, schema } = testDatabase(t, 'rord');

@@ -9,8 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { brandProfile, type BrandProfile } from '../../../shared/brand.js';
 import { WebhookVerificationError } from '../../../shared/errors/webhook-codes.js';
-import { parseWebhookPayload } from '../../../shared/envelope/parse.js';
-import { EnvelopeError } from '../../../shared/envelope/errors.js';
+import { readEnvelope } from '../../../receiver/pipeline/envelope.js';
 import { parseStrictJson } from '../../../shared/json/strict-parse.js';
 import { canonicalJson } from '../../../shared/json/canonical.js';
 import { verifyHmac } from '../../../shared/legacy/hmac.js';
@@ -306,13 +305,9 @@ export async function referenceReceiver(
     } catch {
       return reply(401, {}, { 'www-authenticate': 'Signature error="webhook_body_malformed"' });
     }
-    let event;
-    try {
-      event = parseWebhookPayload(value);
-    } catch (err) {
-      if (err instanceof EnvelopeError) return reply(422, err.toJSON());
-      throw err;
-    }
+    // Every kind a buyer receives (task envelopes, list changes, artifacts, revocations).
+    const event = readEnvelope(value);
+    if ('error' in event) return reply(422, event.error.toJSON());
     const key = `${sender} ${event.idempotencyKey}`;
     const fp = canonicalJson(value);
     const bound = bindings.get(key);
@@ -324,11 +319,11 @@ export async function referenceReceiver(
     }
     bindings.set(key, fp);
     const task = `${sender} ${event.taskId}`;
-    const last = latest.get(task);
+    const last = event.taskId === null ? undefined : latest.get(task);
     if (last !== undefined && event.timestamp !== null && event.timestamp <= last) {
       return reply(200, { status: 'stale' });
     }
-    if (event.timestamp) latest.set(task, event.timestamp);
+    if (event.timestamp && event.taskId !== null) latest.set(task, event.timestamp);
     dispatched.push(value);
     return reply(200, { status: 'published' });
   });

@@ -2,7 +2,7 @@
  * Ordering and convergence state per (sender, task_id), and the notification_id ledger.
  * The decision runs server-side under the task row's lock: one round trip per observation.
  */
-import type { Migration } from '../../shared/infra/pg.js';
+import type { Migration } from '../../../shared/infra/pg.js';
 
 /**
  * task_observe: one call records an observation of a task and decides current, stale,

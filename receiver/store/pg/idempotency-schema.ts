@@ -3,7 +3,7 @@
  * function so a delivery costs one round trip to decide "claimed / in flight / done /
  * conflict" under a row lock, whatever the number of receiver processes.
  */
-import type { Migration } from '../../shared/infra/pg.js';
+import type { Migration } from '../../../shared/infra/pg.js';
 
 export const IDEMPOTENCY_MIGRATIONS: Migration[] = [
   {

@@ -12,23 +12,18 @@
  * - The same `notification_id` under a new `idempotency_key` is a re-emission: recorded and
  *   reported to the publisher as a flag, never collapsed into a retry.
  */
-import { canonicalJson, fingerprint } from '../../shared/json/canonical.js';
-import { assertSchemaName, migrate, type Pool } from '../../shared/infra/pg.js';
-import { MIN_RETENTION_SECONDS } from '../idempotency/store.js';
-import { ORDERING_MIGRATIONS } from './schema.js';
+import { assertSchemaName, migrate, type Pool } from '../../../shared/infra/pg.js';
+import {
+  MIN_RETENTION_SECONDS,
+  terminalOutcome,
+  type ObservationSource,
+  type OrderingDecision,
+} from '../delivery-store.js';
+import { orderableTimestamp, terminalRecord, TERMINAL_STATUSES } from '../observation.js';
+import { ORDERING_MIGRATIONS } from './ordering-schema.js';
 
-export type ObservationSource = 'webhook' | 'poll' | 'a2a';
-
-/** Terminal task statuses; `unknown` neither settles nor reopens a task. */
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set([
-  'completed',
-  'failed',
-  'canceled',
-  'rejected',
-]);
-
-export type OrderingDecision =
-  'current' | 'stale' | 'terminal_won' | 'terminal_duplicate' | 'terminal_conflict';
+export type { ObservationSource, OrderingDecision };
+export { TERMINAL_STATUSES, orderableTimestamp, terminalRecord };
 
 export interface Observation {
   sender: string;
@@ -55,30 +50,6 @@ export interface TaskConvergenceOptions {
   pool: Pool;
   schema?: string;
   retryHorizonSeconds?: (sender: string) => number | undefined;
-}
-
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$/;
-
-/** The timestamp when it is one PostgreSQL orders exactly, else null (unordered). */
-export function orderableTimestamp(at: string | null): string | null {
-  if (at === null || !RFC3339.test(at) || Number.isNaN(Date.parse(at))) return null;
-  return at;
-}
-
-/**
- * The terminal comparison record JCS({task_type, status, value}), and the fingerprint of
- * the result itself, SHA-256 of JCS({status, value}): channel-neutral, because an A2A
- * payload carries no task type. A task-type mismatch, where both name one, is a conflict
- * decided in SQL from the records.
- */
-export function terminalRecord(input: {
-  taskType: string | null;
-  status: string;
-  value: unknown;
-}): { record: string; fingerprint: string } {
-  const value = input.value === undefined ? null : input.value;
-  const record = canonicalJson({ task_type: input.taskType, status: input.status, value });
-  return { record, fingerprint: fingerprint({ status: input.status, value }) };
 }
 
 export class TaskConvergence {
@@ -160,11 +131,7 @@ export class TaskConvergence {
       source: input.source,
       notificationId: null,
     });
-    return decision === 'terminal_won'
-      ? 'won'
-      : decision === 'terminal_duplicate'
-        ? 'duplicate'
-        : 'conflict';
+    return terminalOutcome(decision);
   }
 
   /** The settled terminal of a task, if any. */

@@ -1,5 +1,5 @@
 /**
- * The pipeline's combined accept call: the delivery-key claim and, when it is won, the
+ * Every migration of the receiver's PostgreSQL schema, and the first combined accept call: the delivery-key claim and, when it is won, the
  * ordering/convergence observation, in one round trip (each half keeps its own function and
  * its own tests; this only chains them server-side).
  *
@@ -8,10 +8,11 @@
  * effect is at most one more publication of that key when it is delivered again, the same
  * outcome as an owner dying mid-publication (which the lease handles), never a lost event.
  */
-import type { Migration } from '../../shared/infra/pg.js';
-import { IDEMPOTENCY_MIGRATIONS } from '../idempotency/schema.js';
-import { ORDERING_MIGRATIONS } from '../ordering/schema.js';
-import { QUEUE_MIGRATIONS } from '../publish/queue.js';
+import type { Migration } from '../../../shared/infra/pg.js';
+import { IDEMPOTENCY_MIGRATIONS } from './idempotency-schema.js';
+import { ORDERING_MIGRATIONS } from './ordering-schema.js';
+import { QUEUE_MIGRATIONS } from '../../publish/queue.js';
+import { ACCEPT_BATCH_MIGRATIONS } from './accept-schema.js';
 
 const ACCEPT_MIGRATIONS: Migration[] = [
   {
@@ -52,4 +53,5 @@ export const RECEIVER_MIGRATIONS: Migration[] = [
   ...ORDERING_MIGRATIONS,
   ...QUEUE_MIGRATIONS,
   ...ACCEPT_MIGRATIONS,
+  ...ACCEPT_BATCH_MIGRATIONS,
 ];

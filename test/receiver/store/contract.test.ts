@@ -1,0 +1,123 @@
+/**
+ * Runs the delivery store contract (contract.ts) against every implementation, then what
+ * only the PostgreSQL store does: step 13's nonce in the same statement as the claim, and
+ * the per-sender counter initialised by the migration from keys already stored.
+ */
+import t from 'tap';
+import { migrate } from '../../../shared/infra/pg.js';
+import { PgReplayStore } from '../../../receiver/replay/pg-replay-store.js';
+import {
+  MemoryDeliveryStore,
+  PgDeliveryStore,
+  RECEIVER_MIGRATIONS,
+  type AcceptInput,
+} from '../../../receiver/store/index.js';
+import { testDatabase } from '../../helpers/db.js';
+import { deliveryStoreContract } from './contract.js';
+
+const { pool, schema } = testDatabase(t, 'rstore');
+
+t.before(async () => {
+  await migrate(pool, schema, RECEIVER_MIGRATIONS);
+});
+
+deliveryStoreContract(t, {
+  name: 'postgres',
+  make: async (o) => new PgDeliveryStore({ pool, schema, protocolVersion: '3.2', ...o }),
+  expire: async (sender) => {
+    for (const table of ['idempotency_keys', 'task_state']) {
+      await pool.query(
+        `UPDATE ${schema}.${table} SET expires_at = now() - interval '1 second' WHERE sender = $1`,
+        [sender],
+      );
+    }
+  },
+});
+
+let offsetMs = 0;
+deliveryStoreContract(t, {
+  name: 'memory',
+  make: async (o) =>
+    new MemoryDeliveryStore({
+      protocolVersion: '3.2',
+      ...o,
+      clock: () => Date.now() + offsetMs,
+    }),
+  expire: async () => {
+    offsetMs += 3 * 86_400_000;
+  },
+});
+
+const delivery = (sender: string, key: string): AcceptInput => ({
+  sender,
+  key,
+  fingerprint: key,
+  observation: {
+    taskId: null,
+    at: null,
+    status: null,
+    taskType: null,
+    value: null,
+    source: 'webhook',
+    notificationId: null,
+  },
+});
+
+t.test('postgres: the nonce is inserted in the claim statement', async (t) => {
+  const replay = new PgReplayStore(pool, { schema, perKeyidCap: 3 });
+  await replay.migrate();
+  const store = new PgDeliveryStore({ pool, schema, protocolVersion: '3.2' });
+  t.equal(store.burnsNonces(new PgReplayStore(pool, { schema: 'elsewhere' })), false);
+  t.equal(store.burnsNonces(new PgReplayStore(pool, { schema, clock: () => 0 })), false);
+  t.equal(store.burnsNonces(replay), true);
+  const nonce = (n: string) => ({ keyid: 'kid-1', nonce: n, ttlSeconds: 300 });
+  const first = await store.accept({ ...delivery('s-n', 'key-1'), nonce: nonce('n1') });
+  t.equal(first.kind, 'claimed');
+  t.equal(await replay.liveCount('kid-1'), 1, 'the nonce is stored');
+  const replayed = await store.accept({ ...delivery('s-n', 'key-2'), nonce: nonce('n1') });
+  t.same(replayed, { kind: 'replayed' });
+  t.equal((await store.accept(delivery('s-n', 'key-2'))).kind, 'claimed', 'nothing was claimed');
+  // Concurrent: the same nonce twice in one batch, one wins.
+  const pair = await Promise.all([
+    store.accept({ ...delivery('s-n', 'key-3'), nonce: nonce('n2') }),
+    store.accept({ ...delivery('s-n', 'key-4'), nonce: nonce('n2') }),
+  ]);
+  t.same(pair.map((p) => p.kind).sort(), ['claimed', 'replayed']);
+  // The counters were bumped with the inserts: the cap (3) is met at the third nonce.
+  await store.accept({ ...delivery('s-n', 'key-5'), nonce: nonce('n3') });
+  t.equal(await replay.atCap('kid-1'), true, 'counted toward the cap');
+  const over = await store.accept({ ...delivery('s-n', 'key-6'), nonce: nonce('n4') });
+  t.same(over, { kind: 'rate_abuse' });
+  t.same(
+    await store.accept({ ...delivery('s-n', 'key-7'), nonce: nonce('n3') }),
+    { kind: 'replayed' },
+    'a live nonce still reads as a replay at the cap',
+  );
+  t.equal(await store.senderKeyCount('s-n'), 4);
+});
+
+t.test('postgres: the migration counts the keys already stored', async (t) => {
+  const { pool: p2, schema: s2 } = testDatabase(t, 'rstoremig');
+  const before = RECEIVER_MIGRATIONS.filter((m) => !m.id.startsWith('store_'));
+  await migrate(p2, s2, before);
+  await p2.query(
+    `INSERT INTO ${s2}.idempotency_keys (sender, idempotency_key, fingerprint, state, lease_until, expires_at)
+     SELECT 'old-' || (i % 3), 'k' || i, 'f', 'done', now(), now() + interval '1 day'
+     FROM generate_series(1, 3000) i`,
+  );
+  await migrate(p2, s2, RECEIVER_MIGRATIONS);
+  const store = new PgDeliveryStore({ pool: p2, schema: s2, protocolVersion: '3.2' });
+  t.equal(await store.senderKeyCount('old-0'), 1000);
+  t.equal(await store.senderKeyCount('old-1'), 1000);
+  await store.accept(delivery('old-1', 'new-key'));
+  t.equal(await store.senderKeyCount('old-1'), 1001);
+  t.equal(await store.senderKeyCount('old-9'), 0);
+});
+
+t.test('memory: refuses a nonce (it holds no replay cache)', async (t) => {
+  const store = new MemoryDeliveryStore({ protocolVersion: '3.2' });
+  t.equal(store.burnsNonces(), false);
+  await t.rejects(
+    store.accept({ ...delivery('m', 'k'), nonce: { keyid: 'a', nonce: 'b', ttlSeconds: 1 } }),
+  );
+});
