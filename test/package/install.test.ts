@@ -447,8 +447,10 @@ t.test('every command the README tells of answers from the tarball', async (t) =
     if (copied) await rm(copied, { recursive: true, force: true });
   });
 
-  // svc start: DATABASE_URL unset, a data directory that does not exist yet.
-  const start = svcProcess(app, ['start'], {
+  // svc start: DATABASE_URL unset, a data directory that does not exist yet; the banner's
+  // create_media_buy sends its webhook to a local receiver, which needs --allow-hosts (as
+  // the banner says).
+  const start = svcProcess(app, ['start', '--allow-hosts', '127.0.0.1'], {
     ...env,
     SVC_SALES_PORT: '0',
     SVC_CREATIVE_PORT: '0',
