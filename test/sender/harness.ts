@@ -182,7 +182,7 @@ export async function senderHarness(
         lockDurationMs: 2000,
         stalledIntervalMs: 1000,
         reconcileEveryMs: 0,
-        purgeEveryMs: 0,
+        storageEveryMs: 0,
         onAttempt: (r) => attempts.push(r),
         ...extra,
       });
