@@ -19,6 +19,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   chaos: async () => (await import('./chaos.js')).run,
   console: async () => (await import('./console.js')).run,
   'claim-cost': async () => (await import('./sender/claim-cost.js')).run,
+  storage: async () => (await import('./storage.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

@@ -18,8 +18,8 @@ export const DAY_MS = 86_400_000;
 export const ID_SHIFT = 44;
 /** The tables partitioned by day, by their id (outbox) or their delivery's (activity). */
 export const PARTITIONED_TABLES = ['outbox_event', 'outbox_delivery', 'webhook_activity'] as const;
-/** Days of partitions kept created ahead of today. */
-export const DEFAULT_DAYS_AHEAD = 7;
+/** Days of partitions kept created ahead of today (each one more the planner may open). */
+export const DEFAULT_DAYS_AHEAD = 3;
 /** The default retention: 30 days. */
 export const DEFAULT_RETENTION_SECONDS = 30 * 86_400;
 
@@ -138,6 +138,22 @@ async function listPartitions(
   return { days: days.sort((a, b) => a - b), legacy };
 }
 
+/**
+ * Today's partitions, analyzed once they hold rows if autovacuum has not yet: without
+ * statistics the planner takes a fresh day's pending rows for a handful and walks them
+ * for every claim (50 ids: 57 ms against 1.1 ms once analyzed).
+ */
+async function analyzeToday(pool: Pool, schema: string, today: number): Promise<void> {
+  const names = ['outbox_event', 'outbox_delivery'].map((t) => `${t}_${suffixOf(today)}`);
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT relname AS name FROM pg_stat_user_tables
+      WHERE schemaname = $1 AND relname = ANY($2) AND n_live_tup > 0
+        AND last_analyze IS NULL AND last_autoanalyze IS NULL`,
+    [schema, names],
+  );
+  for (const r of rows) await pool.query(`ANALYZE ${schema}.${r.name}`);
+}
+
 export interface MaintainOptions {
   /** The clock (default: now); tests run a virtual one. */
   now?: Date;
@@ -232,6 +248,7 @@ export async function maintainPartitions(
       }
     });
   }
+  await analyzeToday(pool, schema, today);
   const retention = options.retentionSeconds;
   if (retention == null) return out;
   const cutoff = new Date(now.getTime() - retention * 1000);
