@@ -20,6 +20,11 @@ export const ID_SHIFT = 44;
 export const PARTITIONED_TABLES = ['outbox_event', 'outbox_delivery', 'webhook_activity'] as const;
 /** Days of partitions kept created ahead of today (each one more the planner may open). */
 export const DEFAULT_DAYS_AHEAD = 3;
+/**
+ * outbox_delivery's pages are left half empty: a claim and a settle write their new row
+ * version on the row's own page (a HOT update, no index written), which needs room there.
+ */
+export const DELIVERY_FILLFACTOR = 50;
 /** The default retention: 30 days. */
 export const DEFAULT_RETENTION_SECONDS = 30 * 86_400;
 
@@ -108,9 +113,11 @@ async function createDay(client: PoolClient, schema: string, day: number): Promi
   const from = firstIdOf(day).toString();
   const to = firstIdOf(day + 1).toString();
   for (const table of PARTITIONED_TABLES) {
+    const storage =
+      table === 'outbox_delivery' ? ` WITH (fillfactor = ${DELIVERY_FILLFACTOR})` : '';
     await client.query(
       `CREATE TABLE ${schema}.${table}_${suffix} PARTITION OF ${schema}.${table}
-         FOR VALUES FROM (${from}) TO (${to})`,
+         FOR VALUES FROM (${from}) TO (${to})${storage}`,
     );
   }
   await finishPartition(client, schema, suffix);

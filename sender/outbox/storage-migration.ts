@@ -1,9 +1,11 @@
 /**
  * Migration 060 (issue 19, item 1): today's one-table outbox and unpartitioned activity
  * log become `outbox_event` (the frozen event, written once), `outbox_delivery` (the
- * small mutable state a claim and a settle touch, five indexes of which three partial)
+ * small mutable state a claim and a settle touch: its key and two partial indexes)
  * and a partitioned `webhook_activity`, all partitioned by day on the outbox id
- * (partitions.ts). Every row keeps its id, so a job already in Redis finds its row and
+ * (partitions.ts). A claim and a retry's settle are HOT updates of outbox_delivery
+ * (no index covers what they change); a final settle writes its primary key only.
+ * Every row keeps its id, so a job already in Redis finds its row and
  * nothing is lost or sent twice; the rows written before it sit in the `legacy` partition
  * until retention drops it. `outbox` stays as a view of the two tables (with a trigger
  * for tools that insert or update through it); the service writes the tables. One
@@ -11,7 +13,7 @@
  */
 import type { Migration } from '../../shared/infra/pg.js';
 import { originSql } from '../console/migrations.js';
-import { ID_SHIFT, newIdSql } from './partitions.js';
+import { DELIVERY_FILLFACTOR, ID_SHIFT, newIdSql } from './partitions.js';
 
 const EVENT_COLUMNS = `id, idempotency_key, created_at, target_url, auth_mode, auth_secret,
   channel, notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
@@ -100,7 +102,7 @@ function legacy(s: string): string {
       EXECUTE format('CREATE TABLE ${s}.outbox_event_legacy PARTITION OF ${s}.outbox_event
         FOR VALUES FROM (MINVALUE) TO (%s)', upper);
       EXECUTE format('CREATE TABLE ${s}.outbox_delivery_legacy PARTITION OF ${s}.outbox_delivery
-        FOR VALUES FROM (MINVALUE) TO (%s)', upper);
+        FOR VALUES FROM (MINVALUE) TO (%s) WITH (fillfactor = ${DELIVERY_FILLFACTOR})', upper);
       EXECUTE format('CREATE TABLE ${s}.webhook_activity_legacy PARTITION OF ${s}.webhook_activity
         FOR VALUES FROM (MINVALUE) TO (%s)', upper);
     END $$;
@@ -137,11 +139,9 @@ function indexes(s: string): string {
     CREATE INDEX outbox_console_type ON ${s}.outbox_event (notification_type, ${order});
     CREATE INDEX outbox_console_buys ON ${s}.outbox_event USING gin (media_buy_ids)
       WHERE media_buy_ids IS NOT NULL;
-    -- The reconciler's scan: only pending rows, by due time.
-    CREATE INDEX outbox_pending_due ON ${s}.outbox_delivery (next_attempt_at)
-      WHERE state = 'pending';
-    CREATE INDEX outbox_open_attempt ON ${s}.outbox_delivery (next_attempt_at)
-      WHERE attempt_started_at IS NOT NULL AND state = 'pending';
+    -- No index on what a claim or a retry changes (attempts, next_attempt_at, the open
+    -- mark): those updates are HOT, writing no index at all. The reconciler and the
+    -- closing of interrupted attempts read the pending rows through outbox_console_state.
     -- Delivered rows (99 %) are listed along the event's created index: never indexed here.
     CREATE INDEX outbox_console_state ON ${s}.outbox_delivery (state, ${order})
       WHERE state <> 'delivered';

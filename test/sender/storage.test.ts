@@ -12,7 +12,13 @@ import { migrate } from '../../shared/infra/pg.js';
 import { ConsoleStore } from '../../sender/console/store.js';
 import type { DeliveryQueue } from '../../sender/delivery/queue.js';
 import { Outbox, OutboxError } from '../../sender/outbox/outbox.js';
-import { DAY_MS, dayOf, firstIdOf, suffixOf } from '../../sender/outbox/partitions.js';
+import {
+  DAY_MS,
+  DEFAULT_DAYS_AHEAD,
+  dayOf,
+  firstIdOf,
+  suffixOf,
+} from '../../sender/outbox/partitions.js';
 import { unpartitionedMigrations } from '../../sender/schema.js';
 import { senderHarness, startReceiver, type SenderHarness } from './harness.js';
 
@@ -82,7 +88,7 @@ t.test('retention on a virtual clock: a month of days created ahead, dropped beh
         [retrying.toString(), now],
       );
     }
-    for (let d = day; d <= day + 7; d++) {
+    for (let d = day; d <= day + DEFAULT_DAYS_AHEAD; d++) {
       t.ok(await exists(h.pool, h.schema, `outbox_event_${suffixOf(d)}`), `day ${i}: +${d - day}`);
     }
     const lastGone = day - RETENTION_DAYS - 1;
