@@ -6,6 +6,9 @@
  * retrying, open and settled deliveries, none lost and none sent again; and the
  * retention refused at start when it is not a duration or shorter than the retry horizon.
  */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../../shared/config.js';
 import { migrate } from '../../shared/infra/pg.js';
@@ -262,4 +265,18 @@ t.test('bad retention: refused at start, naming the variable', async (t) => {
     OutboxError,
     'the library refuses it too',
   );
+});
+
+t.test('svc worker refuses a bad SVC_RETENTION at start; svc --help lists it', async (t) => {
+  const run = promisify(execFile);
+  const svc = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
+  for (const bad of ['12h', 'a month']) {
+    const out = await run(process.execPath, [svc, 'worker'], {
+      env: { ...process.env, SVC_RETENTION: bad },
+    }).catch((e: { code: number; stderr: string }) => e);
+    t.equal((out as { code?: number }).code, 2, `SVC_RETENTION=${bad}: exit 2`);
+    t.match((out as { stderr: string }).stderr, /configuration error: SVC_RETENTION=/);
+  }
+  const help = (await run(process.execPath, [svc, '--help'])).stdout;
+  t.match(help.replace(/\s+/g, ' '), /SVC_RETENTION.*at least SVC_RETRY_HORIZON_SECONDS/);
 });
