@@ -197,7 +197,8 @@ async function inTransaction<T>(pool: Pool, schema: string, f: (c: PoolClient) =
 
 /**
  * Drops one partition (a day, or the legacy one) of all three tables when nothing in it
- * is pending and (legacy) nothing in it is newer than `cutoff`; false when it is held.
+ * is pending and (legacy) nothing in it is newer than `cutoff`; `held` when it is not, and
+ * `gone` when another process's pass dropped it first.
  * The check and the drop are one transaction holding the partitions' locks, so a console
  * action reopening a row in it meanwhile either waits or is seen.
  */
@@ -206,8 +207,13 @@ async function dropIfDone(
   schema: string,
   suffix: string,
   cutoff: Date | null,
-): Promise<boolean> {
+): Promise<'dropped' | 'held' | 'gone'> {
   return inTransaction(pool, schema, async (client) => {
+    // Another process's pass (it held the same advisory lock) may have dropped it already.
+    const gone = await client.query<{ gone: boolean }>(`SELECT to_regclass($1) IS NULL AS gone`, [
+      `${schema}.outbox_delivery_${suffix}`,
+    ]);
+    if (gone.rows[0]!.gone) return 'gone';
     await client.query(
       `LOCK TABLE ${PARTITIONED_TABLES.map((t) => `${schema}.${t}_${suffix}`).join(', ')}
          IN ACCESS EXCLUSIVE MODE`,
@@ -219,9 +225,9 @@ async function dropIfDone(
                  WHERE created_at >= $1 OR completed_at >= $1)) AS held`,
       [cutoff],
     );
-    if (rows[0]!.held) return false;
+    if (rows[0]!.held) return 'held';
     for (const t of PARTITIONED_TABLES) await client.query(`DROP TABLE ${schema}.${t}_${suffix}`);
-    return true;
+    return 'dropped';
   });
 }
 
@@ -264,8 +270,9 @@ export async function maintainPartitions(
     .map((d) => [suffixOf(d), null]);
   if (legacy) candidates.unshift(['legacy', cutoff]);
   for (const [suffix, legacyCutoff] of candidates) {
-    if (await dropIfDone(pool, schema, suffix, legacyCutoff)) out.dropped.push(suffix);
-    else if (legacyCutoff === null) out.held.push(suffix);
+    const done = await dropIfDone(pool, schema, suffix, legacyCutoff);
+    if (done === 'dropped') out.dropped.push(suffix);
+    else if (done === 'held' && legacyCutoff === null) out.held.push(suffix);
   }
   await pool.query(`DELETE FROM ${schema}.console_hourly WHERE hour < $1`, [cutoff]);
   if (out.dropped.length > 0) logger.info({ dropped: out.dropped }, 'outbox days dropped');
