@@ -65,8 +65,10 @@ export async function seedConsoleData(
         [start, Math.min(hi, start + chunk - 1), o.attemptsPer],
       );
     }
-    await client.query(`VACUUM ANALYZE ${schema}.outbox`);
-    await client.query(`VACUUM ANALYZE ${schema}.webhook_activity`);
+    // The tables under the `outbox` view (sender/outbox/storage-migration.ts).
+    for (const table of ['outbox_event', 'outbox_delivery', 'webhook_activity']) {
+      await client.query(`VACUUM ANALYZE ${schema}.${table}`);
+    }
   } finally {
     client.release();
   }

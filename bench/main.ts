@@ -23,6 +23,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   console: async () => (await import('./console.js')).run,
   'claim-cost': async () => (await import('./sender/claim-cost.js')).run,
   'receiver-store': async () => (await import('./receiver-store.js')).run,
+  storage: async () => (await import('./storage.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

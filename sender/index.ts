@@ -34,7 +34,14 @@ export {
   DEFAULT_RETRY_HORIZON_SECONDS,
   type OutboxOptions,
   type OutboxState,
+  type RecoveryRow,
 } from './outbox/outbox.js';
+export {
+  DEFAULT_RETENTION_SECONDS,
+  maintainPartitions,
+  type MaintainOptions,
+  type MaintainResult,
+} from './outbox/partitions.js';
 export type {
   DeliveryAuth,
   EventSink,

@@ -4,6 +4,8 @@
  */
 import { migrate, type Migration, type Pool } from '../shared/infra/pg.js';
 import { consoleMigrations } from './console/migrations.js';
+import { partitionedOutbox } from './outbox/storage-migration.js';
+import { finishLegacyPartition, maintainPartitions } from './outbox/partitions.js';
 
 export const DEFAULT_SENDER_SCHEMA = 'sender';
 
@@ -130,8 +132,21 @@ export const senderMigrations: Migration[] = [
   },
 ];
 
-/** Creates or upgrades the sender's tables in `schema`. */
-export function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA): Promise<string[]> {
-  // The operator console's indexes and audit table (sender/console/migrations.ts).
-  return migrate(pool, schema, [...senderMigrations, ...consoleMigrations]);
+/**
+ * The tables as 8faf630 left them: what `partitionedOutbox` (060) migrates from. Exported
+ * for the migration test, which builds an old deployment with it.
+ */
+export const unpartitionedMigrations: Migration[] = [...senderMigrations, ...consoleMigrations];
+
+/**
+ * Creates or upgrades the sender's tables in `schema`, and makes sure today's partitions
+ * and the days ahead exist (sender/outbox/partitions.ts): a process may write at once.
+ */
+export async function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA): Promise<string[]> {
+  // The operator console's indexes and audit table (sender/console/migrations.ts), then
+  // the split and partitioned outbox (after them: it moves their indexes).
+  const applied = await migrate(pool, schema, [...unpartitionedMigrations, partitionedOutbox]);
+  if (applied.includes(partitionedOutbox.id)) await finishLegacyPartition(pool, schema);
+  await maintainPartitions(pool, schema);
+  return applied;
 }

@@ -18,6 +18,14 @@ const url = (protocols: string[]) =>
 
 const port = z.coerce.number().int().min(0).max(65535);
 
+/** A duration as variables take it: a whole number and a unit (`30d`, `720h`). */
+const DURATION = /^[1-9]\d{0,8}[smhd]$/;
+
+function durationSeconds(v: string): number {
+  const unit = { s: 1, m: 60, h: 3600, d: 86_400 }[v.slice(-1) as 's' | 'm' | 'h' | 'd'];
+  return Number(v.slice(0, -1)) * unit;
+}
+
 /** Each entry: the schema, and the human text of what it accepts (for error messages). */
 const variables = {
   SVC_BRAND: { schema: z.enum(BRANDS).default(DEFAULT_BRAND), accepts: 'svc or adcp' },
@@ -108,6 +116,16 @@ const variables = {
   SVC_RETRY_HORIZON_SECONDS: {
     schema: z.coerce.number().int().min(86400).max(604800).default(86400),
     accepts: 'delivery_retry_horizon_seconds, 86400-604800',
+  },
+  SVC_RETENTION: {
+    schema: z
+      .string()
+      .regex(DURATION)
+      .default('30d')
+      .transform((v) => durationSeconds(v)),
+    accepts:
+      'how long deliveries and their attempt records are kept: a whole number and s, m, h or d (30d, 720h), at least SVC_RETRY_HORIZON_SECONDS; whole days past it are dropped (sender/README.md, Storage)',
+    shown: '30d',
   },
   SVC_IMPAIRMENT_WINDOW_SECONDS: {
     schema: z.coerce.number().int().min(0).max(300).default(300),
@@ -317,6 +335,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const parsed = (schema as z.ZodType).safeParse(value);
     if (!parsed.success) throw new ConfigError(name, raw ?? '', accepts);
     out[name] = parsed.data;
+  }
+  // Retention drops whole days: never one that may still hold a delivery being retried.
+  if ((out.SVC_RETENTION as number) < (out.SVC_RETRY_HORIZON_SECONDS as number)) {
+    throw new ConfigError(
+      'SVC_RETENTION',
+      env.SVC_RETENTION ?? '',
+      `${variables.SVC_RETENTION.accepts}; here at least ${out.SVC_RETRY_HORIZON_SECONDS as number}s`,
+    );
   }
   return out as Config;
 }

@@ -45,6 +45,7 @@ export function senderWiring(o: SenderWiringOptions): {
     queue,
     schema,
     horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
+    retentionSeconds: config.SVC_RETENTION,
   });
   const channels = new MediaBuyChannels({
     pool,

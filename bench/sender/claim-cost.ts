@@ -35,7 +35,7 @@ function baseClaimSql(s: string): string {
 }
 
 /** utime + stime of a process, in clock ticks (10 ms on Linux); 0 where /proc is absent. */
-function backendTicks(pid: number): number {
+export function backendTicks(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -73,7 +73,7 @@ const worker = new DeliveryWorker({
   activity: new ActivityLog({ pool, schema }),
   onAttempt: (r) => http.push(r.responseTimeMs),
   reconcileEveryMs: 0,
-  purgeEveryMs: 0,
+  storageEveryMs: 0,
 });
 if (tracing) {
   worker.worker.on('active', (job) => {

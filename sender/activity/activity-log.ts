@@ -65,8 +65,6 @@ export interface WebhookActivityRecord {
   error_message: string | null;
 }
 
-export const DEFAULT_RETENTION_DAYS = 30;
-
 /** error_message of an attempt recorded as interrupted (its worker never reported). */
 export { INTERRUPTED_ATTEMPT } from '../outbox/attempts.js';
 
@@ -259,7 +257,8 @@ export class ActivityLog {
               SET status = 'timeout', error_message = '${INTERRUPTED_ATTEMPT}',
                   completed_at = v.fired_at
              FROM v
-            WHERE v.attempt > 1 AND a.outbox_id = v.outbox_id AND a.attempt < v.attempt
+            WHERE v.attempt > 1 AND a.outbox_id = v.outbox_id AND a.outbox_id = ANY($1::bigint[])
+              AND a.attempt < v.attempt
               AND a.status = 'pending'
               AND NOT EXISTS (SELECT 1 FROM v w
                                WHERE w.outbox_id = a.outbox_id AND w.attempt = a.attempt)
@@ -367,16 +366,6 @@ export class ActivityLog {
       if (r.sequence_number !== null) rec.sequence_number = r.sequence_number;
       return rec;
     });
-  }
-
-  /** Deletes records older than the retention (from completed_at, or fired_at while pending). */
-  async purge(retentionDays = DEFAULT_RETENTION_DAYS): Promise<number> {
-    const { rowCount } = await this.pool.query(
-      `DELETE FROM ${this.schema}.webhook_activity
-        WHERE coalesce(completed_at, fired_at) < now() - $1::int * interval '1 day'`,
-      [retentionDays],
-    );
-    return rowCount ?? 0;
   }
 
   async close(): Promise<void> {

@@ -136,7 +136,7 @@ export async function runSend(o: SendOptions): Promise<number> {
       allowHosts: [target.hostname],
       concurrency: 1,
       reconcileEveryMs: 5000,
-      purgeEveryMs: 0,
+      storageEveryMs: 0,
       ...(o.backoff ? { backoff: o.backoff } : {}),
       onAttempt: (r) => {
         o.out.write(describe(r));

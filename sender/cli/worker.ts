@@ -70,6 +70,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     schema,
     statePool,
     horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
+    retentionSeconds: config.SVC_RETENTION,
     logger,
     durableClaims,
   });

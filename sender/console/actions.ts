@@ -9,7 +9,6 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { jobIdFor } from '../delivery/queue.js';
-import { originSql } from './migrations.js';
 
 /** Who acts, and through what (`console`, `api`, `cli`). */
 export interface Operator {
@@ -44,12 +43,14 @@ export interface RecoverResult {
 /** Rows back to pending, and the pending record of each one's coming attempt. */
 function reopen(schema: string, pick: string): string {
   return `WITH picked AS (${pick}),
-    r AS (
-      UPDATE ${schema}.outbox o
+    d AS (
+      UPDATE ${schema}.outbox_delivery o
          SET state = 'pending', next_attempt_at = now(), first_attempt_at = NULL,
              completed_at = NULL
         FROM picked WHERE o.id = picked.id AND o.state <> 'pending'
-      RETURNING o.*
+      RETURNING o.id, o.attempts
+    ), r AS (
+      SELECT e.*, d.attempts FROM d JOIN ${schema}.outbox_event e ON e.id = d.id
     ), a AS (
       INSERT INTO ${schema}.webhook_activity (outbox_id, media_buy_id, media_buy_ids,
         principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
@@ -83,7 +84,8 @@ export class ConsoleActions {
     if (!/^\d{1,18}$/.test(id)) throw new ConsoleActionError(404, 'NOT_FOUND', 'no such delivery');
     const out = await withTransaction(this.pool, async (client) => {
       const cur = await client.query(
-        `SELECT state, next_attempt_at FROM ${this.schema}.outbox WHERE id = $1 FOR UPDATE`,
+        `SELECT state, next_attempt_at FROM ${this.schema}.outbox_delivery WHERE id = $1
+          FOR UPDATE`,
         [id],
       );
       const row = cur.rows[0];
@@ -120,17 +122,17 @@ export class ConsoleActions {
     who: Operator,
     limit = 10_000,
   ): Promise<RecoverResult> {
-    const match = `${originSql('target_url')} = $1 AND state IN ('stopped', 'expired')
-           AND created_at >= $2`;
+    // outbox_delivery's origin is the event's target origin as the console spells it.
+    const match = `origin = $1 AND state IN ('stopped', 'expired') AND created_at >= $2`;
     const { rows, more } = await withTransaction(this.pool, async (client) => {
-      const pick = `SELECT id FROM ${this.schema}.outbox WHERE ${match}
+      const pick = `SELECT id FROM ${this.schema}.outbox_delivery WHERE ${match}
          ORDER BY created_at, id LIMIT $3 FOR UPDATE`;
       const { rows } = await client.query(
         reopen(this.schema, pick).replace('$REQUESTED_BY', '$4'),
         [origin, since, limit, who.name],
       );
       const rest = await client.query(
-        `SELECT EXISTS (SELECT 1 FROM ${this.schema}.outbox WHERE ${match}) AS more`,
+        `SELECT EXISTS (SELECT 1 FROM ${this.schema}.outbox_delivery WHERE ${match}) AS more`,
         [origin, since],
       );
       await this.audit(client, who, 'recover', origin, {

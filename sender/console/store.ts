@@ -108,11 +108,12 @@ export interface AuditEntry {
   detail: Record<string, unknown>;
 }
 
-const SUMMARY_COLUMNS = `o.id::text AS id, o.idempotency_key, o.state, o.target_url,
+/** Of `o` (outbox_event, the frozen event) and `d` (outbox_delivery, its state). */
+const SUMMARY_COLUMNS = `o.id::text AS id, o.idempotency_key, d.state, o.target_url,
   ${originSql('o.target_url')} AS origin, o.notification_type, o.channel, o.media_buy_id,
-  o.principal_id, o.task_id, o.attempts, o.last_status, o.last_error, o.created_at,
+  o.principal_id, o.task_id, d.attempts, d.last_status, d.last_error, o.created_at,
   (extract(epoch from o.created_at) * 1000000)::bigint::text AS created_us,
-  o.next_attempt_at, o.completed_at`;
+  d.next_attempt_at, d.completed_at`;
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -153,13 +154,19 @@ export function listStatement(
     values.push(v);
     where.push(sql(`$${values.length}`));
   };
+  // A state other than delivered (the few rows the delivery table's partial indexes hold)
+  // is read along outbox_delivery's indexes; anything else along the event's.
+  const byState = f.status !== undefined && f.status !== 'delivered';
+  const lead = byState ? 'd' : 'o';
   // A literal (the value is one of four checked words): partial indexes on the state then
   // match in generic plans too.
   if (f.status) {
     if (!DELIVERY_STATES.includes(f.status)) throw new Error(`unknown state ${f.status}`);
-    where.push(`o.state = '${f.status}'`);
+    where.push(`d.state = '${f.status}'`);
   }
-  if (f.origin) add((p) => `${originSql('o.target_url')} = ${p}`, f.origin);
+  if (f.origin) {
+    add((p) => (byState ? `d.origin = ${p}` : `${originSql('o.target_url')} = ${p}`), f.origin);
+  }
   // A buy's own rows, or aggregated reports covering it (two indexes OR-ed in a bitmap).
   if (f.mediaBuyId) {
     add((p) => `(o.media_buy_id = ${p} OR o.media_buy_ids @> ARRAY[${p}::text])`, f.mediaBuyId);
@@ -168,20 +175,21 @@ export function listStatement(
   if (f.taskId) add((p) => `o.task_id = ${p}`, f.taskId);
   if (f.eventType) add((p) => `o.notification_type = ${p}`, f.eventType);
   if (f.idempotencyKey) add((p) => `o.idempotency_key = ${p}`, f.idempotencyKey);
-  if (f.from) add((p) => `o.created_at >= ${p}`, f.from);
-  if (f.to) add((p) => `o.created_at < ${p}`, f.to);
+  if (f.from) add((p) => `${lead}.created_at >= ${p}`, f.from);
+  if (f.to) add((p) => `${lead}.created_at < ${p}`, f.to);
   if (cursor) {
     values.push(cursor.createdUs, cursor.id);
     const t = `$${values.length - 1}`;
     const id = `$${values.length}`;
     where.push(
-      `(o.created_at, o.id) < (timestamptz 'epoch' + ${t}::bigint * interval '1 microsecond', ${id}::bigint)`,
+      `(${lead}.created_at, ${lead}.id) < (timestamptz 'epoch' + ${t}::bigint * interval '1 microsecond', ${id}::bigint)`,
     );
   }
   values.push(limit + 1);
-  const text = `SELECT ${SUMMARY_COLUMNS} FROM ${schema}.outbox o
+  const text = `SELECT ${SUMMARY_COLUMNS}
+    FROM ${schema}.outbox_event o JOIN ${schema}.outbox_delivery d ON d.id = o.id
     ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length}`;
+    ORDER BY ${lead}.created_at DESC, ${lead}.id DESC LIMIT $${values.length}`;
   return { text, values };
 }
 
@@ -231,8 +239,9 @@ export class ConsoleStore {
     const [row, attempts] = await Promise.all([
       this.pool.query(
         `SELECT ${SUMMARY_COLUMNS}, o.auth_mode, o.notification_id, o.sequence_number,
-                o.subscriber_id, o.first_attempt_at, o.horizon_seconds, o.body
-           FROM ${this.schema}.outbox o WHERE o.id = $1`,
+                o.subscriber_id, d.first_attempt_at, d.horizon_seconds, o.body
+           FROM ${this.schema}.outbox_event o JOIN ${this.schema}.outbox_delivery d ON d.id = o.id
+          WHERE o.id = $1 AND d.id = $1`,
         [id],
       ),
       this.attempts(id),
@@ -283,15 +292,14 @@ export class ConsoleStore {
   }
 
   async destinations(): Promise<Destination[]> {
-    const origin = originSql('target_url');
     const [hour, day, backlog, errors] = await Promise.all([
       this.pool.query(lastHourStatement(this.schema)),
       this.rollup.day(),
       this.pool.query(
-        `SELECT ${origin} AS origin, count(*)::int AS n,
+        `SELECT origin, count(*)::int AS n,
                 max(next_attempt_at) FILTER (WHERE last_status = 429 AND next_attempt_at > now())
                   AS paused_until
-           FROM ${this.schema}.outbox WHERE state = 'pending' GROUP BY 1`,
+           FROM ${this.schema}.outbox_delivery WHERE state = 'pending' GROUP BY 1`,
       ),
       // The newest failures, read backwards along the window index and stopped after 2000
       // (a day of them can be tens of thousands): each origin's newest among them.

@@ -85,8 +85,11 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   reconcileEveryMs?: number;
   reconcileGraceMs?: number;
   recoveryCheckMs?: number;
-  /** Purge period (finished outbox rows past the horizon, activity past 30 days); 0 disables. Default 1 h. */
-  purgeEveryMs?: number;
+  /**
+   * Storage maintenance period (`Outbox.maintainStorage`: partitions created ahead, days
+   * past the retention dropped whole); 0 disables. Default 1 h.
+   */
+  storageEveryMs?: number;
   onAttempt?: (report: AttemptReport) => void;
   /** Start consuming at once (default true); otherwise call `start()`. */
   autorun?: boolean;
@@ -181,13 +184,9 @@ export class DeliveryWorker {
       this.every(reconcileEvery, () => this.reconcile().then(() => {}));
       this.every(options.recoveryCheckMs ?? 1000, () => this.recovery.check());
     }
-    const purgeEvery = options.purgeEveryMs ?? 3_600_000;
-    if (purgeEvery > 0) {
-      this.every(purgeEvery, async () => {
-        await this.outbox.purgeFinished();
-        await options.activity?.purge();
-      });
-    }
+    const storageEvery = options.storageEveryMs ?? 3_600_000;
+    if (storageEvery > 0)
+      this.every(storageEvery, () => this.outbox.maintainStorage().then(() => {}));
   }
 
   /**

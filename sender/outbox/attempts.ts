@@ -55,8 +55,14 @@ const claimedColumns = (
           (extract(epoch from first_attempt_at) * 1000)::float8 AS first_ms,
           (extract(epoch from now()) * 1000)::float8 AS now_ms`;
 
+/** The event's columns a claim hands the worker (from outbox_event `e`). */
+const EVENT_COLUMNS = `e.idempotency_key, e.body, e.target_url, e.auth_mode, e.auth_secret,
+          e.channel, e.notification_type, e.notification_id, e.media_buy_id, e.media_buy_ids,
+          e.principal_id, e.subscriber_id, e.sequence_number`;
+
 /**
- * The claim's update (of `outbox o` joined to `v(id, lease)`): counts the attempt, starts
+ * The claim's update (of the narrow `outbox_delivery o` joined to `v(id, lease)` and the
+ * event it hands the worker): counts the attempt, starts
  * the horizon clock, leases the row past the attempt's timeout and marks the attempt open.
  * With `durable` the commit waits for the WAL flush even on a pool that commits
  * asynchronously (`set_config(..., true)` lasts the transaction: no extra round trip).
@@ -66,12 +72,13 @@ const claimedColumns = (
  * `bench sender`).
  */
 function claimUpdate(s: string, durable: boolean, from: string, where: string): string {
-  return `UPDATE ${s}.outbox o
+  return `UPDATE ${s}.outbox_delivery o
             SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
                 next_attempt_at = now() + v.lease * interval '1 millisecond',
                 attempt_started_at = now()
-           FROM ${from}${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
+           FROM ${from}, ${s}.outbox_event e${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
           WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND o.state = 'pending'${where}
+            AND e.id = o.id AND e.id = ANY($1::bigint[])
             AND o.next_attempt_at <= now() + interval '50 milliseconds'
             AND (o.first_attempt_at IS NULL
                  OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())`;
@@ -105,11 +112,11 @@ export function claimSql(schema: string, durable: boolean): string {
   const s = schema;
   return `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::int[]) AS v(id, lease)),
        open AS (
-         SELECT p.id, p.attempt_started_at FROM ${s}.outbox p JOIN v ON p.id = v.id
-          WHERE p.attempt_started_at IS NOT NULL
+         SELECT p.id, p.attempt_started_at FROM ${s}.outbox_delivery p JOIN v ON p.id = v.id
+          WHERE p.attempt_started_at IS NOT NULL AND p.id = ANY($1::bigint[])
        ), claimed AS (
          ${claimUpdate(s, durable, 'v', '')}
-          RETURNING o.*
+          RETURNING o.id, o.attempts, o.horizon_seconds, o.first_attempt_at, ${EVENT_COLUMNS}
        ), interrupted AS (
          SELECT c.*, c.attempts - 1 AS attempt, octet_length(c.body) AS payload_size_bytes,
                 open.attempt_started_at AS fired_at
@@ -135,18 +142,19 @@ export async function closeInterruptedAttempts(
 ): Promise<number> {
   const { rows } = await pool.query<{ n: number }>(
     `WITH lapsed AS (
-       UPDATE ${schema}.outbox o SET attempt_started_at = NULL
-         FROM (SELECT id, attempt_started_at FROM ${schema}.outbox
+       UPDATE ${schema}.outbox_delivery o SET attempt_started_at = NULL
+         FROM (SELECT id, attempt_started_at FROM ${schema}.outbox_delivery
                 WHERE attempt_started_at IS NOT NULL AND state = 'pending'
                   AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))
                   AND ($3::bigint[] IS NOT NULL
                        OR next_attempt_at < now() - $1::int * interval '1 millisecond')
                 ORDER BY id LIMIT $2
                 FOR UPDATE SKIP LOCKED) AS d
+         JOIN ${schema}.outbox_event e ON e.id = d.id
         WHERE o.id = d.id
-        RETURNING o.id, o.media_buy_id, o.media_buy_ids, o.principal_id, o.subscriber_id,
-          o.idempotency_key, o.notification_id, o.notification_type, o.sequence_number,
-          o.target_url, o.attempts AS attempt, octet_length(o.body) AS payload_size_bytes,
+        RETURNING o.id, e.media_buy_id, e.media_buy_ids, e.principal_id, e.subscriber_id,
+          e.idempotency_key, e.notification_id, e.notification_type, e.sequence_number,
+          e.target_url, o.attempts AS attempt, octet_length(e.body) AS payload_size_bytes,
           d.attempt_started_at AS fired_at
      ), recorded AS (
        ${insertInterruptedSql(schema, 'lapsed')}
@@ -171,7 +179,7 @@ export function settleSql(s: string): string {
            AS v(id, state, status, error, delay, attempt, rstatus, rcode, rtime, rerror, url,
                 fired, done, snippet, kid)
        ), settled AS (
-         UPDATE ${s}.outbox o
+         UPDATE ${s}.outbox_delivery o
             SET state = v.state, last_status = v.status, last_error = v.error,
                 completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
                 -- The attempt is recorded here: no longer open (unless a later claim's is).
@@ -180,7 +188,7 @@ export function settleSql(s: string): string {
                 next_attempt_at = CASE WHEN v.state = 'pending'
                   THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
            FROM v
-          WHERE o.id = v.id AND o.state = 'pending'
+          WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND o.state = 'pending'
           RETURNING o.id::text AS id,
             (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms
        ), interrupted AS (
@@ -189,7 +197,7 @@ export function settleSql(s: string): string {
                 completed_at = coalesce(v.fired, now())
            FROM v
           WHERE (v.attempt IS NULL OR v.attempt > 1)
-            AND a.outbox_id = v.id AND a.status = 'pending'
+            AND a.outbox_id = v.id AND a.outbox_id = ANY($1::bigint[]) AND a.status = 'pending'
             AND (v.attempt IS NULL OR a.attempt < v.attempt)
        ), recorded AS (
          INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
@@ -197,11 +205,11 @@ export function settleSql(s: string): string {
            sequence_number, attempt, status, url, http_status_code, response_time_ms,
            payload_size_bytes, error_message, fired_at, completed_at, response_snippet,
            key_id)
-         SELECT DISTINCT ON (v.id, v.attempt) o.id, o.media_buy_id, o.media_buy_ids,
-                o.principal_id, o.subscriber_id, o.idempotency_key, o.notification_id,
-                o.notification_type, o.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
-                v.rtime, octet_length(o.body), v.rerror, v.fired, v.done, v.snippet, v.kid
-           FROM v JOIN ${s}.outbox o ON o.id = v.id
+         SELECT DISTINCT ON (v.id, v.attempt) e.id, e.media_buy_id, e.media_buy_ids,
+                e.principal_id, e.subscriber_id, e.idempotency_key, e.notification_id,
+                e.notification_type, e.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
+                v.rtime, octet_length(e.body), v.rerror, v.fired, v.done, v.snippet, v.kid
+           FROM v JOIN ${s}.outbox_event e ON e.id = v.id AND e.id = ANY($1::bigint[])
           WHERE v.attempt IS NOT NULL
          ON CONFLICT (outbox_id, attempt) DO UPDATE
            SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,

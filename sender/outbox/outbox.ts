@@ -18,6 +18,13 @@ import {
   withTimeout,
 } from './redispatch.js';
 import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
+import {
+  DEFAULT_RETENTION_SECONDS,
+  maintainPartitions,
+  newIdSql,
+  type MaintainResult,
+} from './partitions.js';
+import { originSql } from '../console/migrations.js';
 import type { DeliveryAuth, EventSink, OutboundEvent, WebhookChannel } from './types.js';
 
 /** 24 h: the floor of the spec's retry horizon, used when the seller advertises none. */
@@ -89,6 +96,14 @@ export interface SettledAttempt {
   keyId?: string | null;
 }
 
+/** A pending delivery as the recovery after a Redis loss dispatches it again. */
+export interface RecoveryRow {
+  id: string;
+  targetUrl: string;
+  /** Until it is due, ms (negative when overdue). */
+  dueInMs: number;
+}
+
 export class OutboxError extends Error {
   constructor(message: string) {
     super(message);
@@ -112,6 +127,11 @@ export interface OutboxOptions {
   logger?: Logger;
   /** How long enqueue waits for Redis before leaving the rows to the reconciler; 5 s. */
   dispatchTimeoutMs?: number;
+  /**
+   * How long deliveries and their attempt records are kept, in seconds (default 30 days;
+   * at least `horizonSeconds`): `maintainStorage` drops whole days past it.
+   */
+  retentionSeconds?: number;
   /**
    * Claims commit durably even on `statePool` (default true): an attempt is known before
    * it goes on the wire, so a database crash cannot forget one that was sent (its record,
@@ -179,6 +199,7 @@ export class Outbox implements EventSink {
   readonly queue: DeliveryQueue;
   readonly schema: string;
   readonly horizonSeconds: number;
+  readonly retentionSeconds: number;
   private readonly logger: Logger;
   private readonly dispatchTimeoutMs: number;
   private readonly inserts: Batcher<OutboundEvent[], string[] | Error>;
@@ -205,6 +226,12 @@ export class Outbox implements EventSink {
       settle: settleSql(this.schema),
     };
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
+    this.retentionSeconds = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
+    if (!Number.isInteger(this.retentionSeconds) || this.retentionSeconds < this.horizonSeconds) {
+      throw new OutboxError(
+        `retention (${this.retentionSeconds} s) must be whole seconds, at least the retry horizon (${this.horizonSeconds} s)`,
+      );
+    }
     this.logger = options.logger ?? silentLogger;
     this.dispatchTimeoutMs = options.dispatchTimeoutMs ?? 5000;
     this.dispatchRetry = new DispatchRetry(this.queue, this.dispatchTimeoutMs, this.logger);
@@ -321,24 +348,33 @@ export class Outbox implements EventSink {
       cols.sub.push(e.subscriberId ?? null);
     }
     // Only a batch with an event covering several buys pays for their column: the others
-    // run the statement as it was before it existed.
+    // run the statement as it was before it existed. The event is written once to
+    // outbox_event, its delivery state to the narrow outbox_delivery (storage-migration.ts).
     const buys = cols.buys.some((b) => b !== null);
+    const s = this.schema;
     const sql = `
-      INSERT INTO ${this.schema}.outbox (idempotency_key, body, target_url, auth_mode, auth_secret,
-        channel, notification_type, notification_id, media_buy_id, principal_id, task_id,
-        sequence_number, subscriber_id, horizon_seconds${buys ? ', media_buy_ids' : ''})
-      SELECT k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, $14${
-        buys
-          ? `,
-             CASE WHEN mbs IS NOT NULL
-               THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END`
-          : ''
-      }
-        FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
-                    $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
-                    $13::text[]${buys ? ', $15::text[]' : ''})
-          WITH ORDINALITY AS x(k, b, u, m, s, c, t, n, mb, p, tk, sq, sb, ${buys ? 'mbs, ' : ''}ord)
-        ORDER BY ord
+      WITH x AS (
+        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${buys ? ', mbs' : ''}
+          FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
+                      $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
+                      $13::text[]${buys ? ', $15::text[]' : ''})
+            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, ${buys ? 'mbs, ' : ''}ord)
+          ORDER BY ord
+      ), e AS (
+        INSERT INTO ${s}.outbox_event (id, idempotency_key, body, target_url, auth_mode,
+          auth_secret, channel, notification_type, notification_id, media_buy_id, principal_id,
+          task_id, sequence_number, subscriber_id${buys ? ', media_buy_ids' : ''})
+        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${
+          buys
+            ? `,
+               CASE WHEN mbs IS NOT NULL
+                 THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END`
+            : ''
+        }
+          FROM x
+      )
+      INSERT INTO ${s}.outbox_delivery (id, created_at, origin, horizon_seconds)
+        SELECT id, now(), ${originSql('u')}, $14 FROM x
       RETURNING id::text`;
     const params: unknown[] = [
       cols.key,
@@ -366,7 +402,7 @@ export class Outbox implements EventSink {
       }
       throw err;
     }
-    // bigserial values follow the ORDER BY, so sorting restores input order.
+    // Ids (day, then sequence) follow the ORDER BY, so sorting restores input order.
     const ids = rows.map((r) => r.id).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
     try {
       await withTimeout(
@@ -394,7 +430,7 @@ export class Outbox implements EventSink {
       `SELECT state, (extract(epoch from next_attempt_at) * 1000)::float8 AS next_ms,
               (first_attempt_at IS NOT NULL
                AND first_attempt_at + horizon_seconds * interval '1 second' <= now()) AS past
-         FROM ${this.schema}.outbox WHERE id = $1`,
+         FROM ${this.schema}.outbox_delivery WHERE id = $1`,
       [id],
     );
     const p = probe.rows[0];
@@ -510,12 +546,12 @@ export class Outbox implements EventSink {
     const { rowCount } = await this.statePool.query(
       // SKIP LOCKED: a row a settle or claim holds right now is left for the next beat
       // (it is being settled anyway), so the heartbeat never waits on nor deadlocks with them.
-      `UPDATE ${this.schema}.outbox o
+      `UPDATE ${this.schema}.outbox_delivery o
           SET next_attempt_at = greatest(o.next_attempt_at, now() + $2::int * interval '1 millisecond')
-         FROM (SELECT id FROM ${this.schema}.outbox
+         FROM (SELECT id FROM ${this.schema}.outbox_delivery
                 WHERE id = ANY($1::bigint[]) AND state = 'pending'
                 ORDER BY id FOR UPDATE SKIP LOCKED) AS mine
-        WHERE o.id = mine.id`,
+        WHERE o.id = mine.id AND o.id = ANY($1::bigint[])`,
       [ids, Math.round(leaseMs)],
     );
     return rowCount ?? 0;
@@ -539,24 +575,43 @@ export class Outbox implements EventSink {
 
   /** After Redis lost its data: one job for every pending row, due when it is (`redispatch.ts`). */
   redispatchAll(options: { pageSize?: number; onPage?: () => Promise<void> } = {}) {
-    return redispatchAllPending(this.pool, this.queue, this.schema, options);
+    return redispatchAllPending(
+      (after, limit) => this.pendingForRecovery(after, limit),
+      this.queue,
+      options,
+    );
   }
 
   /**
-   * Deletes finished rows once the key binding no longer matters: completed more than the
-   * retry horizon (plus `extraSeconds`) ago, so a late duplicate can never meet a reused
-   * row. Pending rows are never deleted.
+   * One page of pending deliveries for the recovery after a Redis loss: ids above `after`
+   * (a decimal id, '0' to start), in id order, at most `limit`, each with its target URL
+   * and how long until it is due (ms, negative when overdue).
    */
-  async purgeFinished(extraSeconds = 86_400, limit = 10_000): Promise<number> {
-    const { rowCount } = await this.pool.query(
-      `DELETE FROM ${this.schema}.outbox WHERE id IN (
-         SELECT id FROM ${this.schema}.outbox
-          WHERE state <> 'pending'
-            AND completed_at < now() - (horizon_seconds + $1::int) * interval '1 second'
-          LIMIT $2)`,
-      [extraSeconds, limit],
+  async pendingForRecovery(after: string, limit: number): Promise<RecoveryRow[]> {
+    const { rows } = await this.pool.query<{ id: string; target_url: string; due_in: number }>(
+      // (ordered by the bigint column: an output column named id would sort as text)
+      `SELECT d.id::text AS id, e.target_url,
+              (extract(epoch from d.next_attempt_at - now()) * 1000)::float8 AS due_in
+         FROM ${this.schema}.outbox_delivery d
+         JOIN ${this.schema}.outbox_event e ON e.id = d.id
+        WHERE d.state = 'pending' AND d.id > $1::bigint
+        ORDER BY d.id LIMIT $2`,
+      [after, limit],
     );
-    return rowCount ?? 0;
+    return rows.map((r) => ({ id: r.id, targetUrl: r.target_url, dueInMs: r.due_in }));
+  }
+
+  /**
+   * Storage maintenance (`partitions.ts`): today's partitions and the days ahead created,
+   * days past the retention dropped whole unless a delivery in them is still pending.
+   * `now` is for tests on a virtual clock.
+   */
+  maintainStorage(now?: Date): Promise<MaintainResult> {
+    return maintainPartitions(this.pool, this.schema, {
+      now,
+      retentionSeconds: this.retentionSeconds,
+      logger: this.logger,
+    });
   }
 
   /** A row's delivery state, for tools and tests. */
@@ -567,7 +622,8 @@ export class Outbox implements EventSink {
     lastError: string | null;
   } | null> {
     const { rows } = await this.pool.query(
-      `SELECT state, attempts, last_status, last_error FROM ${this.schema}.outbox WHERE id = $1`,
+      `SELECT state, attempts, last_status, last_error FROM ${this.schema}.outbox_delivery
+        WHERE id = $1`,
       [id],
     );
     const r = rows[0];

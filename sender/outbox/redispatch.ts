@@ -7,6 +7,7 @@
 import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
+import type { RecoveryRow } from './outbox.js';
 
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -69,14 +70,15 @@ export async function reconcileOverdue(
   let total = 0;
   for (;;) {
     const { rows } = await pool.query<{ id: string; target_url: string }>(
-      `UPDATE ${schema}.outbox o SET next_attempt_at = now()
-         FROM (SELECT id FROM ${schema}.outbox
+      `UPDATE ${schema}.outbox_delivery o SET next_attempt_at = now()
+         FROM (SELECT id FROM ${schema}.outbox_delivery
                 WHERE state = 'pending'
                   AND next_attempt_at < now() - $1::int * interval '1 millisecond'
                 ORDER BY next_attempt_at LIMIT $2
                 FOR UPDATE SKIP LOCKED) AS due
+        JOIN ${schema}.outbox_event e ON e.id = due.id
         WHERE o.id = due.id
-        RETURNING o.id::text, o.target_url`,
+        RETURNING o.id::text, e.target_url`,
       [options.graceMs ?? 60_000, pageSize],
     );
     await queue.dispatch(rows.map((r) => ({ id: r.id, origin: originOf(r.target_url) })));
@@ -91,35 +93,26 @@ export async function reconcileOverdue(
  * worker per loss (`delivery/dispatch-recovery.ts`).
  */
 export async function redispatchAllPending(
-  pool: Pool,
+  read: (after: string, limit: number) => Promise<RecoveryRow[]>,
   queue: DeliveryQueue,
-  schema: string,
   options: { pageSize?: number; onPage?: () => Promise<void> } = {},
 ): Promise<number> {
   const pageSize = options.pageSize ?? 1000;
   let after = '0';
   let total = 0;
   for (;;) {
-    const { rows } = await pool.query<{ row_id: string; target_url: string; due_in: number }>(
-      // (ordered by the bigint column: an output column named id would sort as text)
-      `SELECT o.id::text AS row_id, target_url,
-              (extract(epoch from next_attempt_at - now()) * 1000)::float8 AS due_in
-         FROM ${schema}.outbox o
-        WHERE state = 'pending' AND o.id > $1::bigint
-        ORDER BY o.id LIMIT $2`,
-      [after, pageSize],
-    );
+    const rows = await read(after, pageSize);
     const now = Date.now();
     await queue.dispatch(
       rows.map((r) => ({
-        id: r.row_id,
-        origin: originOf(r.target_url),
-        notBefore: now + Math.max(0, r.due_in),
+        id: r.id,
+        origin: originOf(r.targetUrl),
+        notBefore: now + Math.max(0, r.dueInMs),
       })),
     );
     total += rows.length;
     if (rows.length < pageSize) return total;
-    after = rows.at(-1)!.row_id;
+    after = rows.at(-1)!.id;
     await options.onPage?.();
   }
 }

@@ -11,6 +11,7 @@ import { migrateSender } from '../../sender/schema.js';
 import { testDatabase } from '../helpers/db.js';
 import { attemptRecord as record } from './fixtures/attempt-record.js';
 import { senderHarness } from './harness.js';
+import { withoutEmptyPartitions } from '../helpers/plans.js';
 
 t.test('an attempt covering several buys is listed under each of them only', async (t) => {
   const { pool, schema } = testDatabase(t, 'actagg');
@@ -78,7 +79,7 @@ t.test('the per-buy lookup probes indexes, not the whole log', async (t) => {
   }
   await log.flush();
   await pool.query(`ANALYZE ${schema}.webhook_activity`);
-  await pool.query(`ANALYZE ${schema}.outbox`);
+  await pool.query(`ANALYZE ${schema}.outbox_event, ${schema}.outbox_delivery`);
   // mb_18 (p_2): its own 50 records and the 50 aggregated ones of mb_10's that cover it.
   const list = await log.list({ principalId: 'p_2', mediaBuyId: 'mb_18', limit: 200 });
   t.equal(list.length, 100);
@@ -92,10 +93,14 @@ t.test('the per-buy lookup probes indexes, not the whole log', async (t) => {
         `EXPLAIN EXECUTE list_plan('p_2', 'mb_18', 50)`,
       );
       await client.query('DEALLOCATE list_plan');
-      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      const plan = withoutEmptyPartitions(rows.map((r) => r['QUERY PLAN']).join('\n'));
       t.notMatch(plan, /Seq Scan on webhook_activity/, `${mode}: no scan of the log`);
       t.match(plan, /webhook_activity_buys/, `${mode}: the GIN index for aggregated records`);
-      t.match(plan, /webhook_activity_buy\b/, `${mode}: the btree index for per-buy records`);
+      t.match(
+        plan,
+        /webhook_activity_buy(_p\d{8}|_legacy)?\b/,
+        `${mode}: the btree index for per-buy records`,
+      );
     }
   } finally {
     await client.query('DEALLOCATE ALL').catch(() => {});

@@ -297,28 +297,3 @@ t.test(
     t.same(await h.outbox.enqueue([]), []);
   },
 );
-
-t.test('finished rows are purged after the horizon; pending rows never', async (t) => {
-  const h = await senderHarness(t);
-  const rx = await startReceiver();
-  t.teardown(() => rx.close());
-  h.startWorker();
-  const [done, old, pending] = await h.outbox.enqueue([
-    event(rx.url),
-    event(rx.url),
-    event(rx.url),
-  ]);
-  for (const id of [done!, old!, pending!]) await h.waitForState(id);
-  await h.pool.query(
-    `UPDATE ${h.schema}.outbox SET completed_at = now() - interval '3 days' WHERE id = $1`,
-    [old],
-  );
-  await h.pool.query(
-    `UPDATE ${h.schema}.outbox SET state = 'pending', completed_at = now() - interval '9 days', next_attempt_at = now() + interval '1 hour' WHERE id = $1`,
-    [pending],
-  );
-  t.equal(await h.outbox.purgeFinished(), 1, 'only the finished row past horizon + 1 day');
-  t.equal(await h.outbox.state(old!), null);
-  t.equal((await h.outbox.state(done!))?.state, 'delivered');
-  t.equal((await h.outbox.state(pending!))?.state, 'pending');
-});

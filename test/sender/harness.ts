@@ -124,9 +124,15 @@ export const FAST_BACKOFF = { baseMs: 50, capMs: 200, jitter: 0.1, retryAfterMin
 
 export async function senderHarness(
   t: Teardown,
-  opts: { horizonSeconds?: number } = {},
+  opts: {
+    horizonSeconds?: number;
+    retentionSeconds?: number;
+    /** Runs before the sender's migrations (an older deployment's tables and rows). */
+    before?: (pool: SenderHarness['pool'], schema: string) => Promise<void>;
+  } = {},
 ): Promise<SenderHarness> {
   const { pool, schema } = testDatabase(t, 'snd');
+  await opts.before?.(pool, schema);
   await migrateSender(pool, schema);
   const prefix = `{${uniqueName('sndq')}}`;
   const redis = createRedis(REDIS_URL);
@@ -136,6 +142,7 @@ export async function senderHarness(
     queue,
     schema,
     ...(opts.horizonSeconds ? { horizonSeconds: opts.horizonSeconds } : {}),
+    ...(opts.retentionSeconds ? { retentionSeconds: opts.retentionSeconds } : {}),
   });
   const activity = new ActivityLog({ pool, schema, flushEveryMs: 20 });
   const { key } = await generateSigningKey('ed25519');
@@ -182,7 +189,7 @@ export async function senderHarness(
         lockDurationMs: 2000,
         stalledIntervalMs: 1000,
         reconcileEveryMs: 0,
-        purgeEveryMs: 0,
+        storageEveryMs: 0,
         onAttempt: (r) => attempts.push(r),
         ...extra,
       });

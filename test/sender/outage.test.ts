@@ -103,7 +103,7 @@ async function setup(
         lockDurationMs: 2000,
         stalledIntervalMs: 1000,
         reconcileEveryMs: 0,
-        purgeEveryMs: 0,
+        storageEveryMs: 0,
         ...extra,
       });
       workers.push(w);
@@ -320,7 +320,7 @@ t.test('a dispatch failing while Redis is down is retried by the enqueuing proce
     prefix: '{outq}',
     allowHosts: ['127.0.0.1'],
     reconcileEveryMs: 0,
-    purgeEveryMs: 0,
+    storageEveryMs: 0,
   });
   t.teardown(async () => {
     await worker.close();

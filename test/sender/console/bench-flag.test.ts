@@ -26,7 +26,7 @@ t.test('CONSOLE_INDEXES names every index the console migrations add', async (t)
   await migrateSender(pool, schema);
   const { rows } = await pool.query(
     `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE '%console%'
-        AND tablename IN ('outbox', 'webhook_activity')`,
+        AND tablename IN ('outbox_event', 'outbox_delivery', 'webhook_activity')`,
     [schema],
   );
   t.same(

@@ -10,6 +10,7 @@ import { aggregateSql } from '../../../sender/console/rollup.js';
 import type { DeliveryFilter } from '../../../sender/console/filters.js';
 import { migrateSender } from '../../../sender/schema.js';
 import { testDatabase } from '../../helpers/db.js';
+import { withoutEmptyPartitions } from '../../helpers/plans.js';
 
 /**
  * [view, filter, the index it must use, whether it must come out in index order]. Views
@@ -27,7 +28,12 @@ const VIEWS: Array<[string, DeliveryFilter, RegExp, boolean]> = [
     false,
   ],
   // Its own rows and the aggregated reports covering it: both indexes.
-  ['media buy', { mediaBuyId: 'mb_17' }, /outbox_console_buy\b[\s\S]*outbox_console_buys/, false],
+  [
+    'media buy',
+    { mediaBuyId: 'mb_17' },
+    /outbox_console_buy(_p\d{8}|_legacy)?\b[\s\S]*outbox_console_buys/,
+    false,
+  ],
   ['media buy (aggregated)', { mediaBuyId: 'mb_30' }, /BitmapOr[\s\S]*outbox_console_buys/, false],
   ['principal', { principalId: 'p_4' }, /outbox_console_principal/, false],
   ['task', { taskId: 'task_99' }, /outbox_console_task/, false],
@@ -70,7 +76,7 @@ t.test('console views are index-backed', async (t) => {
         );
         const { rows } = await client.query(`EXPLAIN EXECUTE v(${params.join(', ')})`);
         await client.query('DEALLOCATE v');
-        const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+        const plan = withoutEmptyPartitions(rows.map((r) => r['QUERY PLAN']).join('\n'));
         const what = `${name}${cursor ? ', after a cursor' : ''}, ${mode}`;
         t.notMatch(plan, /Seq Scan/, `${what}: no scan`);
         if (ordered) t.notMatch(plan, /Sort/, `${what}: rows come in the index's order`);
@@ -88,7 +94,7 @@ t.test('console views are index-backed', async (t) => {
   ];
   for (const [name, sql] of window) {
     const { rows } = await client.query(sql!);
-    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+    const plan = withoutEmptyPartitions(rows.map((r) => r['QUERY PLAN']).join('\n'));
     t.notMatch(plan, /Seq Scan/, `destinations ${name}: no scan`);
     // Index-only on a large log (the bench's); a small one may take a bitmap of it.
     t.match(plan, /webhook_activity_console_window/, `destinations ${name}: the window index`);
