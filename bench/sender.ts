@@ -151,7 +151,7 @@ export async function run(argv: string[]): Promise<void> {
       await drive(core, traced, ws);
       for (const w of ws) w.kill('SIGTERM');
       await Promise.all(ws.map((w) => new Promise((r) => w.once('exit', r))));
-      await queue.queue.obliterate({ force: true });
+      await queue.obliterate();
       await queue.close();
       queue = null;
       void label;

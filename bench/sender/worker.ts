@@ -76,11 +76,13 @@ const worker = new DeliveryWorker({
   purgeEveryMs: 0,
 });
 if (tracing) {
-  worker.worker.on('active', (job) => {
-    const t = now();
-    const ids = isBatchJob(job.data) ? job.data.ids : [job.data.id];
-    for (const id of ids) stage(id).active ??= t;
-  });
+  for (const w of worker.workers) {
+    w.on('active', (job) => {
+      const t = now();
+      const ids = isBatchJob(job.data) ? job.data.ids : [job.data.id];
+      for (const id of ids) stage(id).active ??= t;
+    });
+  }
   // post() is called right after signing: the request leaves now.
   const transport = (worker as unknown as { transport: Transport }).transport;
   const post = transport.post.bind(transport);

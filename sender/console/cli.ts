@@ -177,7 +177,11 @@ async function wire(
   const queuePrefix =
     prefix ?? services.queuePrefix ?? (await deploymentQueuePrefix(pool, schema, config.SVC_BRAND));
   const redis = createRedis(services.redisUrl);
-  const queue = new DeliveryQueue({ connection: redis, prefix: queuePrefix });
+  const queue = new DeliveryQueue({
+    connection: redis,
+    prefix: queuePrefix,
+    shards: config.SVC_DISPATCH_SHARDS,
+  });
   return {
     pool,
     queue,

@@ -89,6 +89,13 @@ export interface SettledAttempt {
   keyId?: string | null;
 }
 
+/** A pending row as a dispatch recovery needs it. */
+export interface PendingRow {
+  id: string;
+  url: string;
+  dueInMs: number;
+}
+
 export class OutboxError extends Error {
   constructor(message: string) {
     super(message);
@@ -540,6 +547,25 @@ export class Outbox implements EventSink {
   /** After Redis lost its data: one job for every pending row, due when it is (`redispatch.ts`). */
   redispatchAll(options: { pageSize?: number; onPage?: () => Promise<void> } = {}) {
     return redispatchAllPending(this.pool, this.queue, this.schema, options);
+  }
+
+  /**
+   * One page of pending rows after `after` (by id): what a dispatch recovery puts back
+   * (`delivery/dispatch-recovery.ts`). `dueInMs` is how long until the row is due (a
+   * claimed row: its lease), negative when overdue. The only read of the outbox a recovery
+   * makes.
+   */
+  async pendingPage(after: string, limit: number): Promise<PendingRow[]> {
+    const { rows } = await this.pool.query<{ id: string; url: string; due_in: number }>(
+      // (ordered by the bigint column: an output column named id would sort as text)
+      `SELECT o.id::text AS id, target_url AS url,
+              (extract(epoch from next_attempt_at - now()) * 1000)::float8 AS due_in
+         FROM ${this.schema}.outbox o
+        WHERE state = 'pending' AND o.id > $1::bigint
+        ORDER BY o.id LIMIT $2`,
+      [after, limit],
+    );
+    return rows.map((r) => ({ id: r.id, url: r.url, dueInMs: r.due_in }));
   }
 
   /**
