@@ -240,6 +240,26 @@ async function probeRedis(url: string, timeoutMs: number): Promise<RedisProblem 
   }
 }
 
+/** Whether the first seed of a cluster URL answers as a plain, non-cluster Redis. */
+async function seedIsSingleNode(url: string, timeoutMs: number): Promise<boolean> {
+  const seed = clusterNodesOf(url)[0]!;
+  const redis = new Redis(seed.port, seed.host, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return /cluster_enabled:0/.test(await redis.info('cluster'));
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
 async function probeCluster(url: string, timeoutMs: number): Promise<RedisProblem | null> {
   const cluster = new Cluster(clusterNodesOf(url), {
     lazyConnect: true,
@@ -260,7 +280,7 @@ async function probeCluster(url: string, timeoutMs: number): Promise<RedisProble
     return null;
   } catch (err) {
     const message = lastError || (err as Error).message;
-    if (/cluster support disabled/i.test(message)) {
+    if (/cluster support disabled/i.test(message) || (await seedIsSingleNode(url, timeoutMs))) {
       return {
         message:
           `REDIS_CLUSTER_NODES names ${where(url)}, which is not a Redis Cluster (cluster support ` +
