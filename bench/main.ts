@@ -19,6 +19,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   chaos: async () => (await import('./chaos.js')).run,
   console: async () => (await import('./console.js')).run,
   'claim-cost': async () => (await import('./sender/claim-cost.js')).run,
+  'sender-scale': async () => (await import('./sender-scale.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

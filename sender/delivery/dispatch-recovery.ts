@@ -56,6 +56,8 @@ export interface DispatchRecoveryOptions {
   markerTtlMs?: number;
   /** Pending rows read per page (default 10,000). */
   pageSize?: number;
+  /** Id ranges read in parallel (default 4). */
+  readers?: number;
 }
 
 /** The marker key of a shard. */
@@ -131,24 +133,50 @@ export class DispatchRecovery {
 
   /**
    * Every pending row of `shards` back in its queue, due when the row is (a claimed row
-   * when its lease ends). The next page is read while this one is added.
+   * when its lease ends): `readers` ranges of the id space read in parallel, each reading
+   * its next page while this one is added.
    */
   private async redispatch(shards: Set<number>, onPage: () => Promise<void>): Promise<number> {
+    const { outbox } = this.options;
+    const bounds = await outbox.idBounds();
+    if (!bounds) return 0;
+    const readers = Math.max(1, this.options.readers ?? 4);
+    const min = BigInt(bounds.min) - 1n;
+    const span = BigInt(bounds.max) - min;
+    const ranges = Array.from({ length: readers }, (_, i) => {
+      const lo = min + (span * BigInt(i)) / BigInt(readers);
+      const hi =
+        i === readers - 1 ? BigInt(bounds.max) : min + (span * BigInt(i + 1)) / BigInt(readers);
+      return [String(lo), String(hi)] as const;
+    });
+    let renewing: Promise<void> | null = null;
+    const renew = () => (renewing ??= onPage().finally(() => (renewing = null)));
+    const counts = await Promise.all(
+      ranges.map(([lo, hi]) => this.redispatchRange(lo, hi, shards, renew)),
+    );
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** One id range (lo, hi], page by page. */
+  private async redispatchRange(
+    lo: string,
+    hi: string,
+    shards: Set<number>,
+    onPage: () => Promise<void>,
+  ): Promise<number> {
     const { outbox, queue } = this.options;
     const pageSize = this.options.pageSize ?? 10_000;
     let total = 0;
-    let page = await outbox.pendingPage('0', pageSize);
+    let page = await outbox.pendingPage(lo, pageSize, hi);
     for (;;) {
-      const next = page.length === pageSize ? outbox.pendingPage(page.at(-1)!.id, pageSize) : null;
+      const next =
+        page.rows === pageSize && page.last !== null
+          ? outbox.pendingPage(page.last, pageSize, hi)
+          : null;
       // A failed read must not surface as an unhandled rejection while this page is added.
       next?.catch(() => {});
-      const now = Date.now();
       total += await queue.dispatchRecovered(
-        page.map((r) => ({
-          id: r.id,
-          origin: this.originOf(r.url),
-          notBefore: now + Math.max(0, r.dueInMs),
-        })),
+        page.groups.map((g) => ({ origin: this.originOf(g.url), dueInMs: g.dueInMs, ids: g.ids })),
         shards,
       );
       if (!next) return total;

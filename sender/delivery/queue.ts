@@ -50,6 +50,14 @@ export interface DispatchItem {
   notBefore?: number;
 }
 
+/** Pending rows of one origin due together, as a recovery puts them back. */
+export interface RecoveredGroup {
+  origin: string;
+  /** Due in this many ms (0: now). */
+  dueInMs: number;
+  ids: string[];
+}
+
 export interface DeliveryQueueOptions {
   connection: ConnectionOptions;
   /** The deployment's base key prefix; each shard gets its own hash tag under it. */
@@ -185,26 +193,21 @@ export class DeliveryQueue {
    * is claimed by one of them only (the outbox claim), so an overlap is never a second
    * delivery. Returns the rows added.
    */
-  async dispatchRecovered(items: DispatchItem[], shards: ReadonlySet<number>): Promise<number> {
-    const now = Date.now();
-    const groups = new Map<string, { shard: number; origin: string; due: number; ids: string[] }>();
+  async dispatchRecovered(groups: RecoveredGroup[], shards: ReadonlySet<number>): Promise<number> {
+    const merged = new Map<string, { shard: number; origin: string; due: number; ids: string[] }>();
     let added = 0;
-    for (const item of items) {
-      const shard = this.shardOf(item.origin);
+    for (const g of groups) {
+      const shard = this.shardOf(g.origin);
       if (!shards.has(shard)) continue;
-      // Due within the second: rows due now share a job; later ones wait in the delayed set.
-      const due =
-        item.notBefore && item.notBefore > now
-          ? Math.ceil((item.notBefore - now) / 1000) * 1000
-          : 0;
-      const k = `${due}\n${item.origin}`;
-      let g = groups.get(k);
-      if (!g) groups.set(k, (g = { shard, origin: item.origin, due, ids: [] }));
-      g.ids.push(item.id);
-      added++;
+      const due = Math.max(0, Math.ceil(g.dueInMs / 1000) * 1000);
+      const k = `${due}\n${g.origin}`;
+      const m = merged.get(k);
+      if (m) m.ids.push(...g.ids);
+      else merged.set(k, { shard, origin: g.origin, due, ids: [...g.ids] });
+      added += g.ids.length;
     }
     const jobs = new Map<number, BulkJob[]>();
-    for (const g of groups.values()) {
+    for (const g of merged.values()) {
       let list = jobs.get(g.shard);
       if (!list) jobs.set(g.shard, (list = []));
       for (let i = 0; i < g.ids.length; i += RECOVERY_BATCH_ROWS) {

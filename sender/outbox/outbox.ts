@@ -89,11 +89,11 @@ export interface SettledAttempt {
   keyId?: string | null;
 }
 
-/** A pending row as a dispatch recovery needs it. */
-export interface PendingRow {
-  id: string;
+/** Pending rows of one target URL due in the same second, as a dispatch recovery reads them. */
+export interface PendingGroup {
   url: string;
   dueInMs: number;
+  ids: string[];
 }
 
 export class OutboxError extends Error {
@@ -550,22 +550,47 @@ export class Outbox implements EventSink {
   }
 
   /**
-   * One page of pending rows after `after` (by id): what a dispatch recovery puts back
-   * (`delivery/dispatch-recovery.ts`). `dueInMs` is how long until the row is due (a
-   * claimed row: its lease), negative when overdue. The only read of the outbox a recovery
-   * makes.
+   * One page of pending rows: the first `limit` by id in (`after`, `upTo`], grouped by
+   * target URL and due second, ids in order (`delivery/dispatch-recovery.ts`: the only
+   * read of the outbox a recovery makes; grouped here, a page of 10,000 rows comes back as
+   * a few dozen rows). `dueInMs` is how long until the group is due (a claimed row: its
+   * lease), 0 when due now; `last` is the page's highest id, null when it is empty.
    */
-  async pendingPage(after: string, limit: number): Promise<PendingRow[]> {
-    const { rows } = await this.pool.query<{ id: string; url: string; due_in: number }>(
-      // (ordered by the bigint column: an output column named id would sort as text)
-      `SELECT o.id::text AS id, target_url AS url,
-              (extract(epoch from next_attempt_at - now()) * 1000)::float8 AS due_in
-         FROM ${this.schema}.outbox o
-        WHERE state = 'pending' AND o.id > $1::bigint
-        ORDER BY o.id LIMIT $2`,
-      [after, limit],
+  async pendingPage(
+    after: string,
+    limit: number,
+    upTo?: string,
+  ): Promise<{ groups: PendingGroup[]; rows: number; last: string | null }> {
+    const { rows } = await this.pool.query<{ url: string; due_s: number; ids: string }>(
+      `SELECT target_url AS url, due_s, array_agg(id ORDER BY id)::text AS ids
+         FROM (SELECT o.id, o.target_url,
+                      ceil(greatest(0, extract(epoch from o.next_attempt_at - now())))::float8 AS due_s
+                 FROM ${this.schema}.outbox o
+                WHERE o.state = 'pending' AND o.id > $1::bigint
+                  AND ($3::bigint IS NULL OR o.id <= $3::bigint)
+                ORDER BY o.id LIMIT $2) page
+        GROUP BY 1, 2`,
+      [after, limit, upTo ?? null],
     );
-    return rows.map((r) => ({ id: r.id, url: r.url, dueInMs: r.due_in }));
+    let count = 0;
+    let last: bigint | null = null;
+    const groups = rows.map((r) => {
+      const ids = r.ids.slice(1, -1).split(',');
+      count += ids.length;
+      const top = BigInt(ids.at(-1)!);
+      if (last === null || top > last) last = top;
+      return { url: r.url, dueInMs: r.due_s * 1000, ids };
+    });
+    return { groups, rows: count, last: last === null ? null : String(last) };
+  }
+
+  /** The lowest and highest row ids (bounds for reading pending rows in parallel ranges). */
+  async idBounds(): Promise<{ min: string; max: string } | null> {
+    const { rows } = await this.pool.query<{ min: string | null; max: string | null }>(
+      `SELECT min(id)::text AS min, max(id)::text AS max FROM ${this.schema}.outbox`,
+    );
+    const r = rows[0];
+    return r?.min && r.max ? { min: r.min, max: r.max } : null;
   }
 
   /**

@@ -93,7 +93,9 @@ t.test('one DispatchRecovery per Redis loss, whoever checks', async (t) => {
   const [one, two] = [make(), make()];
   await Promise.all([one.check(), two.check(), one.check()]);
   t.equal(one.recoveries + two.recoveries, 1, 'the first check re-dispatched, once');
-  t.same(await queuedRows(h), { rows: 10, jobs: 1 }, 'the 10 rows of one origin: one light job');
+  const queued = await queuedRows(h);
+  t.equal(queued.rows, 10, 'every pending row once');
+  t.ok(queued.jobs <= 4, `in light jobs: one per origin and id range read (${queued.jobs})`);
   await Promise.all([one.check(), two.check()]);
   t.equal(one.recoveries + two.recoveries, 1, 'the marker stays: no second pass');
   await h.flushRedis();
