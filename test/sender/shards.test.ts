@@ -6,6 +6,9 @@
  * delivery, due now or retrying later, still delivered exactly once.
  */
 import t from 'tap';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { markerKey } from '../../sender/delivery/dispatch-recovery.js';
 import { DeliveryQueue } from '../../sender/delivery/queue.js';
 import {
@@ -20,6 +23,9 @@ import type { OutboundEvent } from '../../sender/outbox/types.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { REDIS_URL } from '../helpers/db.js';
 import { senderHarness, startReceiver } from './harness.js';
+
+const SVC = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
+const run = promisify(execFile);
 
 function event(url: string, n: number): OutboundEvent {
   const key = newIdempotencyKey();
@@ -136,4 +142,12 @@ t.test('changing S on a running deployment: every pending delivery once', async 
   );
   t.ok((await redis.pttl(markerKey(queue8, 0))) > 0, 'dispatch markers expire (a TTL is set)');
   t.ok(fresh.shards.length === 8);
+});
+
+t.test('--help names the shard count, the cluster seeds and the shard selection', async (t) => {
+  const help = (await run(process.execPath, [SVC, '--help'])).stdout.replace(/\s+/g, ' ');
+  t.match(help, /SVC_DISPATCH_SHARDS dispatch shards, a positive integer 1-1024.*\(default 16\)/);
+  t.match(help, /REDIS_CLUSTER_NODES comma-separated host:port seed nodes/);
+  const worker = (await run(process.execPath, [SVC, 'worker', '--help'])).stdout;
+  t.match(worker.replace(/\s+/g, ' '), /--shards <list> dispatch shards this worker consumes/);
 });
