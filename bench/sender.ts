@@ -123,7 +123,11 @@ export async function run(argv: string[]): Promise<void> {
       workerEnv: Record<string, string> = {},
     ) => {
       const prefix = `{bench-${randomBytes(4).toString('hex')}}`;
-      const traced = new TracedQueue({ connection: redis, prefix });
+      const traced = new TracedQueue({
+        connection: redis,
+        prefix,
+        ...(process.env.BENCH_SHARDS ? { shards: Number(process.env.BENCH_SHARDS) } : {}),
+      });
       queue = traced;
       const core = new NotificationCore({
         pool,

@@ -17,6 +17,8 @@ const pool = createPool({ connectionString: env.BENCH_DATABASE_URL!, max: 16 });
 const queue = new DeliveryQueue({
   connection: createRedis(env.BENCH_REDIS_URL!),
   prefix: env.BENCH_PREFIX!,
+  // BENCH_SHARDS: the dispatch shard count (SVC_DISPATCH_SHARDS; default 16).
+  ...(env.BENCH_SHARDS ? { shards: Number(env.BENCH_SHARDS) } : {}),
 });
 const schema = env.BENCH_SCHEMA!;
 const statePool = createStatePool(env.BENCH_DATABASE_URL!);

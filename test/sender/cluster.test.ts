@@ -10,6 +10,9 @@ import { Redis } from 'ioredis';
 import type { OutboundEvent } from '../../sender/outbox/types.js';
 import { newIdempotencyKey } from '../../sender/outbox/keys.js';
 import { clusterUrl } from '../../shared/infra/redis.js';
+import { PassThrough } from 'node:stream';
+import { EXIT_DELIVERED, runSend } from '../../sender/cli/send.js';
+import { DATABASE_URL } from '../helpers/db.js';
 import { startRedisCluster, type TestCluster } from '../helpers/redis-cluster.js';
 import { senderHarness, startReceiver, type SenderHarness } from './harness.js';
 
@@ -175,6 +178,26 @@ t.test('a 3-master cluster with replicas', async (t) => {
       t.ok(served > 100, `master ${p} served commands of the run (${served})`);
       t.ok((await keysOn(p, h)) > 0, `master ${p} holds keys of the deployment`);
     }
+  });
+
+  t.test('svc send through the cluster', async (t) => {
+    const rx = await startReceiver((_r, i) => ({ status: i < 1 ? 503 : 200 }));
+    t.teardown(() => rx.close());
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (c) => (text += c));
+    const code = await runSend({
+      url: rx.url,
+      brand: 'svc',
+      timeoutSeconds: 30,
+      databaseUrl: DATABASE_URL,
+      redisUrl: url,
+      out,
+      err: new PassThrough(),
+      backoff: { baseMs: 30, capMs: 60 },
+    });
+    t.equal(code, EXIT_DELIVERED, text);
+    t.equal(rx.received.length, 2, 'a 503, then delivered');
   });
 
   t.test('a master killed mid-run, its replica promoted: 0 lost, 0 changed', async (t) => {
