@@ -24,6 +24,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   'claim-cost': async () => (await import('./sender/claim-cost.js')).run,
   'receiver-store': async () => (await import('./receiver-store.js')).run,
   storage: async () => (await import('./storage.js')).run,
+  'sender-scale': async () => (await import('./sender-scale.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { PgReplayStore } from '../receiver/replay/pg-replay-store.js';
 import { RedisReplayStore } from '../receiver/replay/redis-replay-store.js';
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
-import { createRedis, hashTaggedPrefix } from '../shared/infra/redis.js';
+import { createRedis, hashTaggedPrefix, type Redis } from '../shared/infra/redis.js';
 
 const DURATION_MS = 3000;
 const MAX_OPS = 60_000;
@@ -80,7 +80,7 @@ export async function run(): Promise<void> {
 
 /** The optional Redis store, for comparison (not durable here: see its header). */
 async function runRedis(): Promise<void> {
-  const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') as Redis;
   const prefix = hashTaggedPrefix(`bench_replay_${randomBytes(4).toString('hex')}`);
   try {
     const store = new RedisReplayStore(redis, { prefix, perKeyidCap: 10_000_000 });

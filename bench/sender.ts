@@ -123,7 +123,11 @@ export async function run(argv: string[]): Promise<void> {
       workerEnv: Record<string, string> = {},
     ) => {
       const prefix = `{bench-${randomBytes(4).toString('hex')}}`;
-      const traced = new TracedQueue({ connection: redis, prefix });
+      const traced = new TracedQueue({
+        connection: redis,
+        prefix,
+        ...(process.env.BENCH_SHARDS ? { shards: Number(process.env.BENCH_SHARDS) } : {}),
+      });
       queue = traced;
       const core = new NotificationCore({
         pool,
@@ -151,7 +155,7 @@ export async function run(argv: string[]): Promise<void> {
       await drive(core, traced, ws);
       for (const w of ws) w.kill('SIGTERM');
       await Promise.all(ws.map((w) => new Promise((r) => w.once('exit', r))));
-      await queue.queue.obliterate({ force: true });
+      await queue.obliterate();
       await queue.close();
       queue = null;
       void label;

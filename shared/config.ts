@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import { BRANDS, DEFAULT_BRAND } from './brand.js';
+import { clusterNodesProblem } from './infra/redis.js';
 
 const url = (protocols: string[]) =>
   z.string().refine((v) => {
@@ -44,6 +45,19 @@ const variables = {
     accepts:
       'a redis:// URL (unset: the Redis of the running svc start, else redis://127.0.0.1:6379)',
     shown: 'redis://127.0.0.1:6379',
+  },
+  REDIS_CLUSTER_NODES: {
+    schema: z
+      .string()
+      .refine((v) => clusterNodesProblem(v) === null)
+      .optional(),
+    accepts:
+      'comma-separated host:port seed nodes of a Redis Cluster, set instead of REDIS_URL (every command then uses the cluster)',
+  },
+  SVC_DISPATCH_SHARDS: {
+    schema: z.coerce.number().int().min(1).max(1024).default(16),
+    accepts:
+      'dispatch shards, a positive integer 1-1024: deliveries are split over this many BullMQ queues by destination origin, each its own Redis Cluster hash tag (sender/README.md says how to change it on a running deployment)',
   },
   NODE_ENV: {
     schema: z.string().optional(),
@@ -342,6 +356,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'SVC_RETENTION',
       env.SVC_RETENTION ?? '',
       `${variables.SVC_RETENTION.accepts}; here at least ${out.SVC_RETRY_HORIZON_SECONDS as number}s`,
+    );
+  }
+  if (out.REDIS_URL !== undefined && out.REDIS_CLUSTER_NODES !== undefined) {
+    throw new ConfigError(
+      'REDIS_CLUSTER_NODES',
+      String(out.REDIS_CLUSTER_NODES),
+      'the seed nodes of a Redis Cluster, set instead of REDIS_URL, not with it: unset one of REDIS_URL and REDIS_CLUSTER_NODES',
     );
   }
   return out as Config;

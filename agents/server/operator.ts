@@ -43,7 +43,11 @@ export async function operatorAction(
     services.queuePrefix ??
     (await deploymentQueuePrefix(pool, senderSchemaName, profile.brand));
   const queue: DeliveryQueue = redis
-    ? new DeliveryQueue({ connection: redis, prefix: queuePrefix })
+    ? new DeliveryQueue({
+        connection: redis,
+        prefix: queuePrefix,
+        shards: config.SVC_DISPATCH_SHARDS,
+      })
     : (reconcilerOnlyQueue as unknown as DeliveryQueue);
   const senderSchema = options.senderSchema ?? DEFAULT_SENDER_SCHEMA;
   let core: AgentsCore | null = null;

@@ -17,6 +17,7 @@ import type { Config } from '../../shared/config.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import { createPool, type Pool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
+import { configuredRedisUrl } from '../../shared/infra/command-services.js';
 import { keysDirOf } from '../../shared/config.js';
 import {
   readLiveDeployment,
@@ -186,7 +187,7 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       o.queuePrefix ??
       config.SVC_QUEUE_PREFIX ??
       (await deploymentQueuePrefix(pool, senderSchema, profile.brand));
-    const prefix = { prefix: queuePrefix };
+    const prefix = { prefix: queuePrefix, shards: config.SVC_DISPATCH_SHARDS };
     const queue = new DeliveryQueue({ connection: redis, ...prefix });
     stops.push(() => queue.close());
     const activity = new ActivityLog({ pool, schema: senderSchema, logger });
@@ -242,7 +243,7 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       outbox,
       signer: { key: keys.signingKey(), profile },
       connection: workerRedis,
-      ...prefix,
+      prefix: queuePrefix,
       concurrency: Math.max(4, Math.ceil(config.SVC_WORKER_CONCURRENCY / 8)),
       maxInFlight: config.SVC_WORKER_CONCURRENCY,
       allowHosts,
@@ -358,9 +359,10 @@ async function backingDatabase(
  * answers, else a private redis-server under the data directory (logged with the reason).
  */
 async function backingRedis(config: Config, logger: Logger): Promise<RedisHandle> {
-  if (config.REDIS_URL !== undefined) {
-    await waitForRedis(config.REDIS_URL, { waitSeconds: config.SVC_SERVICE_WAIT_SECONDS, logger });
-    return { url: config.REDIS_URL, child: null, reason: null, stop: async () => {} };
+  const configured = configuredRedisUrl(config);
+  if (configured !== undefined) {
+    await waitForRedis(configured, { waitSeconds: config.SVC_SERVICE_WAIT_SECONDS, logger });
+    return { url: configured, child: null, reason: null, stop: async () => {} };
   }
   return ensureRedis(DEFAULT_REDIS_URL, config.SVC_DATA_DIR, logger);
 }

@@ -394,13 +394,13 @@ async function chaos(
     await sleep(5000);
     const waiting = [...sent.keys()].filter((k) => !hits.has(k)).slice(0, 6);
     const { rows } = await pool.query(
-      `SELECT id::text, idempotency_key, state, attempts,
+      `SELECT id::text, idempotency_key, state, attempts, target_url,
               (next_attempt_at - now())::text AS due, created_at
          FROM ${schema}.outbox WHERE idempotency_key = ANY($1)`,
       [waiting],
     );
     for (const r of rows) {
-      const job = await queue.queue.getJob(`ob-${r.id}`);
+      const job = await queue.getJob(r.id, new URL(r.target_url).origin);
       const state = job ? await job.getState() : 'no row job';
       log(
         `waiting row ${r.id}: ${r.state} attempts ${r.attempts} due in ${r.due}; job ${state}` +
@@ -409,7 +409,7 @@ async function chaos(
             : ''),
       );
     }
-    const counts = await queue.queue.getJobCounts();
+    const counts = await queue.jobCounts();
     log(`queue: ${JSON.stringify(counts)}`);
   }
   while (Date.now() < drainUntil && [...sent.keys()].some((k) => !hits.has(k))) await sleep(100);

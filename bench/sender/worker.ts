@@ -17,6 +17,8 @@ const pool = createPool({ connectionString: env.BENCH_DATABASE_URL!, max: 16 });
 const queue = new DeliveryQueue({
   connection: createRedis(env.BENCH_REDIS_URL!),
   prefix: env.BENCH_PREFIX!,
+  // BENCH_SHARDS: the dispatch shard count (SVC_DISPATCH_SHARDS; default 16).
+  ...(env.BENCH_SHARDS ? { shards: Number(env.BENCH_SHARDS) } : {}),
 });
 const schema = env.BENCH_SCHEMA!;
 const statePool = createStatePool(env.BENCH_DATABASE_URL!);
@@ -76,11 +78,13 @@ const worker = new DeliveryWorker({
   storageEveryMs: 0,
 });
 if (tracing) {
-  worker.worker.on('active', (job) => {
-    const t = now();
-    const ids = isBatchJob(job.data) ? job.data.ids : [job.data.id];
-    for (const id of ids) stage(id).active ??= t;
-  });
+  for (const w of worker.workers) {
+    w.on('active', (job) => {
+      const t = now();
+      const ids = isBatchJob(job.data) ? job.data.ids : [job.data.id];
+      for (const id of ids) stage(id).active ??= t;
+    });
+  }
   // post() is called right after signing: the request leaves now.
   const transport = (worker as unknown as { transport: Transport }).transport;
   const post = transport.post.bind(transport);

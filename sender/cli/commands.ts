@@ -112,9 +112,16 @@ export function registerSenderCommands(program: Command): void {
         'SVC_WORKER_DURABLE_CLAIMS',
       ).choices(['0', '1']),
     )
+    .option(
+      '--shards <list>',
+      'dispatch shards this worker consumes: all, or indexes and ranges of 0..SVC_DISPATCH_SHARDS-1 (e.g. 0-7,12); every shard needs a worker somewhere',
+      'all',
+    )
     .addHelpText(
       'after',
-      '\nWith DATABASE_URL and REDIS_URL unset, the worker joins the svc start running on\n' +
+      '\nREDIS_CLUSTER_NODES=host:port,... (instead of REDIS_URL) runs on a Redis Cluster; the\n' +
+        'deliveries are spread over SVC_DISPATCH_SHARDS queues by destination origin.\n' +
+        '\nWith DATABASE_URL and REDIS_URL unset, the worker joins the svc start running on\n' +
         'SVC_DATA_DIR (its embedded PostgreSQL, its Redis, its queue prefix and allow-list).',
     )
     .action(
@@ -127,6 +134,7 @@ export function registerSenderCommands(program: Command): void {
         metricsPort?: number;
         wait?: string;
         durableClaims?: string;
+        shards?: string;
       }) => {
         flagsToEnv(opts, {
           wait: 'SVC_SERVICE_WAIT_SECONDS',
@@ -141,6 +149,7 @@ export function registerSenderCommands(program: Command): void {
           schema: opts.schema ?? 'sender',
           ...(opts.prefix ? { prefix: opts.prefix } : {}),
           ...(opts.metricsPort ? { metricsPort: opts.metricsPort } : {}),
+          ...(opts.shards ? { shards: opts.shards } : {}),
         });
       },
     );

@@ -121,7 +121,8 @@ export async function runSend(o: SendOptions): Promise<number> {
   const pool = createPool({ connectionString: o.databaseUrl, max: 4, applicationName: 'svc-send' });
   const redis = createRedis(o.redisUrl);
   const workerRedis = createRedis(o.redisUrl);
-  const queue = new DeliveryQueue({ connection: redis, prefix });
+  // One shard: this private queue carries one delivery.
+  const queue = new DeliveryQueue({ connection: redis, prefix, shards: 1 });
   let worker: DeliveryWorker | null = null;
   try {
     await migrateSender(pool, schema);
@@ -162,7 +163,7 @@ export async function runSend(o: SendOptions): Promise<number> {
     return code;
   } finally {
     await worker?.close().catch(() => {});
-    await queue.queue.obliterate({ force: true }).catch(() => {});
+    await queue.obliterate().catch(() => {});
     await queue.close().catch(() => {});
     redis.disconnect();
     workerRedis.disconnect();

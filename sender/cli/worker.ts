@@ -8,11 +8,13 @@ import { brandProfile } from '../../shared/brand.js';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
 import { commandServices } from '../../shared/infra/command-services.js';
+import { redactUrl } from '../../shared/infra/services.js';
 import { createPool } from '../../shared/infra/pg.js';
 import { deploymentQueuePrefix } from '../delivery/queue-prefix.js';
-import { createRedis } from '../../shared/infra/redis.js';
+import { ClusterAnswerError, createRedis } from '../../shared/infra/redis.js';
 import { ActivityLog } from '../activity/activity-log.js';
 import { DeliveryQueue } from '../delivery/queue.js';
+import { parseShardSelection } from '../delivery/shards.js';
 import { DeliveryWorker } from '../delivery/worker.js';
 import { KeySet } from '../keys/key-set.js';
 import { SenderMetrics } from '../metrics.js';
@@ -27,6 +29,8 @@ export interface WorkerCommandOptions {
   schema?: string;
   prefix?: string;
   metricsPort?: number;
+  /** The dispatch shards this process consumes (`all`, or e.g. `0-7,12`). */
+  shards?: string;
 }
 
 export function allowHostsOf(value: string): string[] {
@@ -38,6 +42,8 @@ export function allowHostsOf(value: string): string[] {
 
 export async function runWorker(config: Config, o: WorkerCommandOptions): Promise<void> {
   const logger = createLogger({ name: 'svc-worker', level: config.LOG_LEVEL });
+  // Checked before connecting to anything: a bad list ends the command at once.
+  parseShardSelection(o.shards ?? 'all', config.SVC_DISPATCH_SHARDS);
   const profile = brandProfile(config.SVC_BRAND);
   const keys = await KeySet.fromDirectory(
     o.keysDir,
@@ -63,7 +69,11 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
   const workerRedis = createRedis(services.redisUrl);
   const prefix =
     o.prefix ?? services.queuePrefix ?? (await deploymentQueuePrefix(pool, schema, profile.brand));
-  const queue = new DeliveryQueue({ connection: redis, prefix });
+  const queue = new DeliveryQueue({
+    connection: redis,
+    prefix,
+    shards: config.SVC_DISPATCH_SHARDS,
+  });
   const outbox = new Outbox({
     pool,
     queue,
@@ -77,7 +87,22 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
   const activity = new ActivityLog({ pool, schema, logger });
   const metrics = new SenderMetrics();
   metrics.watchQueue(queue);
-  const worker = new DeliveryWorker({
+  // A single-node client answered by a cluster (a node given as REDIS_URL that the start-up
+  // probe did not catch): one fatal line, then exit 1, never a loop on MOVED.
+  let stopNow: (() => void) | null = null;
+  let fatal = false;
+  const onFatal = (err: Error) => {
+    if (fatal) return;
+    fatal = true;
+    process.exitCode = 1;
+    logger.fatal({ event: 'redis_is_cluster' }, err.message);
+    stopNow?.();
+  };
+  redis.on('error', (err: Error) => {
+    if (err instanceof ClusterAnswerError) onFatal(err);
+  });
+  const worker: DeliveryWorker = new DeliveryWorker({
+    onFatal,
     outbox,
     signer: { key: keys.signingKey(), profile },
     connection: workerRedis,
@@ -85,6 +110,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     concurrency: o.concurrency,
     maxInFlight: o.concurrency,
     perOriginConcurrency: o.perOrigin,
+    shards: o.shards ?? 'all',
     allowHosts: services.allowHosts,
     activity,
     metrics,
@@ -110,11 +136,16 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
       concurrency: o.concurrency,
       schema,
       prefix: queue.prefix,
+      dispatchShards: queue.shards,
+      consumedShards: o.shards ?? 'all',
+      redis: redactUrl(services.redisUrl),
       durableClaims,
     },
     'delivery worker started',
   );
   await new Promise<void>((resolve) => {
+    stopNow = resolve;
+    if (fatal) resolve();
     const stop = (signal: string) => {
       logger.info({ signal }, 'delivery worker stopping');
       resolve();

@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { jobIdFor } from '../delivery/queue.js';
+import { originSql } from './migrations.js';
 
 /** Who acts, and through what (`console`, `api`, `cli`). */
 export interface Operator {
@@ -180,7 +181,7 @@ export class ConsoleActions {
       try {
         await Promise.all(
           group.map(async (r) => {
-            const job = await this.queue.queue.getJob(jobIdFor(r.id));
+            const job = await this.queue.getJob(r.id, new URL(r.target_url).origin);
             if (job && (await job.isDelayed())) await job.promote();
           }),
         );

@@ -183,7 +183,11 @@ async function wire(
   const queuePrefix =
     prefix ?? services.queuePrefix ?? (await deploymentQueuePrefix(pool, schema, config.SVC_BRAND));
   const redis = createRedis(services.redisUrl);
-  const queue = new DeliveryQueue({ connection: redis, prefix: queuePrefix });
+  const queue = new DeliveryQueue({
+    connection: redis,
+    prefix: queuePrefix,
+    shards: config.SVC_DISPATCH_SHARDS,
+  });
   return {
     pool,
     queue,
@@ -193,7 +197,7 @@ async function wire(
       // command is done (a NOT_FOUND answers before any Redis command): closed under it, it
       // emits an unhandled "Connection is closed" after the answer. Redis answered a moment
       // ago (commandServices), so waiting for it is short; then QUIT, not a cut connection.
-      await queue.queue.waitUntilReady().catch(() => {});
+      await Promise.all(queue.queues.map((q) => q.waitUntilReady().catch(() => {})));
       await queue.close();
       await redis.quit().catch(() => redis.disconnect());
       await pool.end();

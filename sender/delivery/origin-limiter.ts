@@ -9,7 +9,7 @@
  *
  * With `shared`, N holds across every worker process on one Redis: a slot is a lease, a
  * member of a sorted set per origin scored by its expiry, under the queue's hash-tagged
- * prefix (one Cluster slot). A process leases slots in small blocks and reuses them locally
+ * prefix (the origin's dispatch shard: one Cluster slot). A process leases slots in small blocks and reuses them locally
  * while it keeps using them, so the hot path stays a counter check; a block unused for
  * `lingerMs` goes back, and leases are renewed every `ttlMs / 4` (a live holder misses
  * three renewals before it loses one). A SIGKILLed worker's slots come back when their
@@ -22,8 +22,11 @@ export type Admission = { ok: true; release: () => void } | { ok: false; waitMs:
 export interface SharedSlotsOptions {
   /** The Redis client to lease on: the worker's BullMQ client, or an ioredis client. */
   redis: () => SlotRedis | Promise<SlotRedis>;
-  /** The queue's key prefix, with its hash tag, e.g. `{svc}`. */
-  prefix: string;
+  /**
+   * The key prefix, with its hash tag, e.g. `{svc}`; or the prefix of each origin (its
+   * dispatch shard's, so an origin's slots live with its jobs on one Cluster master).
+   */
+  prefix: string | ((origin: string) => string);
   /** Attempts in flight per origin across all processes (default: the per-process limit). */
   limit?: number;
   /** Lease lifetime without renewal (default 3 s): how long a dead worker's slots stay taken. */
@@ -408,7 +411,8 @@ export class OriginLimiter {
   }
 
   private key(origin: string): string {
-    return `${this.shared!.prefix}:origin-slots:${origin}`;
+    const prefix = this.shared!.prefix;
+    return `${typeof prefix === 'string' ? prefix : prefix(origin)}:origin-slots:${origin}`;
   }
 
   private ensureTimer(): void {

@@ -1,10 +1,14 @@
 /**
- * The BullMQ side of delivery: one queue whose jobs point at outbox rows. The job id is
- * derived from the outbox id, so adding the same row twice (a reconciler pass after a
- * Redis flush, a retry of a failed dispatch) never makes a second job.
+ * The BullMQ side of delivery: jobs that point at outbox rows, split over S shard queues by
+ * destination origin (`shards.ts`; issue #19 item 3), each queue under its own hash tag so a
+ * Redis Cluster spreads them over its masters. A row job's id is derived from the outbox id,
+ * so adding the same row twice (a reconciler pass after a Redis flush, a retry of a failed
+ * dispatch) never makes a second job; one origin always lands in one shard, so its jobs
+ * keep their order and its limiter its single key.
  */
-import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { Queue, type ConnectionOptions, type Job, type JobsOptions, type JobType } from 'bullmq';
 import { hashTaggedPrefix } from '../../shared/infra/redis.js';
+import { DEFAULT_DISPATCH_SHARDS, shardOf, shardPrefixes } from './shards.js';
 
 export const DELIVERY_QUEUE_NAME = 'webhook-delivery';
 export const DEFAULT_QUEUE_PREFIX = hashTaggedPrefix('svc');
@@ -18,8 +22,10 @@ export interface RowJobData {
 }
 
 /**
- * A job for the first attempt of rows enqueued together: one BullMQ round trip for many
- * deliveries. A row that needs a later attempt leaves it as a row job.
+ * A job for the first attempt of rows enqueued together, or of rows a recovery put back:
+ * one BullMQ round trip for many deliveries. `origins` has one entry per id, or a single
+ * entry when every id shares it (recovery batches: ids only, ~10 bytes a row in Redis). A
+ * row that needs a later attempt leaves it as a row job.
  */
 export interface BatchJobData {
   ids: string[];
@@ -32,6 +38,11 @@ export function isBatchJob(data: DeliveryJobData): data is BatchJobData {
   return Array.isArray((data as BatchJobData).ids);
 }
 
+/** The origin of the `i`-th row of a batch job. */
+export function batchOrigin(data: BatchJobData, i: number): string {
+  return data.origins.length === 1 ? data.origins[0]! : data.origins[i]!;
+}
+
 export interface DispatchItem {
   id: string;
   origin: string;
@@ -39,11 +50,21 @@ export interface DispatchItem {
   notBefore?: number;
 }
 
+/** Pending rows of one origin due together, as a recovery puts them back. */
+export interface RecoveredGroup {
+  origin: string;
+  /** Due in this many ms (0: now). */
+  dueInMs: number;
+  ids: string[];
+}
+
 export interface DeliveryQueueOptions {
   connection: ConnectionOptions;
-  /** Redis key prefix; keep a hash tag (`{name}`) so Redis Cluster puts it in one slot. */
+  /** The deployment's base key prefix; each shard gets its own hash tag under it. */
   prefix?: string;
   name?: string;
+  /** Shard count S (SVC_DISPATCH_SHARDS); default 16. Every process of a deployment uses one S. */
+  shards?: number;
 }
 
 /** BullMQ ids may not be integers nor contain ':'. */
@@ -63,56 +84,161 @@ export const DELIVERY_JOB_OPTIONS: JobsOptions = {
   backoff: { type: 'exponential', delay: 1000 },
 };
 
+/** Rows of one recovery batch job (one origin, due together). */
+export const RECOVERY_BATCH_ROWS = 250;
+
+type BulkJob = Parameters<Queue<DeliveryJobData>['addBulk']>[0][number];
+
 export class DeliveryQueue {
-  readonly queue: Queue<DeliveryJobData>;
+  /** One BullMQ queue per shard, index = shard. */
+  readonly queues: Array<Queue<DeliveryJobData>>;
   readonly name: string;
+  /** The deployment's base prefix (shard prefixes derive from it). */
   readonly prefix: string;
+  readonly shards: number;
+  private readonly origins = new Map<string, number>();
 
   constructor(options: DeliveryQueueOptions) {
     this.name = options.name ?? DELIVERY_QUEUE_NAME;
     this.prefix = options.prefix ?? DEFAULT_QUEUE_PREFIX;
-    this.queue = new Queue<DeliveryJobData>(this.name, {
-      connection: options.connection,
-      prefix: this.prefix,
-      defaultJobOptions: DELIVERY_JOB_OPTIONS,
-    });
+    this.shards = options.shards ?? DEFAULT_DISPATCH_SHARDS;
+    this.queues = shardPrefixes(this.prefix, this.shards).map(
+      (prefix) =>
+        new Queue<DeliveryJobData>(this.name, {
+          connection: options.connection,
+          prefix,
+          defaultJobOptions: DELIVERY_JOB_OPTIONS,
+        }),
+    );
   }
 
-  /** First attempts of fresh rows, grouped `batchSize` to a job. */
+  /** The key prefix of shard `i` (its own hash tag). */
+  shardPrefix(i: number): string {
+    return this.queues[i]!.opts.prefix!;
+  }
+
+  /** The shard of a destination origin (cached: a deployment has few origins). */
+  shardOf(origin: string): number {
+    let s = this.origins.get(origin);
+    if (s === undefined) {
+      s = shardOf(origin, this.shards);
+      if (this.origins.size > 100_000) this.origins.clear();
+      this.origins.set(origin, s);
+    }
+    return s;
+  }
+
+  /** Items grouped by shard, each group in input order. */
+  private byShard<T extends { origin: string }>(items: T[]): Map<number, T[]> {
+    const out = new Map<number, T[]>();
+    for (const item of items) {
+      const s = this.shardOf(item.origin);
+      let group = out.get(s);
+      if (!group) out.set(s, (group = []));
+      group.push(item);
+    }
+    return out;
+  }
+
+  /** Adds each shard's jobs to its queue, the shards in parallel. */
+  private async addPerShard(jobs: Map<number, BulkJob[]>): Promise<void> {
+    await Promise.all([...jobs].map(([s, list]) => this.queues[s]!.addBulk(list)));
+  }
+
+  /** First attempts of fresh rows, grouped `batchSize` to a job within each shard. */
   async dispatchBatch(items: DispatchItem[], batchSize = 50): Promise<void> {
     if (items.length === 0) return;
-    const jobs = [];
-    for (let i = 0; i < items.length; i += batchSize) {
-      const group = items.slice(i, i + batchSize);
-      jobs.push({
-        name: 'deliver-batch',
-        data: { ids: group.map((g) => g.id), origins: group.map((g) => g.origin) },
-        // Row ids are unique, so the first and last of a group name it uniquely.
-        opts: { jobId: `obb-${group[0]!.id}-${group.at(-1)!.id}` },
-      });
+    const jobs = new Map<number, BulkJob[]>();
+    for (const [s, shardItems] of this.byShard(items)) {
+      const list: BulkJob[] = [];
+      for (let i = 0; i < shardItems.length; i += batchSize) {
+        const group = shardItems.slice(i, i + batchSize);
+        list.push({
+          name: 'deliver-batch',
+          data: { ids: group.map((g) => g.id), origins: group.map((g) => g.origin) },
+          // Row ids are unique, so the first and last of a group name it uniquely.
+          opts: { jobId: `obb-${group[0]!.id}-${group.at(-1)!.id}` },
+        });
+      }
+      jobs.set(s, list);
     }
-    await this.queue.addBulk(jobs);
+    await this.addPerShard(jobs);
   }
 
   /** One row job per item (retries, reconciler); an existing job of the row is kept. */
   async dispatch(items: DispatchItem[]): Promise<void> {
     if (items.length === 0) return;
     const now = Date.now();
-    await this.queue.addBulk(
-      items.map((item) => ({
-        name: 'deliver',
-        data: { id: item.id, origin: item.origin },
-        opts: {
-          jobId: jobIdFor(item.id),
-          ...(item.notBefore && item.notBefore > now ? { delay: item.notBefore - now } : {}),
-        },
-      })),
-    );
+    const jobs = new Map<number, BulkJob[]>();
+    for (const [s, shardItems] of this.byShard(items)) {
+      jobs.set(
+        s,
+        shardItems.map((item) => ({
+          name: 'deliver',
+          data: { id: item.id, origin: item.origin },
+          opts: {
+            jobId: jobIdFor(item.id),
+            ...(item.notBefore && item.notBefore > now ? { delay: item.notBefore - now } : {}),
+          },
+        })),
+      );
+    }
+    await this.addPerShard(jobs);
+  }
+
+  /**
+   * What a recovery puts back (rows whose jobs Redis lost), only into `shards`: one light
+   * batch job per origin and due second, up to RECOVERY_BATCH_ROWS ids each, so a million
+   * pending rows cost thousands of jobs, not a million. A row that also still has a job
+   * is claimed by one of them only (the outbox claim), so an overlap is never a second
+   * delivery. Returns the rows added.
+   */
+  async dispatchRecovered(groups: RecoveredGroup[], shards: ReadonlySet<number>): Promise<number> {
+    const merged = new Map<string, { shard: number; origin: string; due: number; ids: string[] }>();
+    let added = 0;
+    for (const g of groups) {
+      const shard = this.shardOf(g.origin);
+      if (!shards.has(shard)) continue;
+      const due = Math.max(0, Math.ceil(g.dueInMs / 1000) * 1000);
+      const k = `${due}\n${g.origin}`;
+      const m = merged.get(k);
+      if (m) m.ids.push(...g.ids);
+      else merged.set(k, { shard, origin: g.origin, due, ids: [...g.ids] });
+      added += g.ids.length;
+    }
+    const jobs = new Map<number, BulkJob[]>();
+    for (const g of merged.values()) {
+      let list = jobs.get(g.shard);
+      if (!list) jobs.set(g.shard, (list = []));
+      for (let i = 0; i < g.ids.length; i += RECOVERY_BATCH_ROWS) {
+        const ids = g.ids.slice(i, i + RECOVERY_BATCH_ROWS);
+        list.push({
+          name: 'deliver-batch',
+          data: { ids, origins: [g.origin] },
+          opts: { jobId: `obr-${ids[0]}-${ids.at(-1)}`, ...(g.due > 0 ? { delay: g.due } : {}) },
+        });
+      }
+    }
+    await this.addPerShard(jobs);
+    return added;
+  }
+
+  /** The job of a row (row job id), looked up in its origin's shard. */
+  getJob(outboxId: string, origin: string): Promise<Job<DeliveryJobData> | undefined> {
+    return this.queues[this.shardOf(origin)]!.getJob(jobIdFor(outboxId));
+  }
+
+  /** Job counts summed over the shards (BullMQ states). */
+  async jobCounts(...states: JobType[]): Promise<Record<string, number>> {
+    const all = await Promise.all(this.queues.map((q) => q.getJobCounts(...states)));
+    const out: Record<string, number> = {};
+    for (const c of all) for (const [k, v] of Object.entries(c)) out[k] = (out[k] ?? 0) + v;
+    return out;
   }
 
   /** Jobs waiting, delayed or running: the depth the metrics report. */
   async depth(): Promise<{ waiting: number; delayed: number; active: number }> {
-    const c = await this.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+    const c = await this.jobCounts('waiting', 'delayed', 'active', 'prioritized');
     return {
       waiting: (c.waiting ?? 0) + (c.prioritized ?? 0),
       delayed: c.delayed ?? 0,
@@ -120,7 +246,18 @@ export class DeliveryQueue {
     };
   }
 
-  close(): Promise<void> {
-    return this.queue.close();
+  /** Removes every shard queue's keys (tests, `svc send`'s private queue). */
+  async obliterate(): Promise<void> {
+    await Promise.all(this.queues.map((q) => q.obliterate({ force: true })));
+  }
+
+  /** SCAN patterns covering every key of this deployment's queues (tests, tools). */
+  keyPatterns(): string[] {
+    const inner = this.prefix.replace(/[{}]/g, '');
+    return [`${this.prefix}:*`, `{${inner}:s*`];
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.queues.map((q) => q.close()));
   }
 }

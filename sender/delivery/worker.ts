@@ -12,14 +12,15 @@ import { recordedUrl, type ActivityLog, type ActivityStatus } from '../activity/
 import type { SenderMetrics } from '../metrics.js';
 import { keyPrefix } from '../outbox/keys.js';
 import type { ClaimedEvent, Outbox, SettleInput } from '../outbox/outbox.js';
+import { ClusterAnswerError } from '../../shared/infra/redis.js';
 import { DispatchRecovery } from './dispatch-recovery.js';
+import { parseShardSelection } from './shards.js';
 import { attemptHeaders, type Signer } from './authenticate.js';
 import { nextDelay, type BackoffOptions } from './backoff.js';
 import { classify, type AttemptResult, type Verdict } from './classify.js';
 import { OriginLimiter } from './origin-limiter.js';
 import {
-  DEFAULT_QUEUE_PREFIX,
-  DELIVERY_QUEUE_NAME,
+  batchOrigin,
   isBatchJob,
   type BatchJobData,
   type DeliveryJobData,
@@ -47,9 +48,18 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   outbox: Outbox;
   signer: Signer;
   connection: ConnectionOptions;
+  /**
+   * Ignored: the queues (base prefix, name, shard count) are the outbox's
+   * (`outbox.queue`), so a worker can never consume other queues than its outbox fills.
+   */
   prefix?: string;
   queueName?: string;
-  /** BullMQ jobs in flight per process (a batch job holds up to 50 rows); default 64. */
+  /**
+   * The dispatch shards this process consumes: indexes, or `all` / a list like `0-7,12`
+   * (default all). Every shard needs at least one worker somewhere.
+   */
+  shards?: readonly number[] | string;
+  /** BullMQ jobs in flight per process over all its shards (a batch job holds up to 50 rows); default 64. */
   concurrency?: number;
   /** Attempts of batch jobs in flight per process; default 256. */
   maxInFlight?: number;
@@ -91,6 +101,12 @@ export interface DeliveryWorkerOptions extends TransportOptions {
    */
   storageEveryMs?: number;
   onAttempt?: (report: AttemptReport) => void;
+  /**
+   * The worker met a condition it cannot run under (a single-node client answered by a
+   * Redis Cluster): it has stopped taking jobs and calls this once (unset: it logs the
+   * error as fatal); the process should exit.
+   */
+  onFatal?: (err: Error) => void;
   /** Start consuming at once (default true); otherwise call `start()`. */
   autorun?: boolean;
 }
@@ -112,7 +128,10 @@ function errorMessage(result: AttemptResult, verdict: Verdict): string | null {
 }
 
 export class DeliveryWorker {
-  readonly worker: Worker<DeliveryJobData>;
+  /** One BullMQ worker per consumed shard. */
+  readonly workers: Array<Worker<DeliveryJobData>>;
+  /** The shards this process consumes. */
+  readonly shards: readonly number[];
   private readonly outbox: Outbox;
   private readonly signer: Signer;
   private readonly transport: Transport;
@@ -121,7 +140,11 @@ export class DeliveryWorker {
   private readonly logger: Logger;
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly slots: Semaphore;
+  /** Jobs running in this process over all shards (each shard's worker may take up to all). */
+  private readonly jobGate: Semaphore;
   private readonly leaseMs: number;
+  /** Attempts in flight per origin in this process. */
+  private readonly perOrigin: number;
   /** Rows claimed by this worker whose attempt has not settled yet (lease heartbeat). */
   private readonly claimed = new Set<string>();
   private readonly recovery: DispatchRecovery;
@@ -137,14 +160,23 @@ export class DeliveryWorker {
     const jobSlots = options.concurrency ?? 64;
     // One origin may hold at most half the job slots, so a slow or dead receiver (its
     // attempts hanging until the timeout) always leaves room for the others.
-    const perOrigin = Math.max(
+    const perOrigin = (this.perOrigin = Math.max(
       1,
       Math.min(options.perOriginConcurrency ?? 16, Math.floor(jobSlots / 2)),
-    );
-    // The per-origin limit holds across every worker process on this Redis (leased slots).
+    ));
+    const queue = this.outbox.queue;
+    this.shards =
+      typeof options.shards === 'string' || options.shards === undefined
+        ? parseShardSelection(options.shards ?? 'all', queue.shards)
+        : [...options.shards];
+    if (this.shards.length === 0 || this.shards.some((s) => !(s >= 0 && s < queue.shards))) {
+      throw new RangeError(`shards must be indexes 0-${queue.shards - 1}, at least one`);
+    }
+    // The per-origin limit holds across every worker process on this Redis (leased slots),
+    // its key in the origin's shard.
     this.limiter = new OriginLimiter(perOrigin, Math.random, {
-      redis: () => this.worker.client,
-      prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
+      redis: () => this.workers[0]!.client,
+      prefix: (origin) => queue.shardPrefix(queue.shardOf(origin)),
       limit: options.perOriginConcurrency ?? 16,
       ttlMs: options.slotLeaseMs ?? 3000,
       // Jobs waiting for a busy origin's slot hold at most a quarter of the job slots: the
@@ -153,27 +185,33 @@ export class DeliveryWorker {
       onError: (err) => this.logger.warn({ err }, 'origin slot lease failed'),
     });
     this.slots = new Semaphore(options.maxInFlight ?? 256);
+    this.jobGate = new Semaphore(jobSlots);
     // Short, and renewed while the attempt runs: a dead worker's rows come back quickly.
     this.leaseMs = options.rowLeaseMs ?? 4500;
-    this.worker = new Worker<DeliveryJobData>(
-      options.queueName ?? DELIVERY_QUEUE_NAME,
-      (job, token) => this.process(job, token),
-      {
-        connection: options.connection,
-        prefix: options.prefix ?? DEFAULT_QUEUE_PREFIX,
-        concurrency: jobSlots,
-        lockDuration: options.lockDurationMs ?? 4000,
-        stalledInterval: options.stalledIntervalMs ?? 2000,
-        // Running a stalled job again is safe (same row, same key, same bytes).
-        maxStalledCount: 1000,
-        // Jobs are taken only once `start()` has warmed the connections up.
-        autorun: false,
-      },
-    );
-    this.worker.on('error', (err) => this.logger.error({ err }, 'delivery worker error'));
+    const gated = this.shards.length > 1;
+    this.workers = this.shards.map((shard) => {
+      const w = new Worker<DeliveryJobData>(
+        queue.name,
+        (job, token) => (gated ? this.gatedProcess(job, token) : this.process(job, token)),
+        {
+          connection: options.connection,
+          prefix: queue.shardPrefix(shard),
+          concurrency: jobSlots,
+          lockDuration: options.lockDurationMs ?? 4000,
+          stalledInterval: options.stalledIntervalMs ?? 2000,
+          // Running a stalled job again is safe (same row, same key, same bytes).
+          maxStalledCount: 1000,
+          // Jobs are taken only once `start()` has warmed the connections up.
+          autorun: false,
+        },
+      );
+      w.on('error', (err) => this.onError(err, shard));
+      return w;
+    });
     this.recovery = new DispatchRecovery({
-      redis: () => this.worker.client,
-      key: `${options.prefix ?? DEFAULT_QUEUE_PREFIX}:${this.worker.name}:dispatch-marker`,
+      redis: () => this.workers[0]!.client,
+      queue,
+      shards: this.shards,
       outbox: this.outbox,
       logger: this.logger,
     });
@@ -202,7 +240,7 @@ export class DeliveryWorker {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.all([
-          this.worker.waitUntilReady(),
+          ...this.workers.map((w) => w.waitUntilReady()),
           this.outbox.warmUp(),
           Promise.resolve().then(() => {
             for (let i = 0; i < 20; i++) {
@@ -226,12 +264,30 @@ export class DeliveryWorker {
           .then(() => this.reconcile())
           .catch((err: unknown) => this.logger.warn({ err }, 'start-up reconcile failed'));
       }
-      this.worker.run().catch((err: unknown) => {
-        this.logger.error({ err }, 'delivery worker stopped taking jobs');
-      });
+      for (const [i, w] of this.workers.entries()) {
+        w.run().catch((err: unknown) => {
+          this.logger.error({ err, shard: this.shards[i] }, 'delivery worker stopped taking jobs');
+        });
+      }
     })();
     return this.started;
   }
+
+  private onError(err: Error, shard: number): void {
+    if (!(err instanceof ClusterAnswerError)) {
+      this.logger.error({ err, shard }, 'delivery worker error');
+      return;
+    }
+    // Once, then stop: a single-node client facing a cluster would otherwise loop on MOVED.
+    if (this.fatal) return;
+    this.fatal = err;
+    void this.close().catch(() => {});
+    if (this.options.onFatal) this.options.onFatal(err);
+    else this.logger.fatal({ event: 'redis_is_cluster' }, err.message);
+  }
+
+  /** Set when the worker stopped for good (see `onFatal`). */
+  fatal: Error | null = null;
 
   private every(ms: number, fn: () => Promise<void>): void {
     const t = setInterval(() => {
@@ -266,6 +322,16 @@ export class DeliveryWorker {
     throw new DelayedError();
   }
 
+  /** With several shards, jobs beyond `concurrency` wait here (locked, not yet begun). */
+  private async gatedProcess(job: Job<DeliveryJobData>, token?: string): Promise<void> {
+    await this.jobGate.acquire();
+    try {
+      await this.process(job, token);
+    } finally {
+      this.jobGate.release();
+    }
+  }
+
   private async process(job: Job<DeliveryJobData>, token?: string): Promise<void> {
     const data = job.data;
     if (isBatchJob(data)) return this.processBatch(data, job.timestamp);
@@ -273,19 +339,31 @@ export class DeliveryWorker {
     if (step.kind === 'later') await this.later(job, token, step.at);
   }
 
-  /** First attempts of a group; rows needing a later attempt continue as row jobs. */
+  /**
+   * First attempts of a group; rows needing a later attempt continue as row jobs. A
+   * one-origin group (a recovery batch holds up to 250 rows) runs at most the origin's
+   * limit of rows at a time, in id order: its rows queue here rather than in the origin's
+   * line.
+   */
   private async processBatch(data: BatchJobData, jobTimestamp: number): Promise<void> {
     const handoff: DispatchItem[] = [];
+    const one = async (i: number) => {
+      const id = data.ids[i]!;
+      const origin = batchOrigin(data, i);
+      await this.slots.acquire();
+      try {
+        const step = await this.step(id, origin, jobTimestamp);
+        if (step.kind === 'later') handoff.push({ id, origin, notBefore: step.at });
+      } finally {
+        this.slots.release();
+      }
+    };
+    const oneOrigin = data.origins.every((o) => o === data.origins[0]);
+    const runners = oneOrigin ? Math.min(this.perOrigin, data.ids.length) : data.ids.length;
+    let next = 0;
     await Promise.all(
-      data.ids.map(async (id, i) => {
-        const origin = data.origins[i]!;
-        await this.slots.acquire();
-        try {
-          const step = await this.step(id, origin, jobTimestamp);
-          if (step.kind === 'later') handoff.push({ id, origin, notBefore: step.at });
-        } finally {
-          this.slots.release();
-        }
+      Array.from({ length: runners }, async () => {
+        while (next < data.ids.length) await one(next++);
       }),
     );
     await this.outbox.queue.dispatch(handoff);
@@ -502,7 +580,7 @@ export class DeliveryWorker {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    await this.worker.close();
+    await Promise.all(this.workers.map((w) => w.close()));
     await this.limiter.close();
     await this.options.activity?.flush();
     await this.transport.close();

@@ -104,6 +104,13 @@ export interface RecoveryRow {
   dueInMs: number;
 }
 
+/** Pending rows of one target URL due in the same second, as a dispatch recovery reads them. */
+export interface PendingGroup {
+  url: string;
+  dueInMs: number;
+  ids: string[];
+}
+
 export class OutboxError extends Error {
   constructor(message: string) {
     super(message);
@@ -580,6 +587,51 @@ export class Outbox implements EventSink {
       this.queue,
       options,
     );
+  }
+
+  /**
+   * One page of pending rows: the first `limit` by id in (`after`, `upTo`], grouped by
+   * target URL and due second, ids in order (`delivery/dispatch-recovery.ts`: the only
+   * read of the outbox a recovery makes; grouped here, a page of 10,000 rows comes back as
+   * a few dozen rows). `dueInMs` is how long until the group is due (a claimed row: its
+   * lease), 0 when due now; `last` is the page's highest id, null when it is empty.
+   */
+  async pendingPage(
+    after: string,
+    limit: number,
+    upTo?: string,
+  ): Promise<{ groups: PendingGroup[]; rows: number; last: string | null }> {
+    const { rows } = await this.pool.query<{ url: string; due_s: number; ids: string }>(
+      `SELECT target_url AS url, due_s, array_agg(id ORDER BY id)::text AS ids
+         FROM (SELECT d.id, e.target_url,
+                      ceil(greatest(0, extract(epoch from d.next_attempt_at - now())))::float8 AS due_s
+                 FROM ${this.schema}.outbox_delivery d
+                 JOIN ${this.schema}.outbox_event e ON e.id = d.id
+                WHERE d.state = 'pending' AND d.id > $1::bigint
+                  AND ($3::bigint IS NULL OR d.id <= $3::bigint)
+                ORDER BY d.id LIMIT $2) page
+        GROUP BY 1, 2`,
+      [after, limit, upTo ?? null],
+    );
+    let count = 0;
+    let last: bigint | null = null;
+    const groups = rows.map((r) => {
+      const ids = r.ids.slice(1, -1).split(',');
+      count += ids.length;
+      const top = BigInt(ids.at(-1)!);
+      if (last === null || top > last) last = top;
+      return { url: r.url, dueInMs: r.due_s * 1000, ids };
+    });
+    return { groups, rows: count, last: last === null ? null : String(last) };
+  }
+
+  /** The lowest and highest row ids (bounds for reading pending rows in parallel ranges). */
+  async idBounds(): Promise<{ min: string; max: string } | null> {
+    const { rows } = await this.pool.query<{ min: string | null; max: string | null }>(
+      `SELECT min(id)::text AS min, max(id)::text AS max FROM ${this.schema}.outbox_delivery`,
+    );
+    const r = rows[0];
+    return r?.min && r.max ? { min: r.min, max: r.max } : null;
   }
 
   /**

@@ -8,10 +8,12 @@
 import { splitHosts, type Config } from '../config.js';
 import { readLiveDeployment, type LocalDeployment } from './deployment.js';
 import type { Logger } from './logger.js';
+import { clusterUrl } from './redis.js';
 import { DEFAULT_REDIS_URL, resolveDatabaseUrl, waitForRedis } from './services.js';
 
 export interface CommandServices {
   databaseUrl: string;
+  /** A `redis://` URL, or `redis-cluster://host:port,...` for a Redis Cluster. */
   redisUrl: string;
   /** SVC_QUEUE_PREFIX, else the running deployment's; undefined: derive from the database. */
   queuePrefix: string | undefined;
@@ -34,7 +36,7 @@ export async function commandServices(
   const live = await readLiveDeployment(config.SVC_DATA_DIR);
   // Only the deployment whose database this is: its queue and allow-list mean nothing elsewhere.
   const deployment = live && live.databaseUrl === databaseUrl ? live : null;
-  const redisUrl = config.REDIS_URL ?? deployment?.redisUrl ?? DEFAULT_REDIS_URL;
+  const redisUrl = configuredRedisUrl(config) ?? deployment?.redisUrl ?? DEFAULT_REDIS_URL;
   if (o.redis !== 'none' && o.redis !== undefined) {
     await waitForRedis(redisUrl, {
       waitSeconds: o.redis === 'wait' ? waitSeconds : 0,
@@ -54,4 +56,13 @@ export async function commandServices(
     allowHosts,
     deployment,
   };
+}
+
+/** The Redis this configuration names: REDIS_CLUSTER_NODES (as a cluster URL), else REDIS_URL. */
+export function configuredRedisUrl(
+  config: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>,
+): string | undefined {
+  return config.REDIS_CLUSTER_NODES !== undefined
+    ? clusterUrl(config.REDIS_CLUSTER_NODES)
+    : config.REDIS_URL;
 }

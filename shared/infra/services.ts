@@ -11,7 +11,8 @@ import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { clusterNodesOf, isClusterUrl } from './redis.js';
 import { readLiveDeployment } from './deployment.js';
 import { embeddedPaths, runningEmbeddedUrl } from './embedded-postgres.js';
 import type { Logger } from './logger.js';
@@ -23,6 +24,7 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** A URL with any password replaced, for messages and logs. */
 export function redactUrl(url: string): string {
+  if (isClusterUrl(url)) return url;
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
@@ -33,6 +35,7 @@ export function redactUrl(url: string): string {
 }
 
 function where(url: string): string {
+  if (isClusterUrl(url)) return url.slice('redis-cluster://'.length);
   try {
     const u = new URL(url);
     return `${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? 6379 : 5432)}`;
@@ -192,7 +195,19 @@ export async function resolveDatabaseUrl(
   return found.url as string;
 }
 
-async function probeRedis(url: string, timeoutMs: number): Promise<string | null> {
+/** A Redis problem, and whether waiting can help (a cluster node behind REDIS_URL cannot). */
+interface RedisProblem {
+  message: string;
+  transient: boolean;
+}
+
+/**
+ * One connection attempt: null when `url` answers as what it claims to be. A single node
+ * (`redis://`) must not be a cluster node (`INFO cluster`: cluster_enabled:1); a cluster
+ * (`redis-cluster://`) must report cluster_state:ok.
+ */
+async function probeRedis(url: string, timeoutMs: number): Promise<RedisProblem | null> {
+  if (isClusterUrl(url)) return probeCluster(url, timeoutMs);
   const redis = new Redis(url, {
     lazyConnect: true,
     connectTimeout: timeoutMs,
@@ -206,11 +221,76 @@ async function probeRedis(url: string, timeoutMs: number): Promise<string | null
   try {
     await redis.connect();
     const pong = await redis.ping();
-    return pong === 'PONG' ? null : `answered ${pong} to PING`;
+    if (pong !== 'PONG') return { message: `answered ${pong} to PING`, transient: true };
+    const info = await redis.info('cluster').catch(() => '');
+    if (/cluster_enabled:1/.test(info)) {
+      return {
+        message:
+          `Redis at ${redactUrl(url)} is a Redis Cluster node (cluster_enabled:1), and REDIS_URL ` +
+          `takes a single Redis: set REDIS_CLUSTER_NODES=${where(url)},... (the cluster's seed ` +
+          'nodes, host:port comma-separated) instead of REDIS_URL.',
+        transient: false,
+      };
+    }
+    return null;
   } catch (err) {
-    return lastError || (err as Error).message;
+    return { message: lastError || (err as Error).message, transient: true };
   } finally {
     redis.disconnect();
+  }
+}
+
+/** Whether the first seed of a cluster URL answers as a plain, non-cluster Redis. */
+async function seedIsSingleNode(url: string, timeoutMs: number): Promise<boolean> {
+  const seed = clusterNodesOf(url)[0]!;
+  const redis = new Redis(seed.port, seed.host, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return /cluster_enabled:0/.test(await redis.info('cluster'));
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function probeCluster(url: string, timeoutMs: number): Promise<RedisProblem | null> {
+  const cluster = new Cluster(clusterNodesOf(url), {
+    lazyConnect: true,
+    clusterRetryStrategy: () => null,
+    slotsRefreshTimeout: timeoutMs,
+    redisOptions: { connectTimeout: timeoutMs, maxRetriesPerRequest: 0 },
+  });
+  let lastError = '';
+  cluster.on('error', (err: Error) => {
+    lastError = err.message;
+  });
+  try {
+    await cluster.connect();
+    const info = String(await cluster.cluster('INFO'));
+    if (!/cluster_state:ok/.test(info)) {
+      return { message: 'the cluster reports cluster_state:fail', transient: true };
+    }
+    return null;
+  } catch (err) {
+    const message = lastError || (err as Error).message;
+    if (/cluster support disabled/i.test(message) || (await seedIsSingleNode(url, timeoutMs))) {
+      return {
+        message:
+          `REDIS_CLUSTER_NODES names ${where(url)}, which is not a Redis Cluster (cluster support ` +
+          'disabled): set REDIS_URL=redis://host:port for a single Redis instead.',
+        transient: false,
+      };
+    }
+    return { message, transient: true };
+  } finally {
+    cluster.disconnect();
   }
 }
 
@@ -218,20 +298,25 @@ export async function pingRedis(url: string, timeoutMs = 2000): Promise<boolean>
   return (await probeRedis(url, timeoutMs)) === null;
 }
 
+/** Which variable names the Redis at `url`, for messages. */
+function redisVariable(url: string): string {
+  return isClusterUrl(url) ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+}
+
 export async function waitForRedis(url: string, o: WaitOptions = {}): Promise<void> {
   await waitUntilReady(
     'Redis',
     async () => {
-      const cause = await probeRedis(url, 2000);
-      return cause === null
-        ? null
-        : {
-            message:
-              `Redis at ${redactUrl(url)} does not answer (${cause}). Start Redis at ${where(url)} ` +
-              '(apt-get install redis-server), or set REDIS_URL to the Redis of your `svc start`.',
-            transient: true,
-            address: where(url),
-          };
+      const problem = await probeRedis(url, 2000);
+      if (problem === null) return null;
+      if (!problem.transient) return { ...problem, address: where(url) };
+      return {
+        message:
+          `Redis at ${redactUrl(url)} does not answer (${problem.message}). Start Redis at ${where(url)} ` +
+          `(apt-get install redis-server), or set ${redisVariable(url)} to the Redis of your \`svc start\`.`,
+        transient: true,
+        address: where(url),
+      };
     },
     o,
   );
@@ -273,9 +358,18 @@ export async function ensureRedis(
   dataDir: string,
   logger?: Logger,
 ): Promise<RedisHandle> {
-  const cause = await probeRedis(url, 2000);
-  if (cause === null) return { url, child: null, reason: null, stop: async () => {} };
-  const reason = `Redis at ${redactUrl(url)} does not answer (${cause})`;
+  const problem = await probeRedis(url, 2000);
+  if (problem === null) return { url, child: null, reason: null, stop: async () => {} };
+  // A cluster, or a cluster node behind REDIS_URL, is the operator's explicit choice: a
+  // private single Redis would only hide the mistake.
+  if (!problem.transient || isClusterUrl(url)) {
+    throw new ServiceUnavailableError(
+      problem.transient
+        ? `Redis Cluster at ${where(url)} does not answer (${problem.message})`
+        : problem.message,
+    );
+  }
+  const reason = `Redis at ${redactUrl(url)} does not answer (${problem.message})`;
   const port = await freePort();
   const dir = resolve(join(dataDir, 'redis'));
   mkdirSync(dir, { recursive: true });

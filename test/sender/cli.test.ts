@@ -155,7 +155,7 @@ t.test('svc keys generate / jwks, and svc worker delivers and stops on SIGTERM',
   const redis = createRedis(REDIS_URL);
   const queue = new DeliveryQueue({ connection: redis, prefix });
   t.teardown(async () => {
-    await queue.queue.obliterate({ force: true }).catch(() => {});
+    await queue.obliterate().catch(() => {});
     await queue.close();
     redis.disconnect();
   });

@@ -256,7 +256,7 @@ t.test('finished jobs are removed from Redis', async (t) => {
   h.startWorker();
   const ids = await h.outbox.enqueue(Array.from({ length: 20 }, () => event(rx.url)));
   for (const id of ids) await h.waitForState(id);
-  const counts = await h.queue.queue.getJobCounts();
+  const counts = await h.queue.jobCounts();
   t.same(
     Object.values(counts).reduce((a, b) => a + b, 0),
     0,

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { brandProfile, type BrandProfile } from '../../shared/brand.js';
 import { verifyWebhookSignature, type VerifiedSignature } from '../../shared/signing/verify.js';
 import { KeySet } from '../../sender/keys/key-set.js';
-import { createRedis } from '../../shared/infra/redis.js';
+import { createRedis, isClusterUrl } from '../../shared/infra/redis.js';
 import { generateSigningKey, type SigningKey } from '../../shared/signing/keys.js';
 import { ActivityLog } from '../../sender/activity/activity-log.js';
 import { DeliveryQueue } from '../../sender/delivery/queue.js';
@@ -129,14 +129,22 @@ export async function senderHarness(
     retentionSeconds?: number;
     /** Runs before the sender's migrations (an older deployment's tables and rows). */
     before?: (pool: SenderHarness['pool'], schema: string) => Promise<void>;
+    /** A `redis-cluster://` URL runs on that cluster (its own, thrown away: no flush). */
+    redisUrl?: string;
+    shards?: number;
   } = {},
 ): Promise<SenderHarness> {
   const { pool, schema } = testDatabase(t, 'snd');
   await opts.before?.(pool, schema);
   await migrateSender(pool, schema);
   const prefix = `{${uniqueName('sndq')}}`;
-  const redis = createRedis(REDIS_URL);
-  const queue = new DeliveryQueue({ connection: redis, prefix });
+  const redisUrl = opts.redisUrl ?? REDIS_URL;
+  const redis = createRedis(redisUrl);
+  const queue = new DeliveryQueue({
+    connection: redis,
+    prefix,
+    ...(opts.shards ? { shards: opts.shards } : {}),
+  });
   const outbox = new Outbox({
     pool,
     queue,
@@ -150,18 +158,21 @@ export async function senderHarness(
   const workers: DeliveryWorker[] = [];
   const connections: ReturnType<typeof createRedis>[] = [];
   const flushRedis = async () => {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
+    for (const pattern of queue.keyPatterns()) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+        cursor = next;
+        // One key at a time: keys of different shards are in different Cluster slots.
+        for (const k of keys) await redis.del(k);
+      } while (cursor !== '0');
+    }
   };
   t.teardown(async () => {
     for (const w of workers) await w.close();
     for (const c of connections) c.disconnect();
     await queue.close();
-    await flushRedis();
+    if (!isClusterUrl(redisUrl)) await flushRedis();
     redis.disconnect();
   });
   return {
@@ -175,7 +186,7 @@ export async function senderHarness(
     attempts,
     flushRedis,
     startWorker(extra = {}) {
-      const connection = createRedis(REDIS_URL);
+      const connection = createRedis(redisUrl);
       connections.push(connection);
       const w = new DeliveryWorker({
         outbox,

@@ -43,7 +43,7 @@ t.test('embedded PostgreSQL: migrate, partition, deliver', async (t) => {
   t.teardown(() => redis.disconnect());
   const queue = new DeliveryQueue({ connection: redis, prefix: `{${uniqueName('embq')}}` });
   t.teardown(async () => {
-    await queue.queue.obliterate({ force: true });
+    await queue.obliterate();
     await queue.close();
   });
   const outbox = new Outbox({ pool, queue, schema });

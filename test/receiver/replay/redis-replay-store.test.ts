@@ -1,9 +1,10 @@
 import t from 'tap';
 import { RedisReplayStore } from '../../../receiver/replay/redis-replay-store.js';
-import { createRedis, hashTaggedPrefix } from '../../../shared/infra/redis.js';
+import { createRedis, hashTaggedPrefix, type Redis } from '../../../shared/infra/redis.js';
 import { REDIS_URL, uniqueName } from '../../helpers/db.js';
 
-const redis = createRedis(REDIS_URL);
+// A single node here: the replay store takes an ioredis Redis.
+const redis = createRedis(REDIS_URL) as Redis;
 const prefix = hashTaggedPrefix(uniqueName('replaytest'));
 
 t.teardown(async () => {
