@@ -74,7 +74,13 @@ export function startBanner(
   }
   out.push(`keys     ${u.sales}/.well-known/jwks.json, ${u.sales}/.well-known/brand.json`);
   if (service.oauth) {
-    out.push(`oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin)`);
+    out.push(
+      `oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin): ` +
+        (service.oauth.initialAccessToken
+          ? `needs the initial access token (section "oauth" of ${credentialsFile}; SVC_OAUTH_OPEN_REGISTRATION=1 opens it)`
+          : 'open to anyone (SVC_OAUTH_OPEN_REGISTRATION=1)'),
+      '         a registered client acts as nobody until bound: svc oauth clients list|bind|unbind',
+    );
   }
   if (service.console) {
     out.push(

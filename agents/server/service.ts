@@ -213,6 +213,12 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
             urls,
             logger,
             production: config.NODE_ENV === 'production',
+            registration: {
+              open: config.SVC_OAUTH_OPEN_REGISTRATION === '1',
+              ...(config.SVC_OAUTH_INITIAL_ACCESS_TOKEN
+                ? { initialAccessToken: config.SVC_OAUTH_INITIAL_ACCESS_TOKEN }
+                : {}),
+            },
           });
 
     const fromConfig = agentOptionsFromConfig(config);
@@ -299,6 +305,7 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       senderSchema,
       logger,
       oidcIssuer: oauth ? oauth.issuer('sales') : null,
+      oidcRegistrationToken: oauth?.initialAccessToken ?? null,
     });
     if (operatorConsole) stops.push(() => operatorConsole.close());
     return {
@@ -375,10 +382,16 @@ async function startOperatorConsole(
     logger: Logger;
     /** The built-in provider (SVC_CONSOLE_AUTH=oidc signs operators in through it). */
     oidcIssuer: string | null;
+    /** Its initial access token: the console registers itself as a client with it. */
+    oidcRegistrationToken: string | null;
   },
 ): Promise<RunningConsole | null> {
   const port = o.ports?.console ?? (o.ports ? 0 : o.config.SVC_CONSOLE_PORT);
-  const oidc = consoleOidcFromConfig(o.config, w.oidcIssuer);
+  const fromConfig = consoleOidcFromConfig(o.config, w.oidcIssuer);
+  const oidc =
+    fromConfig && fromConfig.issuer === w.oidcIssuer && w.oidcRegistrationToken
+      ? { ...fromConfig, initialAccessToken: w.oidcRegistrationToken }
+      : fromConfig;
   try {
     return await startConsole({
       pool: w.pool,

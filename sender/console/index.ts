@@ -37,7 +37,7 @@ export interface StartConsoleOptions {
    * token form. `operators` are the admitted subjects; default the credentials file's
    * operator (`console.operator`).
    */
-  oidc?: { issuer: string; operators?: string[] } | null;
+  oidc?: { issuer: string; operators?: string[]; initialAccessToken?: string } | null;
 }
 
 export interface RunningConsole extends ConsoleServer {
@@ -74,6 +74,7 @@ export async function startConsole(o: StartConsoleOptions): Promise<RunningConso
         issuer: o.oidc.issuer,
         redirectUri: `${server.url}/auth/callback`,
         operators: o.oidc.operators ?? [creds.operator],
+        ...(o.oidc.initialAccessToken ? { initialAccessToken: o.oidc.initialAccessToken } : {}),
       });
     } catch (err) {
       await server.close();

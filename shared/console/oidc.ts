@@ -30,6 +30,8 @@ export interface OidcOptions {
   redirectUri: string;
   /** The `sub` values admitted as operators. */
   operators: string[];
+  /** Sent as `Authorization: Bearer` to the registration endpoint (RFC 7591 §3). */
+  initialAccessToken?: string;
   /** How long a started sign-in may take; default 10 minutes. */
   pendingTtlMs?: number;
   now?: () => number;
@@ -108,7 +110,10 @@ export class OidcSignIn {
     }
     const r = await getJson(meta.registration_endpoint, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: {
+        'content-type': 'application/json',
+        ...(o.initialAccessToken ? { authorization: `Bearer ${o.initialAccessToken}` } : {}),
+      },
       body: JSON.stringify({
         client_name: 'operator console',
         redirect_uris: [o.redirectUri],

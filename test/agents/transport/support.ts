@@ -7,7 +7,11 @@ import { brandProfile, type BrandProfile } from '../../../shared/brand.js';
 import { AGENT_KINDS, type AgentKind } from '../../../agents/auth/principal.js';
 import { createAgentApp } from '../../../agents/server/agent-app.js';
 import type { AgentsCoreOptions } from '../../../agents/service.js';
-import { createOAuthServer, type OAuthServer } from '../../../agents/oauth/server.js';
+import {
+  createOAuthServer,
+  type OAuthServer,
+  type OAuthServerOptions,
+} from '../../../agents/oauth/server.js';
 import { testDatabase } from '../../helpers/db.js';
 import { harness, type Harness } from '../support/core.js';
 
@@ -23,7 +27,9 @@ interface T {
 
 export async function startAgents(
   t: T,
-  options: Partial<AgentsCoreOptions> & { oauth?: boolean } = {},
+  options: Partial<AgentsCoreOptions> & {
+    oauth?: boolean | Partial<Omit<OAuthServerOptions, 'pool' | 'schema' | 'profile' | 'urls'>>;
+  } = {},
 ): Promise<Agents> {
   const profile = options.profile ?? brandProfile('svc');
   return startWith(t, profile, options);
@@ -32,7 +38,9 @@ export async function startAgents(
 async function startWith(
   t: T,
   profile: BrandProfile,
-  options: Partial<AgentsCoreOptions> & { oauth?: boolean },
+  options: Partial<AgentsCoreOptions> & {
+    oauth?: boolean | Partial<Omit<OAuthServerOptions, 'pool' | 'schema' | 'profile' | 'urls'>>;
+  },
 ): Promise<Agents> {
   const servers = {} as Record<AgentKind, Server>;
   const urls = {} as Record<AgentKind, string>;
@@ -52,16 +60,19 @@ async function startWith(
   }
   const { oauth: withOAuth, ...core } = options;
   let oauth: OAuthServer | null = null;
-  if (withOAuth) {
-    const db = testDatabase(t, 'g2o');
+  // The OAuth tables live beside the principals (client bindings join them), as in svc start.
+  const db = withOAuth ? testDatabase(t, 'g2o') : null;
+  if (db) {
     oauth = await createOAuthServer({
       pool: db.pool,
       schema: db.schema,
       profile,
       urls,
+      ...(typeof withOAuth === 'object' ? withOAuth : {}),
     });
   }
   const h = await harness(t, {
+    ...(db ? { pool: db.pool, schema: db.schema } : {}),
     ...core,
     ...(oauth ? { authKeys: oauth.authKeys() } : {}),
     settings: {
