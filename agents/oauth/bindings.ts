@@ -54,21 +54,20 @@ export async function boundPrincipal(
 ): Promise<BoundPrincipal | null> {
   if (!CLIENT_ID.test(clientId)) return null;
   const s = assertSchemaName(schema);
-  const { rows } = await pool.query<{
-    principal_id: string;
-    permissions: Permissions;
-    signals_access: boolean;
-  }>(
-    `SELECT p.principal_id, p.permissions, p.signals_access
-       FROM ${s}.oauth_client_bindings b
-       JOIN ${s}.principals p ON p.agent = b.agent AND p.principal_id = b.principal_id
-      WHERE b.agent = $1 AND b.client_id = $2`,
+  // The binding first: an unbound client (the common case) needs no principal lookup.
+  const binding = await pool.query<{ principal_id: string }>(
+    `SELECT principal_id FROM ${s}.oauth_client_bindings WHERE agent = $1 AND client_id = $2`,
     [agent, clientId],
   );
+  const principalId = binding.rows[0]?.principal_id;
+  if (principalId === undefined) return null;
+  const { rows } = await pool.query<{ permissions: Permissions; signals_access: boolean }>(
+    `SELECT permissions, signals_access FROM ${s}.principals
+      WHERE agent = $1 AND principal_id = $2`,
+    [agent, principalId],
+  );
   const r = rows[0];
-  return r
-    ? { principalId: r.principal_id, permissions: r.permissions, signalsAccess: r.signals_access }
-    : null;
+  return r ? { principalId, permissions: r.permissions, signalsAccess: r.signals_access } : null;
 }
 
 export interface ClientRow {

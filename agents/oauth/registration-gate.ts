@@ -31,6 +31,14 @@ export class AddressRateLimiter {
     this.now = now;
   }
 
+  /** Seconds until `address` may try again (0: it may), without counting an attempt. */
+  peek(address: string): number {
+    const now = this.now();
+    const recent = (this.hits.get(address) ?? []).filter((t) => t > now - this.window);
+    if (recent.length < this.limit) return 0;
+    return Math.max(1, Math.ceil((recent[0]! + this.window - now) / 1000));
+  }
+
   /** Counts one attempt: 0 when allowed, else the seconds until the address may try again. */
   take(address: string): number {
     const now = this.now();

@@ -16,9 +16,9 @@
  * (bindings.ts): client_credentials is refused for an unbound client, and a bound one is
  * granted only the scopes its principal's permissions cover.
  *
- * Interactive logins (authorization_code) use the library's development interaction
- * pages (any user name is accepted, the principal is that name): this is a demo seller
- * with no user directory. Registered clients, grants and refresh tokens are kept in
+ * Interactive logins (authorization_code) go through dev-login.ts: off unless the operator
+ * turns on the development sign-in, and then loopback only and proved by the principal's
+ * API key or a one-time code (this demo seller has no user directory). Registered clients, grants and refresh tokens are kept in
  * PostgreSQL; the token signing key too, so tokens outlive a restart.
  */
 import { randomBytes } from 'node:crypto';
@@ -35,6 +35,7 @@ import { AGENT_KINDS, type AgentKind, type Permissions } from '../auth/principal
 import { AGENT_ENDPOINT_PATHS, oauthResources } from '../auth/resources.js';
 import { boundPrincipal, markClientUsed, migrateOAuthBindings } from './bindings.js';
 import { migrateOAuthStore, pgAdapterFactory } from './pg-adapter.js';
+import { serveInteraction, type DevLogin } from './dev-login.js';
 import {
   AddressRateLimiter,
   CLIENT_AUTH_METHODS,
@@ -58,8 +59,11 @@ export interface OAuthServerOptions {
   accessTokenTtlSeconds?: number;
   /** Where the library's own warnings go (instead of the console). */
   logger?: Logger;
-  /** NODE_ENV=production: no development interaction pages (authorization_code needs a login UI). */
-  production?: boolean;
+  /**
+   * The development sign-in (SVC_OAUTH_DEV_LOGIN=1): null or absent, the sign-in pages
+   * answer 403 naming the setting, so authorization_code cannot complete.
+   */
+  devLogin?: DevLogin | null;
   /**
    * Dynamic registration. Default: an initial access token is required (this one, else the
    * one kept in the database, made on first start); `open: true` (SVC_OAUTH_OPEN_REGISTRATION)
@@ -83,6 +87,8 @@ export interface OAuthServer {
   middleware(agent: AgentKind): Middleware;
   /** Verification keys for the agents' Authenticator. */
   authKeys(): Partial<Record<AgentKind, Partial<AgentAuthKeys>>>;
+  /** Whether the development sign-in page is served (authorization_code can complete). */
+  devLogin: boolean;
   /** The token `POST /oauth/register` demands (as `Authorization: Bearer`), or null when open. */
   initialAccessToken: string | null;
 }
@@ -219,7 +225,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
         clientCredentials: { enabled: true },
         introspection: { enabled: true },
         revocation: { enabled: true },
-        devInteractions: { enabled: o.production !== true },
+        devInteractions: { enabled: false },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => resource,
@@ -248,6 +254,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
           },
         },
       },
+      interactions: { url: (_ctx, interaction) => `${OAUTH_MOUNT}/interaction/${interaction.uid}` },
       // A refresh token for every client allowed the grant (no OIDC offline_access dance).
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
       findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
@@ -262,7 +269,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
       },
     };
     const provider = throughLogger(o.logger, () => new Provider(issuer(agent), config));
-    provider.on('server_error', () => {});
+    provider.on('server_error', (_ctx, err) => o.logger?.error({ err }, 'OAuth server error'));
     provider.on('grant.success', (ctx) => {
       const clientId = ctx.oidc.client?.clientId;
       if (!clientId) return;
@@ -298,6 +305,19 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
           path = `${OAUTH_MOUNT}/.well-known/openid-configuration`;
         }
         if (path !== OAUTH_MOUNT && !path.startsWith(`${OAUTH_MOUNT}/`)) return next();
+        const interaction = /^\/oauth\/interaction\/([A-Za-z0-9_-]{1,64})$/.exec(path);
+        if (interaction && (ctx.method === 'GET' || ctx.method === 'POST')) {
+          ctx.respond = false;
+          await serveInteraction(
+            providers[agent],
+            agent,
+            o.devLogin ?? null,
+            ctx.req,
+            ctx.res,
+            path,
+          );
+          return;
+        }
         if (ctx.method === 'POST' && path === `${OAUTH_MOUNT}/register`) {
           const refusal = registrationRefusal(ctx.req, limiter, maxBody);
           if (refusal) {
@@ -323,6 +343,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
       return out;
     },
     initialAccessToken,
+    devLogin: !!o.devLogin,
   };
 }
 

@@ -37,6 +37,7 @@ export function registerAgentCommands(program: Command): void {
     queuePrefix: 'SVC_QUEUE_PREFIX',
     wait: 'SVC_SERVICE_WAIT_SECONDS',
     oauthOpenRegistration: 'SVC_OAUTH_OPEN_REGISTRATION',
+    oauthDevLogin: 'SVC_OAUTH_DEV_LOGIN',
   };
   program
     .command('start')
@@ -76,6 +77,13 @@ export function registerAgentCommands(program: Command): void {
         '--oauth-open-registration',
         'let anyone register OAuth clients without the initial access token (clients still act as nobody until bound)',
         'SVC_OAUTH_OPEN_REGISTRATION',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--oauth-dev-login',
+        "serve the OAuth development sign-in page (loopback only; the principal's API key or a one-time code printed here)",
+        'SVC_OAUTH_DEV_LOGIN',
       ),
     )
     .addHelpText(

@@ -50,6 +50,8 @@ import { createAgentsCore, type AgentsCore } from '../service.js';
 import { DEFAULT_AGENTS_SCHEMA } from '../store/migrations.js';
 import type { DemoCredential } from '../seed.js';
 import { createOAuthServer, type OAuthServer } from '../oauth/server.js';
+import { DevLogin, DEV_LOGIN_VARIABLE } from '../oauth/dev-login.js';
+import { isLoopbackAddress } from '../../shared/net/ssrf.js';
 import { createAgentApp } from './agent-app.js';
 import { senderWiring } from './sender-wiring.js';
 
@@ -73,6 +75,8 @@ export interface AgentsServiceOptions {
   pollIntervalMs?: number;
   /** Mount the OAuth authorisation server on every agent origin (default true). */
   oauth?: boolean;
+  /** Where the development sign-in's one-time codes go (default: this terminal, stderr). */
+  announceDevLoginCode?: (code: string) => void;
 }
 
 export interface AgentsService {
@@ -212,7 +216,12 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
             profile,
             urls,
             logger,
-            production: config.NODE_ENV === 'production',
+            devLogin: devLoginFromConfig(
+              config,
+              pool,
+              o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA,
+              o.announceDevLoginCode,
+            ),
             registration: {
               open: config.SVC_OAUTH_OPEN_REGISTRATION === '1',
               ...(config.SVC_OAUTH_INITIAL_ACCESS_TOKEN
@@ -327,6 +336,40 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     await stop();
     throw err;
   }
+}
+
+/**
+ * The OAuth development sign-in, only when asked for by name, never in production and only
+ * on a loopback listener; its one-time codes go to this terminal (stderr).
+ */
+export function devLoginFromConfig(
+  config: Config,
+  pool: Pool,
+  schema: string,
+  announce?: (code: string) => void,
+): DevLogin | null {
+  if (config.SVC_OAUTH_DEV_LOGIN !== '1') return null;
+  if (config.NODE_ENV === 'production') {
+    throw new ServiceUnavailableError(
+      `${DEV_LOGIN_VARIABLE}=1 is a development sign-in: not with NODE_ENV=production`,
+    );
+  }
+  const host = config.SVC_HTTP_HOST.replace(/^\[|\]$/g, '');
+  if (host !== 'localhost' && !isLoopbackAddress(host)) {
+    throw new ServiceUnavailableError(
+      `${DEV_LOGIN_VARIABLE}=1 needs SVC_HTTP_HOST on loopback (127.0.0.1, ::1), not ${config.SVC_HTTP_HOST}`,
+    );
+  }
+  return new DevLogin({
+    pool,
+    schema,
+    announce:
+      announce ??
+      ((code) =>
+        process.stderr.write(
+          `OAuth development sign-in: one-time code ${code} (single use; any principal, or a console operator)\n`,
+        )),
+  });
 }
 
 /**

@@ -95,13 +95,18 @@ export async function startConsole(o: StartConsoleOptions): Promise<RunningConso
  * The console's OIDC setting from the configuration (SVC_CONSOLE_AUTH=oidc), or null for
  * the token form. `builtIn` is the issuer of this deployment's own provider (svc start's
  * sales agent at /oauth), used when SVC_CONSOLE_OIDC_ISSUER is unset. The built-in
- * provider's login pages are its demo ones (any name, no password check), which
- * NODE_ENV=production turns off: there it must be another provider.
+ * provider's sign-in is its development page (SVC_OAUTH_DEV_LOGIN=1, loopback only, the
+ * one-time code printed on svc start's terminal), never with NODE_ENV=production: there it
+ * must be another provider.
  */
 export function consoleOidcFromConfig(
   config: Pick<
     Config,
-    'SVC_CONSOLE_AUTH' | 'SVC_CONSOLE_OIDC_ISSUER' | 'SVC_CONSOLE_OPERATORS' | 'NODE_ENV'
+    | 'SVC_CONSOLE_AUTH'
+    | 'SVC_CONSOLE_OIDC_ISSUER'
+    | 'SVC_CONSOLE_OPERATORS'
+    | 'NODE_ENV'
+    | 'SVC_OAUTH_DEV_LOGIN'
   >,
   builtIn: string | null,
 ): { issuer: string; operators?: string[] } | null {
@@ -115,6 +120,11 @@ export function consoleOidcFromConfig(
   if (issuer === builtIn && config.NODE_ENV === 'production') {
     throw new Error(
       "SVC_CONSOLE_AUTH=oidc: the built-in provider's login pages are a demo, off with NODE_ENV=production; set SVC_CONSOLE_OIDC_ISSUER to your OpenID provider",
+    );
+  }
+  if (issuer === builtIn && config.SVC_OAUTH_DEV_LOGIN !== '1') {
+    throw new Error(
+      "SVC_CONSOLE_AUTH=oidc through the built-in provider needs its development sign-in, SVC_OAUTH_DEV_LOGIN=1 (loopback only; operators sign in with the one-time code printed on svc start's terminal), or SVC_CONSOLE_OIDC_ISSUER set to your OpenID provider",
     );
   }
   const operators = config.SVC_CONSOLE_OPERATORS?.split(',');

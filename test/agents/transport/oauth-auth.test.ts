@@ -134,9 +134,9 @@ t.test('OAuth: registration, client_credentials, scopes to permissions, audience
 });
 
 t.test('OAuth: authorization_code with PKCE, then refresh_token', async (t) => {
-  const { urls, h, oauth } = await startAgents(t, { oauth: true });
+  const { urls, h, oauth } = await startAgents(t, { oauth: { devLogin: 'test' } });
   useOAuth(oauth);
-  await h.core.onboardPrincipal({
+  const { api_key: webKey } = await h.core.onboardPrincipal({
     agent: 'sales',
     principalId: 'web-buyer',
     permissions: { media_buys: ['read', 'write'], reports: ['read'] },
@@ -206,7 +206,9 @@ t.test('OAuth: authorization_code with PKCE, then refresh_token', async (t) => {
     res = await go(new URL(action!, urls.sales).toString(), {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: form(prompt === 'login' ? { prompt, login: 'web-buyer' } : { prompt: prompt! }),
+      body: form(
+        prompt === 'login' ? { prompt, login: 'web-buyer', secret: webKey } : { prompt: prompt! },
+      ),
     });
   }
   t.ok(code, 'authorization code issued');

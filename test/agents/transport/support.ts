@@ -12,8 +12,17 @@ import {
   type OAuthServer,
   type OAuthServerOptions,
 } from '../../../agents/oauth/server.js';
+import { DevLogin } from '../../../agents/oauth/dev-login.js';
 import { testDatabase } from '../../helpers/db.js';
 import { harness, type Harness } from '../support/core.js';
+
+/** The OAuth server's options in tests; `devLogin: 'test'` turns its sign-in on. */
+export type OAuthTestOptions = Partial<
+  Omit<OAuthServerOptions, 'pool' | 'schema' | 'profile' | 'urls' | 'devLogin'>
+> & { devLogin?: 'test' | DevLogin };
+
+/** The last one-time sign-in code a test OAuth server printed. */
+export const devCodes = { last: '' };
 
 export interface Agents {
   h: Harness;
@@ -28,7 +37,7 @@ interface T {
 export async function startAgents(
   t: T,
   options: Partial<AgentsCoreOptions> & {
-    oauth?: boolean | Partial<Omit<OAuthServerOptions, 'pool' | 'schema' | 'profile' | 'urls'>>;
+    oauth?: boolean | OAuthTestOptions;
   } = {},
 ): Promise<Agents> {
   const profile = options.profile ?? brandProfile('svc');
@@ -39,7 +48,7 @@ async function startWith(
   t: T,
   profile: BrandProfile,
   options: Partial<AgentsCoreOptions> & {
-    oauth?: boolean | Partial<Omit<OAuthServerOptions, 'pool' | 'schema' | 'profile' | 'urls'>>;
+    oauth?: boolean | OAuthTestOptions;
   },
 ): Promise<Agents> {
   const servers = {} as Record<AgentKind, Server>;
@@ -63,12 +72,25 @@ async function startWith(
   // The OAuth tables live beside the principals (client bindings join them), as in svc start.
   const db = withOAuth ? testDatabase(t, 'g2o') : null;
   if (db) {
+    const { devLogin, ...rest } = typeof withOAuth === 'object' ? withOAuth : {};
     oauth = await createOAuthServer({
       pool: db.pool,
       schema: db.schema,
       profile,
       urls,
-      ...(typeof withOAuth === 'object' ? withOAuth : {}),
+      ...rest,
+      // 'test': the development sign-in, its one-time codes in `devCodes.last`.
+      ...(devLogin === 'test'
+        ? {
+            devLogin: new DevLogin({
+              pool: db.pool,
+              schema: db.schema,
+              announce: (code) => (devCodes.last = code),
+            }),
+          }
+        : devLogin
+          ? { devLogin }
+          : {}),
     });
   }
   const h = await harness(t, {
