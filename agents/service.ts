@@ -238,6 +238,7 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
         notifications,
         reason,
         ...(changedPaths ? { changedPaths } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
       }),
     start: () => executor.start(),
     stop: () => executor.stop(),

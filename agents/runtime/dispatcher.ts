@@ -340,7 +340,8 @@ export class TaskDispatcher {
           );
         }
       }
-      const notifications = dryRun ? silentNotifications : this.options.notifications;
+      // A dry run fires nothing, but its registrations are checked like a real call's.
+      const notifications = dryRun ? this.dryRunNotifications() : this.options.notifications;
       const ctx = this.context(req, principal, db, dryRun, notifications, meta, taskId);
       const outcome = await def.handle(parsed.data, ctx);
       const response: TaskSuccess = { status: outcome.status };
@@ -415,6 +416,13 @@ export class TaskDispatcher {
   }
 
   /** What a handler sees of its call; its task id in case it turns out asynchronous. */
+  private dryRunNotifications(): AgentNotifications {
+    const real = this.options.notifications;
+    return real.validateRegistration
+      ? { ...silentNotifications, validateRegistration: (i) => real.validateRegistration!(i) }
+      : silentNotifications;
+  }
+
   private context(
     req: InvokeRequest,
     principal: Principal | null,
