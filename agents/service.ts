@@ -171,6 +171,7 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
     notifications,
     clock,
     settings,
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   const tasks = dispatcher.tasks;
   registerCatalogTasks(registry);
