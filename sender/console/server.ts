@@ -203,7 +203,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       return;
     }
     if (ctx.path === '/login/oidc') {
-      ctx.redirect(signIn.begin(localPath(ctx.query.next)));
+      ctx.redirect(signIn.begin(localPath(ctx.query.next), ctx.ip));
       return;
     }
     if (lockedOut(ctx)) return;
@@ -231,7 +231,18 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
     ctx.state.api = ctx.path.startsWith('/api/') || ctx.path === '/api';
     if (bearer !== undefined) {
-      if (!auth.tokenMatches(bearer)) {
+      // One limiter for every channel: a wrong bearer counts as a failed sign-in.
+      const verdict = auth.bearer(ctx.ip, bearer);
+      if (verdict === 'locked') {
+        ctx.status = 429;
+        ctx.set('Retry-After', String(auth.retryAfter(ctx.ip)));
+        ctx.body = {
+          error: { code: 'RATE_LIMITED', message: 'too many failed credentials from this address' },
+        };
+        return;
+      }
+      if (verdict === 'invalid') {
+        logger.warn({ address: ctx.ip }, 'console: wrong bearer token');
         ctx.status = 401;
         ctx.body = { error: { code: 'UNAUTHENTICATED', message: 'the bearer token is not valid' } };
         return;
