@@ -42,8 +42,10 @@ import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
 import {
   consoleOidcFromConfig,
   startConsole,
+  type OAuthClientAdmin,
   type RunningConsole,
 } from '../../sender/console/index.js';
+import { bindClient, listClients, unbindClient } from '../oauth/bindings.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
@@ -315,6 +317,7 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       logger,
       oidcIssuer: oauth ? oauth.issuer('sales') : null,
       oidcRegistrationToken: oauth?.initialAccessToken ?? null,
+      oauthClients: oauth ? oauthClientAdmin(pool, o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA) : null,
     });
     if (operatorConsole) stops.push(() => operatorConsole.close());
     return {
@@ -336,6 +339,23 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     await stop();
     throw err;
   }
+}
+
+/** The console's OAuth client action: bindings.ts, audited as the console's operator. */
+function oauthClientAdmin(pool: Pool, schema: string): OAuthClientAdmin {
+  const who = (operator: string) => ({ actor: operator, via: 'console' as const });
+  return {
+    list: () => listClients(pool, schema),
+    bind: (i, operator) =>
+      bindClient(
+        pool,
+        schema,
+        { agent: i.agent, clientId: i.client_id, principalId: i.principal_id },
+        who(operator),
+      ),
+    unbind: (i, operator) =>
+      unbindClient(pool, schema, { agent: i.agent, clientId: i.client_id }, who(operator)),
+  };
 }
 
 /**
@@ -427,6 +447,7 @@ async function startOperatorConsole(
     oidcIssuer: string | null;
     /** Its initial access token: the console registers itself as a client with it. */
     oidcRegistrationToken: string | null;
+    oauthClients: OAuthClientAdmin | null;
   },
 ): Promise<RunningConsole | null> {
   const port = o.ports?.console ?? (o.ports ? 0 : o.config.SVC_CONSOLE_PORT);
@@ -446,6 +467,7 @@ async function startOperatorConsole(
       brand: o.config.SVC_BRAND,
       logger: w.logger,
       oidc,
+      ...(w.oauthClients ? { oauthClients: w.oauthClients } : {}),
     });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;

@@ -11,14 +11,19 @@ import { ConsoleActions } from './actions.js';
 import { ConsoleAuth } from '../../shared/console/auth.js';
 import { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
 import { OidcSignIn } from '../../shared/console/oidc.js';
-import { listenConsole, type ConsoleServer, type OidcSetting } from './server.js';
+import {
+  listenConsole,
+  type ConsoleServer,
+  type OAuthClientAdmin,
+  type OidcSetting,
+} from './server.js';
 import { ConsoleStore } from './store.js';
 
 export { ConsoleActions, ConsoleActionError, type Operator } from './actions.js';
 export { ConsoleStore } from './store.js';
 export { consoleMigrations } from './migrations.js';
 export { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
-export type { ConsoleServer } from './server.js';
+export type { ConsoleServer, OAuthClientAdmin } from './server.js';
 
 export interface StartConsoleOptions {
   pool: Pool;
@@ -38,6 +43,8 @@ export interface StartConsoleOptions {
    * operator (`console.operator`).
    */
   oidc?: { issuer: string; operators?: string[]; initialAccessToken?: string } | null;
+  /** The seller's OAuth client bindings (svc start): `/api/oauth-clients`. */
+  oauthClients?: OAuthClientAdmin | null;
 }
 
 export interface RunningConsole extends ConsoleServer {
@@ -62,6 +69,7 @@ export async function startConsole(o: StartConsoleOptions): Promise<RunningConso
     actions,
     auth,
     oidc,
+    ...(o.oauthClients ? { oauthClients: o.oauthClients } : {}),
     ...(o.brand ? { brand: o.brand } : {}),
     ...(o.logger ? { logger: o.logger } : {}),
     ...(o.host ? { host: o.host } : {}),

@@ -54,6 +54,19 @@ export interface ConsoleAppOptions {
    * valid as a Bearer token for scripts calling the JSON API).
    */
   oidc?: OidcSetting | null;
+  /** The seller's OAuth client bindings (svc start hands them in; absent: 404). */
+  oauthClients?: OAuthClientAdmin | null;
+}
+
+/**
+ * Who a registered OAuth client acts as (agents/oauth/bindings.ts, behind this interface so
+ * the console imports nothing of the agents): the operator lists, binds and unbinds; the
+ * implementation audits each change with the operator's name and `via: console`.
+ */
+export interface OAuthClientAdmin {
+  list(): Promise<unknown[]>;
+  bind(input: Record<string, unknown>, operator: string): Promise<unknown>;
+  unbind(input: Record<string, unknown>, operator: string): Promise<unknown>;
 }
 
 /** OIDC sign-in: the issuer, and its client once registered (null until then: 503). */
@@ -408,6 +421,25 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     ctx.status = 202;
     ctx.body = await actions.redeliver(ctx.params.id!, ctx.state.operator);
   });
+  // The seller's OAuth client bindings (issue 21): a console action, JSON only.
+  const clients = o.oauthClients;
+  if (clients) {
+    router.get('/api/oauth-clients', async (ctx) => {
+      ctx.body = { items: await clients.list() };
+    });
+    for (const verb of ['bind', 'unbind'] as const) {
+      router.post(`/api/oauth-clients/${verb}`, async (ctx) => {
+        const input = await body(ctx);
+        try {
+          ctx.body = await clients[verb](input, ctx.state.operator.name);
+        } catch (err) {
+          const e = err as { code?: string; status?: number; message?: string; field?: string };
+          if (typeof e.code !== 'string' || typeof e.status !== 'number') throw err;
+          throw new ConsoleActionError(e.status, e.code, e.message ?? verb);
+        }
+      });
+    }
+  }
   router.post('/api/recover', async (ctx) => {
     const { origin, since } = recoverInput(await body(ctx));
     ctx.status = 202;
