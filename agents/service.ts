@@ -171,6 +171,7 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
     notifications,
     clock,
     settings,
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   const tasks = dispatcher.tasks;
   registerCatalogTasks(registry);
@@ -238,6 +239,7 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
         notifications,
         reason,
         ...(changedPaths ? { changedPaths } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
       }),
     start: () => executor.start(),
     stop: () => executor.stop(),

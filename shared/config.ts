@@ -115,6 +115,25 @@ const variables = {
       'comma-separated OIDC subjects (sub) admitted as console operators (unset: console.operator of the credentials file)',
     shown: 'console.operator',
   },
+  SVC_OAUTH_OPEN_REGISTRATION: {
+    schema: z.enum(['0', '1']).default('0'),
+    accepts:
+      '1: anyone may register OAuth clients at /oauth/register without the initial access token (a client still acts as nobody until svc oauth clients bind); 0: the token is required',
+  },
+  SVC_OAUTH_INITIAL_ACCESS_TOKEN: {
+    schema: z
+      .string()
+      .regex(/^[\x21-\x7e]{32,512}$/)
+      .optional(),
+    accepts:
+      'the initial access token /oauth/register demands as Authorization: Bearer, 32-512 printable characters (unset: one made on first start, in oauth.initial_access_token of the credentials file)',
+    shown: 'generated',
+  },
+  SVC_OAUTH_DEV_LOGIN: {
+    schema: z.enum(['0', '1']).default('0'),
+    accepts:
+      "1: the OAuth server's development sign-in page (authorization_code), on a loopback SVC_HTTP_HOST only, never with NODE_ENV=production; it asks for the principal's API key or a one-time code printed on svc start's terminal",
+  },
   SVC_SENDER_ALLOW_HOSTS: {
     schema: z
       .string()

@@ -5,6 +5,13 @@
  * when the bearer is not a JWS) are looked up by SHA-256 among the agent's own keys.
  * Missing credentials give null (the tier decides); bad ones throw
  * AUTH_INVALID.
+ *
+ * A token of the OAuth server (verified with its JWKS) names its client (`client_id`):
+ * the principal is the one the seller's operator bound that client to (agents/oauth/
+ * bindings.ts), looked up on every call so unbinding takes effect at once. An unbound
+ * client, or a `sub` that is neither the client nor its principal, is AUTH_INVALID; the
+ * permissions are those of the token's scopes that the principal itself holds. A
+ * principal the signals agent does not know gets no signal access.
  */
 import { createHash, createHmac, randomBytes, type KeyObject } from 'node:crypto';
 import {
@@ -17,6 +24,7 @@ import {
 import type { BrandProfile } from '../../shared/brand.js';
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
+import { boundPrincipal } from '../oauth/bindings.js';
 import {
   AGENT_KINDS,
   PermissionsSchema,
@@ -87,6 +95,7 @@ export class Authenticator {
     if (token.length > MAX_TOKEN_LENGTH) throw taskError('AUTH_INVALID', 'token too long');
     const keys = this.options.keys[agent];
     let payload: JWTPayload;
+    let viaOAuthServer = false;
     try {
       const result = await jwtVerify(
         token,
@@ -95,7 +104,10 @@ export class Authenticator {
           if ((header.alg === 'EdDSA' || header.alg === 'Ed25519') && keys.eddsaPublicKey) {
             return keys.eddsaPublicKey;
           }
-          if (keys.jwks) return keys.jwks(header, jws);
+          if (keys.jwks) {
+            viaOAuthServer = true;
+            return keys.jwks(header, jws);
+          }
           throw new joseErrors.JOSEAlgNotAllowed(`alg ${header.alg} not accepted`);
         },
         {
@@ -123,6 +135,7 @@ export class Authenticator {
     if (typeof payload.sub !== 'string' || payload.sub.length === 0 || payload.sub.length > 255) {
       throw taskError('AUTH_INVALID', 'invalid bearer token: sub must be a principal id');
     }
+    if (viaOAuthServer) return this.oauthPrincipal(agent, payload, payload.sub);
     let permissions: Permissions = {};
     if (payload.permissions !== undefined) {
       const parsed = PermissionsSchema.safeParse(payload.permissions);
@@ -137,6 +150,39 @@ export class Authenticator {
     return { agent, principal_id: payload.sub, permissions, method: 'jwt', agentAccess };
   }
 
+  /** An OAuth-issued token: the principal its client is bound to, or AUTH_INVALID. */
+  private async oauthPrincipal(
+    agent: AgentKind,
+    payload: JWTPayload,
+    sub: string,
+  ): Promise<Principal> {
+    const clientId = payload.client_id;
+    const bound =
+      typeof clientId === 'string'
+        ? await boundPrincipal(this.options.pool, this.schema, agent, clientId)
+        : null;
+    if (!bound) {
+      throw taskError(
+        'AUTH_INVALID',
+        "invalid bearer token: its OAuth client is not bound to a principal (the seller's operator binds clients)",
+      );
+    }
+    if (sub !== clientId && sub !== bound.principalId) {
+      throw taskError('AUTH_INVALID', 'invalid bearer token: sub is not a principal of this agent');
+    }
+    const scoped =
+      typeof payload.scope === 'string'
+        ? permissionsFromScopes(payload.scope, this.options.profile.scopePrefix)
+        : {};
+    return {
+      agent,
+      principal_id: bound.principalId,
+      permissions: intersectPermissions(scoped, bound.permissions),
+      method: 'jwt',
+      agentAccess: agent === 'signals' ? bound.signalsAccess : true,
+    };
+  }
+
   /** Principals registered with the agent may be barred from it (signals: AGENT_ACCESS_DENIED). */
   private async agentAccess(agent: AgentKind, principalId: string): Promise<boolean> {
     if (agent !== 'signals') return true;
@@ -144,7 +190,8 @@ export class Authenticator {
       `SELECT signals_access FROM ${this.schema}.principals WHERE agent = $1 AND principal_id = $2`,
       [agent, principalId],
     );
-    return rows[0]?.signals_access ?? true;
+    // Unknown to the signals agent: no access (never a default grant).
+    return rows[0]?.signals_access ?? false;
   }
 
   private async lookupApiKey(agent: AgentKind, key: string): Promise<Principal> {
@@ -170,6 +217,16 @@ export class Authenticator {
       agentAccess: row.signals_access,
     };
   }
+}
+
+/** Each resource's rights held by both (a token's scopes never widen a principal's rights). */
+export function intersectPermissions(a: Permissions, b: Permissions): Permissions {
+  const out: Permissions = {};
+  for (const [resource, perms] of Object.entries(a) as Array<[keyof Permissions, string[]]>) {
+    const both = perms.filter((p) => b[resource]?.includes(p as never));
+    if (both.length) out[resource] = both as Permissions[keyof Permissions];
+  }
+  return out;
 }
 
 /** Per-agent HS256 secrets, created once and kept in the database. */

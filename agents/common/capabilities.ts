@@ -7,9 +7,11 @@
  */
 import { z } from 'zod';
 import type { Pool } from '../../shared/infra/pg.js';
+import type { Logger } from '../../shared/infra/logger.js';
 import { isTerminalStatus } from '../../shared/envelope/task-status.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import { checkUniqueSubscribers, publicConfig, SubscriberConfigSchema } from '../sales/accounts.js';
+import { checkSubscriberUrls } from './subscriber-urls.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import { proveSubscribers, type SubscriberEntry } from './subscriber-proof.js';
 import type { AgentSettings } from '../runtime/settings.js';
@@ -260,6 +262,7 @@ export function registerCommonTasks(
       errorShape: agent === 'signals' ? 'signal' : 'single',
       handle: async (params, ctx) => {
         checkUniqueSubscribers(params.notification_configs, 'notification_configs');
+        checkSubscriberUrls(ctx, params.notification_configs, 'agent', 'notification_configs');
         const { rows } = await ctx.db.query<{ configs: SubscriberEntry[] }>(
           `SELECT configs FROM ${ctx.schema}.agent_notification_configs WHERE agent = $1 AND principal_id = $2`,
           [agent, ctx.principal!.principal_id],
@@ -335,6 +338,7 @@ export async function publishCapabilitiesChange(deps: {
   notifications: AgentNotifications;
   reason: string;
   changedPaths?: string[];
+  logger?: Logger;
 }): Promise<{ capabilities_version: string; subscribers: number }> {
   const { pool, schema, agent } = deps;
   const { rows } = await pool.query<{ version: number }>(
@@ -353,14 +357,26 @@ export async function publishCapabilitiesChange(deps: {
     .filter(
       (c) => c.active !== false && (c.event_types as string[]).includes('capabilities.changed'),
     );
-  if (configs.length > 0) {
-    await deps.notifications.agentEvent({
-      configs,
-      agentUrl: deps.settings.urls[agent],
-      capabilitiesVersion: version,
-      reason: deps.reason,
-      ...(deps.changedPaths ? { changedPaths: deps.changedPaths } : {}),
-    });
+  // One subscriber at a time: a config the sender refuses (stored before the registration
+  // check, or the operator's allow-list changed since) is logged and skipped, never the
+  // reason another subscriber misses the event.
+  let sent = 0;
+  for (const config of configs) {
+    try {
+      await deps.notifications.agentEvent({
+        configs: [config],
+        agentUrl: deps.settings.urls[agent],
+        capabilitiesVersion: version,
+        reason: deps.reason,
+        ...(deps.changedPaths ? { changedPaths: deps.changedPaths } : {}),
+      });
+      sent++;
+    } catch (err) {
+      deps.logger?.warn(
+        { err, agent, subscriber_id: config.subscriber_id },
+        'capabilities.changed not sent to a subscriber the sender refuses',
+      );
+    }
   }
-  return { capabilities_version: version, subscribers: configs.length };
+  return { capabilities_version: version, subscribers: sent };
 }

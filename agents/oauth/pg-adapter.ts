@@ -2,6 +2,8 @@
  * oidc-provider's storage adapter over PostgreSQL: registered clients, grants, codes and
  * refresh tokens survive a restart (the library's default is in memory). One table,
  * keyed by (namespace, model, id); the namespace keeps each agent's server apart.
+ * A newly registered client gets an expiry (`unboundClientTtlSeconds`): binding it or
+ * issuing it a token clears that (agents/oauth/bindings.ts); expired rows are swept.
  */
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
@@ -30,17 +32,32 @@ export async function migrateOAuthStore(pool: Pool, schema: string): Promise<voi
   )`);
 }
 
+/** How long a registered client that is never bound nor used lives (default a day). */
+export const DEFAULT_UNBOUND_CLIENT_TTL_SECONDS = 86_400;
+
 // The declared return type keeps the class's private members out of the emitted .d.ts.
 export function pgAdapterFactory(
   pool: Pool,
   schema: string,
   namespace: string,
+  options: { unboundClientTtlSeconds?: number } = {},
 ): new (model: string) => Adapter {
   const s = assertSchemaName(schema);
+  const clientTtl = options.unboundClientTtlSeconds ?? DEFAULT_UNBOUND_CLIENT_TTL_SECONDS;
+  let lastSweep = 0;
+  const sweep = async () => {
+    if (Date.now() - lastSweep < 60_000) return;
+    lastSweep = Date.now();
+    await pool.query(
+      `DELETE FROM ${s}.oauth_store WHERE namespace = $1 AND expires_at < now() - interval '1 hour'`,
+      [namespace],
+    );
+  };
   return class PgAdapter implements Adapter {
     constructor(private readonly model: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      if (this.model === 'Client') return this.upsertClient(id, payload);
       await pool.query(
         `INSERT INTO ${s}.oauth_store (namespace, model, id, payload, grant_id, user_code, uid, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -57,6 +74,17 @@ export function pgAdapterFactory(
           payload.uid ?? null,
           expiresIn ? new Date(Date.now() + expiresIn * 1000) : null,
         ],
+      );
+    }
+
+    /** A new client expires unless bound or used; an update keeps the row's expiry. */
+    private async upsertClient(id: string, payload: AdapterPayload): Promise<void> {
+      await sweep();
+      await pool.query(
+        `INSERT INTO ${s}.oauth_store (namespace, model, id, payload, expires_at)
+         VALUES ($1, 'Client', $2, $3, now() + make_interval(secs => $4))
+         ON CONFLICT (namespace, model, id) DO UPDATE SET payload = EXCLUDED.payload`,
+        [namespace, id, payload, clientTtl],
       );
     }
 

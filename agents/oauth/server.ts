@@ -9,12 +9,20 @@
  * agents' Authenticator maps to permissions. A token issued at one agent carries that
  * agent's audience and fails at another.
  *
- * Interactive logins (authorization_code) use the library's development interaction
- * pages (any user name is accepted, the principal is that name): this is a demo seller
- * with no user directory. Registered clients, grants and refresh tokens are kept in
+ * Who may do what (issue 21): registration needs the initial access token unless the
+ * operator opened it (`registration.open`), is rate limited per address, and refuses
+ * metadata that would make the library fetch client-chosen URLs (registration-gate.ts).
+ * A registered client acts as nobody until the operator binds it to a principal
+ * (bindings.ts): client_credentials is refused for an unbound client, and a bound one is
+ * granted only the scopes its principal's permissions cover.
+ *
+ * Interactive logins (authorization_code) go through dev-login.ts: off unless the operator
+ * turns on the development sign-in, and then loopback only and proved by the principal's
+ * API key or a one-time code (this demo seller has no user directory). Registered clients, grants and refresh tokens are kept in
  * PostgreSQL; the token signing key too, so tokens outlive a restart.
  */
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { createLocalJWKSet, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { Middleware } from 'koa';
 import Provider, { errors as oidcErrors, type Configuration } from 'oidc-provider';
@@ -23,9 +31,21 @@ import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import { assertSchemaName } from '../../shared/infra/pg.js';
 import type { AgentAuthKeys } from '../auth/authenticate.js';
-import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
+import { AGENT_KINDS, type AgentKind, type Permissions } from '../auth/principal.js';
 import { AGENT_ENDPOINT_PATHS, oauthResources } from '../auth/resources.js';
+import { boundPrincipal, markClientUsed, migrateOAuthBindings } from './bindings.js';
 import { migrateOAuthStore, pgAdapterFactory } from './pg-adapter.js';
+import { serveInteraction, type DevLogin } from './dev-login.js';
+import {
+  AddressRateLimiter,
+  CLIENT_AUTH_METHODS,
+  DEFAULT_MAX_REGISTRATION_BYTES,
+  DEFAULT_REGISTRATIONS_PER_MINUTE,
+  METADATA_GUARD_PROPERTY,
+  refuseOutboundRequests,
+  validateClientMetadata,
+  type RegistrationLimits,
+} from './registration-gate.js';
 
 export const OAUTH_MOUNT = '/oauth';
 
@@ -39,8 +59,23 @@ export interface OAuthServerOptions {
   accessTokenTtlSeconds?: number;
   /** Where the library's own warnings go (instead of the console). */
   logger?: Logger;
-  /** NODE_ENV=production: no development interaction pages (authorization_code needs a login UI). */
-  production?: boolean;
+  /**
+   * The development sign-in (SVC_OAUTH_DEV_LOGIN=1): null or absent, the sign-in pages
+   * answer 403 naming the setting, so authorization_code cannot complete.
+   */
+  devLogin?: DevLogin | null;
+  /**
+   * Dynamic registration. Default: an initial access token is required (this one, else the
+   * one kept in the database, made on first start); `open: true` (SVC_OAUTH_OPEN_REGISTRATION)
+   * lets anyone register. Either way a new client does nothing until bound.
+   */
+  registration?: {
+    open?: boolean;
+    initialAccessToken?: string;
+    limits?: RegistrationLimits;
+    /** Seconds an unbound, unused client is kept (default a day). */
+    unboundClientTtlSeconds?: number;
+  };
 }
 
 export interface OAuthServer {
@@ -52,6 +87,37 @@ export interface OAuthServer {
   middleware(agent: AgentKind): Middleware;
   /** Verification keys for the agents' Authenticator. */
   authKeys(): Partial<Record<AgentKind, Partial<AgentAuthKeys>>>;
+  /** Whether the development sign-in page is served (authorization_code can complete). */
+  devLogin: boolean;
+  /** The token `POST /oauth/register` demands (as `Authorization: Bearer`), or null when open. */
+  initialAccessToken: string | null;
+}
+
+/** The kept initial access token, made once (32 random bytes) unless one is configured. */
+async function storedInitialAccessToken(pool: Pool, schema: string): Promise<string> {
+  const s = assertSchemaName(schema);
+  await pool.query(
+    `INSERT INTO ${s}.oauth_keys (name, jwk) VALUES ('initial-access-token', $1)
+     ON CONFLICT (name) DO NOTHING`,
+    [{ token: `iat_${randomBytes(32).toString('base64url')}` }],
+  );
+  const { rows } = await pool.query<{ jwk: { token: string } }>(
+    `SELECT jwk FROM ${s}.oauth_keys WHERE name = 'initial-access-token'`,
+  );
+  return rows[0]!.jwk.token;
+}
+
+/** The resource scopes a principal's permissions cover: one right on the resource is enough. */
+function scopesCovered(permissions: Permissions, prefix: string): string[] {
+  const out: string[] = [];
+  if (permissions.products?.length) out.push(`${prefix}products`);
+  if (permissions.media_buys?.length) out.push(`${prefix}media_buys`);
+  if (permissions.creatives?.length) out.push(`${prefix}creatives`);
+  return out;
+}
+
+function clientAddress(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? 'unknown';
 }
 
 async function signingJwk(pool: Pool, schema: string): Promise<JWK> {
@@ -96,6 +162,17 @@ function protectedResource(path: string): string | null {
 
 export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthServer> {
   await migrateOAuthStore(o.pool, o.schema);
+  await migrateOAuthBindings(o.pool, o.schema);
+  const reg = o.registration ?? {};
+  const initialAccessToken = reg.open
+    ? null
+    : (reg.initialAccessToken ?? (await storedInitialAccessToken(o.pool, o.schema)));
+  const limiter = new AddressRateLimiter(
+    reg.limits?.perAddress ?? DEFAULT_REGISTRATIONS_PER_MINUTE,
+    reg.limits?.windowMs ?? 60_000,
+    reg.limits?.now,
+  );
+  const maxBody = reg.limits?.maxBodyBytes ?? DEFAULT_MAX_REGISTRATION_BYTES;
   const privateJwk = await signingJwk(o.pool, o.schema);
   const { d: _d, ...publicJwk } = privateJwk;
   void _d;
@@ -109,7 +186,17 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
     const resource = o.urls[agent];
     const resources = oauthResources(resource);
     const config: Configuration = {
-      adapter: pgAdapterFactory(o.pool, o.schema, agent),
+      adapter: pgAdapterFactory(o.pool, o.schema, agent, {
+        ...(reg.unboundClientTtlSeconds !== undefined
+          ? { unboundClientTtlSeconds: reg.unboundClientTtlSeconds }
+          : {}),
+      }),
+      clientAuthMethods: [...CLIENT_AUTH_METHODS],
+      extraClientMetadata: {
+        properties: [METADATA_GUARD_PROPERTY],
+        validator: validateClientMetadata as never,
+      },
+      httpOptions: refuseOutboundRequests,
       jwks: { keys: [privateJwk as never] },
       cookies: { keys: cookieKeys },
       scopes: ['openid', 'offline_access', ...scopes],
@@ -131,23 +218,34 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
         id_token_signed_response_alg: 'ES256',
       },
       features: {
-        registration: { enabled: true },
+        registration: {
+          enabled: true,
+          ...(initialAccessToken ? { initialAccessToken } : {}),
+        },
         clientCredentials: { enabled: true },
         introspection: { enabled: true },
         revocation: { enabled: true },
-        devInteractions: { enabled: o.production !== true },
+        devInteractions: { enabled: false },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => resource,
           useGrantedResource: () => true,
-          getResourceServerInfo: (_ctx, indicator) => {
+          getResourceServerInfo: async (ctx, indicator, client) => {
             if (!resources.includes(indicator)) {
               throw new oidcErrors.InvalidTarget(
                 `this server issues tokens for ${resources.join(', ')} only`,
               );
             }
+            const bound = await boundPrincipal(o.pool, o.schema, agent, client.clientId);
+            if (!bound && ctx.oidc.params?.grant_type === 'client_credentials') {
+              throw new oidcErrors.UnauthorizedClient(
+                "this client is not bound to a principal yet: ask the seller's operator to bind it",
+              );
+            }
+            // Never more than the bound principal may do; an unbound client gets no scope.
+            const granted = bound ? scopesCovered(bound.permissions, o.profile.scopePrefix) : [];
             return {
-              scope: scopes.join(' '),
+              scope: granted.join(' '),
               audience: indicator,
               accessTokenTTL: o.accessTokenTtlSeconds ?? 3600,
               accessTokenFormat: 'jwt',
@@ -156,6 +254,7 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
           },
         },
       },
+      interactions: { url: (_ctx, interaction) => `${OAUTH_MOUNT}/interaction/${interaction.uid}` },
       // A refresh token for every client allowed the grant (no OIDC offline_access dance).
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
       findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
@@ -170,7 +269,14 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
       },
     };
     const provider = throughLogger(o.logger, () => new Provider(issuer(agent), config));
-    provider.on('server_error', () => {});
+    provider.on('server_error', (_ctx, err) => o.logger?.error({ err }, 'OAuth server error'));
+    provider.on('grant.success', (ctx) => {
+      const clientId = ctx.oidc.client?.clientId;
+      if (!clientId) return;
+      markClientUsed(o.pool, o.schema, agent, clientId).catch((err: unknown) =>
+        o.logger?.warn({ err, client_id: clientId }, 'could not mark the OAuth client used'),
+      );
+    });
     providers[agent] = provider;
   }
 
@@ -199,6 +305,29 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
           path = `${OAUTH_MOUNT}/.well-known/openid-configuration`;
         }
         if (path !== OAUTH_MOUNT && !path.startsWith(`${OAUTH_MOUNT}/`)) return next();
+        const interaction = /^\/oauth\/interaction\/([A-Za-z0-9_-]{1,64})$/.exec(path);
+        if (interaction && (ctx.method === 'GET' || ctx.method === 'POST')) {
+          ctx.respond = false;
+          await serveInteraction(
+            providers[agent],
+            agent,
+            o.devLogin ?? null,
+            ctx.req,
+            ctx.res,
+            path,
+          );
+          return;
+        }
+        if (ctx.method === 'POST' && path === `${OAUTH_MOUNT}/register`) {
+          const refusal = registrationRefusal(ctx.req, limiter, maxBody);
+          if (refusal) {
+            ctx.status = refusal.status;
+            if (refusal.retryAfter) ctx.set('Retry-After', String(refusal.retryAfter));
+            ctx.set('Cache-Control', 'no-store');
+            ctx.body = { error: refusal.error, error_description: refusal.description };
+            return;
+          }
+        }
         const req = ctx.req as typeof ctx.req & { originalUrl?: string };
         const search = ctx.querystring ? `?${ctx.querystring}` : '';
         // As express mounts: the library derives its mount path from originalUrl - url.
@@ -213,7 +342,35 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
       for (const agent of AGENT_KINDS) out[agent] = { jwks };
       return out;
     },
+    initialAccessToken,
+    devLogin: !!o.devLogin,
   };
+}
+
+/** A registration this server refuses before the library reads it: too many, or too big. */
+function registrationRefusal(
+  req: IncomingMessage,
+  limiter: AddressRateLimiter,
+  maxBody: number,
+): { status: number; error: string; description: string; retryAfter?: number } | null {
+  const length = Number(req.headers['content-length'] ?? 0);
+  if (!Number.isFinite(length) || length > maxBody) {
+    return {
+      status: 413,
+      error: 'invalid_client_metadata',
+      description: `client metadata larger than ${maxBody} bytes`,
+    };
+  }
+  const wait = limiter.take(clientAddress(req));
+  if (wait > 0) {
+    return {
+      status: 429,
+      error: 'rate_limited',
+      description: `too many registrations from this address; retry in ${wait} s`,
+      retryAfter: wait,
+    };
+  }
+  return null;
 }
 
 /**

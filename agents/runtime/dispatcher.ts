@@ -14,7 +14,8 @@ import type { Authenticator } from '../auth/authenticate.js';
 import { hasPermission, type AgentKind, type Principal } from '../auth/principal.js';
 import { replayedAnswer, storedAnswer, taskStatusOf, withTaskStatus } from './answer-status.js';
 import type { AgentClock } from './clock.js';
-import { brandedCode, taskError } from './errors.js';
+import { brandedCode, internalError, taskError } from './errors.js';
+import type { Logger } from '../../shared/infra/logger.js';
 import { silentNotifications } from './silent-notifications.js';
 import type { AgentSettings } from './settings.js';
 import type { TaskRegistry } from './registry.js';
@@ -40,6 +41,8 @@ export interface TaskDispatcherOptions {
   notifications: AgentNotifications;
   clock: AgentClock;
   settings: AgentSettings;
+  /** Where faults go, with the correlation id their INTERNAL_ERROR answer carries. */
+  logger?: Logger;
 }
 
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9_.:-]{8,255}$/;
@@ -110,8 +113,17 @@ export class TaskDispatcher {
           ...(e.field ? { field: e.field } : {}),
         });
       }
-      throw err;
+      // Anything else is our fault: the caller learns a correlation id, never the fault.
+      return internalError(err, this.options.logger, {
+        agent: req.agent,
+        task: String(req.task).slice(0, 100),
+      });
     }
+  }
+
+  /** Where the transports log faults (with the correlation id they answer). */
+  get logger(): Logger | undefined {
+    return this.options.logger;
   }
 
   /** Authenticates credentials at an agent (transports use it for polling endpoints). */
@@ -340,7 +352,8 @@ export class TaskDispatcher {
           );
         }
       }
-      const notifications = dryRun ? silentNotifications : this.options.notifications;
+      // A dry run fires nothing, but its registrations are checked like a real call's.
+      const notifications = dryRun ? this.dryRunNotifications() : this.options.notifications;
       const ctx = this.context(req, principal, db, dryRun, notifications, meta, taskId);
       const outcome = await def.handle(parsed.data, ctx);
       const response: TaskSuccess = { status: outcome.status };
@@ -415,6 +428,13 @@ export class TaskDispatcher {
   }
 
   /** What a handler sees of its call; its task id in case it turns out asynchronous. */
+  private dryRunNotifications(): AgentNotifications {
+    const real = this.options.notifications;
+    return real.validateRegistration
+      ? { ...silentNotifications, validateRegistration: (i) => real.validateRegistration!(i) }
+      : silentNotifications;
+  }
+
   private context(
     req: InvokeRequest,
     principal: Principal | null,

@@ -4,6 +4,8 @@
  * state conflicts are added here with the names the real protocol uses, carried by the
  * same `TaskError` class so transports format every refusal alike.
  */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../../shared/infra/logger.js';
 import {
   TaskError,
   type ErrorIssue,
@@ -42,6 +44,8 @@ export const AGENT_ERROR_STATUS = {
   INVALID_STATE: 409,
   /** `adcp_major_version` / `adcp_version` outside the majors this seller speaks. */
   VERSION_UNSUPPORTED: 400,
+  /** A fault of ours: a fixed message and a correlation id, the details only in our log. */
+  INTERNAL_ERROR: 500,
 } as const satisfies Record<string, number>;
 
 export type AgentErrorCode = keyof typeof AGENT_ERROR_STATUS;
@@ -76,6 +80,26 @@ export function taskError(
 }
 
 export { TaskError, type ErrorIssue };
+
+/** What a caller is told of any fault of ours (issue 21 item 6): never the fault itself. */
+export const INTERNAL_ERROR_MESSAGE =
+  'the agent could not answer; try again, or quote the correlation_id to the seller';
+
+/**
+ * A fault of ours (a database error, a bug) as the protocol's INTERNAL_ERROR: the fault is
+ * logged with a new correlation id; the caller gets the fixed message and that id only.
+ */
+export function internalError(
+  err: unknown,
+  logger: Pick<Logger, 'error'> | undefined,
+  where: Record<string, unknown> = {},
+): TaskError {
+  const correlationId = randomUUID();
+  logger?.error({ err, correlation_id: correlationId, ...where }, 'internal error');
+  return taskError('INTERNAL_ERROR', INTERNAL_ERROR_MESSAGE, {
+    details: { correlation_id: correlationId },
+  });
+}
 
 /**
  * Several refusals at once (e.g. the signal agent's per-destination refusals): the first

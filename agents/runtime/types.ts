@@ -73,6 +73,8 @@ export interface AgentNotifications {
   validateRegistration?(input: {
     pushNotificationConfig?: unknown;
     a2aConfig?: { version: '0.3' | '1.0'; config: unknown };
+    /** Account- or agent-level subscribers (`notification_configs[]`), under `field`. */
+    subscriberConfigs?: { configs: unknown[]; channel: 'account' | 'agent'; field: string };
   }): void;
 }
 

@@ -4,6 +4,7 @@
  * = unchanged, [] = clear, array = full replacement keyed by subscriber_id), write-only
  * `authentication`, paused entries kept but never fired.
  */
+import { checkSubscriberUrls } from '../common/subscriber-urls.js';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
@@ -146,8 +147,11 @@ async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: Ta
   const out: Array<Record<string, unknown>> = [];
   await ctx.db.query('SAVEPOINT sync_accounts');
   for (const [i, a] of params.accounts.entries()) {
-    if (a.notification_configs)
-      checkUniqueSubscribers(a.notification_configs, `accounts[${i}].notification_configs`);
+    if (a.notification_configs) {
+      const field = `accounts[${i}].notification_configs`;
+      checkUniqueSubscribers(a.notification_configs, field);
+      checkSubscriberUrls(ctx, a.notification_configs, 'account', field);
+    }
     const { accountId, name, brand, operator } = accountEntry(principalId, a);
     const { rows } = await ctx.db.query<{
       principal_id: string;

@@ -12,7 +12,7 @@ import { TaskError } from '../../shared/errors/task-errors.js';
 import type { BrandProfile } from '../../shared/brand.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { AgentKind } from '../auth/principal.js';
-import { errorResponse, plainErrorBody } from '../runtime/errors.js';
+import { errorResponse, plainErrorBody, internalError } from '../runtime/errors.js';
 import type { AgentsCore } from '../service.js';
 import { a2aMiddleware } from '../transport/a2a.js';
 import { agentCardMiddleware } from '../transport/agent-card.js';
@@ -70,10 +70,11 @@ export function createAgentApp(o: AgentAppOptions): Koa {
         ctx.body = r.body;
         return;
       }
-      o.logger?.error({ err, path: ctx.path }, 'agent request failed');
+      const fault = internalError(err, o.logger ?? core.dispatcher.logger, { path: ctx.path });
       if (ctx.headerSent || ctx.respond === false) return;
-      ctx.status = 500;
-      ctx.body = errorBody('INTERNAL_ERROR', 'the agent could not answer; try again');
+      const r = errorResponse(fault, { brand });
+      ctx.status = r.status;
+      ctx.body = r.body;
     }
   });
   for (const m of o.extra ?? []) app.use(m);

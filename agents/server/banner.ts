@@ -134,7 +134,16 @@ export function startBanner(
   }
   out.push(`keys     ${u.sales}/.well-known/jwks.json, ${u.sales}/.well-known/brand.json`);
   if (service.oauth) {
-    out.push(`oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin)`);
+    out.push(
+      `oauth    ${service.oauth.issuer('sales')}/register (and on every agent origin): ` +
+        (service.oauth.initialAccessToken
+          ? `needs the initial access token (section "oauth" of ${credentialsFile}; SVC_OAUTH_OPEN_REGISTRATION=1 opens it)`
+          : 'open to anyone (SVC_OAUTH_OPEN_REGISTRATION=1)'),
+      '         a registered client acts as nobody until bound: svc oauth clients list|bind|unbind',
+      service.oauth.devLogin
+        ? "sign-in  development page ON (SVC_OAUTH_DEV_LOGIN=1), loopback only: a principal's API key or the one-time code printed on this terminal"
+        : 'sign-in  off: authorization_code needs SVC_OAUTH_DEV_LOGIN=1 (development page, loopback only)',
+    );
   }
   if (service.console) {
     out.push(

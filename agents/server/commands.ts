@@ -8,6 +8,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { envOption, flagsToEnv, plainOption, type VariableName } from '../../cli/env-option.js';
 import { brandProfile } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
+import { registerOAuthCommands } from './oauth-commands.js';
 
 function parseJsonObject(value: string): Record<string, unknown> {
   let parsed: unknown;
@@ -23,6 +24,7 @@ function parseJsonObject(value: string): Record<string, unknown> {
 }
 
 export function registerAgentCommands(program: Command): void {
+  registerOAuthCommands(program);
   const startFlags: Record<string, VariableName> = {
     dataDir: 'SVC_DATA_DIR',
     host: 'SVC_HTTP_HOST',
@@ -34,6 +36,8 @@ export function registerAgentCommands(program: Command): void {
     clockSpeed: 'SVC_AGENTS_CLOCK_SPEED',
     queuePrefix: 'SVC_QUEUE_PREFIX',
     wait: 'SVC_SERVICE_WAIT_SECONDS',
+    oauthOpenRegistration: 'SVC_OAUTH_OPEN_REGISTRATION',
+    oauthDevLogin: 'SVC_OAUTH_DEV_LOGIN',
   };
   program
     .command('start')
@@ -67,6 +71,20 @@ export function registerAgentCommands(program: Command): void {
     .addOption(envOption('--queue-prefix <prefix>', 'BullMQ key prefix', 'SVC_QUEUE_PREFIX'))
     .addOption(
       envOption('--wait <seconds>', 'wait for PostgreSQL and Redis', 'SVC_SERVICE_WAIT_SECONDS'),
+    )
+    .addOption(
+      envOption(
+        '--oauth-open-registration',
+        'let anyone register OAuth clients without the initial access token (clients still act as nobody until bound)',
+        'SVC_OAUTH_OPEN_REGISTRATION',
+      ),
+    )
+    .addOption(
+      envOption(
+        '--oauth-dev-login',
+        "serve the OAuth development sign-in page (loopback only; the principal's API key or a one-time code printed here)",
+        'SVC_OAUTH_DEV_LOGIN',
+      ),
     )
     .addHelpText(
       'after',

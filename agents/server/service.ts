@@ -43,14 +43,18 @@ import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
 import {
   consoleOidcFromConfig,
   startConsole,
+  type OAuthClientAdmin,
   type RunningConsole,
 } from '../../sender/console/index.js';
+import { bindClient, listClients, unbindClient } from '../oauth/bindings.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
 import { DEFAULT_AGENTS_SCHEMA } from '../store/migrations.js';
 import type { DemoCredential } from '../seed.js';
 import { createOAuthServer, type OAuthServer } from '../oauth/server.js';
+import { DevLogin, DEV_LOGIN_VARIABLE } from '../oauth/dev-login.js';
+import { isLoopbackAddress } from '../../shared/net/ssrf.js';
 import { createAgentApp } from './agent-app.js';
 import { senderWiring } from './sender-wiring.js';
 
@@ -74,6 +78,8 @@ export interface AgentsServiceOptions {
   pollIntervalMs?: number;
   /** Mount the OAuth authorisation server on every agent origin (default true). */
   oauth?: boolean;
+  /** Where the development sign-in's one-time codes go (default: this terminal, stderr). */
+  announceDevLoginCode?: (code: string) => void;
 }
 
 export interface AgentsService {
@@ -213,7 +219,18 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
             profile,
             urls,
             logger,
-            production: config.NODE_ENV === 'production',
+            devLogin: devLoginFromConfig(
+              config,
+              pool,
+              o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA,
+              o.announceDevLoginCode,
+            ),
+            registration: {
+              open: config.SVC_OAUTH_OPEN_REGISTRATION === '1',
+              ...(config.SVC_OAUTH_INITIAL_ACCESS_TOKEN
+                ? { initialAccessToken: config.SVC_OAUTH_INITIAL_ACCESS_TOKEN }
+                : {}),
+            },
           });
 
     const fromConfig = agentOptionsFromConfig(config);
@@ -300,6 +317,8 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
       senderSchema,
       logger,
       oidcIssuer: oauth ? oauth.issuer('sales') : null,
+      oidcRegistrationToken: oauth?.initialAccessToken ?? null,
+      oauthClients: oauth ? oauthClientAdmin(pool, o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA) : null,
     });
     if (operatorConsole) stops.push(() => operatorConsole.close());
     return {
@@ -321,6 +340,57 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     await stop();
     throw err;
   }
+}
+
+/** The console's OAuth client action: bindings.ts, audited as the console's operator. */
+function oauthClientAdmin(pool: Pool, schema: string): OAuthClientAdmin {
+  const who = (operator: string) => ({ actor: operator, via: 'console' as const });
+  return {
+    list: () => listClients(pool, schema),
+    bind: (i, operator) =>
+      bindClient(
+        pool,
+        schema,
+        { agent: i.agent, clientId: i.client_id, principalId: i.principal_id },
+        who(operator),
+      ),
+    unbind: (i, operator) =>
+      unbindClient(pool, schema, { agent: i.agent, clientId: i.client_id }, who(operator)),
+  };
+}
+
+/**
+ * The OAuth development sign-in, only when asked for by name, never in production and only
+ * on a loopback listener; its one-time codes go to this terminal (stderr).
+ */
+export function devLoginFromConfig(
+  config: Config,
+  pool: Pool,
+  schema: string,
+  announce?: (code: string) => void,
+): DevLogin | null {
+  if (config.SVC_OAUTH_DEV_LOGIN !== '1') return null;
+  if (config.NODE_ENV === 'production') {
+    throw new ServiceUnavailableError(
+      `${DEV_LOGIN_VARIABLE}=1 is a development sign-in: not with NODE_ENV=production`,
+    );
+  }
+  const host = config.SVC_HTTP_HOST.replace(/^\[|\]$/g, '');
+  if (host !== 'localhost' && !isLoopbackAddress(host)) {
+    throw new ServiceUnavailableError(
+      `${DEV_LOGIN_VARIABLE}=1 needs SVC_HTTP_HOST on loopback (127.0.0.1, ::1), not ${config.SVC_HTTP_HOST}`,
+    );
+  }
+  return new DevLogin({
+    pool,
+    schema,
+    announce:
+      announce ??
+      ((code) =>
+        process.stderr.write(
+          `OAuth development sign-in: one-time code ${code} (single use; any principal, or a console operator)\n`,
+        )),
+  });
 }
 
 /**
@@ -377,10 +447,17 @@ async function startOperatorConsole(
     logger: Logger;
     /** The built-in provider (SVC_CONSOLE_AUTH=oidc signs operators in through it). */
     oidcIssuer: string | null;
+    /** Its initial access token: the console registers itself as a client with it. */
+    oidcRegistrationToken: string | null;
+    oauthClients: OAuthClientAdmin | null;
   },
 ): Promise<RunningConsole | null> {
   const port = o.ports?.console ?? (o.ports ? 0 : o.config.SVC_CONSOLE_PORT);
-  const oidc = consoleOidcFromConfig(o.config, w.oidcIssuer);
+  const fromConfig = consoleOidcFromConfig(o.config, w.oidcIssuer);
+  const oidc =
+    fromConfig && fromConfig.issuer === w.oidcIssuer && w.oidcRegistrationToken
+      ? { ...fromConfig, initialAccessToken: w.oidcRegistrationToken }
+      : fromConfig;
   try {
     return await startConsole({
       pool: w.pool,
@@ -392,6 +469,7 @@ async function startOperatorConsole(
       brand: o.config.SVC_BRAND,
       logger: w.logger,
       oidc,
+      ...(w.oauthClients ? { oauthClients: w.oauthClients } : {}),
     });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;

@@ -87,6 +87,15 @@ export async function runStart(config: Config): Promise<void> {
     'agents',
     agentsCredentialsSection(service.urls, service.credentials),
   );
+  if (service.oauth) {
+    // The token buyers' developers need to register OAuth clients (null: registration open).
+    await writeCredentialsSection(config.SVC_DATA_DIR, 'oauth', {
+      registration_endpoints: Object.fromEntries(
+        Object.entries(service.urls).map(([agent, url]) => [agent, `${url}/oauth/register`]),
+      ),
+      initial_access_token: service.oauth.initialAccessToken,
+    });
+  }
   process.stdout.write(
     `${startBanner(service, file, isProduction(config), config.SVC_DATA_DIR, service.core.settings.testController, { approval: service.core.settings.approval, allowHosts: config.SVC_SENDER_ALLOW_HOSTS.split(',').filter(Boolean) })}\n`,
   );

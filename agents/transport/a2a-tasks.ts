@@ -26,6 +26,8 @@ import {
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
 import { TaskError } from '../../shared/errors/task-errors.js';
+import type { Logger } from '../../shared/infra/logger.js';
+import { internalError } from '../runtime/errors.js';
 import type { AgentKind, Principal } from '../auth/principal.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
 import type { TaskView } from '../runtime/task-store.js';
@@ -42,19 +44,26 @@ export interface TaskCall {
 }
 
 /** Our refusals as the A2A errors a client of either version understands. */
-function a2aError(err: unknown): unknown {
-  if (!(err instanceof TaskError)) return err;
+function a2aError(err: unknown, logger?: Logger): unknown {
+  if (!(err instanceof TaskError)) {
+    // A fault of ours: the A2A SDK would answer its text; the caller gets the fixed
+    // message and a correlation id, the fault goes to the log under that id.
+    const fault = internalError(err, logger);
+    return new Error(
+      `INTERNAL_ERROR: ${fault.message} (correlation_id ${String(fault.details?.correlation_id)})`,
+    );
+  }
   const options = { message: `${err.code}: ${err.message}`, metadata: { code: err.code } };
   if (err.code === ('REFERENCE_NOT_FOUND' as string)) return new TaskNotFoundError(options);
   if (err.code === ('INVALID_STATE' as string)) return new TaskNotCancelableError(options);
   return new RequestMalformedError(options);
 }
 
-async function guarded<T>(run: () => Promise<T>): Promise<T> {
+async function guarded<T>(logger: Logger | undefined, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    throw a2aError(err);
+    throw a2aError(err, logger);
   }
 }
 
@@ -92,13 +101,13 @@ export function taskOfView(view: TaskView): Task {
 }
 
 export function getTask(c: TaskCall, id: string): Promise<Task> {
-  return guarded(async () =>
+  return guarded(c.dispatcher.logger, async () =>
     taskOfView(await c.dispatcher.getTask(id, c.principal, true, c.agent)),
   );
 }
 
 export function cancelTask(c: TaskCall, params: CancelTaskRequest): Promise<Task> {
-  return guarded(async () => {
+  return guarded(c.dispatcher.logger, async () => {
     // Owned first, so a task of someone else is "not found", never "not cancelable".
     await c.dispatcher.getTask(params.id, c.principal, false, c.agent);
     const out = await c.dispatcher.cancelTask(params.id, c.principal);
@@ -148,7 +157,7 @@ export function setPushConfig(
   c: TaskCall,
   params: TaskPushNotificationConfig,
 ): Promise<TaskPushNotificationConfig> {
-  return guarded(async () => {
+  return guarded(c.dispatcher.logger, async () => {
     const push: A2aPush = { version: c.version, config: wireConfig(c) };
     await c.dispatcher.setA2aPushConfig(params.taskId, c.principal, c.agent, push);
     return coreConfig(params.taskId, push);
@@ -174,7 +183,7 @@ export function getPushConfig(
   c: TaskCall,
   params: GetTaskPushNotificationConfigRequest,
 ): Promise<TaskPushNotificationConfig> {
-  return guarded(async () =>
+  return guarded(c.dispatcher.logger, async () =>
     coreConfig(params.taskId, await ownConfig(c, params.taskId, params.id)),
   );
 }
@@ -183,7 +192,7 @@ export function listPushConfigs(
   c: TaskCall,
   taskId: string,
 ): Promise<ListTaskPushNotificationConfigsResponse> {
-  return guarded(async () => {
+  return guarded(c.dispatcher.logger, async () => {
     const push = await c.dispatcher.a2aPushConfig(taskId, c.principal, c.agent);
     return { configs: push ? [coreConfig(taskId, push)] : [], nextPageToken: '' };
   });
@@ -193,7 +202,7 @@ export function deletePushConfig(
   c: TaskCall,
   params: DeleteTaskPushNotificationConfigRequest,
 ): Promise<void> {
-  return guarded(async () => {
+  return guarded(c.dispatcher.logger, async () => {
     await ownConfig(c, params.taskId, params.id);
     await c.dispatcher.setA2aPushConfig(params.taskId, c.principal, c.agent, null);
   });

@@ -51,7 +51,7 @@ import type { AgentKind, Principal } from '../auth/principal.js';
 import { checkResponse } from '../protocol/index.js';
 import { taskStatusOf } from '../runtime/answer-status.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
-import { contextOf, errorResponse, taskError } from '../runtime/errors.js';
+import { contextOf, errorResponse, internalError, taskError } from '../runtime/errors.js';
 import type { TaskResult, TaskStatus } from '../runtime/types.js';
 import {
   cancelTask,
@@ -176,11 +176,10 @@ class AgentA2aHandler implements A2ARequestHandler {
           : {}),
       });
     } catch (err) {
-      if (!(err instanceof TaskError)) {
-        this.o.logger?.error({ err, skill }, 'a2a skill call failed');
-        throw err;
-      }
-      result = err;
+      result =
+        err instanceof TaskError
+          ? err
+          : internalError(err, this.o.logger ?? this.o.dispatcher.logger, { skill });
     }
     const taskId = `task_${randomUUID()}`;
     if (result instanceof TaskError) {
@@ -306,11 +305,11 @@ class AgentA2aHandler implements A2ARequestHandler {
   }
 }
 
-function rpcError(id: unknown, code: number, message: string) {
+function rpcError(id: unknown, code: number, message: string, data?: Record<string, unknown>) {
   return {
     jsonrpc: '2.0',
     id: typeof id === 'string' || typeof id === 'number' ? id : null,
-    error: { code, message },
+    error: { code, message, ...(data ? { data } : {}) },
   };
 }
 
@@ -394,7 +393,9 @@ export function a2aMiddleware(o: A2aEndpointOptions): Middleware {
     const read = await readJsonBody(ctx.req);
     if (!read.ok) {
       ctx.status = read.status;
-      ctx.body = rpcError(null, read.status === 413 ? -32600 : -32700, read.message);
+      ctx.body = read.code
+        ? rpcError(null, -32602, read.message, { code: read.code, field: read.field })
+        : rpcError(null, read.status === 413 ? -32600 : -32700, read.message);
       return;
     }
     const body = read.value;

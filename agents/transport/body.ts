@@ -1,10 +1,44 @@
-/** Reads a JSON request body with a size cap (no body parser in the stack). */
+/**
+ * Reads a JSON request body with a size cap (no body parser in the stack). A string (or
+ * member name) holding U+0000 is refused here as VALIDATION_ERROR naming where (issue 21
+ * item 6): PostgreSQL text cannot hold it, and its error text must never reach a caller.
+ */
 import type { IncomingMessage } from 'node:http';
 
 export const MAX_REQUEST_BYTES = 1024 * 1024;
 
 export type JsonBodyResult =
-  { ok: true; value: unknown } | { ok: false; status: 400 | 413 | 415; message: string };
+  | { ok: true; value: unknown }
+  | {
+      ok: false;
+      status: 400 | 413 | 415;
+      message: string;
+      /** Set when the JSON parsed but holds what no task accepts (U+0000). */
+      code?: 'VALIDATION_ERROR';
+      field?: string;
+    };
+
+/** Where the first string or member name holding U+0000 is (`params.message.parts[0]`), or null. */
+export function nulPath(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path || '(body)' : null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const at = nulPath(value[i], `${path}[${i}]`);
+      if (at !== null) return at;
+    }
+    return null;
+  }
+  if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      const name = k.split('\u0000').join('\\u0000');
+      const here = path ? `${path}.${name}` : name;
+      if (k.includes('\u0000')) return here;
+      const at = nulPath(v, here);
+      if (at !== null) return at;
+    }
+  }
+  return null;
+}
 
 export async function readJsonBody(
   req: IncomingMessage,
@@ -23,9 +57,21 @@ export async function readJsonBody(
     }
     chunks.push(chunk as Buffer);
   }
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch {
     return { ok: false, status: 400, message: 'request body is not valid JSON' };
   }
+  const at = nulPath(value);
+  if (at !== null) {
+    return {
+      ok: false,
+      status: 400,
+      code: 'VALIDATION_ERROR',
+      field: at.slice(0, 200),
+      message: `VALIDATION_ERROR: strings must not contain U+0000 (at ${at.slice(0, 200)})`,
+    };
+  }
+  return { ok: true, value };
 }

@@ -37,6 +37,7 @@ import { contextOf, errorResponse } from '../runtime/errors.js';
 import type { TaskDefinition, TaskResult } from '../runtime/types.js';
 import { isAuthRefusal, writeAuthRefusal } from './auth-challenge.js';
 import { readJsonBody } from './body.js';
+import { internalError } from '../runtime/errors.js';
 import { credentialsOf, dryRunOf, type HeaderBag } from './request-headers.js';
 
 export interface McpEndpointOptions {
@@ -128,11 +129,10 @@ function buildServer(
         ...(principal !== undefined ? { principal } : {}),
       });
     } catch (err) {
-      if (err instanceof TaskError) result = err;
-      else {
-        o.logger?.error({ err, task: req.params.name }, 'mcp tool call failed');
-        throw err;
-      }
+      result =
+        err instanceof TaskError
+          ? err
+          : internalError(err, o.logger ?? o.dispatcher.logger, { task: req.params.name });
     }
     const answer = toolResult(o.dispatcher.brand, result, contextOf(req.params.arguments));
     checkResponse(
@@ -147,10 +147,20 @@ function buildServer(
   return server;
 }
 
-function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  res
-    .writeHead(status, { 'content-type': 'application/json' })
-    .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+function rpcError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  data?: Record<string, unknown>,
+): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      error: { code, message, ...(data ? { data } : {}) },
+      id: null,
+    }),
+  );
 }
 
 /**
@@ -221,7 +231,15 @@ export async function handleMcpRequest(
   acceptJsonOnly(req);
   const read = await readJsonBody(req);
   if (!read.ok) {
-    rpcError(res, read.status, read.status === 400 ? -32700 : -32600, read.message);
+    // Valid JSON holding what no task accepts is invalid params, not a parse error.
+    const code = read.code ? -32602 : read.status === 400 ? -32700 : -32600;
+    rpcError(
+      res,
+      read.status,
+      code,
+      read.message,
+      read.code ? { code: read.code, field: read.field } : undefined,
+    );
     return;
   }
   const messages = (Array.isArray(read.value) ? read.value : [read.value]) as RpcMessage[];

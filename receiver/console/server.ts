@@ -101,8 +101,22 @@ export function createReceiverConsoleApp(o: ReceiverConsoleOptions): Koa<State> 
       return;
     }
     const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
-    if (bearer !== undefined && ctx.path.startsWith('/api/') && o.auth.tokenMatches(bearer)) {
-      return next();
+    if (bearer !== undefined && ctx.path.startsWith('/api/')) {
+      // One limiter for every channel: a wrong bearer counts as a failed sign-in.
+      const verdict = o.auth.bearer(ctx.ip, bearer);
+      if (verdict === 'ok') return next();
+      ctx.status = verdict === 'locked' ? 429 : 401;
+      if (verdict === 'locked') ctx.set('Retry-After', String(o.auth.retryAfter(ctx.ip)));
+      ctx.body = {
+        error: {
+          code: verdict === 'locked' ? 'RATE_LIMITED' : 'UNAUTHENTICATED',
+          message:
+            verdict === 'locked'
+              ? 'too many failed credentials from this address'
+              : 'the bearer token is not valid',
+        },
+      };
+      return;
     }
     const sid = ctx.cookies.get(SESSION_COOKIE);
     const session = o.auth.session(sid);

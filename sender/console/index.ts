@@ -11,14 +11,19 @@ import { ConsoleActions } from './actions.js';
 import { ConsoleAuth } from '../../shared/console/auth.js';
 import { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
 import { OidcSignIn } from '../../shared/console/oidc.js';
-import { listenConsole, type ConsoleServer, type OidcSetting } from './server.js';
+import {
+  listenConsole,
+  type ConsoleServer,
+  type OAuthClientAdmin,
+  type OidcSetting,
+} from './server.js';
 import { ConsoleStore } from './store.js';
 
 export { ConsoleActions, ConsoleActionError, type Operator } from './actions.js';
 export { ConsoleStore } from './store.js';
 export { consoleMigrations } from './migrations.js';
 export { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
-export type { ConsoleServer } from './server.js';
+export type { ConsoleServer, OAuthClientAdmin } from './server.js';
 
 export interface StartConsoleOptions {
   pool: Pool;
@@ -37,7 +42,9 @@ export interface StartConsoleOptions {
    * token form. `operators` are the admitted subjects; default the credentials file's
    * operator (`console.operator`).
    */
-  oidc?: { issuer: string; operators?: string[] } | null;
+  oidc?: { issuer: string; operators?: string[]; initialAccessToken?: string } | null;
+  /** The seller's OAuth client bindings (svc start): `/api/oauth-clients`. */
+  oauthClients?: OAuthClientAdmin | null;
 }
 
 export interface RunningConsole extends ConsoleServer {
@@ -62,6 +69,7 @@ export async function startConsole(o: StartConsoleOptions): Promise<RunningConso
     actions,
     auth,
     oidc,
+    ...(o.oauthClients ? { oauthClients: o.oauthClients } : {}),
     ...(o.brand ? { brand: o.brand } : {}),
     ...(o.logger ? { logger: o.logger } : {}),
     ...(o.host ? { host: o.host } : {}),
@@ -74,6 +82,7 @@ export async function startConsole(o: StartConsoleOptions): Promise<RunningConso
         issuer: o.oidc.issuer,
         redirectUri: `${server.url}/auth/callback`,
         operators: o.oidc.operators ?? [creds.operator],
+        ...(o.oidc.initialAccessToken ? { initialAccessToken: o.oidc.initialAccessToken } : {}),
       });
     } catch (err) {
       await server.close();
@@ -94,13 +103,18 @@ export async function startConsole(o: StartConsoleOptions): Promise<RunningConso
  * The console's OIDC setting from the configuration (SVC_CONSOLE_AUTH=oidc), or null for
  * the token form. `builtIn` is the issuer of this deployment's own provider (svc start's
  * sales agent at /oauth), used when SVC_CONSOLE_OIDC_ISSUER is unset. The built-in
- * provider's login pages are its demo ones (any name, no password check), which
- * NODE_ENV=production turns off: there it must be another provider.
+ * provider's sign-in is its development page (SVC_OAUTH_DEV_LOGIN=1, loopback only, the
+ * one-time code printed on svc start's terminal), never with NODE_ENV=production: there it
+ * must be another provider.
  */
 export function consoleOidcFromConfig(
   config: Pick<
     Config,
-    'SVC_CONSOLE_AUTH' | 'SVC_CONSOLE_OIDC_ISSUER' | 'SVC_CONSOLE_OPERATORS' | 'NODE_ENV'
+    | 'SVC_CONSOLE_AUTH'
+    | 'SVC_CONSOLE_OIDC_ISSUER'
+    | 'SVC_CONSOLE_OPERATORS'
+    | 'NODE_ENV'
+    | 'SVC_OAUTH_DEV_LOGIN'
   >,
   builtIn: string | null,
 ): { issuer: string; operators?: string[] } | null {
@@ -114,6 +128,11 @@ export function consoleOidcFromConfig(
   if (issuer === builtIn && config.NODE_ENV === 'production') {
     throw new Error(
       "SVC_CONSOLE_AUTH=oidc: the built-in provider's login pages are a demo, off with NODE_ENV=production; set SVC_CONSOLE_OIDC_ISSUER to your OpenID provider",
+    );
+  }
+  if (issuer === builtIn && config.SVC_OAUTH_DEV_LOGIN !== '1') {
+    throw new Error(
+      "SVC_CONSOLE_AUTH=oidc through the built-in provider needs its development sign-in, SVC_OAUTH_DEV_LOGIN=1 (loopback only; operators sign in with the one-time code printed on svc start's terminal), or SVC_CONSOLE_OIDC_ISSUER set to your OpenID provider",
     );
   }
   const operators = config.SVC_CONSOLE_OPERATORS?.split(',');

@@ -54,6 +54,19 @@ export interface ConsoleAppOptions {
    * valid as a Bearer token for scripts calling the JSON API).
    */
   oidc?: OidcSetting | null;
+  /** The seller's OAuth client bindings (svc start hands them in; absent: 404). */
+  oauthClients?: OAuthClientAdmin | null;
+}
+
+/**
+ * Who a registered OAuth client acts as (agents/oauth/bindings.ts, behind this interface so
+ * the console imports nothing of the agents): the operator lists, binds and unbinds; the
+ * implementation audits each change with the operator's name and `via: console`.
+ */
+export interface OAuthClientAdmin {
+  list(): Promise<unknown[]>;
+  bind(input: Record<string, unknown>, operator: string): Promise<unknown>;
+  unbind(input: Record<string, unknown>, operator: string): Promise<unknown>;
 }
 
 /** OIDC sign-in: the issuer, and its client once registered (null until then: 503). */
@@ -203,7 +216,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       return;
     }
     if (ctx.path === '/login/oidc') {
-      ctx.redirect(signIn.begin(localPath(ctx.query.next)));
+      ctx.redirect(signIn.begin(localPath(ctx.query.next), ctx.ip));
       return;
     }
     if (lockedOut(ctx)) return;
@@ -231,7 +244,18 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
     ctx.state.api = ctx.path.startsWith('/api/') || ctx.path === '/api';
     if (bearer !== undefined) {
-      if (!auth.tokenMatches(bearer)) {
+      // One limiter for every channel: a wrong bearer counts as a failed sign-in.
+      const verdict = auth.bearer(ctx.ip, bearer);
+      if (verdict === 'locked') {
+        ctx.status = 429;
+        ctx.set('Retry-After', String(auth.retryAfter(ctx.ip)));
+        ctx.body = {
+          error: { code: 'RATE_LIMITED', message: 'too many failed credentials from this address' },
+        };
+        return;
+      }
+      if (verdict === 'invalid') {
+        logger.warn({ address: ctx.ip }, 'console: wrong bearer token');
         ctx.status = 401;
         ctx.body = { error: { code: 'UNAUTHENTICATED', message: 'the bearer token is not valid' } };
         return;
@@ -397,6 +421,25 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     ctx.status = 202;
     ctx.body = await actions.redeliver(ctx.params.id!, ctx.state.operator);
   });
+  // The seller's OAuth client bindings (issue 21): a console action, JSON only.
+  const clients = o.oauthClients;
+  if (clients) {
+    router.get('/api/oauth-clients', async (ctx) => {
+      ctx.body = { items: await clients.list() };
+    });
+    for (const verb of ['bind', 'unbind'] as const) {
+      router.post(`/api/oauth-clients/${verb}`, async (ctx) => {
+        const input = await body(ctx);
+        try {
+          ctx.body = await clients[verb](input, ctx.state.operator.name);
+        } catch (err) {
+          const e = err as { code?: string; status?: number; message?: string; field?: string };
+          if (typeof e.code !== 'string' || typeof e.status !== 'number') throw err;
+          throw new ConsoleActionError(e.status, e.code, e.message ?? verb);
+        }
+      });
+    }
+  }
   router.post('/api/recover', async (ctx) => {
     const { origin, since } = recoverInput(await body(ctx));
     ctx.status = 202;

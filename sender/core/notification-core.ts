@@ -189,7 +189,17 @@ export class NotificationCore {
    * Request-time check of a task's webhook registration: throws RegistrationError
    * (`INVALID_REQUEST`) for a missing operation_id, a bad URL or a weak legacy credential.
    */
-  validateRegistration(input: { pushNotificationConfig?: unknown; a2aConfig?: A2aRegistration }) {
+  validateRegistration(input: {
+    pushNotificationConfig?: unknown;
+    a2aConfig?: A2aRegistration;
+    subscriberConfigs?: { configs: unknown[]; channel: 'account' | 'agent'; field: string };
+  }) {
+    const subs = input.subscriberConfigs;
+    if (subs !== undefined) {
+      subs.configs.forEach((c, i) =>
+        parseSubscriberConfig(c, subs.channel, this.options, `${subs.field}[${i}]`),
+      );
+    }
     if (input.pushNotificationConfig !== undefined) {
       parsePushNotificationConfig(input.pushNotificationConfig, this.options);
     }

@@ -2,8 +2,9 @@
  * Operator authentication for the console: one token (from the credentials file or
  * `svc console --token`), exchanged at /login for a session cookie; or sent as a Bearer
  * token by scripts calling the JSON API. No anonymous access at all. Sessions carry a
- * CSRF token every state-changing request must echo; failed sign-ins are rate limited
- * per client address.
+ * CSRF token every state-changing request must echo. Every failed credential, whatever
+ * its channel (the form, an OIDC callback, `Authorization: Bearer`), counts in one limiter
+ * per client address (issue 21 item 7).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
@@ -60,6 +61,17 @@ export class ConsoleAuth {
     else this.failures.set(address, recent);
     if (recent.length < this.attempts) return 0;
     return Math.max(1, Math.ceil((recent[0]! + this.window - now) / 1000));
+  }
+
+  /**
+   * A bearer token on an API call: `ok`, `invalid` (counted against the address, as a
+   * failed form sign-in is) or `locked` while the address waits (`retryAfter`).
+   */
+  bearer(address: string, token: string): 'ok' | 'invalid' | 'locked' {
+    if (this.retryAfter(address) > 0) return 'locked';
+    if (this.tokenMatches(token)) return 'ok';
+    this.failed(address);
+    return 'invalid';
   }
 
   /** A sign-in attempt: a new session id, or null (counted against the address). */

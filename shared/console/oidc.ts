@@ -30,6 +30,8 @@ export interface OidcOptions {
   redirectUri: string;
   /** The `sub` values admitted as operators. */
   operators: string[];
+  /** Sent as `Authorization: Bearer` to the registration endpoint (RFC 7591 §3). */
+  initialAccessToken?: string;
   /** How long a started sign-in may take; default 10 minutes. */
   pendingTtlMs?: number;
   now?: () => number;
@@ -40,7 +42,11 @@ interface Pending {
   nonce: string;
   next: string;
   expiresAt: number;
+  address: string;
 }
+
+/** Sign-ins in progress one client address may hold; its oldest goes first beyond this. */
+export const PENDING_PER_ADDRESS = 20;
 
 interface Metadata {
   issuer: string;
@@ -75,6 +81,8 @@ async function getJson(
 
 export class OidcSignIn {
   private readonly pending = new Map<string, Pending>();
+  /** The states each address has pending, oldest first (the per-address cap). */
+  private readonly byAddress = new Map<string, string[]>();
   private readonly now: () => number;
   private readonly ttl: number;
   private readonly jwks: JWTVerifyGetKey;
@@ -108,7 +116,10 @@ export class OidcSignIn {
     }
     const r = await getJson(meta.registration_endpoint, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: {
+        'content-type': 'application/json',
+        ...(o.initialAccessToken ? { authorization: `Bearer ${o.initialAccessToken}` } : {}),
+      },
       body: JSON.stringify({
         client_name: 'operator console',
         redirect_uris: [o.redirectUri],
@@ -130,15 +141,23 @@ export class OidcSignIn {
     return this.client.id;
   }
 
-  /** A new sign-in: where to send the browser. `next` is the local path to return to. */
-  begin(next: string): string {
+  /**
+   * A new sign-in: where to send the browser. `next` is the local path to return to. Each
+   * client address holds at most PENDING_PER_ADDRESS sign-ins in progress (its own oldest
+   * is dropped), so a flood of starts from one address never evicts another's sign-in.
+   */
+  begin(next: string, address = 'unknown'): string {
     this.prune();
     const state = b64(24);
     const verifier = b64(32);
     const nonce = b64(24);
-    this.pending.set(state, { verifier, nonce, next, expiresAt: this.now() + this.ttl });
-    // Bounded: a flood of started sign-ins cannot grow the table without limit.
-    if (this.pending.size > 10_000) this.pending.delete(this.pending.keys().next().value!);
+    const mine = this.byAddress.get(address) ?? [];
+    while (mine.length >= PENDING_PER_ADDRESS) this.pending.delete(mine.shift()!);
+    mine.push(state);
+    this.byAddress.set(address, mine);
+    this.pending.set(state, { verifier, nonce, next, expiresAt: this.now() + this.ttl, address });
+    // Bounded overall too (many addresses): the oldest sign-in anywhere goes first.
+    if (this.pending.size > 100_000) this.forget(this.pending.keys().next().value!);
     const u = new URL(this.meta.authorization_endpoint);
     u.search = new URLSearchParams({
       response_type: 'code',
@@ -160,7 +179,7 @@ export class OidcSignIn {
   async finish(query: Record<string, unknown>): Promise<{ operator: string; next: string }> {
     const state = typeof query.state === 'string' ? query.state : '';
     const p = this.pending.get(state);
-    if (state) this.pending.delete(state);
+    if (state) this.forget(state);
     if (!p || p.expiresAt <= this.now()) {
       throw new OidcSignInError(
         400,
@@ -230,8 +249,19 @@ export class OidcSignIn {
     return { operator: sub, next: p.next };
   }
 
+  private forget(state: string): void {
+    const p = this.pending.get(state);
+    if (!p) return;
+    this.pending.delete(state);
+    const mine = this.byAddress.get(p.address);
+    if (!mine) return;
+    const i = mine.indexOf(state);
+    if (i >= 0) mine.splice(i, 1);
+    if (mine.length === 0) this.byAddress.delete(p.address);
+  }
+
   private prune(): void {
     const now = this.now();
-    for (const [k, v] of this.pending) if (v.expiresAt <= now) this.pending.delete(k);
+    for (const [k, v] of this.pending) if (v.expiresAt <= now) this.forget(k);
   }
 }

@@ -588,6 +588,12 @@ t.test('signal agent refusals: several errors[] at once', async (t) => {
     ],
   });
 
+  // A principal the signals agent knows (an unknown one has no signal access at all).
+  await h.core.onboardPrincipal({
+    agent: 'signals',
+    principalId: 'someone',
+    permissions: { products: ['read'], media_buys: ['write'] },
+  });
   const viewer = await h.core.issueToken('signals', 'someone', {
     products: ['read'],
     media_buys: ['write'],

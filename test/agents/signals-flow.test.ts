@@ -95,6 +95,12 @@ t.test('discover, activate, target', async (t) => {
     c,
   );
   t.equal((meridian.signals as unknown[]).length, 1);
+  // A principal the signals agent knows (an unknown one has no signal access at all).
+  await h.core.onboardPrincipal({
+    agent: 'signals',
+    principalId: 'stranger',
+    permissions: { products: ['read'] },
+  });
   const other = await h.core.issueToken('signals', 'stranger', { products: ['read'] });
   const strangers = await h.ok(
     'signals',

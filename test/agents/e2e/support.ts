@@ -33,7 +33,7 @@ interface T {
 export async function startService(
   t: T,
   env: Record<string, string> = {},
-  options: Pick<AgentsServiceOptions, 'settings'> = {},
+  options: Pick<AgentsServiceOptions, 'settings' | 'announceDevLoginCode'> = {},
 ): Promise<{ service: AgentsService; agentsSchema: string; senderSchema: string; prefix: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'g2-e2e-'));
   const config = loadConfig({

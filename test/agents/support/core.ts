@@ -67,7 +67,10 @@ interface T {
 }
 
 export async function harness(t: T, options: Partial<AgentsCoreOptions> = {}): Promise<Harness> {
-  const { pool, schema } = testDatabase(t, 'ag');
+  const db = testDatabase(t, 'ag');
+  // A caller may put the agents beside other tables (the OAuth server's, in transport/support).
+  const pool = options.pool ?? db.pool;
+  const schema = options.schema ?? db.schema;
   const clock = new ManualClock(START);
   const notifications = new RecordingNotifications();
   const core = await createAgentsCore({

@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { issueToken } from '../../../agents/auth/authenticate.js';
+import { bindClient } from '../../../agents/oauth/bindings.js';
 import { a2aSend, mcpCall, postJson, startAgents } from './support.js';
 
 const JSON_ONLY = { accept: 'application/json' };
@@ -279,7 +280,7 @@ t.test('A2A auth refusals are HTTP 401/403 with a challenge, both versions', asy
 });
 
 t.test('OAuth discovery: RFC 9728 resource metadata and RFC 8414 server metadata', async (t) => {
-  const { urls } = await startAgents(t, { oauth: true });
+  const { urls, oauth, h } = await startAgents(t, { oauth: true });
   const origin = urls.sales;
   const get = async (path: string) => {
     const r = await fetch(`${origin}${path}`, { headers: JSON_ONLY });
@@ -324,14 +325,25 @@ t.test('OAuth discovery: RFC 9728 resource metadata and RFC 8414 server metadata
   );
 
   // A client_credentials token bound to the /mcp resource is accepted there.
-  const reg = await postJson(`${origin}/oauth/register`, {
-    client_name: 'bound',
-    grant_types: ['client_credentials'],
-    response_types: [],
-    token_endpoint_auth_method: 'client_secret_basic',
-    scope: 'svc:creatives',
-  });
+  const reg = await postJson(
+    `${origin}/oauth/register`,
+    {
+      client_name: 'bound',
+      grant_types: ['client_credentials'],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+      scope: 'svc:creatives',
+    },
+    { authorization: `Bearer ${oauth!.initialAccessToken}` },
+  );
   t.equal(reg.status, 201, JSON.stringify(reg.body));
+  // The seller's operator binds the client to the principal it acts as (issue 21).
+  await bindClient(
+    h.pool,
+    h.schema,
+    { agent: 'sales', clientId: reg.body.client_id, principalId: 'demo-buyer' },
+    { actor: 'test', via: 'cli' },
+  );
   const basic = Buffer.from(`${reg.body.client_id}:${reg.body.client_secret}`).toString('base64');
   const tokenFor = async (resource: string) =>
     fetch(`${origin}/oauth/token`, {

@@ -10,6 +10,8 @@ import t from 'tap';
 import { AgentClient } from '../../../agents/client/agent-client.js';
 import { issueToken } from '../../../agents/auth/authenticate.js';
 import { ALL_PERMISSIONS } from '../../../agents/auth/principal.js';
+import { bindClient } from '../../../agents/oauth/bindings.js';
+import type { OAuthServer } from '../../../agents/oauth/server.js';
 import { postJson, startAgents } from './support.js';
 
 const HOUR = 3600_000;
@@ -18,12 +20,18 @@ function form(values: Record<string, string>): string {
   return new URLSearchParams(values).toString();
 }
 
+let iat = '';
 async function register(origin: string, body: unknown) {
-  return postJson(`${origin}/oauth/register`, body);
+  return postJson(`${origin}/oauth/register`, body, { authorization: `Bearer ${iat}` });
 }
+function useOAuth(oauth: OAuthServer | null): void {
+  iat = oauth!.initialAccessToken!;
+}
+const operator = { actor: 'test-operator', via: 'cli' as const };
 
 t.test('OAuth: registration, client_credentials, scopes to permissions, audience', async (t) => {
-  const { urls, h } = await startAgents(t, { oauth: true });
+  const { urls, h, oauth } = await startAgents(t, { oauth: true });
+  useOAuth(oauth);
   const reg = await register(urls.sales, {
     client_name: 'buyer app',
     grant_types: ['client_credentials'],
@@ -38,8 +46,16 @@ t.test('OAuth: registration, client_credentials, scopes to permissions, audience
   const bad = await register(urls.sales, { redirect_uris: 'https://x.example/cb' });
   t.equal(bad.status, 400);
   t.match(bad.body.error, /^invalid_(client_metadata|redirect_uri)$/);
-  const notJson = await postJson(`${urls.sales}/oauth/register`, '{');
+  const notJson = await postJson(`${urls.sales}/oauth/register`, '{', {
+    authorization: `Bearer ${iat}`,
+  });
   t.equal(notJson.status, 400);
+  await bindClient(
+    h.pool,
+    h.schema,
+    { agent: 'sales', clientId: reg.body.client_id, principalId: 'demo-buyer' },
+    operator,
+  );
 
   const basic = Buffer.from(`${reg.body.client_id}:${reg.body.client_secret}`).toString('base64');
   const tokenRes = await fetch(`${urls.sales}/oauth/token`, {
@@ -118,7 +134,13 @@ t.test('OAuth: registration, client_credentials, scopes to permissions, audience
 });
 
 t.test('OAuth: authorization_code with PKCE, then refresh_token', async (t) => {
-  const { urls } = await startAgents(t, { oauth: true });
+  const { urls, h, oauth } = await startAgents(t, { oauth: { devLogin: 'test' } });
+  useOAuth(oauth);
+  const { api_key: webKey } = await h.core.onboardPrincipal({
+    agent: 'sales',
+    principalId: 'web-buyer',
+    permissions: { media_buys: ['read', 'write'], reports: ['read'] },
+  });
   const redirect = 'http://127.0.0.1:9/cb';
   const reg = await register(urls.sales, {
     client_name: 'buyer web app',
@@ -128,6 +150,12 @@ t.test('OAuth: authorization_code with PKCE, then refresh_token', async (t) => {
     scope: 'openid svc:products svc:media_buys svc:creatives',
   });
   t.equal(reg.status, 201, JSON.stringify(reg.body));
+  await bindClient(
+    h.pool,
+    h.schema,
+    { agent: 'sales', clientId: reg.body.client_id, principalId: 'web-buyer' },
+    operator,
+  );
   const verifier = randomBytes(32).toString('base64url');
   const challenge = createHash('sha256').update(verifier).digest('base64url');
   const jar = new Map<string, string>();
@@ -178,7 +206,9 @@ t.test('OAuth: authorization_code with PKCE, then refresh_token', async (t) => {
     res = await go(new URL(action!, urls.sales).toString(), {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: form(prompt === 'login' ? { prompt, login: 'web-buyer' } : { prompt: prompt! }),
+      body: form(
+        prompt === 'login' ? { prompt, login: 'web-buyer', secret: webKey } : { prompt: prompt! },
+      ),
     });
   }
   t.ok(code, 'authorization code issued');

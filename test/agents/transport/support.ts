@@ -7,9 +7,22 @@ import { brandProfile, type BrandProfile } from '../../../shared/brand.js';
 import { AGENT_KINDS, type AgentKind } from '../../../agents/auth/principal.js';
 import { createAgentApp } from '../../../agents/server/agent-app.js';
 import type { AgentsCoreOptions } from '../../../agents/service.js';
-import { createOAuthServer, type OAuthServer } from '../../../agents/oauth/server.js';
+import {
+  createOAuthServer,
+  type OAuthServer,
+  type OAuthServerOptions,
+} from '../../../agents/oauth/server.js';
+import { DevLogin } from '../../../agents/oauth/dev-login.js';
 import { testDatabase } from '../../helpers/db.js';
 import { harness, type Harness } from '../support/core.js';
+
+/** The OAuth server's options in tests; `devLogin: 'test'` turns its sign-in on. */
+export type OAuthTestOptions = Partial<
+  Omit<OAuthServerOptions, 'pool' | 'schema' | 'profile' | 'urls' | 'devLogin'>
+> & { devLogin?: 'test' | DevLogin };
+
+/** The last one-time sign-in code a test OAuth server printed. */
+export const devCodes = { last: '' };
 
 export interface Agents {
   h: Harness;
@@ -23,7 +36,9 @@ interface T {
 
 export async function startAgents(
   t: T,
-  options: Partial<AgentsCoreOptions> & { oauth?: boolean } = {},
+  options: Partial<AgentsCoreOptions> & {
+    oauth?: boolean | OAuthTestOptions;
+  } = {},
 ): Promise<Agents> {
   const profile = options.profile ?? brandProfile('svc');
   return startWith(t, profile, options);
@@ -32,7 +47,9 @@ export async function startAgents(
 async function startWith(
   t: T,
   profile: BrandProfile,
-  options: Partial<AgentsCoreOptions> & { oauth?: boolean },
+  options: Partial<AgentsCoreOptions> & {
+    oauth?: boolean | OAuthTestOptions;
+  },
 ): Promise<Agents> {
   const servers = {} as Record<AgentKind, Server>;
   const urls = {} as Record<AgentKind, string>;
@@ -52,16 +69,32 @@ async function startWith(
   }
   const { oauth: withOAuth, ...core } = options;
   let oauth: OAuthServer | null = null;
-  if (withOAuth) {
-    const db = testDatabase(t, 'g2o');
+  // The OAuth tables live beside the principals (client bindings join them), as in svc start.
+  const db = withOAuth ? testDatabase(t, 'g2o') : null;
+  if (db) {
+    const { devLogin, ...rest } = typeof withOAuth === 'object' ? withOAuth : {};
     oauth = await createOAuthServer({
       pool: db.pool,
       schema: db.schema,
       profile,
       urls,
+      ...rest,
+      // 'test': the development sign-in, its one-time codes in `devCodes.last`.
+      ...(devLogin === 'test'
+        ? {
+            devLogin: new DevLogin({
+              pool: db.pool,
+              schema: db.schema,
+              announce: (code) => (devCodes.last = code),
+            }),
+          }
+        : devLogin
+          ? { devLogin }
+          : {}),
     });
   }
   const h = await harness(t, {
+    ...(db ? { pool: db.pool, schema: db.schema } : {}),
     ...core,
     ...(oauth ? { authKeys: oauth.authKeys() } : {}),
     settings: {

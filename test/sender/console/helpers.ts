@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { createOAuthServer } from '../../../agents/oauth/server.js';
+import { DevLogin } from '../../../agents/oauth/dev-login.js';
 import { brandProfile } from '../../../shared/brand.js';
 import { testDatabase } from '../../helpers/db.js';
 
@@ -106,8 +107,10 @@ export class Browser {
       if (res.status !== 200 || !action || !prompt) {
         throw new Error(`provider answered ${res.status}: ${page.slice(0, 300)}`);
       }
+      // The development sign-in wants a secret: the one-time code its terminal showed.
+      const code = devCodes.get(new URL(url).origin) ?? '';
       const form: Record<string, string> =
-        prompt === 'login' ? { prompt, login, password: 'any' } : { prompt: 'consent' };
+        prompt === 'login' ? { prompt, login, secret: code } : { prompt: 'consent' };
       const next = await this.go(new URL(action, url).toString(), {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -119,7 +122,13 @@ export class Browser {
   }
 }
 
-/** The built-in provider of the sales agent's origin, on its own port. */
+/** The one-time sign-in code each built-in provider last printed, by its origin. */
+export const devCodes = new Map<string, string>();
+
+/**
+ * The built-in provider of the sales agent's origin, on its own port, with its development
+ * sign-in on (its codes in `devCodes`) and registration open (the console registers itself).
+ */
 export async function startBuiltInProvider(t: { teardown(fn: () => unknown): void }) {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_q, s) => s.end();
   const server = createServer((req, res) => handler(req, res));
@@ -134,6 +143,12 @@ export async function startBuiltInProvider(t: { teardown(fn: () => unknown): voi
     schema: db.schema,
     profile: brandProfile('svc'),
     urls: { sales: origin, creative: `${origin}/c`, signals: `${origin}/s` },
+    registration: { open: true },
+    devLogin: new DevLogin({
+      pool: db.pool,
+      schema: db.schema,
+      announce: (code) => devCodes.set(origin, code),
+    }),
   });
   const app = new Koa();
   app.use(oauth.middleware('sales'));

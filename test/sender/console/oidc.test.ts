@@ -243,7 +243,14 @@ t.test('the setting: SVC_CONSOLE_AUTH and its companions, malformed ones refused
   const cfg = (env: Record<string, string>) => loadConfig({ LOG_LEVEL: 'silent', ...env });
   const builtIn = 'http://127.0.0.1:3001/oauth';
   t.equal(consoleOidcFromConfig(cfg({}), builtIn), null, 'the token form by default');
-  t.same(consoleOidcFromConfig(cfg({ SVC_CONSOLE_AUTH: 'oidc' }), builtIn), { issuer: builtIn });
+  t.same(
+    consoleOidcFromConfig(cfg({ SVC_CONSOLE_AUTH: 'oidc', SVC_OAUTH_DEV_LOGIN: '1' }), builtIn),
+    { issuer: builtIn },
+  );
+  // Issue 21: the built-in provider's sign-in is off unless asked for by name.
+  t.throws(() => consoleOidcFromConfig(cfg({ SVC_CONSOLE_AUTH: 'oidc' }), builtIn), {
+    message: /needs its development sign-in, SVC_OAUTH_DEV_LOGIN=1/,
+  });
   t.same(
     consoleOidcFromConfig(
       cfg({

@@ -7,7 +7,7 @@ import { readFile, stat } from 'node:fs/promises';
 import t from 'tap';
 import { startBanner } from '../../../agents/server/banner.js';
 import { startService } from '../../agents/e2e/support.js';
-import { Browser, json, signIn } from './helpers.js';
+import { Browser, devCodes, json, signIn } from './helpers.js';
 
 t.setTimeout(120_000);
 
@@ -45,7 +45,16 @@ t.test('svc start serves the console', async (t) => {
 t.test(
   'svc start with SVC_CONSOLE_AUTH=oidc: operators sign in through its provider',
   async (t) => {
-    const { service } = await startService(t, { SVC_CONSOLE_AUTH: 'oidc' });
+    // The built-in provider's sign-in is its development page, asked for by name; the
+    // operator proves presence with the one-time code svc start prints.
+    let origin = '';
+    const { service } = await startService(
+      t,
+      { SVC_CONSOLE_AUTH: 'oidc', SVC_OAUTH_DEV_LOGIN: '1' },
+      { announceDevLoginCode: (code) => devCodes.set(origin, code) },
+    );
+    origin = service.urls.sales;
+    devCodes.set(origin, devCodes.get('') ?? '');
     const c = service.console!;
     t.equal(c.oidcIssuer, `${service.urls.sales}/oauth`, "the sales agent's provider");
     t.match(
