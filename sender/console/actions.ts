@@ -8,8 +8,6 @@
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
-import { jobIdFor } from '../delivery/queue.js';
-import { originSql } from './migrations.js';
 
 /** Who acts, and through what (`console`, `api`, `cli`). */
 export interface Operator {
