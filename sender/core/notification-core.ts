@@ -289,35 +289,34 @@ export class NotificationCore {
     const firedAt = this.now().toISOString();
     const notificationId =
       `capabilities.${event.capabilitiesVersion.replace(/[^A-Za-z0-9_.:-]/g, '_')}`.slice(0, 255);
-    const events = event.configs.map((raw, i): OutboundEvent => {
-      const { target, subscriberId } = parseSubscriberConfig(
-        raw,
-        'agent',
-        this.options,
-        `configs[${i}]`,
-      );
-      const key = newIdempotencyKey();
-      const payload: Record<string, unknown> = {
-        idempotency_key: key,
-        notification_id: notificationId,
-        notification_type: 'capabilities.changed',
-        fired_at: firedAt,
-        subscriber_id: subscriberId,
-        agent_url: event.agentUrl,
-        changed_at: event.changedAt ?? firedAt,
-        reason: event.reason,
-        capabilities_version: event.capabilitiesVersion,
-        ...(event.changedPaths ? { changed_paths: event.changedPaths } : {}),
-      };
-      return {
-        target,
-        payload,
-        idempotencyKey: key,
-        notificationType: 'capabilities.changed',
-        notificationId,
-        subscriberId,
-      };
-    });
+    const events = this.eachSubscriber(
+      event.configs,
+      'agent',
+      'capabilities.changed',
+      (target, subscriberId): OutboundEvent => {
+        const key = newIdempotencyKey();
+        const payload: Record<string, unknown> = {
+          idempotency_key: key,
+          notification_id: notificationId,
+          notification_type: 'capabilities.changed',
+          fired_at: firedAt,
+          subscriber_id: subscriberId,
+          agent_url: event.agentUrl,
+          changed_at: event.changedAt ?? firedAt,
+          reason: event.reason,
+          capabilities_version: event.capabilitiesVersion,
+          ...(event.changedPaths ? { changed_paths: event.changedPaths } : {}),
+        };
+        return {
+          target,
+          payload,
+          idempotencyKey: key,
+          notificationType: 'capabilities.changed',
+          notificationId,
+          subscriberId,
+        };
+      },
+    );
     return this.sink.enqueue(events, event.client);
   }
 
@@ -337,33 +336,70 @@ export class NotificationCore {
     }
     const fields = objectInput(n.fields, 'fields');
     const firedAt = this.now().toISOString();
-    const events = n.configs.map((raw, i): OutboundEvent => {
-      const { target, subscriberId } = parseSubscriberConfig(
-        raw,
-        'account',
-        this.options,
-        `configs[${i}]`,
-      );
-      const key = newIdempotencyKey();
-      return {
-        target,
-        payload: {
-          ...fields,
-          idempotency_key: key,
-          notification_id: n.notificationId,
-          notification_type: n.notificationType,
-          fired_at: firedAt,
-          subscriber_id: subscriberId,
-        },
-        idempotencyKey: key,
-        notificationType: n.notificationType,
-        notificationId: n.notificationId,
-        subscriberId,
-        ...(n.mediaBuyId ? { mediaBuyId: n.mediaBuyId } : {}),
-        ...(n.principalId ? { principalId: n.principalId } : {}),
-      };
-    });
+    const events = this.eachSubscriber(
+      n.configs,
+      'account',
+      n.notificationType,
+      (target, subscriberId): OutboundEvent => {
+        const key = newIdempotencyKey();
+        return {
+          target,
+          payload: {
+            ...fields,
+            idempotency_key: key,
+            notification_id: n.notificationId,
+            notification_type: n.notificationType,
+            fired_at: firedAt,
+            subscriber_id: subscriberId,
+          },
+          idempotencyKey: key,
+          notificationType: n.notificationType,
+          notificationId: n.notificationId,
+          subscriberId,
+          ...(n.mediaBuyId ? { mediaBuyId: n.mediaBuyId } : {}),
+          ...(n.principalId ? { principalId: n.principalId } : {}),
+        };
+      },
+    );
     return this.sink.enqueue(events, n.client);
+  }
+
+  /**
+   * One event per subscriber of a broadcast. A subscriber whose stored config the sender's
+   * rules now refuse (a URL that became disallowed, a config written before the check) is
+   * logged and skipped: one bad subscriber never keeps the others from their event
+   * (issue 21). Only when every config is refused does the call fail, with the first
+   * refusal, so a caller naming one bad subscriber still hears why.
+   */
+  private eachSubscriber<T>(
+    configs: readonly unknown[],
+    level: 'agent' | 'account',
+    notificationType: string,
+    build: (target: ReturnType<typeof parseSubscriberConfig>['target'], subscriberId: string) => T,
+  ): T[] {
+    const out: T[] = [];
+    let first: unknown = null;
+    configs.forEach((raw, i) => {
+      let parsed: ReturnType<typeof parseSubscriberConfig>;
+      try {
+        parsed = parseSubscriberConfig(raw, level, this.options, `configs[${i}]`);
+      } catch (err) {
+        first ??= err;
+        this.logger.warn(
+          {
+            event: 'subscriber_refused',
+            notification_type: notificationType,
+            config: i,
+            reason: (err as Error).message,
+          },
+          'a subscriber config is refused by the sender rules: skipped, the others are sent',
+        );
+        return;
+      }
+      out.push(build(parsed.target, parsed.subscriberId));
+    });
+    if (out.length === 0 && first !== null) throw first;
+    return out;
   }
 
   private channels(method: string): MediaBuyChannelsApi {

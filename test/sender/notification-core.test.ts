@@ -353,6 +353,48 @@ t.test('agent and account events', async (t) => {
   );
 });
 
+t.test('a refused subscriber of a broadcast is skipped; the others get their event', async (t) => {
+  const { h, rx, core } = await setup(t);
+  h.startWorker();
+  const ids = await core.accountNotification({
+    configs: [
+      { url: 'http://169.254.169.254/latest', subscriber_id: 'metadata' },
+      { url: rx.url },
+      { url: rx.url, subscriber_id: 'good' },
+    ],
+    notificationType: 'account.status_changed',
+    notificationId: 'acct_9.active',
+    fields: { account_id: 'acct_9', previous_status: 'pending', status: 'active' },
+  });
+  t.equal(ids.length, 1, 'one event: the good subscriber');
+  await h.waitForState(ids[0]!);
+  t.same(
+    rx.received.map((r) => JSON.parse(r.body.toString()).subscriber_id),
+    ['good'],
+    'delivered to the good subscriber only',
+  );
+  const caps = await core.agentEvent({
+    configs: [
+      { url: 'http://10.0.0.1/hook', subscriber_id: 'private' },
+      { url: rx.url, subscriber_id: 'ok' },
+    ],
+    agentUrl: 'https://seller.example/mcp',
+    capabilitiesVersion: '2026-01-02T00:00:00Z',
+    reason: 'formats_changed',
+  });
+  t.equal(caps.length, 1, 'capabilities.changed: the same isolation');
+  await t.rejects(
+    core.accountNotification({
+      configs: [{ url: 'http://169.254.169.254/latest', subscriber_id: 'metadata' }],
+      notificationType: 'account.status_changed',
+      notificationId: 'acct_9.x',
+      fields: {},
+    }),
+    { code: 'INVALID_REQUEST' },
+    'every subscriber refused: the caller hears why',
+  );
+});
+
 t.test('media-buy methods need injected channels, and forward to them', async (t) => {
   const { h } = await setup(t);
   const bare = new NotificationCore({
