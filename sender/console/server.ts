@@ -25,6 +25,7 @@ import {
   parseTime,
 } from './filters.js';
 import { LiveFeed } from './live.js';
+import { oauthClientsBody, type ClientView } from './pages/oauth-clients.js';
 import { auditBody } from './pages/audit.js';
 import { deliveriesBody, deliveryRow } from './pages/deliveries.js';
 import { deliveryBody, deliveryLive } from './pages/delivery.js';
@@ -109,6 +110,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
         csrf: ctx.state.session?.csrf ?? '',
         nav: null,
         brand,
+        oauthClients: !!o.oauthClients,
         ...p,
       },
       body,
@@ -421,22 +423,45 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     ctx.status = 202;
     ctx.body = await actions.redeliver(ctx.params.id!, ctx.state.operator);
   });
-  // The seller's OAuth client bindings (issue 21): a console action, JSON only.
+  // The seller's OAuth client bindings (issue 21): the page with its forms, and the JSON API.
   const clients = o.oauthClients;
   if (clients) {
+    const change = async (verb: 'bind' | 'unbind', input: Record<string, unknown>, who: string) => {
+      try {
+        return await clients[verb](input, who);
+      } catch (err) {
+        const e = err as { code?: string; status?: number; message?: string };
+        if (typeof e.code !== 'string' || typeof e.status !== 'number') throw err;
+        throw new ConsoleActionError(e.status, e.code, e.message ?? verb);
+      }
+    };
+    router.get('/oauth-clients', async (ctx) => {
+      const done = ctx.query.done;
+      page(
+        ctx,
+        {
+          title: 'OAuth clients',
+          nav: 'oauth-clients',
+          flash:
+            done === 'bind' || done === 'unbind'
+              ? { kind: 'ok', text: `${done === 'bind' ? 'Bound' : 'Unbound'}.` }
+              : null,
+        },
+        oauthClientsBody((await clients.list()) as ClientView[], ctx.state.session?.csrf ?? ''),
+      );
+    });
+    for (const verb of ['bind', 'unbind'] as const) {
+      router.post(`/oauth-clients/${verb}`, async (ctx) => {
+        await change(verb, form(ctx), ctx.state.operator.name);
+        ctx.redirect(`/oauth-clients?done=${verb}`);
+      });
+    }
     router.get('/api/oauth-clients', async (ctx) => {
       ctx.body = { items: await clients.list() };
     });
     for (const verb of ['bind', 'unbind'] as const) {
       router.post(`/api/oauth-clients/${verb}`, async (ctx) => {
-        const input = await body(ctx);
-        try {
-          ctx.body = await clients[verb](input, ctx.state.operator.name);
-        } catch (err) {
-          const e = err as { code?: string; status?: number; message?: string; field?: string };
-          if (typeof e.code !== 'string' || typeof e.status !== 'number') throw err;
-          throw new ConsoleActionError(e.status, e.code, e.message ?? verb);
-        }
+        ctx.body = await change(verb, await body(ctx), ctx.state.operator.name);
       });
     }
   }

@@ -6,7 +6,9 @@ export interface PageContext {
   operator: string;
   csrf: string;
   /** Which navigation entry is current. */
-  nav: 'deliveries' | 'destinations' | 'audit' | null;
+  nav: 'deliveries' | 'destinations' | 'audit' | 'oauth-clients' | null;
+  /** The OAuth clients page exists (a console of `svc start`, whose agents register clients). */
+  oauthClients?: boolean;
   /** `data-live` of the body: what the script subscribes to. */
   live?: string;
   flash?: { kind: 'ok' | 'error'; text: string } | null;
@@ -17,6 +19,7 @@ const NAV: Array<[PageContext['nav'], string, string]> = [
   ['deliveries', '/deliveries', 'Deliveries'],
   ['destinations', '/destinations', 'Destinations'],
   ['audit', '/audit', 'Audit'],
+  ['oauth-clients', '/oauth-clients', 'OAuth clients'],
 ];
 
 export function layout(p: PageContext, body: Renderable): Html {
@@ -34,7 +37,7 @@ export function layout(p: PageContext, body: Renderable): Html {
         <header>
           <span class="brand">${p.brand} webhooks</span>
           <nav>
-            ${NAV.map(
+            ${NAV.filter(([k]) => k !== 'oauth-clients' || p.oauthClients).map(
               ([k, href, label]) =>
                 html`<a href="${href}" ${k === p.nav ? html` aria-current="page"` : ''}
                   >${label}</a

@@ -1,7 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- wire bodies are read loosely */
 /**
  * Issue 21 item 1, the console side: svc start's seller console binds and unbinds
- * registered OAuth clients (`/api/oauth-clients`), audited under the console's operator;
+ * registered OAuth clients (the OAuth clients page and `/api/oauth-clients`), audited under
+ * the console's operator;
  * malformed and unknown inputs are clear 400/404s; anonymous callers get nothing.
  */
 import { readFile } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import t from 'tap';
 import { bindingAudit } from '../../../agents/oauth/bindings.js';
 import { createPool } from '../../../shared/infra/pg.js';
 import { DATABASE_URL } from '../../helpers/db.js';
+import { signIn } from '../../sender/console/helpers.js';
 import { startService } from './support.js';
 
 t.setTimeout(120_000);
@@ -80,12 +82,43 @@ t.test('the seller console binds OAuth clients, audited', async (t) => {
       .status,
     200,
   );
+
+  // The same action in the console's pages: a form per client, CSRF-protected.
+  const web = await signIn(c.url, token);
+  const before = await (await web.get('/oauth-clients')).text();
+  t.match(before, /<a href="\/oauth-clients"/, 'in the navigation');
+  t.match(before, client.client_id, 'the registered client is listed');
+  t.match(before, /nobody \(expires/, 'acting as nobody until bound');
+  const form = { agent: 'sales', client_id: client.client_id, principal_id: 'demo-buyer' };
+  t.equal((await web.post('/oauth-clients/bind', form)).status, 403, 'no CSRF token: refused');
+  const posted = await web.post('/oauth-clients/bind', { ...form, _csrf: web.csrf });
+  t.equal(posted.status, 302);
+  t.equal(posted.headers.get('location'), '/oauth-clients?done=bind');
+  const after = await (await web.get('/oauth-clients?done=bind')).text();
+  t.match(after, /Bound\./);
+  t.match(after, /<td>\s*demo-buyer\s*<\/td>/, 'now acting as the principal');
+  const unknown = await web.post('/oauth-clients/bind', {
+    ...form,
+    principal_id: 'nobody-here',
+    _csrf: web.csrf,
+  });
+  t.equal(unknown.status, 404, 'an unknown principal: a clear 404 page');
+  t.match(await unknown.text(), /REFERENCE_NOT_FOUND|not found|no principal/i);
+  const unbound = await web.post('/oauth-clients/unbind', {
+    agent: 'sales',
+    client_id: client.client_id,
+    _csrf: web.csrf,
+  });
+  t.equal(unbound.status, 302);
+
   const pool = createPool({ connectionString: DATABASE_URL, max: 1 });
   t.teardown(() => pool.end());
   const audit = await bindingAudit(pool, agentsSchema);
   t.same(
     audit.map((a) => [a.action, a.actor, a.via]),
     [
+      ['unbind', 'operator', 'console'],
+      ['bind', 'operator', 'console'],
       ['unbind', 'operator', 'console'],
       ['bind', 'operator', 'console'],
     ],
