@@ -42,6 +42,8 @@ export const AGENT_ERROR_STATUS = {
   INVALID_STATE: 409,
   /** `adcp_major_version` / `adcp_version` outside the majors this seller speaks. */
   VERSION_UNSUPPORTED: 400,
+  /** A sync_accounts `billing` outside `account.supported_billing` (published code). */
+  BILLING_NOT_SUPPORTED: 400,
 } as const satisfies Record<string, number>;
 
 export type AgentErrorCode = keyof typeof AGENT_ERROR_STATUS;
@@ -54,6 +56,9 @@ export type AgentErrorCode = keyof typeof AGENT_ERROR_STATUS;
 const PUBLISHED_CODE: Partial<Record<string, AgentErrorCode>> = {
   INSUFFICIENT_PERMISSIONS: 'PERMISSION_DENIED',
   AGENT_ACCESS_DENIED: 'PERMISSION_DENIED',
+  // An unknown signal: the published generic not-found (error_compliance_signals accepts
+  // REFERENCE_NOT_FOUND or INVALID_REQUEST).
+  SIGNAL_AGENT_SEGMENT_NOT_FOUND: 'REFERENCE_NOT_FOUND',
 };
 
 /** The code a brand emits for a spec code (see PUBLISHED_CODE). */
