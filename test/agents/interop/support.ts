@@ -33,6 +33,11 @@ export async function startAdcpService(
     t,
     {
       SVC_BRAND: 'adcp',
+      // A deployment behind TLS publishes its operator's brand.json (identity.brand_json_url,
+      // required beside webhook signing); the agents themselves listen on loopback http.
+      SVC_BRAND_JSON_URL: 'https://seller.svc.example/.well-known/brand.json',
+      // Every answer the runner gets is checked against both releases' schemas.
+      SVC_AGENTS_VALIDATE_RESPONSES: 'strict',
       SVC_AGENTS_APPROVAL: options.approval ?? (options.testController === false ? 'never' : '0'),
       ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
     },
@@ -224,10 +229,22 @@ export async function runSelectedStoryboards(
           perStoryboardMs,
         );
       }),
-    ]).finally(() => {
-      clearTimeout(timer);
-      if (complianceDir) delete process.env.ADCP_COMPLIANCE_DIR;
-    });
+    ])
+      .catch((err: Error) => ({ timedOut: err.message }))
+      .finally(() => {
+        clearTimeout(timer);
+        if (complianceDir) delete process.env.ADCP_COMPLIANCE_DIR;
+      });
+    // A storyboard past its bound is its own failure, not the end of the run.
+    if ('timedOut' in result) {
+      outcomes.push({
+        id: sb.id,
+        verdict: 'failed',
+        failures: [`timeout: ${result.timedOut}`],
+        failedSteps: ['timeout'],
+      });
+      continue;
+    }
     const steps = result.phases.flatMap((p) => p.steps);
     const failed = steps.filter((s) => !s.passed && !s.skipped);
     const ran = steps.filter((s) => !s.skipped);
