@@ -206,7 +206,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
       '3.2.0-beta.5/protocols/media-buy/scenarios/delivery_reporting.yaml:287: ours, not fixed yet: Field not found at path: media_buy_id',
   },
   'sales:media_buy_seller/delivery_reporting/get_viewability_delivery': {
-    releases: ['3.1.19'],
+    releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
       '3.1.19/protocols/media-buy/scenarios/delivery_reporting.yaml:327: ours, not fixed yet: Field not found at path: media_buy_deliveries[0].totals.viewability',
