@@ -146,6 +146,11 @@ const variables = {
     schema: z.string().min(1).optional(),
     accepts: 'the kid in SVC_KEYS_DIR that signs webhooks (default: the newest Ed25519 key)',
   },
+  SVC_BRAND_JSON_URL: {
+    schema: z.url({ protocol: /^https$/ }).optional(),
+    accepts:
+      "the https URL of the operator's brand.json, published as identity.brand_json_url in every agent's capabilities (the protocol requires it when webhooks are signed; unset: the sales agent's /.well-known/brand.json when svc start is served over https, else none)",
+  },
   SVC_RETRY_HORIZON_SECONDS: {
     schema: z.coerce.number().int().min(86400).max(604800).default(86400),
     accepts: 'delivery_retry_horizon_seconds, 86400-604800',

@@ -10,7 +10,14 @@ import type { Pool } from '../../shared/infra/pg.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import { isTerminalStatus } from '../../shared/envelope/task-status.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
-import { checkUniqueSubscribers, publicConfig, SubscriberConfigSchema } from '../sales/accounts.js';
+import {
+  checkUniqueSubscribers,
+  publicConfig,
+  SubscriberConfigSchema,
+  SUPPORTED_BILLING,
+} from '../sales/accounts.js';
+import { supportedFormats } from '../creative/canonical.js';
+import { allFormats, type FormatRow } from '../creative/formats.js';
 import { checkSubscriberUrls } from './subscriber-urls.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import { proveSubscribers, type SubscriberEntry } from './subscriber-proof.js';
@@ -18,6 +25,7 @@ import type { AgentSettings } from '../runtime/settings.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
 import { CONTROLLER_SCENARIOS } from '../testing/scenarios.js';
+import { SUPPORTED_VERSIONS } from '../runtime/versions.js';
 
 const PROTOCOLS: Record<AgentKind, string> = {
   sales: 'media_buy',
@@ -74,9 +82,12 @@ export async function capabilityDocument(
 ): Promise<Record<string, unknown>> {
   const brand = settings.profile.brand;
   const v = await capabilitiesVersion(db, schema, agent);
+  const formats: FormatRow[] | null = agent === 'creative' ? await allFormats(db, schema) : null;
   const doc: Record<string, unknown> = {
     [brand]: {
       major_versions: [3],
+      // 3.2 version negotiation: the releases this agent answers in (re-pin targets).
+      supported_versions: [...SUPPORTED_VERSIONS],
       version: settings.protocolVersion,
       idempotency: { supported: true, replay_ttl_seconds: settings.idempotencyTtlSeconds },
       capability_changes: {
@@ -117,8 +128,18 @@ export async function capabilityDocument(
   const declared = CONTROLLER_SCENARIOS[agent].filter(
     (x) => /^(force|simulate)_/.test(x) && !x.endsWith('_arm'),
   );
+  // The creative agent's controller has seeding scenarios only: not declared, since 3.0
+  // buyers (the registry's @adcp/sdk 6.11.0) validate the block against 3.0's closed enum.
   if (settings.testController && declared.length > 0) {
     doc.compliance_testing = { scenarios: declared };
+  }
+  if (agent !== 'sales') {
+    // Every 3.x capability document carries the account block's billing (the published
+    // `account.supported_billing`); these agents invoice the operator, out of band.
+    doc.account = {
+      supported_billing: ['operator'],
+      supported_account_currency_modes: ['per_media_buy'],
+    };
   }
   if (agent === 'creative') {
     // build_creative generates and transforms; sync_creatives/list_creatives keep a library.
@@ -126,6 +147,11 @@ export async function capabilityDocument(
       has_creative_library: true,
       supports_generation: true,
       supports_transformation: true,
+      // The canonical build catalog (3.1+; the 3.2 source of truth for formats).
+      supported_formats: supportedFormats(formats ?? [], settings.urls.creative),
+      // Explicitly off: no rate card through the protocol, no evaluator (experimental).
+      bills_through_adcp: false,
+      supports_evaluator: false,
     };
   }
   if (agent === 'sales') {
@@ -148,7 +174,9 @@ export async function capabilityDocument(
       },
     };
     doc.account = {
-      supported_billing: ['operator', 'agent'],
+      supported_billing: [...SUPPORTED_BILLING],
+      // Accounts carry no currency: each buy names its own (3.2 provisioning modes).
+      supported_account_currency_modes: ['per_media_buy'],
       required_for_products: false,
       ...(settings.testController ? { sandbox: true } : {}),
       notifications: {

@@ -6,6 +6,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { canonicalFormat, canonicalOf } from './canonical.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { checkAssets } from '../sales/creatives.js';
@@ -95,9 +96,27 @@ async function listFormats(params: z.output<typeof ListFormatsSchema>, ctx: Task
   };
 }
 
+/**
+ * A creative manifest names its format by the legacy `format_id` or (3.1+) a canonical
+ * `format_kind`; a canonical manifest's slots may carry the canonical asset types
+ * (`pixel_tracker`, `zip`, ...) and several assets per slot.
+ */
 const ManifestSchema = z.looseObject({
   format_id: FormatIdSchema.optional(),
-  assets: z.record(z.string(), z.looseObject({ asset_type: z.enum(ASSET_TYPES) })).default({}),
+  format_kind: z.string().min(1).max(64).optional(),
+  assets: z
+    .record(
+      z.string(),
+      z.union([
+        z.looseObject({ asset_type: z.enum(ASSET_TYPES) }),
+        z.looseObject({ asset_type: z.string().min(1).max(64) }),
+        z
+          .array(z.looseObject({ asset_type: z.string().min(1).max(64) }))
+          .min(1)
+          .max(100),
+      ]),
+    )
+    .default({}),
 });
 
 const InputsSchema = z
@@ -121,6 +140,7 @@ const BrandRefSchema = z.looseObject({
 /** Members of the published build_creative request the spec's older form lacks. */
 const PUBLISHED_ONLY_BUILD_MEMBERS = [
   'target_format_ids',
+  'target_capability_id',
   'brand',
   'account',
   'creative_id',
@@ -145,6 +165,8 @@ const BuildSchema = z
     creative_id: z.string().min(1).max(255).optional(),
     target_format_id: FormatIdSchema.optional(),
     target_format_ids: z.array(FormatIdSchema).min(1).max(20).optional(),
+    /** 3.2: a `capability_id` of our `creative.supported_formats` (canonical build). */
+    target_capability_id: z.string().min(1).max(255).optional(),
     brand_manifest: BrandManifestSchema.optional(),
     brand: BrandRefSchema.optional(),
     include_preview: z.boolean().optional(),
@@ -159,11 +181,12 @@ const BuildSchema = z
         message: 'give a creative_id or a creative_manifest, not both',
       });
     }
-    if ((p.target_format_id === undefined) === (p.target_format_ids === undefined)) {
+    const targets = [p.target_format_id, p.target_format_ids, p.target_capability_id];
+    if (targets.filter((x) => x !== undefined).length !== 1) {
       zctx.addIssue({
         code: 'custom',
         path: ['target_format_id'],
-        message: 'give exactly one of target_format_id and target_format_ids',
+        message: 'give exactly one of target_format_id, target_format_ids and target_capability_id',
       });
     }
   })
@@ -308,6 +331,36 @@ export function buildManifest(
   return { format_id: { agent_url: agentUrl, id: format.format_id }, assets };
 }
 
+/** Slots a canonical build fills beside the required ones (the ad's headline and link). */
+const BUILT_OPTIONAL_SLOTS = new Set(['headline', 'landing_page_url']);
+
+/**
+ * The format a `target_capability_id` names (a `capability_id` of our supported_formats,
+ * supportedFormats: the standard format's id) as its canonical, sized as the standard
+ * format; an unknown id is FORMAT_NOT_SUPPORTED naming target_capability_id.
+ */
+async function capabilityTarget(ctx: TaskContext, capabilityId: string): Promise<FormatRow> {
+  const row = (await allFormats(ctx.db, ctx.schema)).find((f) => f.format_id === capabilityId);
+  if (!row) {
+    throw taskError(
+      'FORMAT_NOT_SUPPORTED',
+      `capability ${JSON.stringify(capabilityId).slice(0, 80)} is not in this agent's creative.supported_formats`,
+      { field: 'target_capability_id' },
+    );
+  }
+  const { format_kind } = canonicalOf(row);
+  const canonical = canonicalFormat(format_kind, 'target_capability_id');
+  return {
+    ...canonical,
+    width: row.width,
+    height: row.height,
+    duration_ms: row.duration_ms,
+    assets_required: canonical.assets_required.filter(
+      (a) => a.required || BUILT_OPTIONAL_SLOTS.has(a.asset_id),
+    ),
+  };
+}
+
 async function buildCreative(input: z.output<typeof BuildSchema>, ctx: TaskContext) {
   const agentUrl = ctx.settings.urls.creative;
   // A library creative is the source manifest, as if the buyer had sent it.
@@ -321,12 +374,16 @@ async function buildCreative(input: z.output<typeof BuildSchema>, ctx: TaskConte
         )) as z.output<typeof ManifestSchema>,
       }
     : input;
-  const targets = params.target_format_ids
-    ? params.target_format_ids.map((f, i) => ({ id: f, field: `target_format_ids[${i}]` }))
-    : [{ id: params.target_format_id!, field: 'target_format_id' }];
   const formats: FormatRow[] = [];
-  for (const t of targets) {
-    formats.push(await resolveFormat(ctx.db, ctx.schema, t.id, agentUrl, t.field));
+  if (params.target_capability_id !== undefined) {
+    formats.push(await capabilityTarget(ctx, params.target_capability_id));
+  } else {
+    const targets = params.target_format_ids
+      ? params.target_format_ids.map((f, i) => ({ id: f, field: `target_format_ids[${i}]` }))
+      : [{ id: params.target_format_id!, field: 'target_format_id' }];
+    for (const t of targets) {
+      formats.push(await resolveFormat(ctx.db, ctx.schema, t.id, agentUrl, t.field));
+    }
   }
   const brand = brandOf(params);
   const source = params.creative_manifest?.assets as Record<string, Asset> | undefined;
@@ -349,13 +406,17 @@ async function buildCreative(input: z.output<typeof BuildSchema>, ctx: TaskConte
     const hasAll = from.assets_required.every((r) => !r.required || source?.[r.asset_id]);
     if (hasAll) checkAssets(from, source ?? {}, 'creative_manifest.assets');
   }
-  const manifests = formats.map((format) =>
-    buildManifest(format, agentUrl, {
+  const manifests = formats.map((format) => {
+    const built = buildManifest(format, agentUrl, {
       ...(params.message ? { message: params.message } : {}),
       ...(source ? { source } : {}),
       brand,
-    }),
-  );
+    });
+    if (params.target_capability_id === undefined) return built;
+    // The canonical path: the manifest names its format_kind, no legacy format id.
+    const { format_id: _legacy, ...rest } = built;
+    return { format_kind: format.format_id, ...rest };
+  });
   const body: Record<string, unknown> = params.target_format_ids
     ? { creative_manifests: manifests }
     : { creative_manifest: manifests[0] };
@@ -467,6 +528,13 @@ async function previewTarget(item: PreviewItem, prefix: string, ctx: TaskContext
       field: `${prefix}creative_manifest`,
     });
   }
+  if (
+    item.creative_manifest.format_kind !== undefined &&
+    item.creative_manifest.format_id === undefined &&
+    item.format_id === undefined
+  ) {
+    return canonicalPreviewTarget(item.creative_manifest, prefix);
+  }
   const inner = item.creative_manifest.format_id;
   if (inner && item.format_id && JSON.stringify(inner) !== JSON.stringify(item.format_id)) {
     throw taskError(
@@ -493,7 +561,30 @@ async function previewTarget(item: PreviewItem, prefix: string, ctx: TaskContext
   );
   const assets = item.creative_manifest.assets as Record<string, Asset>;
   checkAssets(format, assets, `${prefix}creative_manifest.assets`);
-  return { format, assets };
+  return { format, assets, canonical: false };
+}
+
+/**
+ * A canonical manifest's preview: rendered from whatever assets it carries (the
+ * storyboards preview canonical manifests keyed by their own asset names, and a preview
+ * is not a validation), sized by its first image.
+ */
+function canonicalPreviewTarget(
+  manifest: NonNullable<PreviewItem['creative_manifest']>,
+  prefix: string,
+): { format: FormatRow; assets: Record<string, Asset>; canonical: boolean } {
+  const base = canonicalFormat(manifest.format_kind!, `${prefix}creative_manifest.format_kind`);
+  const assets: Record<string, Asset> = {};
+  for (const [k, v] of Object.entries(manifest.assets)) {
+    const first = (Array.isArray(v) ? v[0] : v) as Asset | undefined;
+    if (first) assets[k] = first;
+  }
+  const img = Object.values(assets).find((a) => a.asset_type === 'image');
+  const dims =
+    typeof img?.width === 'number' && typeof img?.height === 'number'
+      ? { width: img.width, height: img.height }
+      : {};
+  return { format: { ...base, ...dims }, assets, canonical: true };
 }
 
 /** The previews of one item: one per input, each with one primary render. */
@@ -504,7 +595,7 @@ async function previewsOf(
   expires: Date,
   ctx: TaskContext,
 ): Promise<Array<Record<string, unknown>>> {
-  const { format, assets } = await previewTarget(item, prefix, ctx);
+  const { format, assets, canonical } = await previewTarget(item, prefix, ctx);
   const inputs =
     item.inputs && item.inputs.length > 0 ? item.inputs : [{ name: 'default', macros: {} }];
   const previews: Array<Record<string, unknown>> = [];
@@ -528,7 +619,9 @@ async function previewsOf(
     }
     previews.push({
       preview_id: previewId,
-      format_id: { agent_url: ctx.settings.urls.creative, id: format.format_id },
+      ...(canonical
+        ? { format_kind: format.format_id }
+        : { format_id: { agent_url: ctx.settings.urls.creative, id: format.format_id } }),
       renders: [render],
       input: { name: input.name, ...(input.macros ? { macros: input.macros } : {}) },
     });

@@ -7,7 +7,13 @@
  */
 import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
-import { CreativeSchema, checkedFormat, wireAssets } from '../sales/creatives.js';
+import {
+  CreativeSchema,
+  checkedFormat,
+  storedFormatRef,
+  wireAssets,
+  wireFormatRef,
+} from '../sales/creatives.js';
 import { decodeCursor, pageInfo, PaginationRequestSchema } from '../sales/cursor.js';
 import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -78,7 +84,7 @@ async function storeCreative(
     before &&
     before.status === STORED &&
     before.name === c.name &&
-    canonicalJson(before.format_id) === canonicalJson(c.format_id) &&
+    canonicalJson(before.format_id) === canonicalJson(storedFormatRef(c)) &&
     canonicalJson(before.assets) === canonicalJson(c.assets)
   ) {
     return 'unchanged';
@@ -89,7 +95,7 @@ async function storeCreative(
      ON CONFLICT (principal_id, creative_id) DO UPDATE SET name = EXCLUDED.name,
        format_id = EXCLUDED.format_id, format_type = EXCLUDED.format_type,
        assets = EXCLUDED.assets, status = EXCLUDED.status, updated_at = now()`,
-    [principalId, c.creative_id, c.name, c.format_id, format.type, c.assets, STORED],
+    [principalId, c.creative_id, c.name, storedFormatRef(c), format.type, c.assets, STORED],
   );
   return before ? 'updated' : 'created';
 }
@@ -179,7 +185,7 @@ async function listLibrary(params: z.output<typeof ListLibrarySchema>, ctx: Task
     creatives: rows.map((r) => ({
       creative_id: r.creative_id,
       name: r.name,
-      format_id: r.format_id,
+      ...wireFormatRef(r.format_id),
       status: r.status,
       // A video or image stored without its dimensions takes them from the format.
       assets: wireAssets(r.assets as Record<string, unknown>, {

@@ -31,7 +31,7 @@ import type {
   TaskSuccess,
 } from './types.js';
 import { fieldPath, issueToError } from './validation.js';
-import { checkVersionPin, pinnedRelease } from './versions.js';
+import { checkVersionPin, pinnedRelease, servedRelease } from './versions.js';
 
 export interface TaskDispatcherOptions {
   pool: Pool;
@@ -96,7 +96,12 @@ export class TaskDispatcher {
   /** Runs one task call. Refusals come back as TaskError (not thrown); faults are thrown. */
   async invoke(req: InvokeRequest): Promise<TaskResult> {
     try {
-      return await this.run(req);
+      const answer = await this.run(req);
+      // 3.2 version negotiation: an answer to a request that pins a release names the
+      // release it was served in (unpinned callers get the seller's default, as before).
+      const served = servedRelease(req.params, this.brand, this.options.settings.protocolVersion);
+      if (served !== null) (answer as Record<string, unknown>)[`${this.brand}_version`] = served;
+      return answer;
     } catch (err) {
       if (err instanceof TaskError) return err;
       // The sender's registration refusals (RegistrationError, NotificationInputError)

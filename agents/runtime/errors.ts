@@ -46,6 +46,8 @@ export const AGENT_ERROR_STATUS = {
   VERSION_UNSUPPORTED: 400,
   /** A fault of ours: a fixed message and a correlation id, the details only in our log. */
   INTERNAL_ERROR: 500,
+  /** A sync_accounts `billing` outside `account.supported_billing` (published code). */
+  BILLING_NOT_SUPPORTED: 400,
 } as const satisfies Record<string, number>;
 
 export type AgentErrorCode = keyof typeof AGENT_ERROR_STATUS;
@@ -58,6 +60,9 @@ export type AgentErrorCode = keyof typeof AGENT_ERROR_STATUS;
 const PUBLISHED_CODE: Partial<Record<string, AgentErrorCode>> = {
   INSUFFICIENT_PERMISSIONS: 'PERMISSION_DENIED',
   AGENT_ACCESS_DENIED: 'PERMISSION_DENIED',
+  // An unknown signal: the published generic not-found (error_compliance_signals accepts
+  // REFERENCE_NOT_FOUND or INVALID_REQUEST).
+  SIGNAL_AGENT_SEGMENT_NOT_FOUND: 'REFERENCE_NOT_FOUND',
 };
 
 /** The code a brand emits for a spec code (see PUBLISHED_CODE). */

@@ -84,3 +84,22 @@ export function pinnedRelease(params: Record<string, unknown>, brand: string): s
   }
   return params[`${brand}_major_version`] !== undefined ? `${SUPPORTED_MAJORS[0]}.0` : null;
 }
+
+/**
+ * The release an answer is served in, echoed as `<brand>_version` (3.2 version
+ * negotiation: "On a response: the release the seller actually served"): the buyer's
+ * pinned release when this seller speaks it (the highest supported release at or below the
+ * pin), else the seller's own; null when the request pins none. A malformed or other-major
+ * pin never gets here (checkVersionPin refused it).
+ */
+export function servedRelease(params: unknown, brand: string, own: string): string | null {
+  const pinned =
+    params && typeof params === 'object' && !Array.isArray(params)
+      ? pinnedRelease(params as Record<string, unknown>, brand)
+      : null;
+  if (pinned === null) return null;
+  const minor = (r: string) => Number(r.split('.')[1]);
+  if (minor(pinned) >= minor(own)) return own;
+  const served = [...SUPPORTED_VERSIONS].reverse().find((v) => minor(v) <= minor(pinned));
+  return served ?? own;
+}

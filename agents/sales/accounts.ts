@@ -12,7 +12,8 @@ import { canonicalJson } from '../../shared/json/canonical.js';
 import { ACCOUNT_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
 import { LegacyAuthenticationSchema } from '../../shared/envelope/channel-config.js';
 import { proveSubscribers, type SubscriberEntry } from '../common/subscriber-proof.js';
-import { taskError } from '../runtime/errors.js';
+import { protocolError, taskError } from '../runtime/errors.js';
+import { TaskError } from '../../shared/errors/task-errors.js';
 import { requireIdempotencyKey } from '../runtime/validation.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
@@ -35,6 +36,9 @@ export const SubscriberConfigSchema = (eventTypes: readonly [string, ...string[]
   });
 
 export const AccountConfigSchema = SubscriberConfigSchema(ACCOUNT_EVENT_TYPES);
+
+/** Who this seller invoices (capabilities `account.supported_billing`, enforced by sync_accounts). */
+export const SUPPORTED_BILLING = ['operator', 'agent'] as const;
 type SubscriberConfig = z.output<typeof AccountConfigSchema>;
 
 /** Rejects two entries with one subscriber_id (the set is keyed by it). */
@@ -92,7 +96,8 @@ const SyncAccountsSchema = z
             .max(253)
             .optional(),
           billing: z.enum(['operator', 'agent', 'advertiser']).optional(),
-          notification_configs: z.array(AccountConfigSchema).max(20).optional(),
+          // Checked per account (accountRefusal): a bad entry fails its account only.
+          notification_configs: z.array(z.unknown()).max(20).optional(),
         }),
       )
       .min(1)
@@ -141,17 +146,85 @@ function derivedAccountId(principalId: string, name: string): string {
   return `acct_${createHash('sha256').update(`${principalId}\0${name}`).digest('hex').slice(0, 16)}`;
 }
 
+type AccountItem = z.output<typeof SyncAccountsSchema>['accounts'][number];
+
+/** Whether an entry is the published form (any published member), not the older one. */
+function isPublishedEntry(a: AccountItem): boolean {
+  return ['brand', 'operator', 'billing', 'account'].some((k) => k in a);
+}
+
+/**
+ * An entry's notification_configs checked, or why its account is refused: a billing this
+ * seller does not offer (BILLING_NOT_SUPPORTED, scope capability) or an invalid or
+ * duplicate subscriber (VALIDATION_ERROR naming `notification_configs[j]...`). The
+ * published form refuses the one account (`action: failed`), as the published response
+ * and the storyboards read it; the spec's older form keeps refusing the whole request
+ * (`accounts[i].notification_configs...`).
+ */
+function checkedEntry(
+  ctx: Pick<TaskContext, 'notifications'>,
+  a: AccountItem,
+  i: number,
+): SubscriberConfig[] | undefined | TaskError {
+  const published = isPublishedEntry(a);
+  const prefix = published ? 'notification_configs' : `accounts[${i}].notification_configs`;
+  try {
+    if (a.billing && !(SUPPORTED_BILLING as readonly string[]).includes(a.billing)) {
+      throw taskError('BILLING_NOT_SUPPORTED', `this seller does not offer ${a.billing} billing`, {
+        field: 'billing',
+        suggestion: `use one of ${SUPPORTED_BILLING.join(', ')}`,
+        details: { scope: 'capability', supported_billing: [...SUPPORTED_BILLING] },
+      });
+    }
+    if (!a.notification_configs) return undefined;
+    const configs = a.notification_configs.map((c, j) => {
+      const parsed = AccountConfigSchema.safeParse(c);
+      if (parsed.success) return parsed.data;
+      const issue = parsed.error.issues[0]!;
+      throw taskError('VALIDATION_ERROR', issue.message, {
+        field: `${prefix}[${j}]${issue.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${String(k)}`)).join('')}`,
+      });
+    });
+    checkUniqueSubscribers(configs, prefix);
+    // The sender's URL rules at registration (issue 21): INVALID_REQUEST naming the field.
+    checkSubscriberUrls(ctx, configs, 'account', prefix);
+    return configs;
+  } catch (err) {
+    if (published && err instanceof TaskError) return err;
+    throw err;
+  }
+}
+
+/** The published result of a refused account: `failed`, `rejected`, with the error. */
+function refusedAccount(
+  principalId: string,
+  a: AccountItem,
+  err: TaskError,
+): Record<string, unknown> {
+  const { brand, operator } = accountEntry(principalId, a);
+  const accountId = a.account_id ?? a.account?.account_id;
+  return {
+    ...(accountId ? { account_id: accountId } : {}),
+    brand,
+    operator,
+    action: 'failed',
+    status: 'rejected',
+    errors: [protocolError(err)],
+  };
+}
+
 async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: TaskContext) {
   const s = ctx.schema;
   const principalId = ctx.principal!.principal_id;
   const out: Array<Record<string, unknown>> = [];
   await ctx.db.query('SAVEPOINT sync_accounts');
-  for (const [i, a] of params.accounts.entries()) {
-    if (a.notification_configs) {
-      const field = `accounts[${i}].notification_configs`;
-      checkUniqueSubscribers(a.notification_configs, field);
-      checkSubscriberUrls(ctx, a.notification_configs, 'account', field);
+  for (const [i, raw] of params.accounts.entries()) {
+    const checked = checkedEntry(ctx, raw, i);
+    if (checked instanceof TaskError) {
+      out.push(refusedAccount(principalId, raw, checked));
+      continue;
     }
+    const a = { ...raw, notification_configs: checked };
     const { accountId, name, brand, operator } = accountEntry(principalId, a);
     const { rows } = await ctx.db.query<{
       principal_id: string;

@@ -9,9 +9,12 @@ import {
   formatDefinition,
   GENERIC_FORMAT_IDS,
   pickFormats,
+  type FormatRow,
 } from '../creative/formats.js';
+import { formatDeclaration } from '../creative/canonical.js';
 import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { briefTerms, score } from '../runtime/ranking.js';
+import { taskError } from '../runtime/errors.js';
 import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
@@ -59,6 +62,8 @@ export interface ProductRow {
   reporting_frequencies: string[];
   ctr: number;
   sort_order: number;
+  /** A seeded product's fixture members answered as given (migration 009). */
+  fixture?: Record<string, unknown>;
 }
 
 const FORMAT_TYPES = ['video', 'display', 'audio', 'dooh'] as const;
@@ -87,6 +92,8 @@ export const GetProductsSchema = z
           .optional(),
         delivery_type: z.enum(['guaranteed', 'non_guaranteed']).optional(),
         format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
+        /** Published: fixed-price (true) or auction (false) options only. */
+        is_fixed_price: z.boolean().optional(),
       })
       .optional(),
   })
@@ -114,6 +121,22 @@ export const GetProductsSchema = z
       });
     }
   });
+
+/**
+ * `filters.is_fixed_price`: each product with only its options of that structure (fixed:
+ * a `fixed_price`; auction: a price set by bidding), and products left with none dropped.
+ * Contingent options (revenue share) match neither, as the published filter says.
+ */
+function byPriceStructure(products: ProductRow[], fixed: boolean): ProductRow[] {
+  const matches = (o: PricingOption) =>
+    fixed
+      ? o.fixed_price !== undefined
+      : o.fixed_price === undefined && o.pricing_model !== 'revenue_share';
+  return products.flatMap((p) => {
+    const options = p.pricing_options.filter(matches);
+    return options.length > 0 ? [{ ...p, pricing_options: options }] : [];
+  });
+}
 
 /** A product row with its pricing options in the internal (published) form. */
 export function productRow(row: ProductRow): ProductRow {
@@ -174,7 +197,9 @@ async function filteredProducts(
   const full =
     ctx.principal !== null &&
     hasPermission(ctx.principal, { resource: 'products', permission: 'read' });
-  let products = await visibleProducts(ctx);
+  // A product is offered with its price: a seeded one without a pricing option yet is not
+  // listed (the published product requires at least one).
+  let products = (await visibleProducts(ctx)).filter((p) => p.pricing_options.length > 0);
   if (!full) products = products.filter((p) => p.is_standard && !p.custom_principal);
   const f = params.filters ?? {};
   if (f.channels) {
@@ -182,6 +207,7 @@ async function filteredProducts(
     products = products.filter((p) => productChannels(p).some((c) => wanted.has(c)));
   }
   if (f.delivery_type) products = products.filter((p) => p.delivery_type === f.delivery_type);
+  if (f.is_fixed_price !== undefined) products = byPriceStructure(products, f.is_fixed_price);
   if (f.format_types) {
     products = products.filter((p) =>
       p.format_ids.some((id) => f.format_types!.includes(formatTypeOf(id) as never)),
@@ -212,9 +238,10 @@ export function rankProducts(
 }
 
 /** The published product of a row (the partial catalog shows only generic formats). */
-function productWriter(ctx: TaskContext, full: boolean) {
+function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
   const agentUrl = ctx.settings.urls.creative;
   const properties = publisherProperties(ctx);
+  const byId = new Map(formats.map((f) => [f.format_id, f]));
   return (p: ProductRow, matched: string[]): Record<string, unknown> => {
     const formatIds = full ? p.format_ids : p.format_ids.filter((id) => GENERIC_FORMAT_IDS.has(id));
     const out: Record<string, unknown> = {
@@ -226,6 +253,9 @@ function productWriter(ctx: TaskContext, full: boolean) {
       channel: p.channel,
       delivery_type: p.delivery_type,
       format_ids: formatIds.map((id) => ({ agent_url: agentUrl, id })),
+      // 3.1+ canonical path: each format projected onto its canonical (v1_format_ref links
+      // the two), so a canonical-only buyer reads the same formats.
+      ...formatOptions(formatIds, byId, agentUrl),
       targeting: p.targeting,
       is_custom: p.custom_principal !== null,
       // The published product requires its pricing; the partial catalog (no credentials)
@@ -242,13 +272,52 @@ function productWriter(ctx: TaskContext, full: boolean) {
       },
     };
     if (matched.length > 0) out.brief_relevance = `matches: ${matched.join(', ')}`;
+    // A seeded product answers the fixture's own published members (format_options,
+    // creative_policy, ...) over ours.
+    if (p.fixture) Object.assign(out, p.fixture);
     return out;
   };
 }
 
+function formatOptions(
+  ids: string[],
+  byId: Map<string, FormatRow>,
+  agentUrl: string,
+): { format_options?: Record<string, unknown>[] } {
+  const options = ids.flatMap((id) => {
+    const row = byId.get(id);
+    return row ? [formatDeclaration(row, agentUrl)] : [];
+  });
+  return options.length > 0 ? { format_options: options } : {};
+}
+
+/**
+ * 3.2: the legacy `filters.countries` and the structured `targeting_overlay.geo_countries`
+ * naming different countries are contradictory delivery constraints: INVALID_REQUEST
+ * (the seller must not pick one). The same countries in both, or either alone, are fine.
+ */
+function refuseConflictingGeo(params: Record<string, unknown>): void {
+  const legacy = (params.filters as { countries?: unknown } | undefined)?.countries;
+  const overlay = (params.targeting_overlay as { geo_countries?: unknown } | undefined)
+    ?.geo_countries;
+  if (!Array.isArray(legacy) || !Array.isArray(overlay)) return;
+  const key = (a: unknown[]) => JSON.stringify(a.map(String).sort());
+  if (key(legacy) !== key(overlay)) {
+    throw taskError(
+      'INVALID_REQUEST',
+      'filters.countries and targeting_overlay.geo_countries name different countries',
+      {
+        field: 'targeting_overlay.geo_countries',
+        suggestion: 'send the countries once, in targeting_overlay.geo_countries',
+      },
+    );
+  }
+}
+
 export async function getProducts(params: z.output<typeof GetProductsSchema>, ctx: TaskContext) {
+  refuseConflictingGeo(params);
   const { full, products } = await filteredProducts(params, ctx);
-  const wire = productWriter(ctx, full);
+  const wire = productWriter(ctx, full, await allFormats(ctx.db, ctx.schema));
   // Our rate card is the same for every account.
   const envelope = { cache_scope: 'public', ...(full ? {} : { catalog: 'partial' }) };
   if (params.buying_mode === 'refine') {

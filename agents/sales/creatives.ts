@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../../shared/json/canonical.js';
 import { ASSET_TYPES, resolveFormat, type FormatRow } from '../creative/formats.js';
+import { canonicalFormat } from '../creative/canonical.js';
 import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
 import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -23,12 +24,58 @@ export const AssetSchema = z.looseObject({
   content: z.string().max(1_000_000).optional(),
 });
 
-export const CreativeSchema = z.looseObject({
-  creative_id: z.string().min(1).max(255),
-  name: z.string().min(1).max(500),
-  format_id: FormatIdSchema,
-  assets: z.record(z.string(), z.union([AssetSchema, z.record(z.string(), z.unknown())])),
-});
+const AssetValueSchema = z.union([AssetSchema, z.record(z.string(), z.unknown())]);
+
+/**
+ * A creative names its format by the legacy `format_id` or (3.1+, the 3.2 default) by a
+ * canonical `format_kind` with an optional `format_option_ref` (core/creative-asset.json:
+ * exactly one of the two). A canonical slot may hold several assets (an array).
+ */
+export const CreativeSchema = z
+  .looseObject({
+    creative_id: z.string().min(1).max(255),
+    name: z.string().min(1).max(500),
+    format_id: FormatIdSchema.optional(),
+    format_kind: z.string().min(1).max(64).optional(),
+    format_option_ref: z.looseObject({ format_option_id: z.string().min(1).max(255) }).optional(),
+    assets: z.record(
+      z.string(),
+      z.union([AssetValueSchema, z.array(AssetValueSchema).min(1).max(100)]),
+    ),
+  })
+  .superRefine((c, ctx) => {
+    if ((c.format_id === undefined) === (c.format_kind === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['format_id'],
+        message: 'give exactly one of format_id and format_kind',
+      });
+    }
+  });
+
+/**
+ * How a creative's format is stored (the `format_id` jsonb column): the legacy format id
+ * as is, or the canonical reference `{format_kind, format_option_ref?}`.
+ */
+export function storedFormatRef(c: {
+  format_id?: unknown;
+  format_kind?: string;
+  format_option_ref?: unknown;
+}): unknown {
+  if (c.format_id !== undefined) return c.format_id;
+  return {
+    format_kind: c.format_kind,
+    ...(c.format_option_ref !== undefined ? { format_option_ref: c.format_option_ref } : {}),
+  };
+}
+
+/** A stored format reference as the creative's wire members (`format_id` or `format_kind`). */
+export function wireFormatRef(stored: unknown): Record<string, unknown> {
+  const ref = stored as { format_kind?: unknown } | null;
+  return ref && typeof ref === 'object' && typeof ref.format_kind === 'string'
+    ? (ref as Record<string, unknown>)
+    : { format_id: stored };
+}
 
 /** Tag documents a video/audio slot takes in place of a hosted file (published asset types). */
 const TAG_FOR_SLOT: Record<string, string> = { video: 'vast', audio: 'daast' };
@@ -40,25 +87,44 @@ export function checkAssets(
   field: string,
 ): void {
   for (const req of format.assets_required) {
-    const asset = assets[req.asset_id] as { asset_type?: string } | undefined;
+    const value = assets[req.asset_id] as { asset_type?: string } | unknown[] | undefined;
+    // A slot holding several assets (canonical `min`/`max` slots) is checked item by item.
+    const items = (Array.isArray(value) ? value : [value]) as Array<
+      { asset_type?: string } | undefined
+    >;
+    for (const [j, asset] of items.entries()) {
+      checkAsset(
+        format,
+        req,
+        asset,
+        Array.isArray(value) ? `${field}.${req.asset_id}[${j}]` : `${field}.${req.asset_id}`,
+      );
+    }
+  }
+}
+
+function checkAsset(
+  format: FormatRow,
+  req: FormatRow['assets_required'][number],
+  asset: { asset_type?: string } | undefined,
+  field: string,
+): void {
+  {
     if (!asset) {
       if (req.required) {
         throw taskError(
           'VALIDATION_ERROR',
           `format ${format.format_id} requires the ${req.asset_id} asset`,
-          {
-            field: `${field}.${req.asset_id}`,
-            status: 422,
-          },
+          { field, status: 422 },
         );
       }
-      continue;
+      return;
     }
     if (asset.asset_type !== req.asset_type && TAG_FOR_SLOT[req.asset_type] !== asset.asset_type) {
       throw taskError(
         'VALIDATION_ERROR',
         `${req.asset_id} must be a ${req.asset_type} asset for format ${format.format_id}`,
-        { field: `${field}.${req.asset_id}.asset_type`, status: 422 },
+        { field: `${field}.asset_type`, status: 422 },
       );
     }
   }
@@ -106,13 +172,16 @@ export async function checkedFormat(
   i: number,
 ): Promise<FormatRow | TaskError> {
   try {
-    const format = await resolveFormat(
-      ctx.db,
-      ctx.schema,
-      c.format_id,
-      ctx.settings.urls.creative,
-      `creatives[${i}].format_id`,
-    );
+    const format =
+      c.format_kind !== undefined
+        ? canonicalFormat(c.format_kind, `creatives[${i}].format_kind`)
+        : await resolveFormat(
+            ctx.db,
+            ctx.schema,
+            c.format_id!,
+            ctx.settings.urls.creative,
+            `creatives[${i}].format_id`,
+          );
     checkAssets(format, c.assets, `creatives[${i}].assets`);
     return format;
   } catch (err) {
@@ -201,7 +270,7 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
     else if (
       before.status !== 'archived' &&
       before.name === c.name &&
-      canonicalJson(before.format_id) === canonicalJson(c.format_id) &&
+      canonicalJson(before.format_id) === canonicalJson(storedFormatRef(c)) &&
       canonicalJson(before.assets) === canonicalJson(c.assets)
     ) {
       action = 'unchanged';
@@ -213,7 +282,7 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
          ON CONFLICT (principal_id, creative_id) DO UPDATE SET name = EXCLUDED.name,
            format_id = EXCLUDED.format_id, format_type = EXCLUDED.format_type, assets = EXCLUDED.assets,
            status = 'active', updated_at = now()`,
-        [principalId, c.creative_id, c.name, c.format_id, format.type, c.assets],
+        [principalId, c.creative_id, c.name, storedFormatRef(c), format.type, c.assets],
       );
     }
     if (action === 'created') created.push(c.creative_id);
@@ -403,7 +472,7 @@ async function listCreatives(params: z.output<typeof ListCreativesSchema>, ctx: 
       return {
         creative_id: r.creative_id,
         name: r.name,
-        format_id: r.format_id,
+        ...wireFormatRef(r.format_id),
         status: wireCreativeStatus(r.status as string),
         assets: wireAssets(r.assets as Record<string, unknown>, {
           width: r.format_width as number | null,

@@ -245,7 +245,7 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
         urls,
         previewBaseUrl: `${urls.creative}/previews`,
         webhookActivity: activity,
-        brandJsonUrl: `${urls.sales}/.well-known/brand.json`,
+        brandJsonUrl: config.SVC_BRAND_JSON_URL ?? `${urls.sales}/.well-known/brand.json`,
         // The demo deployment carries its test controller, for its demo (sandbox) principals.
         testController: true,
         ...(o.settings ?? {}),

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { AgentKind, Principal } from '../auth/principal.js';
 import { sameAgentUrl } from '../creative/formats.js';
-import { taskError, TaskErrors, type TaskError } from '../runtime/errors.js';
+import { brandedCode, taskError, TaskErrors, type TaskError } from '../runtime/errors.js';
 import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { briefTerms, score } from '../runtime/ranking.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -234,7 +234,8 @@ async function visibleSignal(ctx: TaskContext, id: string): Promise<SignalRow> {
   );
   const row = rows[0];
   if (!row) {
-    throw taskError('SIGNAL_AGENT_SEGMENT_NOT_FOUND', `no signal ${id.slice(0, 100)}`, {
+    const code = brandedCode('SIGNAL_AGENT_SEGMENT_NOT_FOUND', ctx.settings.profile.brand);
+    throw taskError(code, `no signal ${id.slice(0, 100)}`, {
       field: 'signal_agent_segment_id',
       suggestion: 'use a signal_agent_segment_id returned by get_signals',
     });

@@ -333,6 +333,13 @@ AGENT_MIGRATIONS.push({
   sql: (s) => `ALTER TABLE ${s}.proposals ADD COLUMN executed_at timestamptz;`,
 });
 
+// Seeded (sandbox) products keep the fixture's published members our columns do not model
+// (format_options, creative_policy, ...): the product is answered with them.
+AGENT_MIGRATIONS.push({
+  id: '009_product_fixture',
+  sql: (s) => `ALTER TABLE ${s}.products ADD COLUMN fixture jsonb NOT NULL DEFAULT '{}';`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

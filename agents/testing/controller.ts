@@ -188,6 +188,13 @@ async function ownProduct(ctx: TaskContext, productId: string) {
   return row ?? null;
 }
 
+/**
+ * Published product members a fixture may carry that our columns do not model: kept as
+ * given and answered on the product (the canonical `format_options`, the creative policy's
+ * `accepted_verifiers` / `provenance_required`).
+ */
+const KEPT_FIXTURE_MEMBERS = ['format_options', 'creative_policy'] as const;
+
 /** A product visible to the caller only (`custom_principal`), as the fixture describes it. */
 async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};
@@ -210,13 +217,16 @@ async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
     .map((f) => (typeof f === 'string' ? f : (f as { id?: unknown })?.id))
     .filter((id): id is string => typeof id === 'string');
   const name = typeof fixture.name === 'string' ? fixture.name.slice(0, 200) : productId;
+  const kept = Object.fromEntries(
+    KEPT_FIXTURE_MEMBERS.filter((k) => fixture[k] !== undefined).map((k) => [k, fixture[k]]),
+  );
   await ctx.db.query(
     `INSERT INTO ${ctx.schema}.products (product_id, name, description, channel, delivery_type,
-       is_standard, custom_principal, format_ids, pricing_options, targeting, keywords)
-     VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, '{}', $9)
+       is_standard, custom_principal, format_ids, pricing_options, targeting, keywords, fixture)
+     VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, '{}', $9, $10)
      ON CONFLICT (product_id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
        channel = EXCLUDED.channel, delivery_type = EXCLUDED.delivery_type,
-       format_ids = EXCLUDED.format_ids, keywords = EXCLUDED.keywords`,
+       format_ids = EXCLUDED.format_ids, keywords = EXCLUDED.keywords, fixture = EXCLUDED.fixture`,
     [
       productId,
       name,
@@ -230,6 +240,7 @@ async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
         .split(/[^A-Za-z0-9]+/)
         .filter(Boolean)
         .concat(channel),
+      JSON.stringify(kept),
     ],
   );
   return { success: true, message: `product ${productId} seeded (visible to you only)` };
@@ -386,6 +397,15 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
   // no account on some calls, so its absence is not refused.
   if (req.account !== undefined && req.account.sandbox !== true) {
     return refuse('INVALID_PARAMS', 'the account must assert sandbox: true');
+  }
+  if (
+    agent !== 'sales' &&
+    (req.scenario === 'seed_product' || req.scenario === 'seed_pricing_option')
+  ) {
+    return {
+      success: true,
+      message: `the ${agent} agent has no product catalog: the fixture is acknowledged, nothing changes`,
+    };
   }
   switch (req.scenario) {
     case 'force_account_status':

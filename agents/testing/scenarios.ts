@@ -19,6 +19,8 @@ export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
     'simulate_budget_spend',
     'simulate_delivery',
   ],
-  creative: ['seed_creative', 'seed_creative_format'],
+  // seed_product / seed_pricing_option: the universal storyboards seed their shared
+  // fixtures on every agent; a creative agent sells nothing, so it acknowledges them.
+  creative: ['seed_creative', 'seed_creative_format', 'seed_product', 'seed_pricing_option'],
   signals: [],
 };

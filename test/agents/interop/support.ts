@@ -9,6 +9,7 @@ import type { AgentsService } from '../../../agents/server/service.js';
 import { startService } from '../e2e/support.js';
 import { AgentClient } from '../../../agents/client/agent-client.js';
 import type { AgentKind } from '../../../agents/auth/principal.js';
+import { storyboardGate, withoutGatedPhases, type GatedStoryboard } from './storyboard-gates.js';
 
 interface T {
   teardown(fn: () => unknown): void;
@@ -32,6 +33,11 @@ export async function startAdcpService(
     t,
     {
       SVC_BRAND: 'adcp',
+      // A deployment behind TLS publishes its operator's brand.json (identity.brand_json_url,
+      // required beside webhook signing); the agents themselves listen on loopback http.
+      SVC_BRAND_JSON_URL: 'https://seller.svc.example/.well-known/brand.json',
+      // Every answer the runner gets is checked against both releases' schemas.
+      SVC_AGENTS_VALIDATE_RESPONSES: 'strict',
       SVC_AGENTS_APPROVAL: options.approval ?? (options.testController === false ? 'never' : '0'),
       ...(options.clockSpeed ? { SVC_AGENTS_CLOCK_SPEED: String(options.clockSpeed) } : {}),
     },
@@ -52,6 +58,8 @@ export interface StoryboardOutcome {
   verdict: 'passed' | 'failed' | 'not_applicable';
   /** `<step_id> (<task>): <first failing validation or error>` per failed step. */
   failures: string[];
+  /** The ids of the failed steps (`<phase_id>/<step_id>`). */
+  failedSteps?: string[];
   reason?: string;
 }
 
@@ -137,24 +145,40 @@ export async function runSelectedStoryboards(
   agent: AgentKind,
   url: string,
   token: string,
-  options: { protocol?: 'mcp' | 'a2a'; perStoryboardMs?: number; only?: string[] } = {},
+  options: {
+    protocol?: 'mcp' | 'a2a';
+    perStoryboardMs?: number;
+    only?: string[];
+    /**
+     * A release's compliance folder (vendored, `compliance/<release>`): its storyboards
+     * instead of the SDK's own 3.0.6 cache, with the documents' applicability gates the
+     * 6.11.0 runner cannot read graded by the harness (storyboard-gates.ts).
+     */
+    complianceDir?: string;
+  } = {},
 ): Promise<{ caps: Record<string, unknown>; outcomes: StoryboardOutcome[] }> {
   const sdk = loadSdkTesting();
   const client = new AgentClient({ agentUrl: url, token });
   let caps: Record<string, unknown>;
   let products: unknown[] = [];
+  let tools: string[] = [];
   try {
     caps = (await client.call('get_adcp_capabilities', {})).body;
+    if (options.complianceDir) tools = (await client.listTools()).map((x) => x.name);
     if (agent === 'sales') products = await discoverProducts(client);
   } finally {
     await client.close();
   }
+  const complianceDir = options.complianceDir;
   const adcp = caps.adcp as { major_versions?: number[] } | undefined;
-  const resolved = sdk.resolveStoryboardsForCapabilities({
-    supported_protocols: caps.supported_protocols as string[],
-    ...(caps.specialisms ? { specialisms: caps.specialisms as string[] } : {}),
-    ...(adcp?.major_versions ? { major_versions: adcp.major_versions } : {}),
-  });
+  const resolved = sdk.resolveStoryboardsForCapabilities(
+    {
+      supported_protocols: caps.supported_protocols as string[],
+      ...(caps.specialisms ? { specialisms: caps.specialisms as string[] } : {}),
+      ...(adcp?.major_versions ? { major_versions: adcp.major_versions } : {}),
+    },
+    complianceDir ? { complianceDir } : {},
+  );
   const probeTask = PROBE_TASKS[agent];
   const outcomes: StoryboardOutcome[] = resolved.not_applicable.map((na) => ({
     id: na.storyboard_id,
@@ -166,18 +190,29 @@ export async function runSelectedStoryboards(
   const perStoryboardMs = options.perStoryboardMs ?? 60_000;
   for (const sb of resolved.storyboards) {
     if (options.only && !options.only.includes(sb.id)) continue;
-    const gate = gatedOut(sb.id, caps);
+    const gate =
+      gatedOut(sb.id, caps) ??
+      (complianceDir ? storyboardGate(sb as unknown as GatedStoryboard, { caps, tools }) : null);
     if (gate) {
       outcomes.push({ id: sb.id, verdict: 'not_applicable', failures: [], reason: gate });
       continue;
     }
+    const doc = complianceDir
+      ? (withoutGatedPhases(sb as unknown as GatedStoryboard, {
+          caps,
+          tools,
+        }) as unknown as typeof sb)
+      : sb;
     let timer: NodeJS.Timeout | undefined;
+    // The runner reads its test kits (request signing, sandbox entities) from the cache
+    // directory: the release's own for the run.
+    if (complianceDir) process.env.ADCP_COMPLIANCE_DIR = complianceDir;
     const result = await Promise.race([
       // Either protocol: its endpoint, the URL a buyer is given (A2A: the agent card's
       // `url`; the runner reads the card beside it, `<url>/.well-known/agent-card.json`).
       // The runner sends its auth probes to this URL as raw JSON-RPC (rawMcpProbe), so over
       // A2A they meet the A2A endpoint's own 401/403.
-      sdk.runStoryboard(`${url}/${protocol}`, redated(sb), {
+      sdk.runStoryboard(`${url}/${protocol}`, redated(doc), {
         protocol,
         allow_http: true,
         auth: { type: 'bearer', token },
@@ -194,7 +229,22 @@ export async function runSelectedStoryboards(
           perStoryboardMs,
         );
       }),
-    ]).finally(() => clearTimeout(timer));
+    ])
+      .catch((err: Error) => ({ timedOut: err.message }))
+      .finally(() => {
+        clearTimeout(timer);
+        if (complianceDir) delete process.env.ADCP_COMPLIANCE_DIR;
+      });
+    // A storyboard past its bound is its own failure, not the end of the run.
+    if ('timedOut' in result) {
+      outcomes.push({
+        id: sb.id,
+        verdict: 'failed',
+        failures: [`timeout: ${result.timedOut}`],
+        failedSteps: ['timeout'],
+      });
+      continue;
+    }
     const steps = result.phases.flatMap((p) => p.steps);
     const failed = steps.filter((s) => !s.passed && !s.skipped);
     const ran = steps.filter((s) => !s.skipped);
@@ -202,6 +252,7 @@ export async function runSelectedStoryboards(
       id: sb.id,
       verdict: failed.length > 0 ? 'failed' : ran.length === 0 ? 'not_applicable' : 'passed',
       failures: failed.map(failureOf),
+      failedSteps: failed.map((s) => s.step_id),
       ...(ran.length === 0 ? { reason: 'every step skipped by the runner' } : {}),
     });
   }

@@ -51,7 +51,11 @@ t.test('sandbox principals only; production data never changes', async (t) => {
       { scenario: 'list_scenarios', account: sandbox },
       buyer(h, 'creative'),
     ),
-    { status: 'completed', success: true, scenarios: ['seed_creative', 'seed_creative_format'] },
+    {
+      status: 'completed',
+      success: true,
+      scenarios: ['seed_creative', 'seed_creative_format', 'seed_product', 'seed_pricing_option'],
+    },
   );
   t.equal(
     (

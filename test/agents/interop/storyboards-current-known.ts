@@ -1,0 +1,419 @@
+/**
+ * The 3.1.19 / 3.2.0-beta.5 storyboard steps known to fail (storyboards-current.ts), each
+ * `<agent>:<storyboard id>/<step id>` with its evidence: the storyboard file and line (under
+ * compliance/) and whose the failure is: `runner:` the registry SDK 6.11.0's own limits or
+ * defects, `spec conflict:`, or `ours, not fixed yet:` (issue #20 work left). Absent
+ * `releases` / `modes`: every release / mode the step runs in.
+ */
+export interface KnownFailure {
+  releases?: Array<'3.1.19' | '3.2.0-beta.5'>;
+  modes?: Array<'seeded' | 'unseeded'>;
+  evidence: string;
+}
+
+export const KNOWN_FAILURES: Record<string, KnownFailure> = {
+  'creative:agent_notification_configs/sync_agent_notification_configs_dry_run_clear': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.2.0-beta.5/universal/agent-notification-configs.yaml:145: runner: 6.11.0 has no request schema for sync_agent_notification_configs (its task map predates the task), so it refuses to send the step',
+  },
+  'creative:comply_controller_mode_gate/deny_live_caller': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/universal/comply-controller-mode-gate.yaml:74: ours, not fixed yet: Expected one of ["FORBIDDEN"], got "NOT_FOUND"',
+  },
+  'creative:creative/asset_type_filtering/published_post_or_audio': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/creative/scenarios/asset_type_filtering.yaml:141: ours, not fixed yet: Expected 2, got 5',
+  },
+  'creative:creative/canonical_supported_formats/build_image_capability': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/creative/scenarios/canonical_supported_formats.yaml:107: ours, not fixed yet: Expected "image", got undefined',
+  },
+  'creative:creative/canonical_supported_formats/get_capabilities': {
+    releases: ['3.1.19'],
+    modes: ['unseeded'],
+    evidence:
+      '3.1.19/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: Field found at path: creative.supported_formats[0].format.format_option_id (expected absent)',
+  },
+  'creative:creative/canonical_supported_formats/reject_unknown_capability': {
+    releases: ['3.1.19'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/protocols/creative/scenarios/canonical_supported_formats.yaml:161: ours, not fixed yet: Expected "target_format_id", got "target_format_id.agent_url"',
+  },
+  'creative:creative/creative_lifecycle_webhooks/sync_creative': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/protocols/creative/scenarios/creative_lifecycle_webhooks.yaml:119: ours, not fixed yet: Expected one of ["created","updated"], got "failed"',
+  },
+  'creative:creative/evaluator_auth/get_capabilities': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: context_outputs path "governance.creative_features[0].feature_id" (key "creative_feature_id") did not resolve to a usable value',
+  },
+  'creative:creative/native_in_feed/reject_cta_not_in_enum': {
+    releases: ['3.1.19'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:357: ours, not fixed yet: Expected error code "CREATIVE_VALUE_NOT_ALLOWED", got "undefined"',
+  },
+  'creative:creative/native_in_feed/reject_image_wrong_size': {
+    releases: ['3.1.19'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:304: ours, not fixed yet: Expected one of ["VALIDATION_ERROR","INVALID_REQUEST"], got undefined',
+  },
+  'creative:creative/native_in_feed/reject_title_too_long': {
+    releases: ['3.1.19'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:250: ours, not fixed yet: Expected one of ["VALIDATION_ERROR","INVALID_REQUEST"], got undefined',
+  },
+  'creative:creative/native_in_feed/sync_full_bundle': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      "3.1.19/protocols/creative/scenarios/native_in_feed.yaml:139: runner: 6.11.0's own 3.0 request schema refuses this 3.x request before sending it (Request validation failed for sync_creatives: creatives.0.assets.impression_tracker: Invalid input; creatives.0.assets.v)",
+  },
+  'creative:creative/native_localization/get_capabilities': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.2.0-beta.5/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: Expected "rfc4647_lookup", got undefined',
+  },
+  'creative:creative/native_localization/sync_localized_image': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      "3.2.0-beta.5/protocols/creative/scenarios/native_localization.yaml:74: runner: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical format_kind creative before sending it; the step's expectations are asserted in test/agents/canonical-formats.test.ts",
+  },
+  'creative:creative/policy_backed_rejections/sync_dual_violation_creative': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/protocols/creative/scenarios/policy_backed_rejections.yaml:129: runner: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical format_kind creative before sending it; the step's expectations are asserted in test/agents/canonical-formats.test.ts",
+  },
+  'creative:creative_lifecycle/list_all': {
+    releases: ['3.1.19'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/protocols/creative/index.yaml:203: ours, not fixed yet: Expected "display_trail_pro_300x250" (from context["synced_creative_id"]); got null',
+  },
+  'creative:creative_lifecycle/preview_display': {
+    releases: ['3.1.19'],
+    modes: ['seeded', 'unseeded'],
+    evidence: '3.1.19/protocols/creative/index.yaml:303: ours, not fixed yet: : Invalid input',
+  },
+  'creative:creative_lifecycle/sync_creatives': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/creative/index.yaml:89: ours, not fixed yet: context_outputs path "creatives[0].creative_id" (key "synced_creative_id") did not resolve to a usable value',
+  },
+  'creative:deterministic_testing/force_creative_approved': {
+    releases: ['3.1.19'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/universal/deterministic-testing.yaml:840: ours, not fixed yet: Expected one of [true], got false',
+  },
+  'creative:deterministic_testing/sync_creative_for_state': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/universal/deterministic-testing.yaml:793: ours, not fixed yet: context_outputs path "creatives[0].creative_id" (key "creative_id") did not resolve to a usable value',
+  },
+  'creative:media_buy_seller/list_creatives_filter_behavior/seed_media_buy.creative_filter_other_buy':
+    {
+      releases: ['3.2.0-beta.5'],
+      modes: ['seeded'],
+      evidence:
+        '?: ours, not fixed yet: UNKNOWN_SCENARIO: scenario seed_media_buy is not supported; list_scenarios names the supported ones',
+    },
+  'creative:media_buy_seller/list_creatives_filter_behavior/seed_media_buy.creative_filter_target_buy':
+    {
+      releases: ['3.2.0-beta.5'],
+      modes: ['seeded'],
+      evidence:
+        '?: ours, not fixed yet: UNKNOWN_SCENARIO: scenario seed_media_buy is not supported; list_scenarios names the supported ones',
+    },
+  'creative:webhook_emission/assert_synchronous_completion_handled': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      "3.1.19/universal/webhook-emission.yaml:512: spec conflict (as storyboards.test.ts): the storyboard awaits a task webhook after an inline terminal answer, which service-spec (States) and supplement \u00a74.7 forbid and the storyboard's own text says sellers MUST NOT emit",
+  },
+  'sales:agent_notification_configs/sync_agent_notification_configs_dry_run_clear': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.2.0-beta.5/universal/agent-notification-configs.yaml:145: runner: 6.11.0 has no request schema for sync_agent_notification_configs (its task map predates the task), so it refuses to send the step',
+  },
+  'sales:billing_gate_dispatch/sync_accounts_passthrough_rejects_agent': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/universal/billing-gate-dispatch.yaml:282: ours, not fixed yet: Expected "failed", got "created"',
+  },
+  'sales:comply_controller_mode_gate/deny_live_caller': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/universal/comply-controller-mode-gate.yaml:74: ours, not fixed yet: Expected one of ["FORBIDDEN"], got "NOT_FOUND"',
+  },
+  'sales:idempotency/create_media_buy_replay': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/universal/idempotency.yaml:345: ours, not fixed yet: Field not found at path: media_buy_id',
+  },
+  'sales:media_buy_seller/billing_finality_delivery/get_provisional_delivery': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/billing_finality_delivery.yaml:186: ours, not fixed yet: Expected false, got undefined',
+  },
+  'sales:media_buy_seller/canonical_formats/get_seeded_canonical_product': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/canonical_formats.yaml:328: ours, not fixed yet: products: Invalid input: expected array, received undefined',
+  },
+  'sales:media_buy_seller/create_media_buy': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/universal/deterministic-testing.yaml:555: ours, not fixed yet: context_outputs path "media_buy_id" (key "media_buy_id") did not resolve to a usable value',
+  },
+  'sales:media_buy_seller/creative_reception/sync_creatives': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      "3.2.0-beta.5/protocols/creative/index.yaml:89: runner: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical format_kind creative before sending it; the step's expectations are asserted in test/agents/canonical-formats.test.ts",
+  },
+  'sales:media_buy_seller/delivery_reporting/create_media_buy_viewability': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/delivery_reporting.yaml:287: ours, not fixed yet: Field not found at path: media_buy_id',
+  },
+  'sales:media_buy_seller/delivery_reporting/get_viewability_delivery': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/delivery_reporting.yaml:327: ours, not fixed yet: Field not found at path: media_buy_deliveries[0].totals.viewability',
+  },
+  'sales:media_buy_seller/get_products_async/force_get_products_submitted': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:65: ours, not fixed yet: Expected one of [true], got false',
+  },
+  'sales:media_buy_seller/get_products_async/get_products_submitted': {
+    releases: ['3.1.19'],
+    modes: ['unseeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:118: ours, not fixed yet: Expected "submitted", got "completed"',
+  },
+  'sales:media_buy_seller/get_products_async/get_products_submitted_conflict': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['unseeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/get_products_async.yaml:214: ours, not fixed yet: Expected one of ["IDEMPOTENCY_CONFLICT"], got undefined',
+  },
+  'sales:media_buy_seller/get_products_rejected/force_get_products_rejected': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:55: ours, not fixed yet: Expected true, got false',
+  },
+  'sales:media_buy_seller/get_products_rejected/get_products_rejected': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['unseeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:104: ours, not fixed yet: Expected "rejected", got "completed"',
+  },
+  'sales:media_buy_seller/invalid_transitions/create_buy': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['unseeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/index.yaml:417: ours, not fixed yet: Field not found at path: media_buy_id',
+  },
+  'sales:media_buy_seller/package_correlation_legacy_fallback/get_seeded_legacy_buy': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/package_correlation_legacy_fallback.yaml:68: ours, not fixed yet: Expected "pkg_legacy_context_only", got undefined',
+  },
+  'sales:media_buy_seller/portfolio_routing_scope/get_capabilities': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.2.0-beta.5/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: Field not found at path: media_buy.portfolio.primary_countries',
+  },
+  'sales:media_buy_seller/pricing_currency_filter/get_products_usd_pricing': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.1.19/protocols/media-buy/scenarios/pricing_currency_filter.yaml:110: runner: 6.11.0's own 3.0 request schema refuses this 3.x request before sending it (Request validation failed for get_products: fields.3: Invalid input; fields.4: Invalid input; fields.5: Invalid input)",
+  },
+  'sales:media_buy_seller/product_filter_behavior/get_filtered_wholesale_products': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/product_filter_behavior.yaml:123: ours, not fixed yet: products: Invalid input: expected array, received undefined',
+  },
+  'sales:media_buy_seller/provenance_audit_observation/get_products_with_accepted_verifiers': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:93: ours, not fixed yet: Field not found at path: products[0].creative_policy.accepted_verifiers[0].agent_url',
+  },
+  'sales:media_buy_seller/provenance_audit_observation/sync_creatives_carveout_claim': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/provenance_audit_observation.yaml:126: ours, not fixed yet: Expected one of ["created","updated"], got "failed"',
+  },
+  'sales:media_buy_seller/provenance_enforcement/get_products_with_disclosure_policy': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/provenance_enforcement.yaml:91: ours, not fixed yet: Expected true, got undefined',
+  },
+  'sales:media_buy_seller/provenance_enforcement/sync_creatives_no_provenance': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/provenance_enforcement.yaml:152: ours, not fixed yet: Expected "PROVENANCE_REQUIRED", got "FORMAT_NOT_SUPPORTED"',
+  },
+  'sales:media_buy_seller/provenance_truth_of_claim/get_products_with_accepted_verifiers': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:93: ours, not fixed yet: Field not found at path: products[0].creative_policy.accepted_verifiers[0].agent_url',
+  },
+  'sales:media_buy_seller/provenance_truth_of_claim/sync_creatives_contradicted': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:145: ours, not fixed yet: Expected "PROVENANCE_CLAIM_CONTRADICTED", got "FORMAT_NOT_SUPPORTED"',
+  },
+  'sales:media_buy_seller/read_filter_behavior/seed_delivery_before_range': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/read_filter_behavior.yaml:143: ours, not fixed yet: Expected one of [true], got false',
+  },
+  'sales:media_buy_seller/revenue_share_pricing/seed_pricing_option.affiliate_content_commerce.affiliate_purchase_4pct':
+    {
+      releases: ['3.2.0-beta.5'],
+      modes: ['seeded'],
+      evidence:
+        '?: ours, not fixed yet: INVALID_PARAMS: params.fixture.fixed_price (or floor_price) must be a number',
+    },
+  'sales:media_buy_seller/targeting_aware_discovery/exclude_partial_fixed_placement_set': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:528: ours, not fixed yet: products: Invalid input: expected array, received undefined',
+  },
+  'sales:media_buy_seller/targeting_aware_discovery/get_brief_targeted_product': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:309: ours, not fixed yet: Field not found at path: targeting_resolution.brief_targeting',
+  },
+  'sales:media_buy_seller/targeting_aware_discovery/get_exact_targeted_product': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:365: ours, not fixed yet: Field not found at path: products[0].expires_at',
+  },
+  'sales:media_buy_seller/total_budget_redistribution/create_fixed_buy': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/total_budget_redistribution.yaml:76: ours, not fixed yet: Expected 100000, got undefined',
+  },
+  'sales:media_buy_seller/total_budget_redistribution/reject_total_with_packages': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.2.0-beta.5/protocols/media-buy/scenarios/total_budget_redistribution.yaml:172: ours, not fixed yet: Expected error code "VALIDATION_ERROR", got "MEDIA_BUY_NOT_FOUND"',
+  },
+  'sales:media_buy_seller/vendor_metric_accountability/get_products_required_vendor_metrics': {
+    releases: ['3.1.19'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/protocols/media-buy/scenarios/vendor_metric_accountability.yaml:117: ours, not fixed yet: Field not found at path: products[0].reporting_capabilities.vendor_metrics',
+  },
+  'sales:pagination_integrity_list_accounts/seed_account_1': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/universal/pagination-integrity-list-accounts.yaml:126: ours, not fixed yet: Expected true, got false',
+  },
+  'sales:schema_validation/create_buy_past_start_reject': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/universal/schema-validation.yaml:403: ours, not fixed yet: Expected error code "INVALID_REQUEST", got "VALIDATION_ERROR"',
+  },
+  'sales:stale_response_advisory/force_upstream_unavailable': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      '3.1.19/universal/stale-response-advisory.yaml:105: ours, not fixed yet: UNKNOWN_SCENARIO',
+  },
+  'sales:webhook_emission/assert_synchronous_completion_handled': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      "3.1.19/universal/webhook-emission.yaml:512: spec conflict (as storyboards.test.ts): the storyboard awaits a task webhook after an inline terminal answer, which service-spec (States) and supplement \u00a74.7 forbid and the storyboard's own text says sellers MUST NOT emit",
+  },
+  'sales:webhook_emission/expect_webhook_presence': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      "3.1.19/universal/webhook-emission.yaml:207: spec conflict (as storyboards.test.ts): the storyboard awaits a task webhook after an inline terminal answer, which service-spec (States) and supplement \u00a74.7 forbid and the storyboard's own text says sellers MUST NOT emit",
+  },
+  'sales:webhook_emission/sync_get_products_with_webhook_config_reject': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/universal/webhook-emission.yaml:469: runner: webhook_emission\'s synchronous branch against get_products (issue #20 \'What is not ours\'); sync_get_products_with_webhook_config_reject (get_products): Expected one of ["INVALID_REQUEST","VALIDATION_ERROR"], got',
+  },
+  'sales:webhook_emission/sync_get_products_with_webhook_config_success': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      "3.1.19/universal/webhook-emission.yaml:416: runner: webhook_emission's synchronous branch against get_products (issue #20 'What is not ours'); sync_get_products_with_webhook_config_success (get_products): products: Invalid input: expected array, received undefine",
+  },
+  'signals:agent_notification_configs/sync_agent_notification_configs_dry_run_clear': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.2.0-beta.5/universal/agent-notification-configs.yaml:145: runner: 6.11.0 has no request schema for sync_agent_notification_configs (its task map predates the task), so it refuses to send the step',
+  },
+  'signals:signals_baseline/get_signals_async/get_signals_submitted': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      '3.1.19/protocols/signals/scenarios/get_signals_async.yaml:117: ours, not fixed yet: Expected "submitted", got "completed"',
+  },
+  'signals:webhook_emission/assert_synchronous_completion_handled': {
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
+    evidence:
+      "3.1.19/universal/webhook-emission.yaml:512: spec conflict (as storyboards.test.ts): the storyboard awaits a task webhook after an inline terminal answer, which service-spec (States) and supplement \u00a74.7 forbid and the storyboard's own text says sellers MUST NOT emit",
+  },
+};
