@@ -4,15 +4,10 @@
  * own durability (JetStream file storage, a durable RabbitMQ queue with confirms, a Redis with
  * an append-only file), and removed afterwards.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect as natsConnect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect as amqpConnect } from 'amqplib';
-import { Redis } from 'ioredis';
+import { startOwnRedis } from '../test/helpers/own-redis.js';
 
 export const BROKER_MODES = ['nats', 'amqp', 'redis-stream'] as const;
 export type BrokerMode = (typeof BROKER_MODES)[number];
@@ -23,50 +18,6 @@ export interface BrokerTargets {
   /** How many events the broker holds for this run. */
   count(mode: BrokerMode): Promise<number>;
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
-
-async function ownRedis(): Promise<{ port: number; redis: Redis; stop(): void }> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'bench-redis-'));
-  // appendfsync everysec: Redis's default for AOF, what a buyer would run.
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--appendonly',
-      'yes',
-      '--save',
-      '',
-      '--dir',
-      dir,
-    ],
-    { stdio: 'ignore' },
-  );
-  // ioredis reconnects by itself while the server boots; the ping waits in its offline queue.
-  const redis = new Redis(port, '127.0.0.1', { retryStrategy: () => 100 });
-  redis.on('error', () => {});
-  await redis.ping();
-  return {
-    port,
-    redis,
-    stop() {
-      redis.disconnect();
-      child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 /** Sets up the brokers the given modes need. */
@@ -104,7 +55,7 @@ export async function brokerTargets(modes: string[], tag: string): Promise<Broke
     });
   }
   if (modes.includes('redis-stream')) {
-    const r = await ownRedis();
+    const r = await startOwnRedis();
     urls['redis-stream'] = `redis://127.0.0.1:${r.port}?stream=bench:events`;
     counts['redis-stream'] = () => r.redis.xlen('bench:events');
     cleanups.push(() => r.stop());

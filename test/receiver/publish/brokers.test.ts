@@ -5,11 +5,6 @@
  * back the same event is published once), and a broker that refuses (a full stream, an
  * unroutable exchange, a Redis that keeps nothing on disk).
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
 import { connect as natsConnect } from '@nats-io/transport-node';
 import { DiscardPolicy, jetstreamManager, StorageType } from '@nats-io/jetstream';
@@ -18,6 +13,7 @@ import { Redis } from 'ioredis';
 import { openBrokerPublisher } from '../../../receiver/publish/brokers.js';
 import type { ReceivedEvent } from '../../../receiver/publish/types.js';
 import { uniqueName } from '../../helpers/db.js';
+import { startOwnRedis } from '../../helpers/own-redis.js';
 import { tcpProxy } from '../../helpers/tcp-proxy.js';
 
 function event(key: string, over: Partial<ReceivedEvent> = {}): ReceivedEvent {
@@ -191,49 +187,6 @@ t.test('RabbitMQ', async (t) => {
   });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
-
-/** A Redis of the test's own that writes an append-only file. */
-async function persistentRedis(t: { teardown(fn: () => unknown): void }): Promise<number> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'svc-redis-'));
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--appendonly',
-      'yes',
-      '--save',
-      '',
-      '--dir',
-      dir,
-    ],
-    { stdio: 'ignore' },
-  );
-  t.teardown(() => {
-    child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
-  probe.on('error', () => {});
-  await retry(async () => {
-    await probe.connect().catch(() => {});
-    await probe.ping();
-  });
-  probe.disconnect();
-  return port;
-}
-
 t.test('Redis Streams', async (t) => {
   const stream = uniqueName('svc:t');
   const shared = new Redis(6379, '127.0.0.1');
@@ -270,7 +223,9 @@ t.test('Redis Streams', async (t) => {
   t.equal(fields.get('x-svc-redelivery')?.toString(), 'false', 'the first publication stands');
 
   await t.test('a Redis that persists: no warning; down then back: published once', async (t) => {
-    const port = await persistentRedis(t);
+    const server = await startOwnRedis();
+    t.teardown(() => server.stop());
+    const port = server.port;
     const proxy = await tcpProxy(port);
     t.teardown(() => proxy.close());
     const own = await openBrokerPublisher(`redis://127.0.0.1:${proxy.port}?stream=ev`, {
