@@ -9,9 +9,10 @@
 // Usage: node scripts/vendor-schemas.mjs [--source DIR] [--check]
 //   --source DIR  the folder holding the release folders (default ../shared/spec/schemas)
 //   --check       compare with what is vendored; exit 1 when it differs (CI drift check)
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { removeTree, vendorCli } from './vendor-files.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, 'agents', 'protocol', 'schemas');
@@ -44,32 +45,6 @@ const TASKS = {
   '*:get_task_status': 'protocol/get-task-status',
   '*:sync_agent_notification_configs': 'protocol/sync-agent-notification-configs',
 };
-
-function usage() {
-  process.stdout.write(
-    'usage: node scripts/vendor-schemas.mjs [--source DIR] [--check]\n' +
-      '  Vendors the published request/response schemas of our tasks (and what they $ref)\n' +
-      '  into agents/protocol/schemas/. --check exits 1 when the vendored copy is stale.\n',
-  );
-}
-
-function parseArgs(argv) {
-  const args = { source: resolve(ROOT, '..', 'shared', 'spec', 'schemas'), check: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--help' || a === '-h') {
-      usage();
-      process.exit(0);
-    } else if (a === '--check') args.check = true;
-    else if (a === '--source' && argv[i + 1]) args.source = resolve(argv[++i]);
-    else {
-      process.stderr.write(`vendor-schemas: unknown argument ${a}\n`);
-      usage();
-      process.exit(2);
-    }
-  }
-  return args;
-}
 
 /** `$id` or `$ref` (absolute URL or `/schemas/...` path) -> path inside the release folder. */
 function fileOf(ref, release) {
@@ -138,55 +113,31 @@ function vendorRelease(source, release) {
   return { tasks, files };
 }
 
-function listFiles(dir, base = dir, out = []) {
-  if (!existsSync(dir)) return out;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) listFiles(p, base, out);
-    else out.push(relative(base, p));
-  }
-  return out;
-}
+let manifest = {};
 
-function main() {
-  const args = parseArgs(process.argv.slice(2));
+/** The vendored files: each release's schemas, and tasks.json naming each task's pair. */
+function wantedFiles(source) {
   const wanted = new Map();
-  const manifest = {};
+  manifest = {};
   for (const release of RELEASES) {
-    const { tasks, files } = vendorRelease(args.source, release);
+    const { tasks, files } = vendorRelease(source, release);
     manifest[release] = tasks;
     for (const [file, text] of files) wanted.set(join(release, file), text);
   }
   wanted.set('tasks.json', `${JSON.stringify(manifest, null, 2)}\n`);
-
-  if (args.check) {
-    const have = new Set(listFiles(OUT));
-    const stale = [];
-    for (const [file, text] of wanted) {
-      const p = join(OUT, file);
-      if (!existsSync(p) || readFileSync(p, 'utf8') !== text) stale.push(file);
-      have.delete(file);
-    }
-    stale.push(...have);
-    if (stale.length > 0) {
-      process.stderr.write(
-        `vendor-schemas: ${stale.length} file(s) differ, e.g. ${stale.slice(0, 5).join(', ')}; run node scripts/vendor-schemas.mjs\n`,
-      );
-      process.exit(1);
-    }
-    process.stdout.write(`vendor-schemas: ${wanted.size} files up to date\n`);
-    return;
-  }
-  rmSync(OUT, { recursive: true, force: true });
-  for (const [file, text] of wanted) {
-    const p = join(OUT, file);
-    mkdirSync(dirname(p), { recursive: true });
-    writeFileSync(p, text);
-  }
-  const counts = RELEASES.map((r) => `${r}: ${Object.keys(manifest[r]).length} tasks`).join(', ');
-  process.stdout.write(
-    `vendor-schemas: ${wanted.size} files into ${relative(ROOT, OUT)} (${counts})\n`,
-  );
+  return wanted;
 }
 
-main();
+vendorCli({
+  name: 'vendor-schemas',
+  usage:
+    'usage: node scripts/vendor-schemas.mjs [--source DIR] [--check]\n' +
+    '  Vendors the published request/response schemas of our tasks (and what they $ref)\n' +
+    '  into agents/protocol/schemas/. --check exits 1 when the vendored copy is stale.\n',
+  defaultSource: resolve(ROOT, '..', 'shared', 'spec', 'schemas'),
+  out: OUT,
+  root: ROOT,
+  wanted: wantedFiles,
+  clean: () => removeTree(OUT),
+  summary: () => RELEASES.map((r) => `${r}: ${Object.keys(manifest[r]).length} tasks`).join(', '),
+});

@@ -9,9 +9,10 @@
 // Usage: node scripts/vendor-storyboards.mjs [--source DIR] [--check]
 //   --source DIR  the folder holding the release folders (default ../shared/spec/compliance)
 //   --check       compare with what is vendored; exit 1 when it differs (CI drift check)
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listFiles, removeTree, vendorCli } from './vendor-files.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, 'test', 'agents', 'interop', 'compliance');
@@ -25,42 +26,6 @@ const PARTS = [
   'test-kits',
   'test-vectors/request-signing',
 ];
-
-function usage() {
-  process.stdout.write(
-    'usage: node scripts/vendor-storyboards.mjs [--source DIR] [--check]\n' +
-      '  Vendors the 3.1.19 and 3.2.0-beta.5 compliance storyboards into\n' +
-      '  test/agents/interop/compliance/. --check exits 1 when the vendored copy is stale.\n',
-  );
-}
-
-function parseArgs(argv) {
-  const args = { source: resolve(ROOT, '..', 'shared', 'spec', 'compliance'), check: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--help' || a === '-h') {
-      usage();
-      process.exit(0);
-    } else if (a === '--check') args.check = true;
-    else if (a === '--source' && argv[i + 1]) args.source = resolve(argv[++i]);
-    else {
-      process.stderr.write(`vendor-storyboards: unknown argument ${a}\n`);
-      usage();
-      process.exit(2);
-    }
-  }
-  return args;
-}
-
-function listFiles(dir, base = dir, out = []) {
-  if (!existsSync(dir)) return out;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) listFiles(p, base, out);
-    else out.push(relative(base, p));
-  }
-  return out;
-}
 
 /** release-relative path -> text, for every file the runner reads. */
 function wantedFiles(source) {
@@ -79,34 +44,15 @@ function wantedFiles(source) {
   return wanted;
 }
 
-function main() {
-  const args = parseArgs(process.argv.slice(2));
-  const wanted = wantedFiles(args.source);
-  if (args.check) {
-    const have = new Set(listFiles(OUT));
-    const stale = [];
-    for (const [file, text] of wanted) {
-      const p = join(OUT, file);
-      if (!existsSync(p) || readFileSync(p, 'utf8') !== text) stale.push(file);
-      have.delete(file);
-    }
-    stale.push(...have);
-    if (stale.length > 0) {
-      process.stderr.write(
-        `vendor-storyboards: ${stale.length} file(s) differ, e.g. ${stale.slice(0, 5).join(', ')}; run node scripts/vendor-storyboards.mjs\n`,
-      );
-      process.exit(1);
-    }
-    process.stdout.write(`vendor-storyboards: ${wanted.size} files up to date\n`);
-    return;
-  }
-  for (const release of RELEASES) rmSync(join(OUT, release), { recursive: true, force: true });
-  for (const [file, text] of wanted) {
-    const p = join(OUT, file);
-    mkdirSync(dirname(p), { recursive: true });
-    writeFileSync(p, text);
-  }
-  process.stdout.write(`vendor-storyboards: ${wanted.size} files into ${relative(ROOT, OUT)}\n`);
-}
-
-main();
+vendorCli({
+  name: 'vendor-storyboards',
+  usage:
+    'usage: node scripts/vendor-storyboards.mjs [--source DIR] [--check]\n' +
+    '  Vendors the 3.1.19 and 3.2.0-beta.5 compliance storyboards into\n' +
+    '  test/agents/interop/compliance/. --check exits 1 when the vendored copy is stale.\n',
+  defaultSource: resolve(ROOT, '..', 'shared', 'spec', 'compliance'),
+  out: OUT,
+  root: ROOT,
+  wanted: wantedFiles,
+  clean: () => RELEASES.forEach((release) => removeTree(join(OUT, release))),
+});
