@@ -115,11 +115,30 @@ function page(title: string, body: Html): string {
     </html>`.value;
 }
 
-function send(res: ServerResponse, status: number, body: string): void {
+/**
+ * `formTo`: an origin besides ours a form's redirect chain may end at. Browsers apply
+ * `form-action` to every redirect after a submission, and the consent form's chain ends at
+ * the client's `redirect_uri`, so that page names the client's origin.
+ */
+/** The origin of a client's redirect_uri (validated by the provider), or none. */
+function redirectOrigin(uri: unknown): string | undefined {
+  if (typeof uri !== 'string') return undefined;
+  try {
+    const u = new URL(uri);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function send(res: ServerResponse, status: number, body: string, formTo?: string): void {
   res.statusCode = status;
   res.setHeader('content-type', 'text/html; charset=utf-8');
   res.setHeader('cache-control', 'no-store');
-  res.setHeader('content-security-policy', "default-src 'none'; form-action 'self'");
+  res.setHeader(
+    'content-security-policy',
+    `default-src 'none'; form-action 'self'${formTo ? ` ${formTo}` : ''}`,
+  );
   res.setHeader('x-frame-options', 'DENY');
   res.end(body);
 }
@@ -208,7 +227,12 @@ export async function serveInteraction(
   if (req.method === 'GET') {
     if (prompt.name === 'login') return send(res, 200, page('Sign in', loginForm(action)));
     const scopes = String(params.scope ?? '');
-    return send(res, 200, page('Authorize', consentForm(action, String(params.client_id), scopes)));
+    return send(
+      res,
+      200,
+      page('Authorize', consentForm(action, String(params.client_id), scopes)),
+      redirectOrigin(params.redirect_uri),
+    );
   }
   const form = await readForm(req);
   if (!form || form.get('prompt') !== prompt.name) {

@@ -169,7 +169,7 @@ export async function startRedisCluster(
         });
       });
     },
-    async waitOk(timeoutMs = 20_000) {
+    async waitOk(timeoutMs = 60_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {
         const states = await Promise.all(

@@ -1,7 +1,7 @@
 /**
  * OIDC sign-in in a real browser (Debian chromium through playwright-core): the console's
- * sign-in page sends the operator to the built-in provider, its login and consent pages
- * are filled in, and the browser comes back signed in as the ID token's subject; someone
+ * sign-in page sends the operator to the built-in provider, its login (with the one-time code
+ * the development sign-in printed) and consent pages are filled in, and the browser comes back signed in as the ID token's subject; someone
  * the provider signs in who is not an operator comes back refused. Screenshots of each
  * step go to .tap/screenshots/.
  */
@@ -13,7 +13,7 @@ import t from 'tap';
 import { startConsole } from '../../../sender/console/index.js';
 import { haveChromium, launchBrowser, SCREENSHOTS } from '../../helpers/browser.js';
 import { senderHarness } from '../harness.js';
-import { startBuiltInProvider } from './helpers.js';
+import { devCodes, startBuiltInProvider } from './helpers.js';
 
 t.test(
   'OIDC sign-in in chromium',
@@ -41,7 +41,8 @@ t.test(
       await page.click('#oidc-sign-in');
       await page.waitForURL((u) => u.toString().startsWith(issuer));
       await page.fill('input[name=login]', who);
-      await page.fill('input[name=password]', 'anything');
+      // The development sign-in never takes a bare name: the one-time code it printed.
+      await page.fill('input[name=secret]', devCodes.get(new URL(issuer).origin) ?? '');
       await shot(page, `provider-login-${who}`);
       await page.click('button[type=submit]');
       // The consent page, then back to the console.
