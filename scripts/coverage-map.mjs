@@ -4,6 +4,7 @@
 // covered in-process by the unit and integration tests); every other test counts as usual.
 const CHILD_PROCESS_TESTS = [
   'test/agents/e2e/approve.test.ts',
+  'test/agents/e2e/npm-start-signal.test.ts',
   'test/agents/e2e/cli.test.ts',
   'test/agents/e2e/first-hour.test.ts',
   'test/conformance/commands.test.ts',
@@ -11,6 +12,14 @@ const CHILD_PROCESS_TESTS = [
   'test/conformance/sidecar-e2e.test.ts',
   'test/package/install.test.ts',
   'test/receiver/cli.test.ts',
+  'test/receiver/connection-flood.test.ts',
+  'test/receiver/console-token.test.ts',
+  'test/receiver/public-origins.test.ts',
+  'test/receiver/sidecar-startup.test.ts',
+  'test/sender/cluster-config.test.ts',
+  'test/sender/console/cli.test.ts',
+  'test/sender/shards.test.ts',
+  'test/sender/storage.test.ts',
   'test/receiver/crash.test.ts',
   'test/sender/cli.test.ts',
   'test/sender/durability.test.ts',
