@@ -7,7 +7,7 @@
  * Authenticator refuses its access tokens. Unbound clients expire (`expires_at` on their
  * `oauth_store` row); binding one clears its expiry.
  */
-import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
+import { assertSchemaName, migrate, withTransaction, type Pool } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
 import { AGENT_KINDS, type AgentKind, type Permissions } from '../auth/principal.js';
 
@@ -18,25 +18,31 @@ const PRINCIPAL_ID = /^[A-Za-z0-9_.:@-]{1,255}$/;
 const ACTOR = /^[\p{L}\p{N}_.:@ -]{1,128}$/u;
 
 export async function migrateOAuthBindings(pool: Pool, schema: string): Promise<void> {
-  const s = assertSchemaName(schema);
-  await pool.query(`CREATE TABLE IF NOT EXISTS ${s}.oauth_client_bindings (
-    agent text NOT NULL,
-    client_id text NOT NULL,
-    principal_id text NOT NULL,
-    bound_by text NOT NULL,
-    bound_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (agent, client_id)
-  )`);
-  await pool.query(`CREATE TABLE IF NOT EXISTS ${s}.oauth_binding_audit (
-    id bigserial PRIMARY KEY,
-    at timestamptz NOT NULL DEFAULT now(),
-    agent text NOT NULL,
-    client_id text NOT NULL,
-    principal_id text,
-    action text NOT NULL,
-    actor text NOT NULL,
-    via text NOT NULL
-  )`);
+  // Through migrate(), under its advisory lock: concurrent starters never race on the catalog.
+  await migrate(pool, assertSchemaName(schema), [
+    {
+      id: 'oauth_bindings_001',
+      sql: (s) => `
+        CREATE TABLE IF NOT EXISTS ${s}.oauth_client_bindings (
+          agent text NOT NULL,
+          client_id text NOT NULL,
+          principal_id text NOT NULL,
+          bound_by text NOT NULL,
+          bound_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (agent, client_id)
+        );
+        CREATE TABLE IF NOT EXISTS ${s}.oauth_binding_audit (
+          id bigserial PRIMARY KEY,
+          at timestamptz NOT NULL DEFAULT now(),
+          agent text NOT NULL,
+          client_id text NOT NULL,
+          principal_id text,
+          action text NOT NULL,
+          actor text NOT NULL,
+          via text NOT NULL
+        );`,
+    },
+  ]);
 }
 
 export interface BoundPrincipal {

@@ -6,30 +6,33 @@
  * issuing it a token clears that (agents/oauth/bindings.ts); expired rows are swept.
  */
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
+import { assertSchemaName, migrate, type Pool } from '../../shared/infra/pg.js';
 
 export async function migrateOAuthStore(pool: Pool, schema: string): Promise<void> {
-  const s = assertSchemaName(schema);
-  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-  await pool.query(`CREATE TABLE IF NOT EXISTS ${s}.oauth_store (
-    namespace text NOT NULL,
-    model text NOT NULL,
-    id text NOT NULL,
-    payload jsonb NOT NULL,
-    grant_id text,
-    user_code text,
-    uid text,
-    expires_at timestamptz,
-    consumed_at timestamptz,
-    PRIMARY KEY (namespace, model, id)
-  )`);
-  await pool.query(
-    `CREATE INDEX IF NOT EXISTS oauth_store_grant ON ${s}.oauth_store (namespace, grant_id)`,
-  );
-  await pool.query(`CREATE TABLE IF NOT EXISTS ${s}.oauth_keys (
-    name text PRIMARY KEY,
-    jwk jsonb NOT NULL
-  )`);
+  // Through migrate(), under its advisory lock: concurrent starters never race on the catalog.
+  await migrate(pool, assertSchemaName(schema), [
+    {
+      id: 'oauth_store_001',
+      sql: (s) => `
+        CREATE TABLE IF NOT EXISTS ${s}.oauth_store (
+          namespace text NOT NULL,
+          model text NOT NULL,
+          id text NOT NULL,
+          payload jsonb NOT NULL,
+          grant_id text,
+          user_code text,
+          uid text,
+          expires_at timestamptz,
+          consumed_at timestamptz,
+          PRIMARY KEY (namespace, model, id)
+        );
+        CREATE INDEX IF NOT EXISTS oauth_store_grant ON ${s}.oauth_store (namespace, grant_id);
+        CREATE TABLE IF NOT EXISTS ${s}.oauth_keys (
+          name text PRIMARY KEY,
+          jwk jsonb NOT NULL
+        );`,
+    },
+  ]);
 }
 
 /** How long a registered client that is never bound nor used lives (default a day). */

@@ -275,6 +275,12 @@ export class Sidecar {
         );
       } else socket.destroy();
     });
+    // What the origins allow is said before the first delivery can arrive, so an operator
+    // reading the log from the listening line on sees it.
+    const said = describePublicOrigins(
+      o.publicOrigins ? parsePublicOrigins(o.publicOrigins, 'publicOrigins') : null,
+    );
+    log[said.level](said.fields, said.message);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(o.port ?? 8787, o.host ?? '127.0.0.1', () => {
@@ -283,10 +289,6 @@ export class Sidecar {
       });
     });
     log.info({ event: 'sidecar_listening', url: sidecar.url }, 'receiver sidecar listening');
-    const said = describePublicOrigins(
-      o.publicOrigins ? parsePublicOrigins(o.publicOrigins, 'publicOrigins') : null,
-    );
-    log[said.level](said.fields, said.message);
     return sidecar;
   }
 

@@ -7,7 +7,7 @@
  * (or `svc worker --prefix`) overrides it.
  */
 import { randomBytes } from 'node:crypto';
-import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
+import { assertSchemaName, migrate, type Pool } from '../../shared/infra/pg.js';
 import { hashTaggedPrefix } from '../../shared/infra/redis.js';
 
 export async function deploymentQueuePrefix(
@@ -16,13 +16,18 @@ export async function deploymentQueuePrefix(
   brand: string,
 ): Promise<string> {
   const s = assertSchemaName(schema);
-  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-  await pool.query(
-    `CREATE TABLE IF NOT EXISTS ${s}.deployment_identity (
-       singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-       id text NOT NULL
-     )`,
-  );
+  // Through migrate(), under its advisory lock: processes starting together (svc start's
+  // worker, svc deliveries ...) would otherwise race on the catalog, and one of two
+  // concurrent CREATE TABLE IF NOT EXISTS fails with a unique violation in pg_type.
+  await migrate(pool, s, [
+    {
+      id: 'deployment_identity_001',
+      sql: (x) => `CREATE TABLE IF NOT EXISTS ${x}.deployment_identity (
+         singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+         id text NOT NULL
+       )`,
+    },
+  ]);
   await pool.query(
     `INSERT INTO ${s}.deployment_identity (id) VALUES ($1) ON CONFLICT (singleton) DO NOTHING`,
     [randomBytes(4).toString('hex')],

@@ -27,7 +27,7 @@ function run(args: string[], env: Record<string, string> = {}) {
 }
 
 /** Waits (bounded) until the process printed `count` "listening on" lines or exited. */
-async function listening(p: ReturnType<typeof run>, count = 1, ms = 30_000): Promise<string[]> {
+async function listening(p: ReturnType<typeof run>, count = 1, ms = 90_000): Promise<string[]> {
   const urls = () => [...p.out().matchAll(/listening on (\S+)/g)].map((m) => m[1] as string);
   const deadline = Date.now() + ms;
   while (urls().length < count && Date.now() < deadline && p.child.exitCode === null) {
@@ -39,38 +39,56 @@ async function listening(p: ReturnType<typeof run>, count = 1, ms = 30_000): Pro
 t.test('usage errors exit 2 with a message', async (t) => {
   const trust = join(dir, 'empty.json');
   writeFileSync(trust, JSON.stringify({ senders: [] }));
-  const both = run(['--trust', trust, '--forward', 'http://127.0.0.1:1/x', '--queue', 'q']);
-  t.equal(await both.exited, 2);
-  t.match(both.err(), /exactly one of --forward/);
-  const three = run(['--trust', trust, '--queue', 'q', '--publish', 'nats://127.0.0.1:4222']);
-  t.equal(await three.exited, 2);
-  t.match(three.err(), /exactly one of --forward <app-url>, --queue <name> or --publish/);
-  const kafka = run(['--trust', trust, '--publish', 'kafka://127.0.0.1:9092']);
-  t.equal(await kafka.exited, 2);
-  t.match(kafka.err(), /--publish: unknown scheme kafka: .*use nats:\/\//);
-  const subject = run(['--trust', trust, '--publish', 'nats://127.0.0.1?subject=a.>']);
-  t.equal(await subject.exited, 2);
-  t.match(subject.err(), /--publish: subject "a.>" is not a valid NATS subject/);
-  const remote = run(['--trust', trust, '--forward', 'http://example.com/x']);
-  t.equal(await remote.exited, 2);
-  t.match(remote.err(), /loopback/);
-  const noTrust = run(['--queue', 'q'], { SVC_RECEIVER_TRUST: '' });
-  t.equal(await noTrust.exited, 2);
   const badTrust = join(dir, 'bad.json');
   writeFileSync(badTrust, '{"senders":[],"senders":[]}');
-  const dup = run(['--trust', badTrust, '--queue', 'q']);
-  t.equal(await dup.exited, 2);
-  t.match(dup.err(), /duplicate key/);
-  for (const [flag, value] of [
-    ['--max-connections', '0'],
-    ['--body-budget-mib', 'lots'],
-    ['--headers-timeout-ms', '99'],
-    ['--body-timeout-ms', '600001'],
-    ['--body-idle-timeout-ms', '-5'],
-  ] as const) {
-    const bad = run(['--trust', trust, '--queue', 'q', `${flag}=${value}`]);
-    t.equal(await bad.exited, 2, flag);
-    t.match(bad.err(), new RegExp(`${flag}: an integer`), flag);
+  // Each case is its own process, independent of the others: run them side by side (one
+  // after another they are a dozen process start-ups end to end).
+  const cases: Array<[string, string[], RegExp | null, Record<string, string>?]> = [
+    [
+      'both',
+      ['--trust', trust, '--forward', 'http://127.0.0.1:1/x', '--queue', 'q'],
+      /exactly one of --forward/,
+    ],
+    [
+      'three',
+      ['--trust', trust, '--queue', 'q', '--publish', 'nats://127.0.0.1:4222'],
+      /exactly one of --forward <app-url>, --queue <name> or --publish/,
+    ],
+    [
+      'kafka',
+      ['--trust', trust, '--publish', 'kafka://127.0.0.1:9092'],
+      /--publish: unknown scheme kafka: .*use nats:\/\//,
+    ],
+    [
+      'subject',
+      ['--trust', trust, '--publish', 'nats://127.0.0.1?subject=a.>'],
+      /--publish: subject "a.>" is not a valid NATS subject/,
+    ],
+    ['remote', ['--trust', trust, '--forward', 'http://example.com/x'], /loopback/],
+    ['no trust', ['--queue', 'q'], null, { SVC_RECEIVER_TRUST: '' }],
+    ['duplicate key', ['--trust', badTrust, '--queue', 'q'], /duplicate key/],
+    ...(
+      [
+        ['--max-connections', '0'],
+        ['--body-budget-mib', 'lots'],
+        ['--headers-timeout-ms', '99'],
+        ['--body-timeout-ms', '600001'],
+        ['--body-idle-timeout-ms', '-5'],
+      ] as const
+    ).map(
+      ([flag, value]) =>
+        [
+          flag,
+          ['--trust', trust, '--queue', 'q', `${flag}=${value}`],
+          new RegExp(`${flag}: an integer`),
+        ] as [string, string[], RegExp],
+    ),
+  ];
+  const runs = cases.map(([, args, , env]) => run(args, env));
+  for (const [i, [name, , message]] of cases.entries()) {
+    const p = runs[i]!;
+    t.equal(await p.exited, 2, name);
+    if (message) t.match(p.err(), message, name);
   }
 });
 
@@ -123,7 +141,7 @@ t.test('a real delivery through the process, durable replay, graceful SIGTERM', 
     { LOG_LEVEL: 'info' },
   );
   t.teardown(() => p.child.kill('SIGKILL'));
-  const base = (await listening(p, 1, 20_000))[0];
+  const base = (await listening(p, 1, 90_000))[0];
   t.ok(base, `started (${p.err().slice(0, 300)})`);
   if (!base) return;
   // The start-up block: the webhook URL to register, where events go; its lines together,

@@ -49,13 +49,21 @@ function run(args: string[], env: Record<string, string> = {}) {
   return { child, exited, out: () => out, err: () => err };
 }
 
-async function listening(p: ReturnType<typeof run>, ms = 30_000): Promise<string | undefined> {
+async function listening(p: ReturnType<typeof run>, ms = 90_000): Promise<string | undefined> {
   const deadline = Date.now() + ms;
   const url = () => /listening on (\S+)/.exec(p.out())?.[1];
   while (!url() && Date.now() < deadline && p.child.exitCode === null) {
     await new Promise((r) => setTimeout(r, 50));
   }
   return url();
+}
+
+/** Resolves once the process's output matches `re`, or after `ms` (the asserts then say what is missing). */
+async function outputMatching(p: ReturnType<typeof run>, re: RegExp, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!re.test(p.out() + p.err()) && Date.now() < deadline && p.child.exitCode === null) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 interface Answer {
@@ -200,6 +208,8 @@ t.test(
     t.ok(base, `started (${p.err().slice(0, 300)})`);
     if (!base) return;
     const port = Number(new URL(base).port);
+    // The log line and the banner reach the pipe in separate chunks: wait for the line.
+    await outputMatching(p, /whatever Host/);
     t.match(p.out() + p.err(), /public_origins_unset/, 'the start-up log names the setting');
     t.match(p.out() + p.err(), /whatever Host/, 'and what its absence permits');
     const url = `http://127.0.0.1:${port}/hooks/abs`;

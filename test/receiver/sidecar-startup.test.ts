@@ -115,7 +115,7 @@ t.test('a forward target where nothing listens: warned at start, named in the 50
   const target = `http://127.0.0.1:${port}/events`;
   const env = { ...process.env, DATABASE_URL, SVC_RECEIVER_SCHEMA: schema, LOG_LEVEL: 'info' };
   const p = run(['--listen', '127.0.0.1:0', '--trust', trust, '--forward', target], env);
-  const base = await listening(p, 30_000);
+  const base = await listening(p, 90_000);
   t.ok(base, `started: ${p.err()}`);
   if (!base) return;
   const warning = p

@@ -11,3 +11,13 @@ t.test('one prefix per database, stable, with a hash tag', async (t) => {
   t.not(await deploymentQueuePrefix(b.pool, b.schema, 'svc'), p1, 'another deployment, another');
   await t.rejects(deploymentQueuePrefix(a.pool, 'Bad-Schema', 'svc'));
 });
+
+t.test('processes starting together on a fresh database agree, none fails', async (t) => {
+  // Concurrent CREATE TABLE IF NOT EXISTS of one table fails in one of them with a unique
+  // violation in pg_type: the identity table is created under the migration lock instead.
+  const { pool, schema } = testDatabase(t, 'qpc');
+  const prefixes = await Promise.all(
+    Array.from({ length: 8 }, () => deploymentQueuePrefix(pool, schema, 'svc')),
+  );
+  t.equal(new Set(prefixes).size, 1, 'one prefix');
+});
