@@ -141,6 +141,35 @@ export function claimSql(schema: string, durable: boolean): string {
 }
 
 /**
+ * The statement of `closeInterruptedAttempts` ($1 margin ms, $2 limit, $3 ids or null);
+ * without ids it finds its rows along the due index (due-migration.ts).
+ */
+export function closeInterruptedSql(schema: string): string {
+  return `WITH lapsed AS (
+     UPDATE ${schema}.outbox_delivery o SET attempt_started_at = NULL
+       FROM (SELECT id, attempt_started_at FROM ${schema}.outbox_delivery
+              WHERE attempt_started_at IS NOT NULL AND state = 'pending'
+                AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))
+                AND ($3::bigint[] IS NOT NULL
+                     OR (next_attempt_at < now() - $1::int * interval '1 millisecond'
+                         -- implied by the line above (due-migration.ts): the due index
+                         AND due_at < now() - $1::int * interval '1 millisecond'
+                                      + interval '1 second'))
+              ORDER BY id LIMIT $2
+              FOR UPDATE SKIP LOCKED) AS d
+       JOIN ${schema}.outbox_event e ON e.id = d.id
+      WHERE o.id = d.id
+      RETURNING o.id, e.media_buy_id, e.media_buy_ids, e.principal_id, e.subscriber_id,
+        e.idempotency_key, e.notification_id, e.notification_type, e.sequence_number,
+        e.target_url, o.attempts AS attempt, octet_length(e.body) AS payload_size_bytes,
+        d.attempt_started_at AS fired_at
+   ), recorded AS (
+     ${insertInterruptedSql(schema, 'lapsed')}
+   )
+   SELECT count(*)::int AS n FROM lapsed`;
+}
+
+/**
  * The reconciler's part: records the open attempts of rows whose claim lease lapsed more
  * than `marginMs` ago (their worker is dead: a live one renews the lease every third of
  * it) and clears their mark; with `ids`, those rows' open attempts whatever their lease
@@ -152,31 +181,11 @@ export async function closeInterruptedAttempts(
   schema: string,
   options: { marginMs?: number; ids?: string[]; limit?: number } = {},
 ): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>(
-    `WITH lapsed AS (
-       UPDATE ${schema}.outbox_delivery o SET attempt_started_at = NULL
-         FROM (SELECT id, attempt_started_at FROM ${schema}.outbox_delivery
-                WHERE attempt_started_at IS NOT NULL AND state = 'pending'
-                  AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))
-                  AND ($3::bigint[] IS NOT NULL
-                       OR (next_attempt_at < now() - $1::int * interval '1 millisecond'
-                           -- implied by the line above (due-migration.ts): the due index
-                           AND due_at < now() - $1::int * interval '1 millisecond'
-                                        + interval '1 second'))
-                ORDER BY id LIMIT $2
-                FOR UPDATE SKIP LOCKED) AS d
-         JOIN ${schema}.outbox_event e ON e.id = d.id
-        WHERE o.id = d.id
-        RETURNING o.id, e.media_buy_id, e.media_buy_ids, e.principal_id, e.subscriber_id,
-          e.idempotency_key, e.notification_id, e.notification_type, e.sequence_number,
-          e.target_url, o.attempts AS attempt, octet_length(e.body) AS payload_size_bytes,
-          d.attempt_started_at AS fired_at
-     ), recorded AS (
-       ${insertInterruptedSql(schema, 'lapsed')}
-     )
-     SELECT count(*)::int AS n FROM lapsed`,
-    [Math.round(options.marginMs ?? 1000), options.limit ?? 1000, options.ids ?? null],
-  );
+  const { rows } = await pool.query<{ n: number }>(closeInterruptedSql(schema), [
+    Math.round(options.marginMs ?? 1000),
+    options.limit ?? 1000,
+    options.ids ?? null,
+  ]);
   return rows[0]?.n ?? 0;
 }
 

@@ -613,9 +613,9 @@ export class Outbox implements EventSink {
     const { rowCount } = await this.statePool.query(
       // SKIP LOCKED: a row a settle or claim holds right now is left for the next beat
       // (it is being settled anyway), so the heartbeat never waits on nor deadlocks with them.
+      // $3, $4: the ids' days, on which the state pool's generic plans prune.
       `UPDATE ${this.schema}.outbox_delivery o
           SET next_attempt_at = greatest(o.next_attempt_at, now() + $2::int * interval '1 millisecond')
-      // ($3, $4: the ids' days, on which the state pool's generic plans prune.)
          FROM (SELECT id FROM ${this.schema}.outbox_delivery
                 WHERE id = ANY($1::bigint[]) AND ${pendingById('outbox_delivery')}
                   AND id >= $3::bigint AND id < $4::bigint
