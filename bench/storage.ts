@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- storage [per-day] [days] [cpu-rounds]` (issue 19, item 1): the sender's
+ * `npm run bench -- storage [per-day] [days] [cpu-rounds] [pending]` (issue 19, item 1): the sender's
  * storage side by side with 8faf630 (the tables and code of `--base-dir`, default
  * /work/base), in one run.
  *
@@ -14,6 +14,8 @@
  *   each for writes and state, in blocks of 1,000 deliveries alternating between the trees
  *   (`cpu-rounds` each, default 6); backend CPU from /proc as `claim-cost` reads it. Also
  *   the HOT share of the updates and how many indexes an update of the state writes.
+ * - pending (default 0, skipped; at most 1M): the reconciler's pass and the
+ *   interrupted-attempt pass over that many pending rows due in an hour (`passesBench`).
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -360,6 +362,87 @@ async function cpuBench(base: BaseCode, rounds: number): Promise<void> {
   }
 }
 
+/**
+ * The reconciler's pass and the interrupted-attempt pass over `n` pending rows that are
+ * neither overdue nor open (a retrying backlog: due in an hour), each tree on its own
+ * tables, median of 7 passes in ms. 8faf630 reads its `next_attempt_at` index; this tree
+ * the `due_at` index (a claim writes neither its columns' indexes nor that one).
+ */
+async function passesBench(base: BaseCode, n: number): Promise<void> {
+  const pool = createPool({ connectionString: DATABASE_URL, max: 2 });
+  const tag = randomBytes(3).toString('hex');
+  const sb = `bench_pass_base_${tag}`;
+  const sn = `bench_pass_new_${tag}`;
+  const queue = {
+    dispatchBatch: async () => {},
+    dispatch: async () => {},
+  } as unknown as DeliveryQueue;
+  try {
+    await migrate(pool, sb, base.migrations);
+    await migrateSender(pool, sn);
+    await pool.query(
+      `INSERT INTO ${sb}.outbox (idempotency_key, body, target_url, auth_mode, channel,
+         notification_type, horizon_seconds, attempts, first_attempt_at, next_attempt_at)
+       SELECT 'k_' || g, $1::bytea, 'https://buyer-' || (g % 20) || '.example/hook', 'rfc9421',
+              'task', 'completed', 86400, 1, now(), now() + interval '1 hour'
+         FROM generate_series(1, $2) g`,
+      [BODY, n],
+    );
+    const lo = firstIdOf(dayOf(new Date())).toString();
+    await pool.query(
+      `INSERT INTO ${sn}.outbox_event (id, idempotency_key, body, target_url, auth_mode, channel,
+         notification_type)
+       SELECT $3::bigint + g, 'k_' || g, $1::bytea, 'https://buyer-' || (g % 20) || '.example/hook',
+              'rfc9421', 'task', 'completed'
+         FROM generate_series(1, $2) g`,
+      [BODY, n, lo],
+    );
+    await pool.query(
+      `INSERT INTO ${sn}.outbox_delivery (id, created_at, origin, horizon_seconds, attempts,
+         first_attempt_at, next_attempt_at, due_at)
+       SELECT e.id, e.created_at, ${originSql('e.target_url')}, 86400, 1, now(),
+              now() + interval '1 hour', now() + interval '1 hour'
+         FROM ${sn}.outbox_event e`,
+    );
+    await pool.query(`VACUUM ANALYZE ${sb}.outbox`);
+    for (const t of ['outbox_event', 'outbox_delivery'])
+      await pool.query(`VACUUM ANALYZE ${sn}.${t}`);
+    const sides: Array<[string, Outbox]> = [
+      ['8faf630', new base.Outbox({ pool, queue, schema: sb })],
+      ['this tree', new Outbox({ pool, queue, schema: sn })],
+    ];
+    const times = new Map<string, { rec: number[]; int: number[] }>();
+    for (let r = 0; r < 8; r++) {
+      for (const [name, o] of r % 2 ? [...sides].reverse() : sides) {
+        const t0 = performance.now();
+        const a = await o.reconcile({ graceMs: 30_000 });
+        const t1 = performance.now();
+        const b = await o.closeInterrupted();
+        const t2 = performance.now();
+        if (a + b > 0) throw new Error(`${name}: a pass took rows it should not have`);
+        if (r === 0) continue; // the first pass warms caches
+        const m = times.get(name) ?? { rec: [], int: [] };
+        m.rec.push(t1 - t0);
+        m.int.push(t2 - t1);
+        times.set(name, m);
+      }
+    }
+    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!.toFixed(1);
+    process.stdout.write(
+      `\npasses over ${n} pending rows due in an hour (median of 7, ms)\n\n` +
+        `| tree | reconciler pass | interrupted-attempt pass |\n|---|---|---|\n`,
+    );
+    for (const [name] of sides) {
+      const m = times.get(name)!;
+      process.stdout.write(`| ${name} | ${med(m.rec)} | ${med(m.int)} |\n`);
+    }
+  } finally {
+    await dropSchema(pool, sb).catch(() => {});
+    await dropSchema(pool, sn).catch(() => {});
+    await pool.end();
+  }
+}
+
 export async function run(argv: string[]): Promise<void> {
   let baseDir = '/work/base';
   const args: string[] = [];
@@ -373,7 +456,9 @@ export async function run(argv: string[]): Promise<void> {
   const perDay = Number(args[0] ?? 100_000);
   const days = Number(args[1] ?? 7);
   const rounds = Number(args[2] ?? 6);
+  const passes = Math.min(Number(args[3] ?? 0), 1_000_000);
   const base = await loadBase(baseDir);
+  if (passes > 0) await passesBench(base, passes);
   if (rounds > 0) await cpuBench(base, rounds);
   if (days > 0) await sizeBench(base, perDay, days);
 }

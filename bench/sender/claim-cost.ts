@@ -14,6 +14,7 @@ import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../../shared/infra/p
 import { claimSql, quickClaimSql } from '../../sender/outbox/attempts.js';
 import { createStatePool } from '../../sender/outbox/outbox.js';
 import { migrateSender } from '../../sender/schema.js';
+import { dayBounds } from '../../sender/outbox/partitions.js';
 import { prepared } from '../../shared/infra/prepared.js';
 import { pct } from './breakdown.js';
 
@@ -91,7 +92,11 @@ export async function run(args: string[]): Promise<void> {
         const cpu0 = backendTicks(backend);
         for (let i = 0; i < block; i++) {
           const t = performance.now();
-          const res = await state.query({ ...modes[k], values: [[ids[next++]!], [4500]] });
+          const id = ids[next++]!;
+          // The claims since issue 19 take the id range of the ids' days ($3, $4).
+          const values =
+            k === 'c5cad56 claim' ? [[id], [4500]] : [[id], [4500], ...dayBounds([id])];
+          const res = await state.query({ ...modes[k], values });
           const ms = performance.now() - t;
           if (res.rowCount !== 1) throw new Error(`${k}: claimed ${res.rowCount} rows`);
           // Round 0 warms the session's plans and caches: not counted.

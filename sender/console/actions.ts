@@ -44,7 +44,7 @@ function reopen(schema: string, pick: string): string {
   return `WITH picked AS (${pick}),
     d AS (
       UPDATE ${schema}.outbox_delivery o
-         SET state = 'pending', next_attempt_at = now(), first_attempt_at = NULL,
+         SET state = 'pending', next_attempt_at = now(), due_at = now(), first_attempt_at = NULL,
              completed_at = NULL
         FROM picked WHERE o.id = picked.id AND o.state <> 'pending'
       RETURNING o.id, o.attempts

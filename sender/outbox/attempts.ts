@@ -46,6 +46,16 @@ export function insertInterruptedSql(schema: string, source: string): string {
            WHERE a.status = 'pending'`;
 }
 
+/**
+ * "`alias` is pending" for statements that find their rows by id: written so no index can
+ * serve it (a generic plan on the state pool otherwise took the partial state index with
+ * the id range and filtered every pending row of the day for the batch's ids), leaving
+ * the primary key (`id = ANY($1)`) as the way in.
+ */
+export function pendingById(alias: string): string {
+  return `${alias}.state || '' = 'pending'`;
+}
+
 /** What either claim statement returns of each row it claimed (`id`: the row's id column). */
 const claimedColumns = (
   id: string,
@@ -77,8 +87,9 @@ function claimUpdate(s: string, durable: boolean, from: string, where: string): 
                 next_attempt_at = now() + v.lease * interval '1 millisecond',
                 attempt_started_at = now()
            FROM ${from}, ${s}.outbox_event e${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
-          WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND o.state = 'pending'${where}
-            AND e.id = o.id AND e.id = ANY($1::bigint[])
+          WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND ${pendingById('o')}${where}
+            AND o.id >= $3::bigint AND o.id < $4::bigint
+            AND e.id = o.id AND e.id = ANY($1::bigint[]) AND e.id >= $3::bigint AND e.id < $4::bigint
             AND o.next_attempt_at <= now() + interval '50 milliseconds'
             AND (o.first_attempt_at IS NULL
                  OR o.first_attempt_at + o.horizon_seconds * interval '1 second' > now())`;
@@ -114,6 +125,7 @@ export function claimSql(schema: string, durable: boolean): string {
        open AS (
          SELECT p.id, p.attempt_started_at FROM ${s}.outbox_delivery p JOIN v ON p.id = v.id
           WHERE p.attempt_started_at IS NOT NULL AND p.id = ANY($1::bigint[])
+            AND p.id >= $3::bigint AND p.id < $4::bigint
        ), claimed AS (
          ${claimUpdate(s, durable, 'v', '')}
           RETURNING o.id, o.attempts, o.horizon_seconds, o.first_attempt_at, ${EVENT_COLUMNS}
@@ -129,6 +141,35 @@ export function claimSql(schema: string, durable: boolean): string {
 }
 
 /**
+ * The statement of `closeInterruptedAttempts` ($1 margin ms, $2 limit, $3 ids or null);
+ * without ids it finds its rows along the due index (due-migration.ts).
+ */
+export function closeInterruptedSql(schema: string): string {
+  return `WITH lapsed AS (
+     UPDATE ${schema}.outbox_delivery o SET attempt_started_at = NULL
+       FROM (SELECT id, attempt_started_at FROM ${schema}.outbox_delivery
+              WHERE attempt_started_at IS NOT NULL AND state = 'pending'
+                AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))
+                AND ($3::bigint[] IS NOT NULL
+                     OR (next_attempt_at < now() - $1::int * interval '1 millisecond'
+                         -- implied by the line above (due-migration.ts): the due index
+                         AND due_at < now() - $1::int * interval '1 millisecond'
+                                      + interval '1 second'))
+              ORDER BY id LIMIT $2
+              FOR UPDATE SKIP LOCKED) AS d
+       JOIN ${schema}.outbox_event e ON e.id = d.id
+      WHERE o.id = d.id
+      RETURNING o.id, e.media_buy_id, e.media_buy_ids, e.principal_id, e.subscriber_id,
+        e.idempotency_key, e.notification_id, e.notification_type, e.sequence_number,
+        e.target_url, o.attempts AS attempt, octet_length(e.body) AS payload_size_bytes,
+        d.attempt_started_at AS fired_at
+   ), recorded AS (
+     ${insertInterruptedSql(schema, 'lapsed')}
+   )
+   SELECT count(*)::int AS n FROM lapsed`;
+}
+
+/**
  * The reconciler's part: records the open attempts of rows whose claim lease lapsed more
  * than `marginMs` ago (their worker is dead: a live one renews the lease every third of
  * it) and clears their mark; with `ids`, those rows' open attempts whatever their lease
@@ -140,28 +181,11 @@ export async function closeInterruptedAttempts(
   schema: string,
   options: { marginMs?: number; ids?: string[]; limit?: number } = {},
 ): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>(
-    `WITH lapsed AS (
-       UPDATE ${schema}.outbox_delivery o SET attempt_started_at = NULL
-         FROM (SELECT id, attempt_started_at FROM ${schema}.outbox_delivery
-                WHERE attempt_started_at IS NOT NULL AND state = 'pending'
-                  AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))
-                  AND ($3::bigint[] IS NOT NULL
-                       OR next_attempt_at < now() - $1::int * interval '1 millisecond')
-                ORDER BY id LIMIT $2
-                FOR UPDATE SKIP LOCKED) AS d
-         JOIN ${schema}.outbox_event e ON e.id = d.id
-        WHERE o.id = d.id
-        RETURNING o.id, e.media_buy_id, e.media_buy_ids, e.principal_id, e.subscriber_id,
-          e.idempotency_key, e.notification_id, e.notification_type, e.sequence_number,
-          e.target_url, o.attempts AS attempt, octet_length(e.body) AS payload_size_bytes,
-          d.attempt_started_at AS fired_at
-     ), recorded AS (
-       ${insertInterruptedSql(schema, 'lapsed')}
-     )
-     SELECT count(*)::int AS n FROM lapsed`,
-    [Math.round(options.marginMs ?? 1000), options.limit ?? 1000, options.ids ?? null],
-  );
+  const { rows } = await pool.query<{ n: number }>(closeInterruptedSql(schema), [
+    Math.round(options.marginMs ?? 1000),
+    options.limit ?? 1000,
+    options.ids ?? null,
+  ]);
   return rows[0]?.n ?? 0;
 }
 
@@ -186,9 +210,12 @@ export function settleSql(s: string): string {
                 attempt_started_at = CASE WHEN v.attempt IS NULL OR v.attempt = o.attempts
                   THEN NULL ELSE o.attempt_started_at END,
                 next_attempt_at = CASE WHEN v.state = 'pending'
-                  THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END
+                  THEN now() + v.delay * interval '1 millisecond' ELSE o.next_attempt_at END,
+                due_at = CASE WHEN v.state = 'pending'
+                  THEN now() + v.delay * interval '1 millisecond' ELSE o.due_at END
            FROM v
-          WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND o.state = 'pending'
+          WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND ${pendingById('o')}
+            AND o.id >= $16::bigint AND o.id < $17::bigint
           RETURNING o.id::text AS id,
             (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms
        ), interrupted AS (
@@ -198,6 +225,7 @@ export function settleSql(s: string): string {
            FROM v
           WHERE (v.attempt IS NULL OR v.attempt > 1)
             AND a.outbox_id = v.id AND a.outbox_id = ANY($1::bigint[]) AND a.status = 'pending'
+            AND a.outbox_id >= $16::bigint AND a.outbox_id < $17::bigint
             AND (v.attempt IS NULL OR a.attempt < v.attempt)
        ), recorded AS (
          INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
@@ -210,6 +238,7 @@ export function settleSql(s: string): string {
                 e.notification_type, e.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
                 v.rtime, octet_length(e.body), v.rerror, v.fired, v.done, v.snippet, v.kid
            FROM v JOIN ${s}.outbox_event e ON e.id = v.id AND e.id = ANY($1::bigint[])
+            AND e.id >= $16::bigint AND e.id < $17::bigint
           WHERE v.attempt IS NOT NULL
          ON CONFLICT (outbox_id, attempt) DO UPDATE
            SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,

@@ -9,8 +9,15 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
-import { claimSql, closeInterruptedAttempts, quickClaimSql, settleSql } from './attempts.js';
+import {
+  claimSql,
+  closeInterruptedAttempts,
+  pendingById,
+  quickClaimSql,
+  settleSql,
+} from './attempts.js';
 import { Batcher } from './batcher.js';
+import { prepared } from '../../shared/infra/prepared.js';
 import {
   DispatchRetry,
   reconcileOverdue,
@@ -20,6 +27,7 @@ import {
 import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
 import {
   DEFAULT_RETENTION_SECONDS,
+  dayBounds,
   maintainPartitions,
   newIdSql,
   type MaintainResult,
@@ -164,11 +172,30 @@ export function createStatePool(connectionString: string, max = 8): Pool {
     max,
     min: Math.min(max, STATE_STATEMENTS_IN_FLIGHT),
     application_name: 'svc-sender-state',
-    options: '-c synchronous_commit=off',
+    // Generic plans (see `Outbox.statements`): each statement is planned once per session,
+    // over every partition, and pruned to its ids' days when it starts. No sequential
+    // scans: every statement here names its rows by id, so an index scan is right whatever
+    // a fresh partition's statistics say (a generic plan made on a nearly empty day would
+    // otherwise keep scanning it as it grows). No nested loops: a generic plan guesses 10
+    // ids, and a nested loop over a batch's ids re-ran the partition pruning for every row
+    // (a fifth of the backend's CPU) where a hash join prunes once. No JIT: the disabled
+    // nested loop (the one-row join of the durable commit's setting) prices these
+    // statements far above the JIT threshold, and compiling took a second each.
+    options: [
+      '-c synchronous_commit=off',
+      '-c plan_cache_mode=force_generic_plan',
+      '-c enable_seqscan=off',
+      '-c enable_nestloop=off',
+      '-c jit=off',
+    ].join(' '),
   });
   pool.on('error', () => {});
+  preparedPools.add(pool);
   return pool;
 }
+
+/** Pools made by `createStatePool`: the ones the claims and settles run prepared on. */
+const preparedPools = new WeakSet<Pool>();
 
 function checkEvent(e: OutboundEvent): void {
   if (!IDEMPOTENCY_KEY_PATTERN.test(e.idempotencyKey)) {
@@ -200,6 +227,42 @@ function authOf(mode: string, secret: string | null): DeliveryAuth {
   return { mode: 'rfc9421' };
 }
 
+/** A statement as node-postgres takes it: named (prepared per session) or not. */
+type Statement = { name: string | undefined; text: string };
+
+/**
+ * The enqueue's INSERT ($1..$13 one array element per event, $14 the horizon, $15 the
+ * buys as JSON text when `buys`): the event written once to outbox_event, its delivery
+ * state to the narrow outbox_delivery (storage-migration.ts). Without `buys` it runs as it
+ * did before the column of buys existed.
+ */
+function insertSql(s: string, buys: boolean): string {
+  return `
+      WITH x AS (
+        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${buys ? ', mbs' : ''}
+          FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
+                      $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
+                      $13::text[]${buys ? ', $15::text[]' : ''})
+            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, ${buys ? 'mbs, ' : ''}ord)
+          ORDER BY ord
+      ), e AS (
+        INSERT INTO ${s}.outbox_event (id, idempotency_key, body, target_url, auth_mode,
+          auth_secret, channel, notification_type, notification_id, media_buy_id, principal_id,
+          task_id, sequence_number, subscriber_id${buys ? ', media_buy_ids' : ''})
+        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${
+          buys
+            ? `,
+               CASE WHEN mbs IS NOT NULL
+                 THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END`
+            : ''
+        }
+          FROM x
+      )
+      INSERT INTO ${s}.outbox_delivery (id, created_at, origin, horizon_seconds)
+        SELECT id, now(), ${originSql('u')}, $14 FROM x
+      RETURNING id::text`;
+}
+
 export class Outbox implements EventSink {
   readonly pool: Pool;
   private readonly statePool: Pool;
@@ -214,12 +277,18 @@ export class Outbox implements EventSink {
   private readonly settles: Batcher<SettleInput, number | null>;
   private readonly dispatchRetry: DispatchRetry;
   /**
-   * The worker's statements. Unnamed on purpose: a named (prepared) one runs on a generic
-   * plan after five calls, and one planned while the outbox was still small keeps scanning
-   * it as it grows (1-worker throughput halved in `bench sender`); planned per call with
-   * the batch's ids, each claim and settle is index look-ups.
+   * The worker's statements. Parsing and planning them was about a third of PostgreSQL's
+   * CPU per delivery (issue 19), so on a pool made by `createStatePool` they are named
+   * (prepared once per session) and run on one generic plan, which that pool's sessions
+   * force, with sequential scans off; each takes its ids' day range as two more
+   * parameters, on which PostgreSQL prunes the partitions as the plan starts. On any other
+   * pool they stay unnamed, planned per call with the batch's ids: a named statement there
+   * would switch to a generic plan after five calls, and one planned while the outbox was
+   * still small kept scanning it as it grew (1-worker throughput halved in `bench sender`).
    */
-  private readonly statements: Record<'quickClaim' | 'claim' | 'settle', string>;
+  private readonly statements: Record<'quickClaim' | 'claim' | 'settle', Statement>;
+  /** The enqueue's INSERT, without and with the column of buys (see `insertSql`). */
+  private readonly insertStatements: [Statement, Statement];
 
   constructor(options: OutboxOptions) {
     this.pool = options.pool;
@@ -227,11 +296,20 @@ export class Outbox implements EventSink {
     this.queue = options.queue;
     this.schema = assertSchemaName(options.schema ?? DEFAULT_SENDER_SCHEMA);
     const durable = options.durableClaims ?? true;
+    const named = preparedPools.has(this.statePool);
+    const stmt = (label: string, text: string): Statement =>
+      named ? prepared(label, text) : { name: undefined, text };
     this.statements = {
-      quickClaim: quickClaimSql(this.schema, durable),
-      claim: claimSql(this.schema, durable),
-      settle: settleSql(this.schema),
+      quickClaim: stmt('outbox_quick_claim', quickClaimSql(this.schema, durable)),
+      claim: stmt('outbox_claim', claimSql(this.schema, durable)),
+      settle: stmt('outbox_settle', settleSql(this.schema)),
     };
+    // An INSERT from parameters has no rows to find: its generic plan is the custom one,
+    // on any pool, so it is always prepared (parsed and planned once per session).
+    this.insertStatements = [
+      prepared('outbox_insert', insertSql(this.schema, false)),
+      prepared('outbox_insert_buys', insertSql(this.schema, true)),
+    ];
     this.horizonSeconds = options.horizonSeconds ?? DEFAULT_RETRY_HORIZON_SECONDS;
     this.retentionSeconds = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
     if (!Number.isInteger(this.retentionSeconds) || this.retentionSeconds < this.horizonSeconds) {
@@ -259,7 +337,7 @@ export class Outbox implements EventSink {
         const client = await this.statePool.connect();
         try {
           await this.claimMany([], client);
-          await client.query(this.statements.claim, [[], []]);
+          await client.query({ ...this.statements.claim, values: [[], [], ...dayBounds([])] });
           await this.settleMany([], client);
         } finally {
           client.release();
@@ -354,35 +432,8 @@ export class Outbox implements EventSink {
       cols.seq.push(e.sequenceNumber ?? null);
       cols.sub.push(e.subscriberId ?? null);
     }
-    // Only a batch with an event covering several buys pays for their column: the others
-    // run the statement as it was before it existed. The event is written once to
-    // outbox_event, its delivery state to the narrow outbox_delivery (storage-migration.ts).
+    // Only a batch with an event covering several buys pays for their column (insertSql).
     const buys = cols.buys.some((b) => b !== null);
-    const s = this.schema;
-    const sql = `
-      WITH x AS (
-        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${buys ? ', mbs' : ''}
-          FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
-                      $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
-                      $13::text[]${buys ? ', $15::text[]' : ''})
-            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, ${buys ? 'mbs, ' : ''}ord)
-          ORDER BY ord
-      ), e AS (
-        INSERT INTO ${s}.outbox_event (id, idempotency_key, body, target_url, auth_mode,
-          auth_secret, channel, notification_type, notification_id, media_buy_id, principal_id,
-          task_id, sequence_number, subscriber_id${buys ? ', media_buy_ids' : ''})
-        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${
-          buys
-            ? `,
-               CASE WHEN mbs IS NOT NULL
-                 THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END`
-            : ''
-        }
-          FROM x
-      )
-      INSERT INTO ${s}.outbox_delivery (id, created_at, origin, horizon_seconds)
-        SELECT id, now(), ${originSql('u')}, $14 FROM x
-      RETURNING id::text`;
     const params: unknown[] = [
       cols.key,
       cols.body,
@@ -402,7 +453,10 @@ export class Outbox implements EventSink {
     if (buys) params.push(cols.buys);
     let rows: Array<{ id: string }>;
     try {
-      ({ rows } = await (client ?? this.pool).query<{ id: string }>(sql, params));
+      ({ rows } = await (client ?? this.pool).query<{ id: string }>({
+        ...this.insertStatements[buys ? 1 : 0],
+        values: params,
+      }));
     } catch (err) {
       if ((err as { code?: string }).code === '23505') {
         throw new OutboxError('idempotency key already used: every event needs a fresh key');
@@ -463,14 +517,18 @@ export class Outbox implements EventSink {
     // The quick claim (attempts.ts) takes every row whose previous attempt is settled; the
     // rest (a dead worker's open attempt to record, or not claimable at all) go through the
     // full claim, which records that attempt as interrupted in its own durable commit.
-    const { rows } = await db.query(this.statements.quickClaim, [ids, leases]);
+    const { rows } = await db.query({
+      ...this.statements.quickClaim,
+      values: [ids, leases, ...dayBounds(ids)],
+    });
     const got = new Set<string>(rows.map((r: { id: string }) => r.id));
     const rest = items.filter((i) => !got.has(i.id));
     if (rest.length > 0) {
-      const more = await db.query(this.statements.claim, [
-        rest.map((i) => i.id),
-        rest.map((i) => Math.round(i.leaseMs)),
-      ]);
+      const restIds = rest.map((i) => i.id);
+      const more = await db.query({
+        ...this.statements.claim,
+        values: [restIds, rest.map((i) => Math.round(i.leaseMs)), ...dayBounds(restIds)],
+      });
       rows.push(...more.rows);
     }
     const byId = new Map<string, ClaimedEvent>();
@@ -518,10 +576,11 @@ export class Outbox implements EventSink {
     const rec = (f: (r: SettledAttempt) => unknown) =>
       items.map((i) => (i.record ? f(i.record) : null));
     // One statement (attempts.ts settleSql).
-    const { rows } = await (client ?? this.statePool).query<{ id: string; next_ms: number }>(
-      this.statements.settle,
-      [
-        items.map((i) => i.id),
+    const ids = items.map((i) => i.id);
+    const { rows } = await (client ?? this.statePool).query<{ id: string; next_ms: number }>({
+      ...this.statements.settle,
+      values: [
+        ids,
         items.map((i) => i.state),
         items.map((i) => i.status),
         items.map((i) => i.error),
@@ -536,8 +595,9 @@ export class Outbox implements EventSink {
         rec((r) => r.completedAt),
         rec((r) => r.responseSnippet ?? null),
         rec((r) => r.keyId ?? null),
+        ...dayBounds(ids),
       ],
-    );
+    });
     const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));
     return items.map((i) => byId.get(i.id) ?? null);
   }
@@ -553,13 +613,16 @@ export class Outbox implements EventSink {
     const { rowCount } = await this.statePool.query(
       // SKIP LOCKED: a row a settle or claim holds right now is left for the next beat
       // (it is being settled anyway), so the heartbeat never waits on nor deadlocks with them.
+      // $3, $4: the ids' days, on which the state pool's generic plans prune.
       `UPDATE ${this.schema}.outbox_delivery o
           SET next_attempt_at = greatest(o.next_attempt_at, now() + $2::int * interval '1 millisecond')
          FROM (SELECT id FROM ${this.schema}.outbox_delivery
-                WHERE id = ANY($1::bigint[]) AND state = 'pending'
+                WHERE id = ANY($1::bigint[]) AND ${pendingById('outbox_delivery')}
+                  AND id >= $3::bigint AND id < $4::bigint
                 ORDER BY id FOR UPDATE SKIP LOCKED) AS mine
-        WHERE o.id = mine.id AND o.id = ANY($1::bigint[])`,
-      [ids, Math.round(leaseMs)],
+        WHERE o.id = mine.id AND o.id = ANY($1::bigint[])
+          AND o.id >= $3::bigint AND o.id < $4::bigint`,
+      [ids, Math.round(leaseMs), ...dayBounds(ids)],
     );
     return rowCount ?? 0;
   }

@@ -38,6 +38,23 @@ export function firstIdOf(day: number): bigint {
   return BigInt(day) << BigInt(ID_SHIFT);
 }
 
+/**
+ * The id range [lo, hi) of the days `ids` were written on (decimal strings; ['0', '0'] for
+ * none). Passed with a statement's id list, it lets PostgreSQL prune the partitions
+ * when it starts a generic plan: it cannot prune on `id = ANY($1)` with `$1` a parameter.
+ */
+export function dayBounds(ids: readonly string[]): [string, string] {
+  if (ids.length === 0) return ['0', '0'];
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const id of ids) {
+    const d = dayOfId(id);
+    if (d < lo) lo = d;
+    if (d > hi) hi = d;
+  }
+  return [firstIdOf(lo).toString(), firstIdOf(hi + 1).toString()];
+}
+
 /** The day an outbox id was written on. */
 export function dayOfId(id: string | bigint): number {
   return Number(BigInt(id) >> BigInt(ID_SHIFT));

@@ -54,9 +54,27 @@ export class DispatchRetry {
 }
 
 /**
+ * One page of the reconciler ($1 grace ms, $2 page size): overdue pending rows taken and
+ * marked due now. Found along the due index (due-migration.ts: `next_attempt_at` before T
+ * implies `due_at` before T + 50 ms) and checked on `next_attempt_at`, a claim's lease.
+ */
+export function overduePageSql(schema: string): string {
+  return `UPDATE ${schema}.outbox_delivery o SET next_attempt_at = now(), due_at = now()
+         FROM (SELECT id FROM ${schema}.outbox_delivery
+                WHERE state = 'pending'
+                  AND due_at < now() - $1::int * interval '1 millisecond' + interval '1 second'
+                  AND next_attempt_at < now() - $1::int * interval '1 millisecond'
+                ORDER BY due_at LIMIT $2
+                FOR UPDATE SKIP LOCKED) AS due
+        JOIN ${schema}.outbox_event e ON e.id = due.id
+        WHERE o.id = due.id
+        RETURNING o.id::text, e.target_url`;
+}
+
+/**
  * Re-dispatches pending rows overdue by more than `graceMs`: the ones whose job Redis
  * lost. Workers running it at once split the rows: each page is taken with `FOR UPDATE
- * SKIP LOCKED` and marked due now (`next_attempt_at = now()`), so another worker's pass
+ * SKIP LOCKED` and marked due now (`next_attempt_at` and `due_at`), so another worker's pass
  * neither waits for it nor sees those rows overdue again for `graceMs`. Pages through
  * every overdue row, `pageSize` at a time.
  */
@@ -69,18 +87,10 @@ export async function reconcileOverdue(
   const pageSize = options.pageSize ?? 1000;
   let total = 0;
   for (;;) {
-    const { rows } = await pool.query<{ id: string; target_url: string }>(
-      `UPDATE ${schema}.outbox_delivery o SET next_attempt_at = now()
-         FROM (SELECT id FROM ${schema}.outbox_delivery
-                WHERE state = 'pending'
-                  AND next_attempt_at < now() - $1::int * interval '1 millisecond'
-                ORDER BY next_attempt_at LIMIT $2
-                FOR UPDATE SKIP LOCKED) AS due
-        JOIN ${schema}.outbox_event e ON e.id = due.id
-        WHERE o.id = due.id
-        RETURNING o.id::text, e.target_url`,
-      [options.graceMs ?? 60_000, pageSize],
-    );
+    const { rows } = await pool.query<{ id: string; target_url: string }>(overduePageSql(schema), [
+      options.graceMs ?? 60_000,
+      pageSize,
+    ]);
     await queue.dispatch(rows.map((r) => ({ id: r.id, origin: originOf(r.target_url) })));
     total += rows.length;
     if (rows.length < pageSize) return total;

@@ -15,11 +15,11 @@ import type { Migration } from '../../shared/infra/pg.js';
 import { originSql } from '../console/migrations.js';
 import { DELIVERY_FILLFACTOR, ID_SHIFT, newIdSql } from './partitions.js';
 
-const EVENT_COLUMNS = `id, idempotency_key, created_at, target_url, auth_mode, auth_secret,
+export const EVENT_COLUMNS = `id, idempotency_key, created_at, target_url, auth_mode, auth_secret,
   channel, notification_type, notification_id, media_buy_id, media_buy_ids, principal_id,
   task_id, sequence_number, subscriber_id, body`;
 
-const DELIVERY_COLUMNS = `id, created_at, origin, state, attempts, first_attempt_at,
+export const DELIVERY_COLUMNS = `id, created_at, origin, state, attempts, first_attempt_at,
   next_attempt_at, horizon_seconds, attempt_started_at, completed_at, last_status, last_error`;
 
 const ACTIVITY_COLUMNS = `id, outbox_id, media_buy_id, media_buy_ids, principal_id,
