@@ -30,6 +30,7 @@ import type {
   MediaBuyChannelsConfig,
   MediaBuyTerminal,
 } from './channels-api.js';
+import { inSpan } from '../../shared/telemetry/trace-context.js';
 import {
   parseA2aPushConfig,
   parsePushNotificationConfig,
@@ -217,7 +218,27 @@ export class NotificationCore {
    * `push_notification_config`, the A2A shape of the registered version for an A2A
    * transport config, both when both were given. Resolves to the outbox ids.
    */
-  async taskStatusChanged(change: TaskStatusChange): Promise<string[]> {
+  taskStatusChanged(change: TaskStatusChange): Promise<string[]> {
+    // The root of a delivery's trace (or a child of the caller's span): outbox, dispatch,
+    // each attempt and the settle follow it, across the queue (shared/telemetry).
+    return inSpan(
+      'webhook.emit',
+      {
+        attributes: {
+          'webhook.task_id': change.taskId,
+          'webhook.task_status': change.status,
+          'webhook.task_type': change.taskType,
+        },
+      },
+      async (span) => {
+        const ids = await this.emitTaskStatus(change);
+        span.setAttribute('webhook.events', ids.length);
+        return ids;
+      },
+    );
+  }
+
+  private async emitTaskStatus(change: TaskStatusChange): Promise<string[]> {
     if (isTerminalStatus(change.initialStatus)) return [];
     if (change.pushNotificationConfig === undefined && change.a2aConfig === undefined) return [];
     const context =
