@@ -45,6 +45,7 @@ import {
 } from './stages.js';
 import { parsePublicOrigins } from './public-origins.js';
 import { receiveSpan, stageSpan, traceForApp } from './tracing.js';
+import type { Context } from '@opentelemetry/api';
 
 export type { ReceiverResponse, ReceiverRequest };
 
@@ -203,10 +204,10 @@ export class WebhookReceiver {
    * `webhook.receive` span continuing the request's `traceparent` (./tracing.ts).
    */
   handle(req: ReceiverRequest): Promise<ReceiverResponse> {
-    return receiveSpan(req.headers, req.method, () => this.handleNow(req));
+    return receiveSpan(req.headers, req.method, (ctx) => this.handleNow(req, ctx));
   }
 
-  private async handleNow(req: ReceiverRequest): Promise<ReceiverResponse> {
+  private async handleNow(req: ReceiverRequest, ctx: Context): Promise<ReceiverResponse> {
     let res: ReceiverResponse;
     const d: Delivery = {
       req,
@@ -216,7 +217,7 @@ export class WebhookReceiver {
       replay: new DeferredReplay(this.replay),
     };
     try {
-      res = await this.run(d);
+      res = await this.run(d, ctx);
     } catch (err) {
       this.parts.log.error({ event: 'webhook_internal_error', err }, 'receiver internal failure');
       res = retryLater('receiver_unavailable', 'temporarily unavailable', this.parts.retryAfter);
@@ -229,23 +230,23 @@ export class WebhookReceiver {
   }
 
   /** The stages in order, in four spans (gate, verify, claim, publish); the first `Halt` is the answer. */
-  private async run(d: Delivery): Promise<ReceiverResponse> {
+  private async run(d: Delivery, ctx: Context): Promise<ReceiverResponse> {
     const p = this.parts;
-    const gated = await stageSpan('webhook.gate', async () => gate(p, d.req));
+    const gated = await stageSpan('webhook.gate', ctx, async () => gate(p, d.req));
     if (gated instanceof Halt) return gated.res;
-    const checked = await stageSpan('webhook.verify', () => this.verified(d, gated.declared));
+    const checked = await stageSpan('webhook.verify', ctx, () => this.verified(d, gated.declared));
     if (checked instanceof Halt) return checked.res;
     const { auth, body, value, event } = checked;
-    const claimed = await stageSpan('webhook.claim', async () => {
+    const claimed = await stageSpan('webhook.claim', ctx, async () => {
       const c = await claim(p, d, auth, event, value);
       if (c instanceof Halt) return c;
       const ordered = await order(p, c);
       return ordered instanceof Halt ? ordered : { claimed: c, stale: ordered.stale };
     });
     if (claimed instanceof Halt) return claimed.res;
-    const published = await stageSpan('webhook.publish', () => {
+    const published = await stageSpan('webhook.publish', ctx, (publishCtx) => {
       const e = receivedEvent(auth, event, claimed.claimed, body, claimed.stale);
-      const trace = traceForApp(d.req.headers);
+      const trace = traceForApp(d.req.headers, publishCtx);
       if (trace) e.trace = trace;
       return publish(p, claimed.claimed, e);
     });

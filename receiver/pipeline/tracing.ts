@@ -4,7 +4,7 @@
  * `run()` is a span (gate, verify, claim, publish), and the trace context goes on to the
  * app with the event (`ReceivedEvent.trace`: forward headers, broker message headers).
  */
-import { SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, type Context, type Span } from '@opentelemetry/api';
 import {
   contextOf,
   inSpan,
@@ -20,7 +20,7 @@ import { Halt } from './stages.js';
 export function receiveSpan(
   headers: Headers,
   method: string,
-  fn: () => Promise<ReceiverResponse>,
+  fn: (ctx: Context) => Promise<ReceiverResponse>,
 ): Promise<ReceiverResponse> {
   return inSpan(
     'webhook.receive',
@@ -29,8 +29,8 @@ export function receiveSpan(
       parent: contextOf(headers),
       attributes: { 'http.request.method': method },
     },
-    async (span: Span) => {
-      const res = await fn();
+    async (span: Span, ctx: Context) => {
+      const res = await fn(ctx);
       span.setAttribute('http.response.status_code', res.status);
       if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       return res;
@@ -39,9 +39,13 @@ export function receiveSpan(
 }
 
 /** One stage group in its span; the status of a `Halt` it ends the delivery with is recorded. */
-export function stageSpan<T>(name: string, fn: () => Promise<T | Halt>): Promise<T | Halt> {
-  return inSpan(name, {}, async (span) => {
-    const out = await fn();
+export function stageSpan<T>(
+  name: string,
+  parent: Context,
+  fn: (ctx: Context) => Promise<T | Halt>,
+): Promise<T | Halt> {
+  return inSpan(name, { parent }, async (span, ctx) => {
+    const out = await fn(ctx);
     if (out instanceof Halt) span.setAttribute('webhook.halt_status', out.res.status);
     return out;
   });
@@ -52,8 +56,8 @@ export function stageSpan<T>(name: string, fn: () => Promise<T | Halt>): Promise
  * when tracing is on; with it off, the sender's own well-formed `traceparent` (and its
  * `tracestate`) unchanged, as W3C Trace Context lets a non-participating hop do; else none.
  */
-export function traceForApp(headers: Headers): TraceCarrier | undefined {
-  const own = traceCarrier();
+export function traceForApp(headers: Headers, ctx: Context): TraceCarrier | undefined {
+  const own = traceCarrier(ctx);
   if (own) return own;
   const incoming = headerValue(headers, 'traceparent');
   if (!isTraceparent(incoming)) return undefined;

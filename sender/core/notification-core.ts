@@ -30,7 +30,7 @@ import type {
   MediaBuyChannelsConfig,
   MediaBuyTerminal,
 } from './channels-api.js';
-import { inSpan } from '../../shared/telemetry/trace-context.js';
+import { inSpan, traceCarrier, type TraceCarrier } from '../../shared/telemetry/trace-context.js';
 import {
   parseA2aPushConfig,
   parsePushNotificationConfig,
@@ -230,15 +230,18 @@ export class NotificationCore {
           'webhook.task_type': change.taskType,
         },
       },
-      async (span) => {
-        const ids = await this.emitTaskStatus(change);
+      async (span, ctx) => {
+        const ids = await this.emitTaskStatus(change, traceCarrier(ctx));
         span.setAttribute('webhook.events', ids.length);
         return ids;
       },
     );
   }
 
-  private async emitTaskStatus(change: TaskStatusChange): Promise<string[]> {
+  private async emitTaskStatus(
+    change: TaskStatusChange,
+    trace: TraceCarrier | undefined,
+  ): Promise<string[]> {
     if (isTerminalStatus(change.initialStatus)) return [];
     if (change.pushNotificationConfig === undefined && change.a2aConfig === undefined) return [];
     const context =
@@ -255,6 +258,8 @@ export class NotificationCore {
       ...(change.notificationId ? { notificationId: change.notificationId } : {}),
       ...(change.mediaBuyId ? { mediaBuyId: change.mediaBuyId } : {}),
       ...(change.principalId ? { principalId: change.principalId } : {}),
+      // The emit's span: the outbox's span is its child (whatever context manager runs).
+      ...(trace ? { trace } : {}),
     };
 
     if (change.pushNotificationConfig !== undefined) {

@@ -19,7 +19,7 @@ import { attemptHeaders, type Signer } from './authenticate.js';
 import { nextDelay, type BackoffOptions } from './backoff.js';
 import { classify, type AttemptResult, type Verdict } from './classify.js';
 import { OriginLimiter } from './origin-limiter.js';
-import { SpanKind } from '@opentelemetry/api';
+import { SpanKind, type Context } from '@opentelemetry/api';
 import {
   contextOf,
   inSpan,
@@ -398,8 +398,8 @@ export class DeliveryWorker {
         parent: contextOf(trace as Record<string, string> | undefined),
         attributes: { 'webhook.outbox_id': id, 'webhook.origin': origin },
       },
-      async (span) => {
-        const step = await this.stepNow(id, origin, jobTimestamp);
+      async (span, ctx) => {
+        const step = await this.stepNow(id, origin, jobTimestamp, ctx);
         span.setAttribute('webhook.next', step.kind);
         return step;
       },
@@ -407,7 +407,12 @@ export class DeliveryWorker {
   }
 
   /** One row: admission, claim, attempt. Says whether the row needs another run, and when. */
-  private async stepNow(id: string, origin: string, jobTimestamp: number): Promise<Step> {
+  private async stepNow(
+    id: string,
+    origin: string,
+    jobTimestamp: number,
+    ctx: Context,
+  ): Promise<Step> {
     const admission = await this.limiter.acquire(origin);
     if (!admission.ok) return { kind: 'later', at: Date.now() + admission.waitMs };
     try {
@@ -441,7 +446,7 @@ export class DeliveryWorker {
       }
       this.claimed.add(claimed.id);
       try {
-        const next = await this.attempt(claimed, origin);
+        const next = await this.attempt(claimed, origin, ctx);
         return next === null ? DONE : { kind: 'later', at: next };
       } finally {
         this.claimed.delete(claimed.id);
@@ -452,7 +457,7 @@ export class DeliveryWorker {
   }
 
   /** Sends one attempt and records it; resolves to the next attempt's time, or null. */
-  private async attempt(c: ClaimedEvent, origin: string): Promise<number | null> {
+  private async attempt(c: ClaimedEvent, origin: string, ctx: Context): Promise<number | null> {
     const firedAt = new Date();
     const record = {
       outboxId: c.id,
@@ -471,7 +476,7 @@ export class DeliveryWorker {
     };
     // Buffered: written `pending` only if the attempt is still running at the next flush.
     this.options.activity?.start(record);
-    const { result, elapsed, verdict } = await this.send(c, origin);
+    const { result, elapsed, verdict } = await this.send(c, origin, ctx);
     const completedAt = new Date();
     const metrics = this.options.metrics;
     const status = activityStatus(result);
@@ -514,7 +519,7 @@ export class DeliveryWorker {
     };
     const activity = this.options.activity;
     const settle = (input: Omit<SettleInput, 'id'>) =>
-      inSpan('webhook.settle', { attributes: { 'webhook.state': state } }, () =>
+      inSpan('webhook.settle', { parent: ctx, attributes: { 'webhook.state': state } }, () =>
         this.settleRetrying(c.id, input),
       );
     const settled = await settle({
@@ -591,10 +596,12 @@ export class DeliveryWorker {
   private send(
     c: ClaimedEvent,
     origin: string,
+    ctx: Context,
   ): Promise<{ result: AttemptResult; elapsed: number; verdict: Verdict }> {
     return inSpan(
       'webhook.attempt',
       {
+        parent: ctx,
         kind: SpanKind.CLIENT,
         attributes: {
           'http.request.method': 'POST',
@@ -603,9 +610,9 @@ export class DeliveryWorker {
           'webhook.notification_type': c.notificationType,
         },
       },
-      async (span) => {
+      async (span, attemptCtx) => {
         const headers = attemptHeaders(c.url, c.body, c.auth, this.signer);
-        const trace = traceCarrier();
+        const trace = traceCarrier(attemptCtx);
         const sent = trace ? { ...headers, ...trace } : headers;
         const started = performance.now();
         const result = await this.transport.post(c.url, c.body, sent);

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue, DispatchItem } from '../delivery/queue.js';
-import { inSpan, traceCarrier } from '../../shared/telemetry/trace-context.js';
+import { contextOf, inSpan, traceCarrier } from '../../shared/telemetry/trace-context.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
 import { claimSql, closeInterruptedAttempts, quickClaimSql, settleSql } from './attempts.js';
 import { Batcher } from './batcher.js';
@@ -278,9 +278,16 @@ export class Outbox implements EventSink {
    */
   enqueue(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
     if (events.length === 0) return Promise.resolve([]);
-    return inSpan('webhook.outbox', { attributes: { 'webhook.events': events.length } }, () => {
+    // A child of the emit when the events carry its context (NotificationCore), else of
+    // the caller's active span, if any.
+    const from = events[0]?.trace;
+    const options = {
+      attributes: { 'webhook.events': events.length },
+      ...(from ? { parent: contextOf(from as unknown as Record<string, string>) } : {}),
+    };
+    return inSpan('webhook.outbox', options, (_span, ctx) => {
       // Tracing on: each event takes this span's context into its dispatch job.
-      const trace = traceCarrier();
+      const trace = traceCarrier(ctx);
       return this.enqueueNow(trace ? events.map((e) => ({ ...e, trace })) : events, client);
     });
   }

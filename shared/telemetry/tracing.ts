@@ -99,9 +99,11 @@ export function startTracing(
     // The exporter reads its URL, headers, timeout and compression from OTEL_EXPORTER_OTLP_*.
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
-  // The AsyncLocalStorage context manager and the W3C trace-context + baggage propagators
-  // (or OTEL_PROPAGATORS' choice).
-  provider.register();
+  // The W3C trace-context + baggage propagators (or OTEL_PROPAGATORS' choice), and no
+  // context manager: this package hands span contexts on explicitly (trace-context.ts
+  // inSpan), and Node 20's AsyncLocalStorage would put promise hooks on every promise of
+  // the process, the largest part of what tracing would otherwise cost.
+  provider.register({ contextManager: null });
   const handle: Tracing = {
     endpoint: endpoint.url,
     flush: () => provider.forceFlush(),

@@ -25,7 +25,9 @@ import { MemoryReplayStore } from '../receiver/support/fixtures.js';
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-provider.register();
+// As startTracing registers it: no context manager, so the spans must hand their contexts on
+// explicitly (the emit to the outbox, the dispatch to its attempt, the receiver to its stages).
+provider.register({ contextManager: null });
 t.teardown(async () => {
   await provider.shutdown();
   trace.disable();
