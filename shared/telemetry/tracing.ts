@@ -60,6 +60,13 @@ export function tracingEndpoint(
   return null;
 }
 
+/** The traces URL of an endpoint variable's value (OTLP exporter specification). */
+export function tracesUrl(endpoint: { variable: string; url: string }): string {
+  return endpoint.variable === 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+    ? endpoint.url
+    : `${endpoint.url.replace(/\/+$/, '')}/v1/traces`;
+}
+
 export interface Tracing {
   /** Where spans go (the endpoint variable's value). */
   endpoint: string;
@@ -96,8 +103,10 @@ export function startTracing(
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({
     resource,
-    // The exporter reads its URL, headers, timeout and compression from OTEL_EXPORTER_OTLP_*.
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+    // The URL as the specification derives it from the variable found in `env` (the
+    // generic endpoint gets /v1/traces appended); headers, timeout and compression the
+    // exporter reads from OTEL_EXPORTER_OTLP_* itself.
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(endpoint) }))],
   });
   // The W3C trace-context + baggage propagators (or OTEL_PROPAGATORS' choice), and no
   // context manager: this package hands span contexts on explicitly (trace-context.ts
