@@ -25,6 +25,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   'receiver-store': async () => (await import('./receiver-store.js')).run,
   storage: async () => (await import('./storage.js')).run,
   'sender-scale': async () => (await import('./sender-scale.js')).run,
+  tracing: async () => (await import('./tracing.js')).run,
 };
 
 export async function main(args: string[]): Promise<void> {

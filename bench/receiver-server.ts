@@ -20,6 +20,10 @@ import { HandlerPublisher } from '../receiver/publish/handler.js';
 import { PgReplayStore } from '../receiver/replay/pg-replay-store.js';
 import { Sidecar } from '../receiver/sidecar/server.js';
 import { parseTrust } from '../receiver/trust/trust-file.js';
+import { startTracing } from '../shared/telemetry/tracing.js';
+
+// Tracing on when the bench passes OTEL_EXPORTER_OTLP_ENDPOINT (`--tracing on|both`).
+startTracing('bench-receiver');
 
 const mode = process.argv[2];
 const env = process.env;

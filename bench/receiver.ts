@@ -16,6 +16,10 @@
  * default all). The last three are the sidecar publishing to the buyer's broker (`--publish`),
  * each durable as a buyer would run it (bench/broker-targets.ts); "in broker" counts what the
  * broker holds afterwards, which must equal "published".
+ *
+ * --tracing off|on|both (or BENCH_TRACING): on, the server exports its spans over OTLP/HTTP
+ * to a loopback sink (bench/otlp-sink.ts) and every delivery carries a traceparent, as from
+ * a traced sender; both runs each target twice, off then on, and prints the overhead.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -28,6 +32,8 @@ import { generateSigningKey, publishedJwk, type SigningKey } from '../shared/sig
 import { signWebhook } from '../shared/signing/sign.js';
 import { BROKER_MODES, brokerTargets, type BrokerMode } from './broker-targets.js';
 import { CpuMeter, type CpuPerEvent } from './cpu-meter.js';
+import { overhead, startOtlpSink, tracingEnv, tracingModes } from './otlp-sink.js';
+import { randomBytes } from 'node:crypto';
 
 const profile = brandProfile('svc');
 const SERVER = fileURLToPath(new URL('./receiver-server.ts', import.meta.url));
@@ -76,7 +82,7 @@ interface Prepared {
 }
 
 let seq = 0;
-function prepare(origin: string, key: SigningKey, n: number): Prepared[] {
+function prepare(origin: string, key: SigningKey, n: number, traced = false): Prepared[] {
   const out: Prepared[] = [];
   const path = '/webhooks/bench';
   for (let i = 0; i < n; i++) {
@@ -93,6 +99,10 @@ function prepare(origin: string, key: SigningKey, n: number): Prepared[] {
       }),
     );
     const headers = signWebhook({ method: 'POST', url: origin + path, body }, { key, profile });
+    // As a traced sender's attempt: its own span id, outside the signature.
+    if (traced) {
+      headers.traceparent = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+    }
     out.push({ path, headers, body });
   }
   return out;
@@ -204,8 +214,11 @@ function cpuColumns(cpu: CpuPerEvent): string[] {
   return [f(cpu.server), f(cpu.database), f(cpu.loadGenerator)];
 }
 
-export async function run(args: string[]): Promise<void> {
+export async function run(argv: string[]): Promise<void> {
+  const { modes: tracing, rest: args } = tracingModes(argv);
   const o = parseArgs(args);
+  const sink = tracing.includes('on') ? await startOtlpSink() : null;
+  const figures = new Map<string, { perSec: number; p99: number; cpu: number | null }>();
   const databaseUrl = process.env.DATABASE_URL ?? LOCAL_DATABASE_URL;
   const admin = createPool({ connectionString: databaseUrl, max: 2 });
   const schema = `bench_receiver_${process.pid}`;
@@ -236,56 +249,61 @@ export async function run(args: string[]): Promise<void> {
   const isBroker = (m: string): m is BrokerMode => (BROKER_MODES as readonly string[]).includes(m);
   const rows: string[][] = [];
   try {
-    for (const mode of o.modes) {
-      const server = await startServer(mode, {
-        ...env,
-        APP_URL: appUrl,
-        ...(isBroker(mode) ? { PUBLISH_URL: brokers.url(mode) } : {}),
-      });
-      const pool = new Pool(server.origin, {
-        connections: o.concurrency,
-        keepAliveTimeout: 30_000,
-      });
-      try {
-        const warm = prepare(server.origin, key, 500);
-        await throughput(pool, warm, 16, 10);
-        const items = prepare(server.origin, key, o.count);
-        const meter = await CpuMeter.start(server.child.pid as number, admin, schema);
-        const tp = await throughput(pool, items, o.concurrency, o.seconds);
-        const cpu = await meter.perEvent(tp.ok);
-        const fixed = prepare(server.origin, key, Math.round(o.rate * o.rateSeconds));
-        const lat = await fixedRate(pool, fixed, o.rate);
-        const published = await server.stop();
-        const expected = mode === 'floor' ? '-' : String(published);
-        const held = isBroker(mode) ? String(await brokers.count(mode)) : '-';
-        rows.push([
-          {
-            floor: 'bare Koa 200 (floor)',
-            library: 'library (Koa, handler)',
-            sidecar: 'sidecar (forward)',
-            'sidecar-2': 'sidecar, 2 workers (forward)',
-            nats: 'sidecar (NATS JetStream)',
-            amqp: 'sidecar (RabbitMQ)',
-            'redis-stream': 'sidecar (Redis stream, AOF)',
-          }[mode] as string,
-          tp.perSec.toFixed(0),
-          String(tp.ok),
-          String(tp.other + lat.other),
-          lat.p50.toFixed(2),
-          lat.p99.toFixed(2),
-          expected,
-          held,
-          ...cpuColumns(cpu),
-        ]);
-      } finally {
-        await pool.close();
-        server.child.kill('SIGKILL');
+    for (const mode of o.modes)
+      for (const tr of tracing) {
+        const on = tr === 'on';
+        const server = await startServer(mode, {
+          ...env,
+          APP_URL: appUrl,
+          ...(isBroker(mode) ? { PUBLISH_URL: brokers.url(mode) } : {}),
+          ...(on && sink ? tracingEnv(sink) : {}),
+        });
+        const pool = new Pool(server.origin, {
+          connections: o.concurrency,
+          keepAliveTimeout: 30_000,
+        });
+        try {
+          const warm = prepare(server.origin, key, 500, on);
+          await throughput(pool, warm, 16, 10);
+          const items = prepare(server.origin, key, o.count, on);
+          const meter = await CpuMeter.start(server.child.pid as number, admin, schema);
+          const tp = await throughput(pool, items, o.concurrency, o.seconds);
+          const cpu = await meter.perEvent(tp.ok);
+          const fixed = prepare(server.origin, key, Math.round(o.rate * o.rateSeconds), on);
+          const lat = await fixedRate(pool, fixed, o.rate);
+          figures.set(`${mode} ${tr}`, { perSec: tp.perSec, p99: lat.p99, cpu: cpu.server });
+          const published = await server.stop();
+          const expected = mode === 'floor' ? '-' : String(published);
+          const held = isBroker(mode) ? String(await brokers.count(mode)) : '-';
+          rows.push([
+            {
+              floor: 'bare Koa 200 (floor)',
+              library: 'library (Koa, handler)',
+              sidecar: 'sidecar (forward)',
+              'sidecar-2': 'sidecar, 2 workers (forward)',
+              nats: 'sidecar (NATS JetStream)',
+              amqp: 'sidecar (RabbitMQ)',
+              'redis-stream': 'sidecar (Redis stream, AOF)',
+            }[mode]! + (tracing.length > 1 || on ? `, tracing ${tr}` : ''),
+            tp.perSec.toFixed(0),
+            String(tp.ok),
+            String(tp.other + lat.other),
+            lat.p50.toFixed(2),
+            lat.p99.toFixed(2),
+            expected,
+            held,
+            ...cpuColumns(cpu),
+          ]);
+        } finally {
+          await pool.close();
+          server.child.kill('SIGKILL');
+        }
       }
-    }
   } finally {
     await new Promise<void>((r) => app.close(() => r()));
     app.closeAllConnections();
     await brokers.close();
+    await sink?.close();
     await dropSchema(admin, schema).catch(() => {});
     await admin.end();
   }
@@ -315,4 +333,29 @@ export async function run(args: string[]): Promise<void> {
       '',
     ].join('\n'),
   );
+  if (tracing.length > 1) process.stdout.write(overheadTable(o.modes, figures));
+}
+
+/** Tracing on against off per target: events/s, p99 and the server's CPU per event. */
+function overheadTable(
+  modes: string[],
+  figures: Map<string, { perSec: number; p99: number; cpu: number | null }>,
+): string {
+  const lines = [
+    'tracing overhead (on vs off; CPU per event is the figure that holds on a shared machine):',
+    '| target | events/s off → on | Δ | p99 ms off → on | server CPU µs/event off → on | Δ |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const mode of modes) {
+    const off = figures.get(`${mode} off`);
+    const on = figures.get(`${mode} on`);
+    if (!off || !on) continue;
+    const cpu = (v: number | null) => (v === null ? '-' : v.toFixed(0));
+    lines.push(
+      `| ${mode} | ${off.perSec.toFixed(0)} → ${on.perSec.toFixed(0)} | ${overhead(off.perSec, on.perSec, true)} | ` +
+        `${off.p99.toFixed(2)} → ${on.p99.toFixed(2)} | ${cpu(off.cpu)} → ${cpu(on.cpu)} | ` +
+        `${off.cpu !== null && on.cpu !== null ? overhead(off.cpu, on.cpu, false) : '-'} |`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
 }

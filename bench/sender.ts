@@ -11,6 +11,11 @@
  * `--console-indexes=off` (or BENCH_CONSOLE_INDEXES=off) drops the operator console's
  * indexes (sender/console/migrations.ts CONSOLE_INDEXES) after migrating: run it with and
  * without, on a quiet machine, to see what they cost the insert and settle path (A/B).
+ *
+ * `--tracing=off|on|both` (or BENCH_TRACING): on, the bench (emit, outbox spans) and its
+ * workers (dispatch, attempt, settle) export their spans over OTLP/HTTP to a loopback sink
+ * (bench/otlp-sink.ts) and every attempt carries a traceparent; both runs everything off,
+ * then on, and prints the overhead side by side.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -27,6 +32,8 @@ import { NotificationCore } from '../sender/core/notification-core.js';
 import { DeliveryQueue, type DispatchItem } from '../sender/delivery/queue.js';
 import { CONSOLE_INDEXES } from '../sender/console/migrations.js';
 import { migrateSender } from '../sender/schema.js';
+import { startTracing } from '../shared/telemetry/tracing.js';
+import { overhead, startOtlpSink, tracingEnv, tracingModes, type OtlpSink } from './otlp-sink.js';
 import {
   breakdown,
   cpuSince,
@@ -88,7 +95,52 @@ export function consoleIndexesFlag(args: string[]): { on: boolean; rest: string[
   return { on: value === 'on', rest };
 }
 
+interface SenderFigures {
+  /** Deliveries/s end to end, by worker processes. */
+  throughput: Map<number, number>;
+  p50: number;
+  p99: number;
+}
+
 export async function run(argv: string[]): Promise<void> {
+  const { modes, rest } = tracingModes(argv);
+  const sink = modes.includes('on') ? await startOtlpSink() : null;
+  const results: SenderFigures[] = [];
+  try {
+    for (const tr of modes) {
+      if (modes.length > 1 || tr === 'on') process.stdout.write(`\n## tracing ${tr}\n`);
+      results.push(await runOnce(rest, tr === 'on' ? sink : null));
+    }
+  } finally {
+    await sink?.close();
+  }
+  const [off, on] = results;
+  if (!off || !on) return;
+  const rows = [
+    '\ntracing overhead (on vs off):',
+    '| figure | off | on | Δ |',
+    '|---|---|---|---|',
+  ];
+  for (const [workers, v] of off.throughput) {
+    const w = on.throughput.get(workers) ?? NaN;
+    rows.push(
+      `| deliveries/s, ${workers} worker${workers > 1 ? 's' : ''} | ${v.toFixed(0)} | ${w.toFixed(0)} | ${overhead(v, w, true)} |`,
+    );
+  }
+  rows.push(
+    `| p50 ms at 500/s | ${off.p50.toFixed(1)} | ${on.p50.toFixed(1)} | ${overhead(off.p50, on.p50, false)} |`,
+    `| p99 ms at 500/s | ${off.p99.toFixed(1)} | ${on.p99.toFixed(1)} | ${overhead(off.p99, on.p99, false)} |`,
+  );
+  process.stdout.write(`${rows.join('\n')}\n`);
+}
+
+async function runOnce(argv: string[], sink: OtlpSink | null): Promise<SenderFigures> {
+  const figures: SenderFigures = { throughput: new Map(), p50: NaN, p99: NaN };
+  // The bench process emits (webhook.emit, webhook.outbox); its workers do the rest.
+  const tracing = sink
+    ? startTracing('bench-sender', { ...process.env, ...tracingEnv(sink) })
+    : null;
+  const traceEnv: Record<string, string> = sink ? tracingEnv(sink) : {};
   const { on: consoleIndexes, rest: args } = consoleIndexesFlag(argv);
   const total = Number(args[0] ?? 20_000);
   const rateSeconds = Number(args[1] ?? 10);
@@ -146,6 +198,7 @@ export async function run(argv: string[]): Promise<void> {
           BENCH_SCHEMA: schema,
           BENCH_KEY: JSON.stringify(privateJwk),
           BENCH_PER_ORIGIN: String(256 * workers),
+          ...traceEnv,
           ...workerEnv,
         });
         ws.push(w.proc);
@@ -200,6 +253,7 @@ export async function run(argv: string[]): Promise<void> {
         const enqueued = now() - t0;
         const s = await waitDelivered(total, 120_000);
         const elapsed = now() - t0;
+        figures.throughput.set(workers, (s.count / elapsed) * 1000);
         rows.push([
           `throughput, ${workers} worker process${workers > 1 ? 'es' : ''}`,
           `${s.count}/${total}`,
@@ -279,6 +333,8 @@ export async function run(argv: string[]): Promise<void> {
         gcObserver.disconnect();
         received = s.arrivals;
         const sorted = [...s.latencies].sort((a, b) => a - b);
+        figures.p50 = pct(sorted, 50);
+        figures.p99 = pct(sorted, 99);
         rows.push([
           `latency at ${rate}/s for ${rateSeconds} s, 1 worker`,
           `${s.count}/${n}`,
@@ -315,5 +371,7 @@ export async function run(argv: string[]): Promise<void> {
     redis.disconnect();
     await dropSchema(pool, schema).catch(() => {});
     await pool.end();
+    await tracing?.shutdown();
   }
+  return figures;
 }

@@ -1,9 +1,11 @@
 /**
  * Prometheus metrics of the sender: deliveries by outcome, attempts by result, attempt
- * latency, retries, queue depth. Names carry no brand word.
+ * latency, retries, queue depth per dispatch shard, age of the oldest pending delivery.
+ * Names carry no brand word; every name is listed in sender/README.md (Metrics).
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DeliveryQueue } from './delivery/queue.js';
+import type { Outbox } from './outbox/outbox.js';
 
 export class SenderMetrics {
   readonly registry: Registry;
@@ -12,6 +14,7 @@ export class SenderMetrics {
   readonly retries: Counter;
   readonly attemptSeconds: Histogram;
   private queue: DeliveryQueue | null = null;
+  private outbox: Pick<Outbox, 'oldestPendingSeconds'> | null = null;
 
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
@@ -41,21 +44,40 @@ export class SenderMetrics {
     const watched = (): DeliveryQueue | null => this.queue;
     new Gauge({
       name: 'webhook_queue_depth',
-      help: 'Delivery jobs in the queue, by state',
-      labelNames: ['state'],
+      help: 'Delivery jobs in the queue, by dispatch shard and state (waiting, delayed, active)',
+      labelNames: ['shard', 'state'],
       registers: [registry],
       async collect() {
         const queue = watched();
         if (!queue) return;
-        const d = await queue.depth();
-        this.set({ state: 'waiting' }, d.waiting);
-        this.set({ state: 'delayed' }, d.delayed);
-        this.set({ state: 'active' }, d.active);
+        const shards = await queue.depthByShard();
+        for (const [i, d] of shards.entries()) {
+          const shard = String(i);
+          this.set({ shard, state: 'waiting' }, d.waiting);
+          this.set({ shard, state: 'delayed' }, d.delayed);
+          this.set({ shard, state: 'active' }, d.active);
+        }
+      },
+    });
+    const outbox = (): Pick<Outbox, 'oldestPendingSeconds'> | null => this.outbox;
+    new Gauge({
+      name: 'webhook_oldest_pending_seconds',
+      help: 'Age of the oldest delivery not yet finished (0 when none is pending)',
+      registers: [registry],
+      async collect() {
+        const o = outbox();
+        if (o) this.set(await o.oldestPendingSeconds());
       },
     });
   }
 
+  /** Reports this queue's depth per shard at each scrape. */
   watchQueue(queue: DeliveryQueue): void {
     this.queue = queue;
+  }
+
+  /** Reports the age of this outbox's oldest pending delivery at each scrape (one query). */
+  watchOutbox(outbox: Pick<Outbox, 'oldestPendingSeconds'>): void {
+    this.outbox = outbox;
   }
 }

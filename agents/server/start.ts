@@ -4,6 +4,7 @@
  * still starting, since the embedded PostgreSQL may take a while), or when the npm that ran
  * it (`npm start`) is gone.
  */
+import { shutdownTracing, startTracing } from '../../shared/telemetry/tracing.js';
 import { isProduction, type Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
 import { ServiceUnavailableError } from '../../shared/infra/services.js';
@@ -50,6 +51,8 @@ export function portInUseMessage(err: NodeJS.ErrnoException, config: Config): st
 
 export async function runStart(config: Config): Promise<void> {
   const logger = createLogger({ name: `${config.SVC_BRAND}-agents`, level: config.LOG_LEVEL });
+  // OTLP export of the emit-to-settle spans when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set.
+  startTracing(`${config.SVC_BRAND}-agents`);
   const { startAgentsService } = await import('./service.js');
   // Stop cleanly whenever the signal comes, also while still starting (embedded PostgreSQL).
   let signalled: string | null = null;
@@ -103,6 +106,7 @@ export async function runStart(config: Config): Promise<void> {
   if (signalled === null) await new Promise<void>((r) => (wake = r));
   logger.info({ signal: signalled }, 'stopping');
   await service.stop();
+  await shutdownTracing();
   process.off('SIGTERM', onTerm);
   process.off('SIGINT', onInt);
   unwatch();

@@ -10,6 +10,10 @@ import { DeliveryQueue, isBatchJob } from '../../sender/delivery/queue.js';
 import { DeliveryWorker } from '../../sender/delivery/worker.js';
 import type { Transport } from '../../sender/delivery/transport.js';
 import { createStatePool, Outbox } from '../../sender/outbox/outbox.js';
+import { startTracing } from '../../shared/telemetry/tracing.js';
+
+// Tracing on when the bench passes OTEL_EXPORTER_OTLP_ENDPOINT (`--tracing=on|both`).
+startTracing('bench-worker');
 
 const env = process.env;
 const now = () => performance.timeOrigin + performance.now();

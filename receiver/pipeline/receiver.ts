@@ -44,6 +44,8 @@ import {
   type ReceiverRequest,
 } from './stages.js';
 import { parsePublicOrigins } from './public-origins.js';
+import { receiveSpan, stageSpan, traceForApp } from './tracing.js';
+import type { Context } from '@opentelemetry/api';
 
 export type { ReceiverResponse, ReceiverRequest };
 
@@ -197,8 +199,15 @@ export class WebhookReceiver {
     await this.store.migrate();
   }
 
-  /** Runs one delivery through every stage; never throws, never answers 500. */
-  async handle(req: ReceiverRequest): Promise<ReceiverResponse> {
+  /**
+   * Runs one delivery through every stage; never throws, never answers 500. Traced as one
+   * `webhook.receive` span continuing the request's `traceparent` (./tracing.ts).
+   */
+  handle(req: ReceiverRequest): Promise<ReceiverResponse> {
+    return receiveSpan(req.headers, req.method, (ctx) => this.handleNow(req, ctx));
+  }
+
+  private async handleNow(req: ReceiverRequest, ctx: Context): Promise<ReceiverResponse> {
     let res: ReceiverResponse;
     const d: Delivery = {
       req,
@@ -208,7 +217,7 @@ export class WebhookReceiver {
       replay: new DeferredReplay(this.replay),
     };
     try {
-      res = await this.run(d);
+      res = await this.run(d, ctx);
     } catch (err) {
       this.parts.log.error({ event: 'webhook_internal_error', err }, 'receiver internal failure');
       res = retryLater('receiver_unavailable', 'temporarily unavailable', this.parts.retryAfter);
@@ -220,31 +229,44 @@ export class WebhookReceiver {
     return res;
   }
 
-  /** The stages in order; the first `Halt` is the answer. */
-  private async run(d: Delivery): Promise<ReceiverResponse> {
+  /** The stages in order, in four spans (gate, verify, claim, publish); the first `Halt` is the answer. */
+  private async run(d: Delivery, ctx: Context): Promise<ReceiverResponse> {
     const p = this.parts;
-    const gated = gate(p, d.req);
+    const gated = await stageSpan('webhook.gate', ctx, async () => gate(p, d.req));
     if (gated instanceof Halt) return gated.res;
+    const checked = await stageSpan('webhook.verify', ctx, () => this.verified(d, gated.declared));
+    if (checked instanceof Halt) return checked.res;
+    const { auth, body, value, event } = checked;
+    const claimed = await stageSpan('webhook.claim', ctx, async () => {
+      const c = await claim(p, d, auth, event, value);
+      if (c instanceof Halt) return c;
+      const ordered = await order(p, c);
+      return ordered instanceof Halt ? ordered : { claimed: c, stale: ordered.stale };
+    });
+    if (claimed instanceof Halt) return claimed.res;
+    const published = await stageSpan('webhook.publish', ctx, (publishCtx) => {
+      const e = receivedEvent(auth, event, claimed.claimed, body, claimed.stale);
+      const trace = traceForApp(d.req.headers, publishCtx);
+      if (trace) e.trace = trace;
+      return publish(p, claimed.claimed, e);
+    });
+    if (published instanceof Halt) return published.res;
+    return acknowledge(p, claimed.claimed, published.outcome);
+  }
+
+  /** Authenticate, verify, parse and read the envelope: the `webhook.verify` span. */
+  private async verified(d: Delivery, declared: string | null) {
+    const p = this.parts;
     const pending = await authenticate(p, d);
-    if (pending instanceof Halt) return pending.res;
-    const verified = await verify(p, d, gated.declared, pending);
-    if (verified instanceof Halt) return verified.res;
+    if (pending instanceof Halt) return pending;
+    const verified = await verify(p, d, declared, pending);
+    if (verified instanceof Halt) return verified;
     const { auth, body } = verified;
     const parsed = await parse(p, d, auth, body);
-    if (parsed instanceof Halt) return parsed.res;
+    if (parsed instanceof Halt) return parsed;
     const event = await envelope(p, d, auth, parsed.value);
-    if (event instanceof Halt) return event.res;
-    const claimed = await claim(p, d, auth, event, parsed.value);
-    if (claimed instanceof Halt) return claimed.res;
-    const ordered = await order(p, claimed);
-    if (ordered instanceof Halt) return ordered.res;
-    const published = await publish(
-      p,
-      claimed,
-      receivedEvent(auth, event, claimed, body, ordered.stale),
-    );
-    if (published instanceof Halt) return published.res;
-    return acknowledge(p, claimed, published.outcome);
+    if (event instanceof Halt) return event;
+    return { auth, body, value: parsed.value, event };
   }
 
   /** Starts the retention purge job of the delivery store. */

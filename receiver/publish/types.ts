@@ -5,6 +5,7 @@
  * attempted again for the same key after an owner died mid-way (`redelivery`), so targets
  * that can deduplicate should use (sender, idempotencyKey).
  */
+import type { TraceCarrier } from '../../shared/telemetry/trace-context.js';
 import type { WebhookKind } from '../pipeline/envelope.js';
 
 export interface ReceivedEvent {
@@ -37,6 +38,11 @@ export interface ReceivedEvent {
   /** A previous owner of this key may have attempted publication before it died. */
   redelivery: boolean;
   auth: { mode: 'rfc9421' | 'hmac' | 'bearer'; keyid: string | null };
+  /**
+   * The W3C trace context to continue in the app (`traceparent`, `tracestate`): the
+   * receiver's publish span when tracing is on, else the sender's own when it sent one.
+   */
+  trace?: TraceCarrier;
 }
 
 export interface Publisher {
@@ -77,7 +83,8 @@ export function eventHeaderNames(brand: string): {
 /**
  * An event's metadata as string headers: the same set whatever carries the event (an HTTP
  * forward's headers, a NATS message's headers, AMQP message headers, Redis stream fields), so
- * an app can move between modes without re-reading its input. Members the event lacks
+ * an app can move between modes without re-reading its input, plus the W3C `traceparent` /
+ * `tracestate` when the event carries a trace context. Members the event lacks
  * (a task id on a governance webhook, say) are left out rather than sent empty.
  */
 export function eventHeaders(e: ReceivedEvent, brand: string): Record<string, string> {
@@ -95,6 +102,11 @@ export function eventHeaders(e: ReceivedEvent, brand: string): Record<string, st
   if (e.taskType !== null) h[n.taskType] = e.taskType;
   if (e.status !== null) h[n.status] = e.status;
   if (e.notificationId !== null) h[n.notificationId] = e.notificationId;
+  // The standard names, so the app's own OpenTelemetry propagator finds them.
+  if (e.trace) {
+    h.traceparent = e.trace.traceparent;
+    if (e.trace.tracestate) h.tracestate = e.trace.tracestate;
+  }
   return h;
 }
 
@@ -110,5 +122,7 @@ export function eventFlags(e: ReceivedEvent): Record<string, unknown> {
     task_id: e.taskId,
     notification_id: e.notificationId,
     status: e.status,
+    ...(e.trace ? { traceparent: e.trace.traceparent } : {}),
+    ...(e.trace?.tracestate ? { tracestate: e.trace.tracestate } : {}),
   };
 }

@@ -148,14 +148,25 @@ export function registerReceiverCommand(program: Command): void {
         'DATABASE_URL holds the idempotency store, replay cache and queue (unset: an embedded\n' +
         'PostgreSQL of its own under <SVC_DATA_DIR>/receiver, named at start-up);\n' +
         'SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
-        '/_queue/ack). /healthz and /metrics are served on the same address.',
+        '/_queue/ack). /healthz and /metrics are served on the same address (metric names:\n' +
+        'receiver/README.md).\n' +
+        '\nTracing: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,\n' +
+        "each delivery continues the sender's traceparent (spans gate, verify, claim, publish)\n" +
+        'and is exported over OTLP/HTTP; the app gets traceparent/tracestate with the event\n' +
+        '(forward request header, broker message header). Unset, nothing is traced and an\n' +
+        'incoming well-formed traceparent is handed on unchanged.',
     )
     .action(async (flags: Flags) => {
       try {
         const { runReceiver } = await import('./run.js');
         await runReceiver(flags);
       } catch (err) {
-        if (err instanceof UsageError || (err as Error).name === 'TrustFileError') {
+        const name = (err as Error).name;
+        if (
+          err instanceof UsageError ||
+          name === 'TrustFileError' ||
+          name === 'TracingConfigError'
+        ) {
           process.stderr.write(`svc receiver: ${(err as Error).message}\n`);
           process.exitCode = 2;
           return;

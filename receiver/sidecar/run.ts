@@ -15,6 +15,7 @@ import { STDOUT_TARGET } from '../publish/stdout.js';
 import { QUEUE_NAME } from '../publish/queue.js';
 import { parseBrokerTarget } from '../publish/broker-target.js';
 import { loadTrustFile } from '../trust/trust-file.js';
+import { shutdownTracing, startTracing } from '../../shared/telemetry/tracing.js';
 import { intFlag, parseListen, PortInUseError, UsageError, type Flags } from './flags.js';
 import { consoleTokenSources, resolveConsoleToken } from './console-token.js';
 import { receiverDatabase, verifierDependencies, type ReceiverDatabase } from './dependencies.js';
@@ -141,6 +142,9 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     runPrimary(workers, logger, db);
     return null;
   }
+  // OTLP export when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (each serving process its
+  // own exporter); nothing otherwise. A malformed endpoint stops the command here.
+  startTracing('svc-receiver');
   if (consoleToken?.source === 'flag') {
     logger.warn(
       { event: 'console_token_on_command_line' },
@@ -267,6 +271,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
       .then(() => deps.close())
       .then(() => pool.end())
       .then(() => db.stop())
+      .then(() => shutdownTracing())
       .then(
         () => process.exit(0),
         () => process.exit(1),

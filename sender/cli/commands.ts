@@ -2,6 +2,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { brandProfile, BRANDS, type Brand } from '../../shared/brand.js';
 import { envOption, flagsToEnv, plainOption } from '../../cli/env-option.js';
+import { parseMetricsListen } from './metrics-server.js';
 import { keysDirOf, loadConfigOrExit, type Config } from '../../shared/config.js';
 import type { commandServices as CommandServicesFn } from '../../shared/infra/command-services.js';
 
@@ -95,8 +96,16 @@ export function registerSenderCommands(program: Command): void {
     )
     .addOption(
       plainOption(
+        '--metrics-listen <host:port>',
+        'serve Prometheus /metrics at host:port (a bare port: 127.0.0.1, loopback only); ' +
+          'the metrics are listed in sender/README.md',
+        'off',
+      ).argParser(parseMetricsListen),
+    )
+    .addOption(
+      plainOption(
         '--metrics-port <port>',
-        'serve Prometheus /metrics on this port',
+        'the same as --metrics-listen SVC_HTTP_HOST:port',
         'off',
       ).argParser(positiveInt(65535)),
     )
@@ -122,7 +131,12 @@ export function registerSenderCommands(program: Command): void {
       '\nREDIS_CLUSTER_NODES=host:port,... (instead of REDIS_URL) runs on a Redis Cluster; the\n' +
         'deliveries are spread over SVC_DISPATCH_SHARDS queues by destination origin.\n' +
         '\nWith DATABASE_URL and REDIS_URL unset, the worker joins the svc start running on\n' +
-        'SVC_DATA_DIR (its embedded PostgreSQL, its Redis, its queue prefix and allow-list).',
+        'SVC_DATA_DIR (its embedded PostgreSQL, its Redis, its queue prefix and allow-list).\n' +
+        '\nTracing: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,\n' +
+        "each delivery's spans (dispatch, attempt, settle) are exported over OTLP/HTTP and each\n" +
+        'attempt carries a W3C traceparent header (outside the signature); unset, nothing is\n' +
+        'traced. The other OTEL_* variables (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS,\n' +
+        'OTEL_TRACES_SAMPLER...) apply as the OpenTelemetry SDK defines them.',
     )
     .action(
       async (opts: {
@@ -132,6 +146,7 @@ export function registerSenderCommands(program: Command): void {
         schema?: string;
         prefix?: string;
         metricsPort?: number;
+        metricsListen?: { host: string; port: number };
         wait?: string;
         durableClaims?: string;
         shards?: string;
@@ -148,7 +163,11 @@ export function registerSenderCommands(program: Command): void {
           perOrigin: opts.perOrigin ?? 16,
           schema: opts.schema ?? 'sender',
           ...(opts.prefix ? { prefix: opts.prefix } : {}),
-          ...(opts.metricsPort ? { metricsPort: opts.metricsPort } : {}),
+          ...(opts.metricsListen
+            ? { metricsListen: opts.metricsListen }
+            : opts.metricsPort
+              ? { metricsListen: { host: config.SVC_HTTP_HOST, port: opts.metricsPort } }
+              : {}),
           ...(opts.shards ? { shards: opts.shards } : {}),
         });
       },

@@ -3,7 +3,7 @@
  * against one Redis and one PostgreSQL. SIGTERM/SIGINT: stop taking jobs, finish the
  * running ones, flush the activity log, exit.
  */
-import { createServer } from 'node:http';
+import type { Server } from 'node:http';
 import { brandProfile } from '../../shared/brand.js';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
@@ -20,6 +20,8 @@ import { KeySet } from '../keys/key-set.js';
 import { SenderMetrics } from '../metrics.js';
 import { createStatePool, Outbox } from '../outbox/outbox.js';
 import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../schema.js';
+import { shutdownTracing, startTracing } from '../../shared/telemetry/tracing.js';
+import { serveMetrics } from './metrics-server.js';
 
 export interface WorkerCommandOptions {
   keysDir: string;
@@ -28,7 +30,8 @@ export interface WorkerCommandOptions {
   perOrigin: number;
   schema?: string;
   prefix?: string;
-  metricsPort?: number;
+  /** Where to serve Prometheus /metrics (`--metrics-listen`; unset: not served). */
+  metricsListen?: { host: string; port: number };
   /** The dispatch shards this process consumes (`all`, or e.g. `0-7,12`). */
   shards?: string;
 }
@@ -42,6 +45,8 @@ export function allowHostsOf(value: string): string[] {
 
 export async function runWorker(config: Config, o: WorkerCommandOptions): Promise<void> {
   const logger = createLogger({ name: 'svc-worker', level: config.LOG_LEVEL });
+  // OTLP export when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set; nothing otherwise.
+  const tracing = startTracing('svc-worker');
   // Checked before connecting to anything: a bad list ends the command at once.
   parseShardSelection(o.shards ?? 'all', config.SVC_DISPATCH_SHARDS);
   const profile = brandProfile(config.SVC_BRAND);
@@ -87,6 +92,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
   const activity = new ActivityLog({ pool, schema, logger });
   const metrics = new SenderMetrics();
   metrics.watchQueue(queue);
+  metrics.watchOutbox(outbox);
   // A single-node client answered by a cluster (a node given as REDIS_URL that the start-up
   // probe did not catch): one fatal line, then exit 1, never a loop on MOVED.
   let stopNow: (() => void) | null = null;
@@ -116,19 +122,10 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     metrics,
     logger,
   });
-  let server: ReturnType<typeof createServer> | null = null;
-  if (o.metricsPort !== undefined) {
-    server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      metrics.registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
-      );
-    });
-    server.listen(o.metricsPort, config.SVC_HTTP_HOST);
+  let server: Server | null = null;
+  let metricsUrl: string | null = null;
+  if (o.metricsListen !== undefined) {
+    ({ server, url: metricsUrl } = await serveMetrics(metrics.registry, o.metricsListen));
   }
   logger.info(
     {
@@ -140,6 +137,8 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
       consumedShards: o.shards ?? 'all',
       redis: redactUrl(services.redisUrl),
       durableClaims,
+      metrics: metricsUrl,
+      tracing: tracing?.endpoint ?? null,
     },
     'delivery worker started',
   );
@@ -160,5 +159,7 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
   workerRedis.disconnect();
   await statePool.end();
   await pool.end();
+  // The spans of the last attempts go out before the process ends.
+  await shutdownTracing();
   logger.info('delivery worker stopped');
 }

@@ -30,6 +30,7 @@ import type {
   MediaBuyChannelsConfig,
   MediaBuyTerminal,
 } from './channels-api.js';
+import { inSpan, traceCarrier, type TraceCarrier } from '../../shared/telemetry/trace-context.js';
 import {
   parseA2aPushConfig,
   parsePushNotificationConfig,
@@ -217,7 +218,30 @@ export class NotificationCore {
    * `push_notification_config`, the A2A shape of the registered version for an A2A
    * transport config, both when both were given. Resolves to the outbox ids.
    */
-  async taskStatusChanged(change: TaskStatusChange): Promise<string[]> {
+  taskStatusChanged(change: TaskStatusChange): Promise<string[]> {
+    // The root of a delivery's trace (or a child of the caller's span): outbox, dispatch,
+    // each attempt and the settle follow it, across the queue (shared/telemetry).
+    return inSpan(
+      'webhook.emit',
+      {
+        attributes: {
+          'webhook.task_id': change.taskId,
+          'webhook.task_status': change.status,
+          'webhook.task_type': change.taskType,
+        },
+      },
+      async (span, ctx) => {
+        const ids = await this.emitTaskStatus(change, traceCarrier(ctx));
+        span.setAttribute('webhook.events', ids.length);
+        return ids;
+      },
+    );
+  }
+
+  private async emitTaskStatus(
+    change: TaskStatusChange,
+    trace: TraceCarrier | undefined,
+  ): Promise<string[]> {
     if (isTerminalStatus(change.initialStatus)) return [];
     if (change.pushNotificationConfig === undefined && change.a2aConfig === undefined) return [];
     const context =
@@ -234,6 +258,8 @@ export class NotificationCore {
       ...(change.notificationId ? { notificationId: change.notificationId } : {}),
       ...(change.mediaBuyId ? { mediaBuyId: change.mediaBuyId } : {}),
       ...(change.principalId ? { principalId: change.principalId } : {}),
+      // The emit's span: the outbox's span is its child (whatever context manager runs).
+      ...(trace ? { trace } : {}),
     };
 
     if (change.pushNotificationConfig !== undefined) {

@@ -8,6 +8,7 @@
  */
 import { Queue, type ConnectionOptions, type Job, type JobsOptions, type JobType } from 'bullmq';
 import { hashTaggedPrefix } from '../../shared/infra/redis.js';
+import type { TraceCarrier } from '../../shared/telemetry/trace-context.js';
 import { DEFAULT_DISPATCH_SHARDS, shardOf, shardPrefixes } from './shards.js';
 
 export const DELIVERY_QUEUE_NAME = 'webhook-delivery';
@@ -19,6 +20,8 @@ export interface RowJobData {
   id: string;
   /** `scheme://host[:port]` of the target, for the per-origin limiter before any I/O. */
   origin: string;
+  /** The trace context of the row's emit (tracing on): its attempts join that trace. */
+  trace?: TraceCarrier;
 }
 
 /**
@@ -30,12 +33,19 @@ export interface RowJobData {
 export interface BatchJobData {
   ids: string[];
   origins: string[];
+  /** Per id, the trace context of its emit (null: none); absent when no row has one. */
+  traces?: Array<TraceCarrier | null>;
 }
 
 export type DeliveryJobData = RowJobData | BatchJobData;
 
 export function isBatchJob(data: DeliveryJobData): data is BatchJobData {
   return Array.isArray((data as BatchJobData).ids);
+}
+
+/** The trace context of the `i`-th row of a batch job, if it carries one. */
+export function batchTrace(data: BatchJobData, i: number): TraceCarrier | undefined {
+  return data.traces?.[i] ?? undefined;
 }
 
 /** The origin of the `i`-th row of a batch job. */
@@ -48,6 +58,8 @@ export interface DispatchItem {
   origin: string;
   /** Unix ms; the job waits in the delayed set until then. */
   notBefore?: number;
+  /** The trace context the row's attempts continue (the emit's). */
+  trace?: TraceCarrier;
 }
 
 /** Pending rows of one origin due together, as a recovery puts them back. */
@@ -86,6 +98,20 @@ export const DELIVERY_JOB_OPTIONS: JobsOptions = {
 
 /** Rows of one recovery batch job (one origin, due together). */
 export const RECOVERY_BATCH_ROWS = 250;
+
+export interface QueueDepth {
+  waiting: number;
+  delayed: number;
+  active: number;
+}
+
+function depthOf(c: Record<string, number>): QueueDepth {
+  return {
+    waiting: (c.waiting ?? 0) + (c.prioritized ?? 0),
+    delayed: c.delayed ?? 0,
+    active: c.active ?? 0,
+  };
+}
 
 type BulkJob = Parameters<Queue<DeliveryJobData>['addBulk']>[0][number];
 
@@ -155,7 +181,11 @@ export class DeliveryQueue {
         const group = shardItems.slice(i, i + batchSize);
         list.push({
           name: 'deliver-batch',
-          data: { ids: group.map((g) => g.id), origins: group.map((g) => g.origin) },
+          data: {
+            ids: group.map((g) => g.id),
+            origins: group.map((g) => g.origin),
+            ...(group.some((g) => g.trace) ? { traces: group.map((g) => g.trace ?? null) } : {}),
+          },
           // Row ids are unique, so the first and last of a group name it uniquely.
           opts: { jobId: `obb-${group[0]!.id}-${group.at(-1)!.id}` },
         });
@@ -175,7 +205,9 @@ export class DeliveryQueue {
         s,
         shardItems.map((item) => ({
           name: 'deliver',
-          data: { id: item.id, origin: item.origin },
+          data: item.trace
+            ? { id: item.id, origin: item.origin, trace: item.trace }
+            : { id: item.id, origin: item.origin },
           opts: {
             jobId: jobIdFor(item.id),
             ...(item.notBefore && item.notBefore > now ? { delay: item.notBefore - now } : {}),
@@ -236,14 +268,19 @@ export class DeliveryQueue {
     return out;
   }
 
-  /** Jobs waiting, delayed or running: the depth the metrics report. */
-  async depth(): Promise<{ waiting: number; delayed: number; active: number }> {
+  /** Jobs waiting, delayed or running, summed over the shards. */
+  async depth(): Promise<QueueDepth> {
     const c = await this.jobCounts('waiting', 'delayed', 'active', 'prioritized');
-    return {
-      waiting: (c.waiting ?? 0) + (c.prioritized ?? 0),
-      delayed: c.delayed ?? 0,
-      active: c.active ?? 0,
-    };
+    return depthOf(c);
+  }
+
+  /** Jobs waiting, delayed or running in each shard (index = shard): the depth metric. */
+  async depthByShard(): Promise<QueueDepth[]> {
+    return Promise.all(
+      this.queues.map(async (q) =>
+        depthOf(await q.getJobCounts('waiting', 'delayed', 'active', 'prioritized')),
+      ),
+    );
   }
 
   /** Removes every shard queue's keys (tests, `svc send`'s private queue). */

@@ -19,8 +19,16 @@ import { attemptHeaders, type Signer } from './authenticate.js';
 import { nextDelay, type BackoffOptions } from './backoff.js';
 import { classify, type AttemptResult, type Verdict } from './classify.js';
 import { OriginLimiter } from './origin-limiter.js';
+import { SpanKind, type Context } from '@opentelemetry/api';
+import {
+  contextOf,
+  inSpan,
+  traceCarrier,
+  type TraceCarrier,
+} from '../../shared/telemetry/trace-context.js';
 import {
   batchOrigin,
+  batchTrace,
   isBatchJob,
   type BatchJobData,
   type DeliveryJobData,
@@ -335,7 +343,7 @@ export class DeliveryWorker {
   private async process(job: Job<DeliveryJobData>, token?: string): Promise<void> {
     const data = job.data;
     if (isBatchJob(data)) return this.processBatch(data, job.timestamp);
-    const step = await this.step(data.id, data.origin, job.timestamp);
+    const step = await this.step(data.id, data.origin, job.timestamp, data.trace);
     if (step.kind === 'later') await this.later(job, token, step.at);
   }
 
@@ -350,10 +358,15 @@ export class DeliveryWorker {
     const one = async (i: number) => {
       const id = data.ids[i]!;
       const origin = batchOrigin(data, i);
+      const trace = batchTrace(data, i);
       await this.slots.acquire();
       try {
-        const step = await this.step(id, origin, jobTimestamp);
-        if (step.kind === 'later') handoff.push({ id, origin, notBefore: step.at });
+        const step = await this.step(id, origin, jobTimestamp, trace);
+        if (step.kind === 'later') {
+          handoff.push(
+            trace ? { id, origin, notBefore: step.at, trace } : { id, origin, notBefore: step.at },
+          );
+        }
       } finally {
         this.slots.release();
       }
@@ -369,8 +382,37 @@ export class DeliveryWorker {
     await this.outbox.queue.dispatch(handoff);
   }
 
+  /**
+   * One row in its `webhook.dispatch` span, a child of the emit's trace context when the
+   * job carries one (a recovered row's job does not: its span starts a trace).
+   */
+  private step(
+    id: string,
+    origin: string,
+    jobTimestamp: number,
+    trace: TraceCarrier | undefined,
+  ): Promise<Step> {
+    return inSpan(
+      'webhook.dispatch',
+      {
+        parent: contextOf(trace as Record<string, string> | undefined),
+        attributes: { 'webhook.outbox_id': id, 'webhook.origin': origin },
+      },
+      async (span, ctx) => {
+        const step = await this.stepNow(id, origin, jobTimestamp, ctx);
+        span.setAttribute('webhook.next', step.kind);
+        return step;
+      },
+    );
+  }
+
   /** One row: admission, claim, attempt. Says whether the row needs another run, and when. */
-  private async step(id: string, origin: string, jobTimestamp: number): Promise<Step> {
+  private async stepNow(
+    id: string,
+    origin: string,
+    jobTimestamp: number,
+    ctx: Context,
+  ): Promise<Step> {
     const admission = await this.limiter.acquire(origin);
     if (!admission.ok) return { kind: 'later', at: Date.now() + admission.waitMs };
     try {
@@ -404,7 +446,7 @@ export class DeliveryWorker {
       }
       this.claimed.add(claimed.id);
       try {
-        const next = await this.attempt(claimed, origin);
+        const next = await this.attempt(claimed, origin, ctx);
         return next === null ? DONE : { kind: 'later', at: next };
       } finally {
         this.claimed.delete(claimed.id);
@@ -415,8 +457,7 @@ export class DeliveryWorker {
   }
 
   /** Sends one attempt and records it; resolves to the next attempt's time, or null. */
-  private async attempt(c: ClaimedEvent, origin: string): Promise<number | null> {
-    const headers = attemptHeaders(c.url, c.body, c.auth, this.signer);
+  private async attempt(c: ClaimedEvent, origin: string, ctx: Context): Promise<number | null> {
     const firedAt = new Date();
     const record = {
       outboxId: c.id,
@@ -435,15 +476,10 @@ export class DeliveryWorker {
     };
     // Buffered: written `pending` only if the attempt is still running at the next flush.
     this.options.activity?.start(record);
-    const started = performance.now();
-    const result = await this.transport.post(c.url, c.body, headers);
-    const elapsed = performance.now() - started;
+    const { result, elapsed, verdict } = await this.send(c, origin, ctx);
     const completedAt = new Date();
-    const verdict = classify(result);
     const metrics = this.options.metrics;
-    metrics?.attemptSeconds.observe(elapsed / 1000);
     const status = activityStatus(result);
-    metrics?.attempts.inc({ result: status });
 
     let state: AttemptReport['state'];
     let nextAt: number | null = null;
@@ -482,7 +518,11 @@ export class DeliveryWorker {
       completedAt,
     };
     const activity = this.options.activity;
-    const settled = await this.settleRetrying(c.id, {
+    const settle = (input: Omit<SettleInput, 'id'>) =>
+      inSpan('webhook.settle', { parent: ctx, attributes: { 'webhook.state': state } }, () =>
+        this.settleRetrying(c.id, input),
+      );
+    const settled = await settle({
       state,
       status: httpStatus(result),
       error,
@@ -545,6 +585,49 @@ export class DeliveryWorker {
       nextAttemptAt: nextAt,
     });
     return nextAt;
+  }
+
+  /**
+   * The HTTP attempt in its `webhook.attempt` client span: the span's W3C `traceparent` (and
+   * `tracestate`) go with the request beside the signature headers, never among the signed
+   * components (shared/signing/sign.ts covers a fixed list), so tracing cannot change what
+   * a receiver verifies. The span records the status and the classification.
+   */
+  private send(
+    c: ClaimedEvent,
+    origin: string,
+    ctx: Context,
+  ): Promise<{ result: AttemptResult; elapsed: number; verdict: Verdict }> {
+    return inSpan(
+      'webhook.attempt',
+      {
+        parent: ctx,
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'POST',
+          'webhook.origin': origin,
+          'webhook.attempt': c.attempt,
+          'webhook.notification_type': c.notificationType,
+        },
+      },
+      async (span, attemptCtx) => {
+        const headers = attemptHeaders(c.url, c.body, c.auth, this.signer);
+        const trace = traceCarrier(attemptCtx);
+        const sent = trace ? { ...headers, ...trace } : headers;
+        const started = performance.now();
+        const result = await this.transport.post(c.url, c.body, sent);
+        const elapsed = performance.now() - started;
+        const verdict = classify(result);
+        this.options.metrics?.attemptSeconds.observe(elapsed / 1000);
+        this.options.metrics?.attempts.inc({ result: activityStatus(result) });
+        if (result.kind === 'response')
+          span.setAttribute('http.response.status_code', result.status);
+        else span.setAttribute('error.type', result.failure);
+        span.setAttribute('webhook.verdict', verdict.action);
+        if (verdict.action !== 'delivered') span.setAttribute('webhook.reason', verdict.reason);
+        return { result, elapsed, verdict };
+      },
+    );
   }
 
   /**

@@ -7,7 +7,8 @@
 import pg from 'pg';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
-import type { DeliveryQueue } from '../delivery/queue.js';
+import type { DeliveryQueue, DispatchItem } from '../delivery/queue.js';
+import { contextOf, inSpan, traceCarrier } from '../../shared/telemetry/trace-context.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
 import {
   claimSql,
@@ -353,8 +354,23 @@ export class Outbox implements EventSink {
    * commit, drops the job if the transaction rolled back, and the reconciler covers a
    * dispatch lost in between.
    */
-  async enqueue(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
-    if (events.length === 0) return [];
+  enqueue(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    // A child of the emit when the events carry its context (NotificationCore), else of
+    // the caller's active span, if any.
+    const from = events[0]?.trace;
+    const options = {
+      attributes: { 'webhook.events': events.length },
+      ...(from ? { parent: contextOf(from as unknown as Record<string, string>) } : {}),
+    };
+    return inSpan('webhook.outbox', options, (_span, ctx) => {
+      // Tracing on: each event takes this span's context into its dispatch job.
+      const trace = traceCarrier(ctx);
+      return this.enqueueNow(trace ? events.map((e) => ({ ...e, trace })) : events, client);
+    });
+  }
+
+  private async enqueueNow(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
     for (const e of events) checkEvent(e);
     if (!client) {
       const out = await this.inserts.submit(events);
@@ -407,6 +423,7 @@ export class Outbox implements EventSink {
       sub: [] as (string | null)[],
     };
     const origins: string[] = [];
+    const traces = events.some((e) => e.trace) ? events.map((e) => e.trace) : undefined;
     for (const e of events) {
       origins.push(originOf(e.target.url));
       cols.key.push(e.idempotencyKey);
@@ -465,16 +482,17 @@ export class Outbox implements EventSink {
     }
     // Ids (day, then sequence) follow the ORDER BY, so sorting restores input order.
     const ids = rows.map((r) => r.id).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    const items: DispatchItem[] = ids.map((id, i) => {
+      const trace = traces?.[i];
+      return trace ? { id, origin: origins[i]!, trace } : { id, origin: origins[i]! };
+    });
     try {
-      await withTimeout(
-        this.queue.dispatchBatch(ids.map((id, i) => ({ id, origin: origins[i]! }))),
-        this.dispatchTimeoutMs,
-      );
+      await withTimeout(this.queue.dispatchBatch(items), this.dispatchTimeoutMs);
     } catch (err) {
       // The rows are written: Redis being away only delays them. This process dispatches
       // them again as soon as Redis answers (the reconciler is the backstop).
       this.logger.warn({ err, rows: ids.length }, 'outbox dispatch failed; retrying');
-      this.dispatchRetry.add(ids.map((id, i) => ({ id, origin: origins[i]! })));
+      this.dispatchRetry.add(items);
     }
     return ids;
   }
@@ -686,6 +704,19 @@ export class Outbox implements EventSink {
       return { url: r.url, dueInMs: r.due_s * 1000, ids };
     });
     return { groups, rows: count, last: last === null ? null : String(last) };
+  }
+
+  /**
+   * Seconds since the oldest still-pending delivery was enqueued (0 when none is pending):
+   * the `webhook_oldest_pending_seconds` gauge. One index probe per day partition
+   * (outbox_console_state: state, created_at).
+   */
+  async oldestPendingSeconds(): Promise<number> {
+    const { rows } = await this.pool.query<{ age: number | null }>(
+      `SELECT extract(epoch from now() - min(created_at))::float8 AS age
+         FROM ${this.schema}.outbox_delivery WHERE state = 'pending'`,
+    );
+    return Math.max(0, rows[0]?.age ?? 0);
   }
 
   /** The lowest and highest row ids (bounds for reading pending rows in parallel ranges). */

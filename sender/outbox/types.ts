@@ -4,6 +4,7 @@
  * timestamp, so every retry sends the same bytes.
  */
 import type { PoolClient } from '../../shared/infra/pg.js';
+import type { TraceCarrier } from '../../shared/telemetry/trace-context.js';
 
 /** How a delivery authenticates: RFC 9421 by default, legacy only where the buyer opted in. */
 export type DeliveryAuth =
@@ -35,6 +36,11 @@ export interface OutboundEvent {
   taskId?: string;
   sequenceNumber?: number;
   subscriberId?: string;
+  /**
+   * The trace context of the enqueue (set by the outbox when tracing is on): carried in the
+   * dispatch job so the worker's spans join the emit's trace. Never stored in the outbox.
+   */
+  trace?: TraceCarrier;
 }
 
 export interface EventSink {

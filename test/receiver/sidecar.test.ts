@@ -234,6 +234,11 @@ t.test('health and metrics', async (t) => {
   t.match(text, /receiver_webhooks_rejected_total\{code="webhook_signature_header_malformed"\} 1/);
   t.match(text, /receiver_publication_seconds_count 1/);
   t.match(text, /receiver_webhooks_responses_total\{status="200"\} 1/);
+  t.match(text, /receiver_webhooks_responses_total\{status="401"\} 1/, 'answers by code');
+  await deliver(envelope());
+  const again = await (await request(s.url + '/metrics')).body.text();
+  t.match(again, /receiver_publication_seconds_count 2/, 'publish latency moves with traffic');
+  t.match(again, /receiver_webhooks_responses_total\{status="200"\} 2/);
   t.equal((await post(s.url + '/healthz', '{}', {})).status, 405);
 });
 

@@ -298,7 +298,7 @@ t.test('ES256 and the adcp brand sign deliveries that verify; metrics count them
   t.match(text, /webhook_attempts_total\{result="success"\} 1/);
   t.match(text, /webhook_retries_total 1/);
   t.match(text, /webhook_attempt_duration_seconds_count 2/);
-  t.match(text, /webhook_queue_depth\{state="waiting"\} 0/);
+  t.match(text, /webhook_queue_depth\{shard="0",state="waiting"\} 0/);
 });
 
 t.test('a 429 pauses that origin alone', async (t) => {

@@ -42,6 +42,8 @@ function event(key: string, over: Partial<ReceivedEvent> = {}): ReceivedEvent {
 }
 
 const TIMEOUT = 1_500;
+/** The trace context the receiver hands on (its publish span's), as a message header. */
+const TRACE = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
 
 t.test('NATS JetStream', async (t) => {
   const nc = await natsConnect({ servers: '127.0.0.1:4222' });
@@ -61,7 +63,7 @@ t.test('NATS JetStream', async (t) => {
   t.teardown(() => publisher.close?.());
   t.same(warnings, [], 'reachable: no warning');
 
-  await publisher.publish(event('key-1'));
+  await publisher.publish(event('key-1', { trace: TRACE }));
   const info = await jsm.streams.info(name);
   t.same(info.config.subjects, [`${prefix}.*.*`], 'the stream it created captures the template');
   const m = await jsm.streams.getMessage(name, { seq: 1 });
@@ -74,6 +76,7 @@ t.test('NATS JetStream', async (t) => {
   t.equal(m.header.get('x-svc-status'), 'completed');
   t.equal(m.header.get('x-svc-terminal'), 'true');
   t.equal(m.header.get('Nats-Msg-Id'), 'seller-a/key-1', 'the message id is (sender, key)');
+  t.equal(m.header.get('traceparent'), TRACE.traceparent, 'the trace context as a header');
 
   await publisher.publish(event('key-1', { redelivery: true }));
   t.equal((await jsm.streams.info(name)).state.messages, 1, 'a re-publication is dropped');
@@ -147,7 +150,7 @@ t.test('RabbitMQ', async (t) => {
   const { queue } = await ch.assertQueue('', { exclusive: true, durable: false });
   await ch.bindQueue(queue, exchange, 'seller-a.#');
 
-  await publisher.publish(event('key-1'));
+  await publisher.publish(event('key-1', { trace: TRACE }));
   const m = await ch.get(queue, { noAck: true });
   if (!m) throw new Error('no message in the bound queue');
   t.equal(m.fields.routingKey, 'seller-a.create_media_buy', 'routing key by sender and task type');
@@ -156,6 +159,7 @@ t.test('RabbitMQ', async (t) => {
   t.equal(m.properties.messageId, 'seller-a/key-1');
   t.equal(m.properties.headers?.['x-svc-idempotency-key'], 'key-1');
   t.equal(m.properties.headers?.['x-svc-stale'], 'false');
+  t.equal(m.properties.headers?.traceparent, TRACE.traceparent, 'the trace context as a header');
 
   await t.test('an unroutable message is refused (nobody would consume it)', async (t) => {
     const empty = await openBrokerPublisher(

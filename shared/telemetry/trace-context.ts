@@ -1,0 +1,119 @@
+/**
+ * The spans of this package and the trace context they carry across processes: the tracer
+ * (the API's global, so a provider registered by `startTracing` or by a library user is
+ * used, and none at all costs only no-op calls), the W3C `traceparent` / `tracestate` pair
+ * as a small carrier (BullMQ job data, attempt headers, a published event's headers), and
+ * one helper that runs a function inside a span.
+ */
+import { createRequire } from 'node:module';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanKind,
+  type Tracer,
+} from '@opentelemetry/api';
+
+export const PACKAGE_NAME = 'svc-webhooks';
+
+/** package.json's version: two levels up from shared/telemetry/, three from dist/. */
+export const PACKAGE_VERSION = ((): string => {
+  const require = createRequire(import.meta.url);
+  for (const path of ['../../package.json', '../../../package.json']) {
+    try {
+      const m = require(path) as { name?: string; version?: string };
+      if (m.name === PACKAGE_NAME && m.version) return m.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return 'unknown';
+})();
+
+/** The W3C trace context of one span, as headers (`tracestate` only when there is one). */
+export interface TraceCarrier {
+  traceparent: string;
+  tracestate?: string;
+}
+
+export function tracer(): Tracer {
+  return trace.getTracer(PACKAGE_NAME, PACKAGE_VERSION);
+}
+
+/**
+ * The active (or given) context as a carrier, through the registered propagator; undefined
+ * when there is nothing to carry (no propagator: tracing off; or no valid span).
+ */
+export function traceCarrier(ctx: Context = context.active()): TraceCarrier | undefined {
+  const out: Record<string, string> = {};
+  propagation.inject(ctx, out);
+  if (!out.traceparent) return undefined;
+  return out.tracestate
+    ? { traceparent: out.traceparent, tracestate: out.tracestate }
+    : { traceparent: out.traceparent };
+}
+
+/**
+ * The context a carrier (or a request's headers) names, for a span to continue; a missing
+ * or malformed `traceparent` gives the root context (a new trace), never an error.
+ */
+export function contextOf(
+  carrier: Readonly<Record<string, string | string[] | undefined>> | undefined,
+): Context {
+  if (!carrier) return ROOT_CONTEXT;
+  return propagation.extract(ROOT_CONTEXT, carrier);
+}
+
+/** `version-traceid-spanid-flags` as W3C Trace Context level 1 defines it (not all-zero ids). */
+const TRACEPARENT = /^([0-9a-f]{2})-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** Whether a header value is a well-formed `traceparent` (version ff is invalid). */
+export function isTraceparent(value: unknown): value is string {
+  return typeof value === 'string' && TRACEPARENT.test(value) && !value.startsWith('ff');
+}
+
+export interface SpanOptions {
+  kind?: SpanKind;
+  attributes?: Attributes;
+  /** The parent; default the active context. */
+  parent?: Context;
+}
+
+/**
+ * Runs `fn` inside a new span and ends it: a throw is recorded on the span (status error)
+ * and rethrown. `fn` gets the span's context to hand to its children explicitly: this
+ * package never relies on a context manager to find a parent (on Node 20 the
+ * AsyncLocalStorage one turns on promise hooks for every promise in the process, a cost
+ * `startTracing` avoids). The span is also made active for a context manager a library
+ * user registered, so their own instrumentation nests under it. With tracing off the span
+ * is the API's non-recording one and the call costs a few function calls.
+ */
+export function inSpan<T>(
+  name: string,
+  options: SpanOptions,
+  fn: (span: Span, ctx: Context) => Promise<T>,
+): Promise<T> {
+  const parent = options.parent ?? context.active();
+  const span = tracer().startSpan(
+    name,
+    { kind: options.kind, attributes: options.attributes },
+    parent,
+  );
+  const ctx = trace.setSpan(parent, span);
+  return context.with(ctx, async () => {
+    try {
+      return await fn(span, ctx);
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}

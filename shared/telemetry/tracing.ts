@@ -1,0 +1,135 @@
+/**
+ * Tracing set-up of a command (`svc start`, `svc worker`, `svc receiver`): OpenTelemetry
+ * with OTLP/HTTP export when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+ * is set, and nothing at all when neither is: the code's spans then go to the API's no-op
+ * tracer (no provider, no context manager, no propagator), which costs a few calls each.
+ *
+ * Everything else comes from the standard OTEL_* variables, read by the SDK itself:
+ * OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES (the resource), OTEL_EXPORTER_OTLP_HEADERS,
+ * OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_* (the batch processor),
+ * OTEL_PROPAGATORS. OTEL_SDK_DISABLED=true turns it off even with an endpoint set.
+ *
+ * A library user who embeds the sender or the receiver does not call this: they register
+ * their own provider on the API's global (`trace.setGlobalTracerProvider`, or the SDK's
+ * `provider.register()`), and the spans of this package join it.
+ */
+import { context, propagation, trace } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
+import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { PACKAGE_NAME, PACKAGE_VERSION } from './trace-context.js';
+
+export class TracingConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TracingConfigError';
+  }
+}
+
+const ENDPOINT_VARIABLES = [
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+] as const;
+
+/** The variable that turns export on and its value, or null: tracing stays off. */
+export function tracingEndpoint(
+  env: NodeJS.ProcessEnv = process.env,
+): { variable: string; url: string } | null {
+  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return null;
+  for (const variable of ENDPOINT_VARIABLES) {
+    const value = env[variable]?.trim();
+    if (!value) continue;
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new TracingConfigError(`${variable} must be an http(s) URL, got "${value}"`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new TracingConfigError(`${variable} must be an http(s) URL, got "${value}"`);
+    }
+    return { variable, url: value };
+  }
+  return null;
+}
+
+/** The traces URL of an endpoint variable's value (OTLP exporter specification). */
+export function tracesUrl(endpoint: { variable: string; url: string }): string {
+  return endpoint.variable === 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+    ? endpoint.url
+    : `${endpoint.url.replace(/\/+$/, '')}/v1/traces`;
+}
+
+export interface Tracing {
+  /** Where spans go (the endpoint variable's value). */
+  endpoint: string;
+  /** Sends what is buffered (the batch processor exports every OTEL_BSP_SCHEDULE_DELAY). */
+  flush(): Promise<void>;
+  /** Flushes, stops the provider and puts the API back to its no-op state. */
+  shutdown(): Promise<void>;
+}
+
+let started: Tracing | null = null;
+
+/**
+ * Starts OTLP export for this process when an endpoint variable is set (once; a second call
+ * returns the first's handle); null when tracing stays off. Throws TracingConfigError on
+ * an endpoint that is not an http(s) URL, so a typo stops the command instead of losing
+ * every span in silence.
+ */
+export function startTracing(
+  serviceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Tracing | null {
+  if (started) return started;
+  const endpoint = tracingEndpoint(env);
+  if (!endpoint) return null;
+  const resource = defaultResource()
+    .merge(
+      resourceFromAttributes({
+        [ATTR_SERVICE_NAME]: serviceName,
+        [ATTR_SERVICE_VERSION]: PACKAGE_VERSION,
+        'telemetry.instrumentation': PACKAGE_NAME,
+      }),
+    )
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the command's own name.
+    .merge(detectResources({ detectors: [envDetector] }));
+  const provider = new NodeTracerProvider({
+    resource,
+    // The URL as the specification derives it from the variable found in `env` (the
+    // generic endpoint gets /v1/traces appended); headers, timeout and compression the
+    // exporter reads from OTEL_EXPORTER_OTLP_* itself.
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: tracesUrl(endpoint) }))],
+  });
+  // The W3C trace-context + baggage propagators (or OTEL_PROPAGATORS' choice), and no
+  // context manager: this package hands span contexts on explicitly (trace-context.ts
+  // inSpan), and Node 20's AsyncLocalStorage would put promise hooks on every promise of
+  // the process, the largest part of what tracing would otherwise cost.
+  provider.register({ contextManager: null });
+  const handle: Tracing = {
+    endpoint: endpoint.url,
+    flush: () => provider.forceFlush(),
+    shutdown: async () => {
+      if (started !== handle) return;
+      started = null;
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    },
+  };
+  started = handle;
+  return handle;
+}
+
+/** Flushes and stops the tracing `startTracing` started, if any; never throws. */
+export async function shutdownTracing(): Promise<void> {
+  await started?.shutdown().catch(() => {});
+}
