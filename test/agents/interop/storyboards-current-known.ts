@@ -18,12 +18,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       '3.2.0-beta.5/universal/agent-notification-configs.yaml:145: runner: 6.11.0 has no request schema for sync_agent_notification_configs (its task map predates the task), so it refuses to send the step',
   },
-  'creative:comply_controller_mode_gate/deny_live_caller': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/universal/comply-controller-mode-gate.yaml:74: ours, not fixed yet: Expected one of ["FORBIDDEN"], got "NOT_FOUND"',
-  },
   'creative:creative/asset_type_filtering/published_post_or_audio': {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
@@ -163,17 +157,11 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       '3.1.19/universal/billing-gate-dispatch.yaml:282: ours, not fixed yet: Expected "failed", got "created"',
   },
-  'sales:comply_controller_mode_gate/deny_live_caller': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/universal/comply-controller-mode-gate.yaml:74: ours, not fixed yet: Expected one of ["FORBIDDEN"], got "NOT_FOUND"',
-  },
   'sales:idempotency/create_media_buy_replay': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.1.19/universal/idempotency.yaml:345: ours, not fixed yet: Field not found at path: media_buy_id',
+      "3.1.19/universal/idempotency.yaml:371: runner: the storyboard's start_time is 'asap'; 6.11.0's request builder (request-builder.js create_media_buy) replaces any start it cannot parse as a future date with Date.now() + 24 h on every call, so the replay's payload differs from the initial call's by milliseconds and a conformant seller answers IDEMPOTENCY_CONFLICT",
   },
   'sales:media_buy_seller/billing_finality_delivery/get_provisional_delivery': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -185,25 +173,13 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.1.19/protocols/media-buy/scenarios/canonical_formats.yaml:328: ours, not fixed yet: products: Invalid input: expected array, received undefined',
-  },
-  'sales:media_buy_seller/create_media_buy': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/universal/deterministic-testing.yaml:555: ours, not fixed yet: context_outputs path "media_buy_id" (key "media_buy_id") did not resolve to a usable value',
+      "3.1.19/protocols/media-buy/scenarios/canonical_formats.yaml:351: runner: 6.11.0's request builder starts every get_products from {buying_mode: 'brief', brief: 'Show me all available...'} and merges the step's buying_mode: wholesale over it, so the request carries a brief that wholesale forbids (get-products-request.json: 'Must not be provided when buying_mode is wholesale'; issue #20 'What is not ours'), answered VALIDATION_ERROR",
   },
   'sales:media_buy_seller/creative_reception/sync_creatives': {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
       "3.2.0-beta.5/protocols/creative/index.yaml:89: runner: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical format_kind creative before sending it; the step's expectations are asserted in test/agents/canonical-formats.test.ts",
-  },
-  'sales:media_buy_seller/delivery_reporting/create_media_buy_viewability': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.2.0-beta.5/protocols/media-buy/scenarios/delivery_reporting.yaml:287: ours, not fixed yet: Field not found at path: media_buy_id',
   },
   'sales:media_buy_seller/delivery_reporting/get_viewability_delivery': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -269,43 +245,25 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/media-buy/scenarios/product_filter_behavior.yaml:123: ours, not fixed yet: products: Invalid input: expected array, received undefined',
-  },
-  'sales:media_buy_seller/provenance_audit_observation/get_products_with_accepted_verifiers': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:93: ours, not fixed yet: Field not found at path: products[0].creative_policy.accepted_verifiers[0].agent_url',
+      "3.2.0-beta.5/protocols/media-buy/scenarios/product_filter_behavior.yaml:123: runner: 6.11.0's request builder starts every get_products from {buying_mode: 'brief', brief: 'Show me all available...'} and merges the step's buying_mode: wholesale over it, so the request carries a brief that wholesale forbids (get-products-request.json: 'Must not be provided when buying_mode is wholesale'; issue #20 'What is not ours'), answered VALIDATION_ERROR",
   },
   'sales:media_buy_seller/provenance_audit_observation/sync_creatives_carveout_claim': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.1.19/protocols/media-buy/scenarios/provenance_audit_observation.yaml:126: ours, not fixed yet: Expected one of ["created","updated"], got "failed"',
-  },
-  'sales:media_buy_seller/provenance_enforcement/get_products_with_disclosure_policy': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/provenance_enforcement.yaml:91: ours, not fixed yet: Expected true, got undefined',
+      "3.1.19/protocols/media-buy/scenarios/provenance_audit_observation.yaml:147: runner: the storyboard's creatives name formats of the placeholder host https://your-platform.example.com (issue #20 'What is not ours'); the seller answers FORMAT_NOT_SUPPORTED for a foreign agent_url before any provenance check. 3.2.0-beta.5: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical creative before sending it",
   },
   'sales:media_buy_seller/provenance_enforcement/sync_creatives_no_provenance': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.1.19/protocols/media-buy/scenarios/provenance_enforcement.yaml:152: ours, not fixed yet: Expected "PROVENANCE_REQUIRED", got "FORMAT_NOT_SUPPORTED"',
-  },
-  'sales:media_buy_seller/provenance_truth_of_claim/get_products_with_accepted_verifiers': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:93: ours, not fixed yet: Field not found at path: products[0].creative_policy.accepted_verifiers[0].agent_url',
+      "3.1.19/protocols/media-buy/scenarios/provenance_enforcement.yaml:171: runner: the storyboard's creatives name formats of the placeholder host https://your-platform.example.com (issue #20 'What is not ours'); the seller answers FORMAT_NOT_SUPPORTED for a foreign agent_url before any provenance check. 3.2.0-beta.5: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical creative before sending it",
   },
   'sales:media_buy_seller/provenance_truth_of_claim/sync_creatives_contradicted': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:145: ours, not fixed yet: Expected "PROVENANCE_CLAIM_CONTRADICTED", got "FORMAT_NOT_SUPPORTED"',
+      "3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:166: runner: the storyboard's creatives name formats of the placeholder host https://your-platform.example.com (issue #20 'What is not ours'); the seller answers FORMAT_NOT_SUPPORTED for a foreign agent_url before any provenance check. 3.2.0-beta.5: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical creative before sending it",
   },
   'sales:media_buy_seller/read_filter_behavior/seed_delivery_before_range': {
     releases: ['3.2.0-beta.5'],
@@ -324,7 +282,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:528: ours, not fixed yet: products: Invalid input: expected array, received undefined',
+      "3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:528: runner: 6.11.0's request builder starts every get_products from {buying_mode: 'brief', brief: 'Show me all available...'} and merges the step's buying_mode: wholesale over it, so the request carries a brief that wholesale forbids (get-products-request.json: 'Must not be provided when buying_mode is wholesale'; issue #20 'What is not ours'), answered VALIDATION_ERROR",
   },
   'sales:media_buy_seller/targeting_aware_discovery/get_brief_targeted_product': {
     releases: ['3.2.0-beta.5'],
@@ -350,23 +308,17 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       '3.2.0-beta.5/protocols/media-buy/scenarios/total_budget_redistribution.yaml:172: ours, not fixed yet: Expected error code "VALIDATION_ERROR", got "MEDIA_BUY_NOT_FOUND"',
   },
-  'sales:media_buy_seller/vendor_metric_accountability/get_products_required_vendor_metrics': {
+  'sales:media_buy_seller/vendor_metric_accountability/get_delivery_with_vendor_metrics': {
     releases: ['3.1.19'],
     modes: ['seeded'],
     evidence:
-      '3.1.19/protocols/media-buy/scenarios/vendor_metric_accountability.yaml:117: ours, not fixed yet: Field not found at path: products[0].reporting_capabilities.vendor_metrics',
+      "3.1.19/protocols/media-buy/scenarios/vendor_metric_accountability.yaml:280: ours, not fixed yet: simulate_delivery does not take params.vendor_metric_values and delivery reports no by_package[].vendor_metric_values (reached once the seeded product's vendor_metrics filter matched)",
   },
   'sales:pagination_integrity_list_accounts/seed_account_1': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
       '3.1.19/universal/pagination-integrity-list-accounts.yaml:126: ours, not fixed yet: Expected true, got false',
-  },
-  'sales:schema_validation/create_buy_past_start_reject': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/universal/schema-validation.yaml:403: ours, not fixed yet: Expected error code "INVALID_REQUEST", got "VALIDATION_ERROR"',
   },
   'sales:stale_response_advisory/force_upstream_unavailable': {
     releases: ['3.1.19', '3.2.0-beta.5'],
