@@ -19,6 +19,7 @@ import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { BrandManifestSchema, FormatIdSchema } from '../runtime/validation.js';
+import { takeStaleResponse } from '../testing/upstream.js';
 import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
 import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';
@@ -384,6 +385,10 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
     products: ranked.map(({ p, matched }) => wire(p, matched)),
     ...envelope,
   };
+  // A sandbox caller's forced-down upstream (force_upstream_unavailable): the same answer,
+  // flagged as served from cache, only when there is something to serve.
+  const stale = ranked.length > 0 ? await takeStaleResponse(ctx, 'get_products') : null;
+  if (stale) body.errors = [stale];
   // Plans for a 3.x brief (a buyer that names its buying mode can refine and finalize them).
   if (params.buying_mode === 'brief' && full && ctx.principal) {
     const matched = [...new Set(ranked.flatMap((r) => r.matched))];

@@ -22,6 +22,7 @@ import {
 } from './media-buy-lifecycle.js';
 import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
 import { refuse, str } from './replies.js';
+import { forceUpstreamUnavailable } from './upstream.js';
 import { CONTROLLER_SCENARIOS } from './scenarios.js';
 
 const ACCOUNT_STATUSES = [
@@ -95,6 +96,8 @@ const ControllerSchema = z.looseObject({
       session_id: z.unknown().optional(),
       arm: z.unknown().optional(),
       message: z.unknown().optional(),
+      tool: z.unknown().optional(),
+      upstream_name: z.unknown().optional(),
       result: z.unknown().optional(),
       spend_percentage: z.unknown().optional(),
       impressions: z.unknown().optional(),
@@ -484,6 +487,8 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return forceCreateMediaBuyArm(req, ctx);
     case 'simulate_budget_spend':
       return simulateBudgetSpend(req, ctx);
+    case 'force_upstream_unavailable':
+      return forceUpstreamUnavailable(req, ctx);
     default:
       return seedCreativeFormat(req, ctx);
   }

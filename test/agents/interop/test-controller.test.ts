@@ -861,3 +861,149 @@ t.test('simulate_budget_spend: reported spend up to a share of the budget', asyn
     error: 'NOT_FOUND',
   });
 });
+
+t.test(
+  'seed_product: the fixture prices, policy and vendor metrics; filters see them',
+  async (t) => {
+    const h = await harness(t, { testController: true });
+    const c = buyer(h);
+    const seed = (scenario: string, params: Record<string, unknown>) =>
+      h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+    t.match(
+      await seed('seed_product', {
+        product_id: 'sb_vendor_metrics',
+        fixture: {
+          name: 'Vendor metrics display',
+          delivery_type: 'guaranteed',
+          channels: ['display'],
+          creative_policy: {
+            co_branding: 'optional',
+            landing_page: 'any',
+            templates_available: false,
+            provenance_required: true,
+            accepted_verifiers: [{ agent_url: 'https://verifier.example', feature_id: 'f1' }],
+          },
+          reporting_capabilities: {
+            vendor_metrics: [
+              { vendor: { domain: 'attention.example' }, metric_id: 'attention_units' },
+            ],
+          },
+          // The storyboards' older `rate` is the fixed price.
+          pricing_options: [
+            { pricing_option_id: 'cpm_rate', pricing_model: 'cpm', rate: 5, currency: 'USD' },
+          ],
+        },
+      }),
+      { success: true },
+    );
+    const wanted = (required: unknown) =>
+      h.ok(
+        'sales',
+        'get_products',
+        { buying_mode: 'wholesale', filters: { required_vendor_metrics: required } },
+        c,
+      );
+    const found = await wanted([{ vendor: { domain: 'ATTENTION.example' } }]);
+    const products = found.products as Array<Record<string, unknown>>;
+    t.same(
+      products.map((p) => p.product_id),
+      ['sb_vendor_metrics'],
+      'only the product reporting the vendor metric (catalog products report none)',
+    );
+    t.match(products[0], {
+      pricing_options: [{ pricing_option_id: 'cpm_rate', fixed_price: 5, currency: 'USD' }],
+      creative_policy: {
+        provenance_required: true,
+        accepted_verifiers: [{ agent_url: 'https://verifier.example' }],
+      },
+      // The fixture's members add to the published object's required ones.
+      reporting_capabilities: {
+        timezone: 'UTC',
+        vendor_metrics: [{ metric_id: 'attention_units' }],
+      },
+    });
+    t.same(
+      ((await wanted([{ metric_id: 'attention_units' }])).products as unknown[]).length,
+      1,
+      'by metric id',
+    );
+    t.same(
+      (await wanted([{ metric_id: 'viewability' }])).products,
+      [],
+      'unmet: excluded, no error',
+    );
+    t.equal(
+      (
+        await h.err(
+          'sales',
+          'get_products',
+          { buying_mode: 'wholesale', filters: { required_vendor_metrics: [{}] } },
+          c,
+        )
+      ).code,
+      'VALIDATION_ERROR',
+      'an entry naming neither vendor nor metric',
+    );
+    for (const [name, fixture] of [
+      ['options not an array', { pricing_options: {} }],
+      [
+        'option without a price',
+        { pricing_options: [{ pricing_option_id: 'x', pricing_model: 'cpm' }] },
+      ],
+      ['option without an id', { pricing_options: [{ fixed_price: 1 }] }],
+      ['negative price', { pricing_options: [{ pricing_option_id: 'x', rate: -1 }] }],
+    ] as const) {
+      t.match(
+        await seed('seed_product', { product_id: 'sb_bad', fixture }),
+        { success: false, error: 'INVALID_PARAMS' },
+        name,
+      );
+    }
+    t.equal(
+      (await h.pool.query(`SELECT 1 FROM ${h.schema}.products WHERE product_id = 'sb_bad'`))
+        .rowCount,
+      0,
+      'nothing stored by a refused seed',
+    );
+  },
+);
+
+t.test(
+  'force_upstream_unavailable: the next get_products is served from cache, once',
+  async (t) => {
+    const h = await harness(t, { testController: true });
+    const c = buyer(h);
+    const force = (params: Record<string, unknown>) =>
+      h.ok(
+        'sales',
+        'comply_test_controller',
+        { scenario: 'force_upstream_unavailable', account: sandbox, params },
+        c,
+      );
+    t.match(await force({ tool: 'get_products', upstream_name: 'inventory-service' }), {
+      success: true,
+    });
+    const brief = { buying_mode: 'brief', brief: 'display' };
+    const stale = await h.ok('sales', 'get_products', brief, c);
+    t.ok((stale.products as unknown[]).length > 0, 'a populated answer');
+    t.match(stale.errors, [
+      {
+        code: 'STALE_RESPONSE',
+        field: 'products',
+        recovery: 'transient',
+        details: { served_from_cache: true, upstream: { name: 'inventory-service' } },
+      },
+    ]);
+    const details = (stale.errors as Array<{ details: Record<string, number> }>)[0]!.details;
+    t.ok(details.cache_age_seconds! > details.freshness_target_seconds!, 'older than the target');
+    const healthy = await h.ok('sales', 'get_products', brief, c);
+    t.equal(healthy.errors, undefined, 'the directive applies once: no STALE_RESPONSE after');
+    for (const [name, params] of [
+      ['unknown tool', { tool: 'sync_creatives' }],
+      ['tool not a string', { tool: 3 }],
+      ['upstream name with a slash', { upstream_name: 'a/b' }],
+    ] as const) {
+      t.match(await force(params), { success: false, error: 'INVALID_PARAMS' }, name);
+    }
+  },
+);
