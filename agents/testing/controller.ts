@@ -23,6 +23,7 @@ import {
 import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
 import { refuse, str } from './replies.js';
 import { forceUpstreamUnavailable } from './upstream.js';
+import { seedAccount } from './account-scenarios.js';
 import { CONTROLLER_SCENARIOS } from './scenarios.js';
 
 const ACCOUNT_STATUSES = [
@@ -487,6 +488,8 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return forceCreateMediaBuyArm(req, ctx);
     case 'simulate_budget_spend':
       return simulateBudgetSpend(req, ctx);
+    case 'seed_account':
+      return seedAccount(req, ctx);
     case 'force_upstream_unavailable':
       return forceUpstreamUnavailable(req, ctx);
     default:

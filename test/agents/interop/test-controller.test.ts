@@ -1007,3 +1007,66 @@ t.test(
     }
   },
 );
+
+t.test('seed_account: accounts of the sandbox buyer list_accounts pages through', async (t) => {
+  const h = await harness(t, { testController: true });
+  const c = buyer(h);
+  const seed = (params: Record<string, unknown>) =>
+    h.ok(
+      'sales',
+      'comply_test_controller',
+      { scenario: 'seed_account', account: sandbox, params },
+      c,
+    );
+  for (const i of [1, 2, 3]) {
+    t.match(
+      await seed({
+        account_id: `sb_acct_${i}`,
+        fixture: {
+          brand: { domain: `acme-${i}.example` },
+          operator: 'op.example',
+          status: 'active',
+        },
+      }),
+      { success: true },
+    );
+  }
+  t.match(await seed({ account_id: 'sb_acct_3', fixture: { status: 'suspended' } }), {
+    success: true,
+  });
+  const first = await h.ok('sales', 'list_accounts', { pagination: { max_results: 2 } }, c);
+  const page1 = first.accounts as Array<{ account_id: string }>;
+  t.same(
+    page1.map((a) => a.account_id),
+    ['sb_acct_1', 'sb_acct_2'],
+  );
+  t.match(first.pagination, { has_more: true });
+  const second = await h.ok(
+    'sales',
+    'list_accounts',
+    { pagination: { max_results: 2, cursor: (first.pagination as { cursor: string }).cursor } },
+    c,
+  );
+  t.match(second.accounts, [{ account_id: 'sb_acct_3', status: 'suspended', name: 'sb_acct_3' }]);
+  // Another principal's account is never changed.
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.accounts (agent, account_id, principal_id, name) VALUES ('sales', 'prod_acct', 'prod-buyer', 'Prod')`,
+  );
+  t.match(await seed({ account_id: 'prod_acct', fixture: { status: 'closed' } }), {
+    success: false,
+    error: 'FORBIDDEN',
+  });
+  for (const [name, params] of [
+    ['no id', { fixture: {} }],
+    ['id with a space', { account_id: 'a b' }],
+    ['unknown status', { account_id: 'x', fixture: { status: 'gone' } }],
+    ['brand without a domain', { account_id: 'x', fixture: { brand: {} } }],
+    ['fixture an array', { account_id: 'x', fixture: [] }],
+  ] as const) {
+    t.match(await seed(params), { success: false, error: 'INVALID_PARAMS' }, name);
+  }
+  const { rows } = await h.pool.query<{ status: string }>(
+    `SELECT status FROM ${h.schema}.accounts WHERE account_id IN ('prod_acct', 'x') ORDER BY account_id`,
+  );
+  t.same(rows, [{ status: 'active' }], 'the production account unchanged, nothing stored for x');
+});
