@@ -25,6 +25,17 @@ import type { AgentSettings } from '../runtime/settings.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
 import { CONTROLLER_SCENARIOS } from '../testing/scenarios.js';
+
+/** The force/simulate scenarios of 3.0's closed capability enum (newer ones: list_scenarios). */
+const DECLARED_SCENARIOS = new Set([
+  'force_account_status',
+  'force_creative_status',
+  'force_media_buy_status',
+  'force_session_status',
+  'force_task_completion',
+  'simulate_budget_spend',
+  'simulate_delivery',
+]);
 import { SUPPORTED_VERSIONS } from '../runtime/versions.js';
 
 const PROTOCOLS: Record<AgentKind, string> = {
@@ -122,12 +133,10 @@ export async function capabilityDocument(
   // The published schema takes only an https brand.json (a loopback deployment has none).
   if (settings.brandJsonUrl?.startsWith('https://'))
     doc.identity = { brand_json_url: settings.brandJsonUrl, per_principal_key_isolation: false };
-  // Declared: the canonical force/simulate scenarios (the names every release's enum
+  // Declared: the canonical force/simulate scenarios (DECLARED_SCENARIOS) (the names every release's enum
   // has, 3.0 included); seeding and response-arm directives (force_*_arm, not in 3.0's
   // enum) are discovered with list_scenarios.
-  const declared = CONTROLLER_SCENARIOS[agent].filter(
-    (x) => /^(force|simulate)_/.test(x) && !x.endsWith('_arm'),
-  );
+  const declared = CONTROLLER_SCENARIOS[agent].filter((x) => DECLARED_SCENARIOS.has(x));
   // The creative agent's controller has seeding scenarios only: not declared, since 3.0
   // buyers (the registry's @adcp/sdk 6.11.0) validate the block against 3.0's closed enum.
   if (settings.testController && declared.length > 0) {

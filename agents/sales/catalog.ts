@@ -19,6 +19,7 @@ import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { BrandManifestSchema, FormatIdSchema } from '../runtime/validation.js';
+import { takeStaleResponse } from '../testing/upstream.js';
 import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
 import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';
@@ -94,6 +95,20 @@ export const GetProductsSchema = z
         format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
         /** Published: fixed-price (true) or auction (false) options only. */
         is_fixed_price: z.boolean().optional(),
+        /** Published 3.1+: products reporting every one of these vendor metrics. */
+        required_vendor_metrics: z
+          .array(
+            z
+              .looseObject({
+                vendor: z.looseObject({ domain: z.string().min(1).max(253) }).optional(),
+                metric_id: z.string().min(1).max(200).optional(),
+              })
+              .refine((r) => r.vendor !== undefined || r.metric_id !== undefined, {
+                message: 'each entry names a vendor, a metric_id or both',
+              }),
+          )
+          .max(50)
+          .optional(),
       })
       .optional(),
   })
@@ -136,6 +151,30 @@ function byPriceStructure(products: ProductRow[], fixed: boolean): ProductRow[] 
     const options = p.pricing_options.filter(matches);
     return options.length > 0 ? [{ ...p, pricing_options: options }] : [];
   });
+}
+
+/**
+ * `filters.required_vendor_metrics`: the product's `reporting_capabilities.vendor_metrics`
+ * (a seeded product's; the catalog's report none) names each required vendor (and metric,
+ * when one is named). Unmet requirements exclude the product silently, never an error.
+ */
+function reportsVendorMetrics(
+  p: ProductRow,
+  required: Array<{ vendor?: { domain: string } | undefined; metric_id?: string | undefined }>,
+): boolean {
+  const reporting = p.fixture?.reporting_capabilities as { vendor_metrics?: unknown } | undefined;
+  const offered = Array.isArray(reporting?.vendor_metrics)
+    ? (reporting.vendor_metrics as Array<{ vendor?: { domain?: unknown }; metric_id?: unknown }>)
+    : [];
+  return required.every((r) =>
+    offered.some(
+      (o) =>
+        (r.vendor === undefined ||
+          (typeof o?.vendor?.domain === 'string' &&
+            o.vendor.domain.toLowerCase() === r.vendor.domain.toLowerCase())) &&
+        (r.metric_id === undefined || o?.metric_id === r.metric_id),
+    ),
+  );
 }
 
 /** A product row with its pricing options in the internal (published) form. */
@@ -213,6 +252,10 @@ async function filteredProducts(
       p.format_ids.some((id) => f.format_types!.includes(formatTypeOf(id) as never)),
     );
   }
+  if (f.required_vendor_metrics) {
+    const required = f.required_vendor_metrics;
+    products = products.filter((p) => reportsVendorMetrics(p, required));
+  }
   if (f.budget_range?.max !== undefined) {
     const max = f.budget_range.max;
     products = products.filter((p) => p.pricing_options.some((o) => minimumBudget(o) <= max));
@@ -273,8 +316,18 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
     };
     if (matched.length > 0) out.brief_relevance = `matches: ${matched.join(', ')}`;
     // A seeded product answers the fixture's own published members (format_options,
-    // creative_policy, ...) over ours.
-    if (p.fixture) Object.assign(out, p.fixture);
+    // creative_policy, ...) over ours; its reporting_capabilities add to ours (the
+    // published object's required members stay).
+    if (p.fixture) {
+      const { reporting_capabilities: reporting, ...rest } = p.fixture;
+      Object.assign(out, rest);
+      if (reporting && typeof reporting === 'object') {
+        out.reporting_capabilities = {
+          ...(out.reporting_capabilities as Record<string, unknown>),
+          ...(reporting as Record<string, unknown>),
+        };
+      }
+    }
     return out;
   };
 }
@@ -332,6 +385,10 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
     products: ranked.map(({ p, matched }) => wire(p, matched)),
     ...envelope,
   };
+  // A sandbox caller's forced-down upstream (force_upstream_unavailable): the same answer,
+  // flagged as served from cache, only when there is something to serve.
+  const stale = ranked.length > 0 ? await takeStaleResponse(ctx, 'get_products') : null;
+  if (stale) body.errors = [stale];
   // Plans for a 3.x brief (a buyer that names its buying mode can refine and finalize them).
   if (params.buying_mode === 'brief' && full && ctx.principal) {
     const matched = [...new Set(ranked.flatMap((r) => r.matched))];

@@ -150,11 +150,17 @@ interface PlannedPackage {
   index: number;
 }
 
-/** Each package against its product and pricing option: the rate it will pay. */
+/**
+ * Each package against its product and pricing option: the rate it will pay. `bidRequired`:
+ * the spec's digest requires a bid on an auction package (SVC_BRAND=svc); the published
+ * protocol makes `bid_price` optional (3.1.19) and deprecated (3.2), a package without one
+ * bidding automatically (clearing at the floor), so under adcp its absence is no refusal.
+ */
 function planPackages(
   params: CreateMediaBuyRequest,
   products: ProductRow[],
   principalId: string,
+  bidRequired: boolean,
 ): PlannedPackage[] {
   const byId = new Map(products.map((p) => [p.product_id, p]));
   const refs = new Set<string>();
@@ -189,12 +195,12 @@ function planPackages(
     // The terms are the product's: refused before the package's own bid and budget.
     if (pkg.measurement_terms) checkMeasurementTerms(pkg.measurement_terms, i);
     if (isAuction(option)) {
-      if (pkg.bid_price === undefined) {
+      if (pkg.bid_price === undefined && bidRequired) {
         throw taskError('VALIDATION_ERROR', 'bid_price is required for auction pricing', {
           field: `packages[${i}].bid_price`,
         });
       }
-      if (pkg.bid_price < (option.floor_price ?? 0)) {
+      if (pkg.bid_price !== undefined && pkg.bid_price < (option.floor_price ?? 0)) {
         throw taskError(
           'VALIDATION_ERROR',
           `bid_price must be at least the floor ${option.floor_price}`,
@@ -235,7 +241,12 @@ async function checkRequest(params: CreateMediaBuyRequest, ctx: TaskContext, now
     s,
     params.packages.map((p) => p.product_id),
   );
-  const planned = planPackages(params, products, ctx.principal!.principal_id);
+  const planned = planPackages(
+    params,
+    products,
+    ctx.principal!.principal_id,
+    ctx.settings.profile.brand !== 'adcp',
+  );
   if (endAt.getTime() <= now.getTime()) {
     throw taskError('VALIDATION_ERROR', 'end_time must be in the future', { field: 'end_time' });
   }

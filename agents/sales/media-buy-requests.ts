@@ -190,6 +190,16 @@ export const UpdateMediaBuySchema = z
     cancellation_reason: z.string().max(1000).optional(),
     end_time: DateTimeSchema.optional(),
     packages: z.array(PackageUpdateSchema).max(50).optional(),
+    /**
+     * Published 3.2: the buy's new aggregate budget, spread over its packages in proportion
+     * to their current budgets; never with `packages` (which would set them twice).
+     */
+    total_budget: z
+      .looseObject({
+        amount: z.number().positive().max(1e12),
+        currency: z.string().regex(/^[A-Z]{3}$/, 'currency must be an ISO 4217 code'),
+      })
+      .optional(),
     /** The spec's older form. */
     updates: z
       .looseObject({
@@ -208,7 +218,11 @@ export const UpdateMediaBuySchema = z
     idempotency_key: z.string().optional(),
     context: z.unknown().optional(),
   })
-  .refine(...requireIdempotencyKey((v) => v.updates !== undefined));
+  .refine(...requireIdempotencyKey((v) => v.updates !== undefined))
+  .refine((v) => v.total_budget === undefined || v.packages === undefined, {
+    path: ['total_budget'],
+    message: 'total_budget cannot be combined with packages: send one or the other',
+  });
 export type UpdateMediaBuyRequest = z.output<typeof UpdateMediaBuySchema>;
 
 /** One package change, with where it came from in the request (for error fields). */
@@ -225,6 +239,8 @@ export interface PackageChange {
 export interface UpdateIntent {
   endTime?: { value: string; field: string };
   budgetChange?: number;
+  /** Published total_budget: the new aggregate, spread proportionally. */
+  totalBudget?: { amount: number; currency: string };
   status?: { value: 'active' | 'paused' | 'canceled'; field: string };
   targeting?: Record<string, unknown>;
   packages: PackageChange[];
@@ -239,6 +255,7 @@ export function updateIntent(p: UpdateMediaBuyRequest): UpdateIntent {
     intent.endTime = { value: u.end_time, field: 'updates.end_time' };
   }
   if (u.budget_change !== undefined) intent.budgetChange = u.budget_change;
+  if (p.total_budget !== undefined) intent.totalBudget = p.total_budget;
   if (p.canceled === true) intent.status = { value: 'canceled', field: 'canceled' };
   else if (p.paused !== undefined) {
     intent.status = { value: p.paused ? 'paused' : 'active', field: 'paused' };

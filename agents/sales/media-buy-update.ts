@@ -66,9 +66,10 @@ async function applyChanges(
   packages: PackageRow[],
   u: UpdateIntent,
   now: Date,
-): Promise<{ changed: string[]; flightEnd?: string }> {
+): Promise<{ changed: string[]; affected: string[]; flightEnd?: string }> {
   const s = ctx.schema;
   const changed: string[] = [];
+  const affected: string[] = [];
   let flightEnd: string | undefined;
   if (u.endTime !== undefined) {
     const end = new Date(u.endTime.value);
@@ -83,6 +84,10 @@ async function applyChanges(
     ]);
     flightEnd = end.toISOString();
     changed.push('end_time');
+  }
+  if (u.totalBudget !== undefined) {
+    changed.push('total_budget');
+    affected.push(...(await spreadTotal(ctx, buy, packages, u.totalBudget)));
   }
   if (u.budgetChange !== undefined && u.budgetChange !== 0) {
     const total = packages.reduce((a, p) => a + p.budget, 0);
@@ -121,6 +126,7 @@ async function applyChanges(
       await assignCreatives(ctx, p.package_id, pu.creative_ids);
     }
     changed.push(pu.field.replace(/^updates\./, ''));
+    affected.push(p.package_id);
   }
   if (u.targeting !== undefined) {
     await ctx.db.query(
@@ -130,7 +136,42 @@ async function applyChanges(
     );
     changed.push('targeting');
   }
-  return flightEnd === undefined ? { changed } : { changed, flightEnd };
+  return flightEnd === undefined ? { changed, affected } : { changed, affected, flightEnd };
+}
+
+/**
+ * Published total_budget: every package scaled in proportion to its current budget (cents
+ * rounded, the last package taking the remainder so the sum is exact), in the buy's own
+ * currency (an update never redenominates a buy). The ids of the packages changed.
+ */
+async function spreadTotal(
+  ctx: TaskContext,
+  buy: BuyRow,
+  packages: PackageRow[],
+  total: { amount: number; currency: string },
+): Promise<string[]> {
+  if (total.currency !== buy.currency) {
+    throw taskError('VALIDATION_ERROR', `total_budget.currency must be the buy's ${buy.currency}`, {
+      field: 'total_budget.currency',
+    });
+  }
+  const current = packages.reduce((a, p) => a + p.budget, 0);
+  if (packages.length === 0 || !(current > 0)) {
+    throw taskError('VALIDATION_ERROR', 'this media buy has no package budget to scale', {
+      field: 'total_budget',
+    });
+  }
+  let left = Math.round(total.amount * 100);
+  for (const [i, p] of packages.entries()) {
+    const cents =
+      i === packages.length - 1 ? left : Math.round((p.budget / current) * total.amount * 100);
+    left -= cents;
+    await ctx.db.query(`UPDATE ${ctx.schema}.packages SET budget = $2 WHERE package_id = $1`, [
+      p.package_id,
+      cents / 100,
+    ]);
+  }
+  return packages.map((p) => p.package_id);
 }
 
 /** Pause, resume or cancel; a cancel ends the create task and the buy's channels. */
@@ -262,7 +303,7 @@ export async function updateMediaBuy(
   // Settle delivery up to now before anything changes what accrues.
   await accrueBuy(ctx.db, s, buy, now, ctx.notifications);
   const packages = await loadPackages(ctx.db, s, [buy.media_buy_id]);
-  const { changed, flightEnd } = await applyChanges(ctx, buy, packages, intent, now);
+  const { changed, affected, flightEnd } = await applyChanges(ctx, buy, packages, intent, now);
   if (intent.status && (await applyStatus(ctx, tasks, buy, intent.status, now))) {
     changed.push('status');
   }
@@ -273,10 +314,16 @@ export async function updateMediaBuy(
   ]);
   const fresh = await loadBuy(ctx.db, s, buy.media_buy_id, null);
   const applied = { changes_applied: changed, implementation_date: now.toISOString() };
+  const view = await buyResponse(ctx.db, s, fresh, now, ctx.request.release);
+  // Published: the full post-update state of each package the update changed.
+  const affectedPackages = (view.packages as Array<{ package_id: string }>).filter((p) =>
+    affected.includes(p.package_id),
+  );
   return {
     status: 'completed',
     body: {
-      ...(await buyResponse(ctx.db, s, fresh, now, ctx.request.release)),
+      ...view,
+      ...(affectedPackages.length > 0 ? { affected_packages: affectedPackages } : {}),
       ...applied,
       ...echoKey(params),
     },

@@ -128,6 +128,9 @@ export async function getMediaBuys(params: GetMediaBuysRequest, ctx: TaskContext
       created_at: b.created_at.toISOString(),
       updated_at: b.updated_at.toISOString(),
     };
+    // Published 3.1+: the create request's context, persisted, on every read of the buy
+    // (buyers reconcile media_buy_id with their own tracking by it).
+    if (b.context && typeof b.context === 'object') view.context = b.context;
     if (b.push_notification_config)
       view.push_notification_config = withoutCredentials(b.push_notification_config);
     if (b.reporting_webhook) view.reporting_webhook = withoutCredentials(b.reporting_webhook);

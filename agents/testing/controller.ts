@@ -22,6 +22,8 @@ import {
 } from './media-buy-lifecycle.js';
 import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
 import { refuse, str } from './replies.js';
+import { forceUpstreamUnavailable } from './upstream.js';
+import { seedAccount } from './account-scenarios.js';
 import { CONTROLLER_SCENARIOS } from './scenarios.js';
 
 const ACCOUNT_STATUSES = [
@@ -95,6 +97,8 @@ const ControllerSchema = z.looseObject({
       session_id: z.unknown().optional(),
       arm: z.unknown().optional(),
       message: z.unknown().optional(),
+      tool: z.unknown().optional(),
+      upstream_name: z.unknown().optional(),
       result: z.unknown().optional(),
       spend_percentage: z.unknown().optional(),
       impressions: z.unknown().optional(),
@@ -193,7 +197,63 @@ async function ownProduct(ctx: TaskContext, productId: string) {
  * given and answered on the product (the canonical `format_options`, the creative policy's
  * `accepted_verifiers` / `provenance_required`).
  */
-const KEPT_FIXTURE_MEMBERS = ['format_options', 'creative_policy'] as const;
+const KEPT_FIXTURE_MEMBERS = [
+  'format_options',
+  'creative_policy',
+  'reporting_capabilities',
+] as const;
+
+/**
+ * A fixture's pricing option (inline `pricing_options[]` of seed_product, or
+ * seed_pricing_option's), in our stored form: the price is `fixed_price`, the storyboards'
+ * older `rate` / `price`, or an auction's `floor_price`. Null with the reason when unusable.
+ */
+function fixturePricingOption(
+  optionId: unknown,
+  raw: Record<string, unknown>,
+): { option: Record<string, unknown> } | { error: string } {
+  if (typeof optionId !== 'string' || !ID.test(optionId)) {
+    return { error: 'pricing_option_id (letters, digits, _ . : -) is required' };
+  }
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
+  const fixed = num(raw.fixed_price) ?? num(raw.rate) ?? num(raw.price);
+  const floor = num(raw.floor_price);
+  if (fixed === null && floor === null) {
+    return { error: `${optionId}: fixed_price (or rate, or floor_price) must be a number >= 0` };
+  }
+  return {
+    option: {
+      pricing_option_id: optionId,
+      pricing_model: typeof raw.pricing_model === 'string' ? raw.pricing_model : 'cpm',
+      currency: typeof raw.currency === 'string' ? raw.currency : 'USD',
+      ...(fixed !== null ? { fixed_price: fixed } : { floor_price: floor }),
+      ...(num(raw.min_spend_per_package) !== null
+        ? { min_spend_per_package: num(raw.min_spend_per_package) }
+        : {}),
+    },
+  };
+}
+
+/** seed_product's inline `fixture.pricing_options`, or null with the refusal. */
+function inlinePricingOptions(
+  fixture: Record<string, unknown>,
+): { options: Record<string, unknown>[] } | { error: string } {
+  const raw = fixture.pricing_options;
+  if (raw === undefined) return { options: [] };
+  if (!Array.isArray(raw) || raw.length > 50) {
+    return { error: 'params.fixture.pricing_options must be an array (at most 50)' };
+  }
+  const options: Record<string, unknown>[] = [];
+  for (const [i, o] of raw.entries()) {
+    if (!o || typeof o !== 'object' || Array.isArray(o)) {
+      return { error: `params.fixture.pricing_options[${i}] must be an object` };
+    }
+    const r = fixturePricingOption((o as Record<string, unknown>).pricing_option_id, o);
+    if ('error' in r) return { error: `params.fixture.pricing_options[${i}]: ${r.error}` };
+    options.push(r.option);
+  }
+  return { options };
+}
 
 /** A product visible to the caller only (`custom_principal`), as the fixture describes it. */
 async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
@@ -206,10 +266,15 @@ async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
   if (typeof fixture !== 'object' || Array.isArray(fixture)) {
     return refuse('INVALID_PARAMS', 'params.fixture must be an object');
   }
+  const inline = inlinePricingOptions(fixture);
+  if ('error' in inline) return refuse('INVALID_PARAMS', inline.error);
   const own = await ownProduct(ctx, productId);
   if (own === 'taken') {
     return refuse('FORBIDDEN', `product ${productId} belongs to the catalog or another principal`);
   }
+  // The fixture's own options replace the product's; without any, a re-seed keeps those
+  // seed_pricing_option added.
+  const pricingOptions = inline.options.length > 0 ? inline.options : (own?.pricing_options ?? []);
   const channels = Array.isArray(fixture.channels) ? (fixture.channels as unknown[]) : [];
   const channel = CHANNELS.find((c) => channels.includes(c)) ?? 'display';
   const deliveryType = fixture.delivery_type === 'non_guaranteed' ? 'non_guaranteed' : 'guaranteed';
@@ -226,7 +291,8 @@ async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
      VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, '{}', $9, $10)
      ON CONFLICT (product_id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
        channel = EXCLUDED.channel, delivery_type = EXCLUDED.delivery_type,
-       format_ids = EXCLUDED.format_ids, keywords = EXCLUDED.keywords, fixture = EXCLUDED.fixture`,
+       format_ids = EXCLUDED.format_ids, keywords = EXCLUDED.keywords, fixture = EXCLUDED.fixture,
+       pricing_options = EXCLUDED.pricing_options`,
     [
       productId,
       name,
@@ -235,7 +301,7 @@ async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
       deliveryType,
       ctx.principal!.principal_id,
       JSON.stringify(formatIds.length > 0 ? formatIds : ['display_300x250']),
-      JSON.stringify(own?.pricing_options ?? []),
+      JSON.stringify(pricingOptions),
       productId
         .split(/[^A-Za-z0-9]+/)
         .filter(Boolean)
@@ -255,23 +321,17 @@ async function seedPricingOption(req: ControllerRequest, ctx: TaskContext) {
   if (!productId || !optionId || !ID.test(optionId)) {
     return refuse('INVALID_PARAMS', 'params.product_id and params.pricing_option_id are required');
   }
-  const price = fixture.fixed_price ?? fixture.floor_price;
-  if (typeof price !== 'number' || !(price >= 0)) {
-    return refuse('INVALID_PARAMS', 'params.fixture.fixed_price (or floor_price) must be a number');
+  if (typeof fixture !== 'object' || fixture === null || Array.isArray(fixture)) {
+    return refuse('INVALID_PARAMS', 'params.fixture must be an object');
   }
+  const parsed = fixturePricingOption(optionId, fixture);
+  if ('error' in parsed) return refuse('INVALID_PARAMS', `params.fixture: ${parsed.error}`);
   const own = await ownProduct(ctx, productId);
   if (own === 'taken') {
     return refuse('FORBIDDEN', `product ${productId} belongs to the catalog or another principal`);
   }
   if (!own) return refuse('NOT_FOUND', `no seeded product ${productId}; seed_product first`, null);
-  const option = {
-    pricing_option_id: optionId,
-    pricing_model: typeof fixture.pricing_model === 'string' ? fixture.pricing_model : 'cpm',
-    currency: typeof fixture.currency === 'string' ? fixture.currency : 'USD',
-    ...(fixture.floor_price !== undefined && fixture.fixed_price === undefined
-      ? { floor_price: price }
-      : { fixed_price: price }),
-  };
+  const option = parsed.option;
   const options = (own.pricing_options as Array<{ pricing_option_id?: unknown }>).filter(
     (o) => o.pricing_option_id !== optionId,
   );
@@ -428,6 +488,10 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return forceCreateMediaBuyArm(req, ctx);
     case 'simulate_budget_spend':
       return simulateBudgetSpend(req, ctx);
+    case 'seed_account':
+      return seedAccount(req, ctx);
+    case 'force_upstream_unavailable':
+      return forceUpstreamUnavailable(req, ctx);
     default:
       return seedCreativeFormat(req, ctx);
   }

@@ -11,6 +11,8 @@ export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
     'force_create_media_buy_arm',
     'force_creative_status',
     'force_media_buy_status',
+    'force_upstream_unavailable',
+    'seed_account',
     'seed_creative',
     'seed_creative_format',
     'seed_media_buy',

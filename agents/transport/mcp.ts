@@ -135,6 +135,16 @@ function buildServer(
           : internalError(err, o.logger ?? o.dispatcher.logger, { task: req.params.name });
     }
     const answer = toolResult(o.dispatcher.brand, result, contextOf(req.params.arguments));
+    // The test controller's refusal (ControllerError: `success: false`) is a tool error,
+    // as the protocol's reference server answers it (test-controller toMcpResponse): the
+    // body stays the published ControllerError; buyers grade a refused scenario by it.
+    if (
+      req.params.name === 'comply_test_controller' &&
+      !(result instanceof TaskError) &&
+      (result as { success?: unknown }).success === false
+    ) {
+      answer.isError = true;
+    }
     checkResponse(
       o.dispatcher.settings.validateResponses,
       o.agent,

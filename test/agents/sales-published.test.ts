@@ -594,3 +594,80 @@ t.test(
     t.equal((unseeded.formats as unknown[]).length, total, 'without an account: the catalog');
   },
 );
+
+/** publishedBuy with its auction package's bid left out (3.1 optional, 3.2 deprecated). */
+const withoutBid = () => {
+  const b = publishedBuy({ context: { correlation_id: 'no-bid' } });
+  delete (b.packages[1] as { bid_price?: number }).bid_price;
+  return b;
+};
+
+t.test('an auction package without bid_price: automatic bidding under adcp only', async (t) => {
+  const adcp = await harness(t, { profile: brandProfile('adcp'), settings: { approval: 'never' } });
+  const created = await adcp.ok('sales', 'create_media_buy', withoutBid(), buyer(adcp));
+  const auction = (created.packages as Array<Record<string, unknown>>)[1]!;
+  t.notOk('bid_price' in auction, 'no bid invented');
+  t.match(created, { total_budget: 6000 });
+  // get_media_buys echoes the create request's context, persisted with the buy.
+  const read = await adcp.ok(
+    'sales',
+    'get_media_buys',
+    { media_buy_ids: [created.media_buy_id] },
+    buyer(adcp),
+  );
+  t.same((read.media_buys as Array<Record<string, unknown>>)[0]!.context, {
+    correlation_id: 'no-bid',
+  });
+  // A missing bid never masks a later check: a past start is still INVALID_REQUEST.
+  const past = await adcp.err(
+    'sales',
+    'create_media_buy',
+    { ...withoutBid(), start_time: '2020-01-01T00:00:00Z' },
+    buyer(adcp),
+  );
+  t.equal(past.code, 'INVALID_REQUEST');
+  const svc = await harness(t, { settings: { approval: 'never' } });
+  const refused = await svc.err('sales', 'create_media_buy', withoutBid(), buyer(svc));
+  t.match(refused, { code: 'VALIDATION_ERROR', field: 'packages[1].bid_price' }, 'svc: required');
+});
+
+t.test('update total_budget: every package scaled in proportion, exact to the cent', async (t) => {
+  const h = await harness(t, { profile: brandProfile('adcp'), settings: { approval: 'never' } });
+  const c = buyer(h);
+  const created = await h.ok('sales', 'create_media_buy', publishedBuy(), c);
+  const id = created.media_buy_id as string;
+  const update = (extra: Record<string, unknown>) =>
+    h.call('sales', 'update_media_buy', { idempotency_key: uk(), media_buy_id: id, ...extra }, c);
+  const scaled = (await update({ total_budget: { amount: 1000, currency: 'USD' } })) as Record<
+    string,
+    unknown
+  >;
+  t.equal(scaled.total_budget, 1000);
+  t.same(
+    (scaled.affected_packages as Array<{ budget: number }>).map((p) => p.budget),
+    [833.33, 166.67],
+    '5000:1000 kept, the last package takes the remainder',
+  );
+  t.ok((scaled.changes_applied as string[]).includes('total_budget'));
+  for (const [name, extra, field] of [
+    [
+      'with packages',
+      {
+        total_budget: { amount: 10, currency: 'USD' },
+        packages: [{ package_id: 'x', budget: 1 }],
+      },
+      'total_budget',
+    ],
+    [
+      'another currency',
+      { total_budget: { amount: 10, currency: 'EUR' } },
+      'total_budget.currency',
+    ],
+    ['zero', { total_budget: { amount: 0, currency: 'USD' } }, 'total_budget.amount'],
+    ['no currency', { total_budget: { amount: 10 } }, 'total_budget.currency'],
+  ] as const) {
+    const r = await update(extra);
+    t.ok(r instanceof TaskError, name);
+    t.match(r, { code: 'VALIDATION_ERROR', field }, name);
+  }
+});

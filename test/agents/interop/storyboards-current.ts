@@ -24,7 +24,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import type { AgentKind } from '../../../agents/auth/principal.js';
-import { demoToken, runSelectedStoryboards, startAdcpService, tally } from './support.js';
+import {
+  demoToken,
+  liveToken,
+  runSelectedStoryboards,
+  startAdcpService,
+  tally,
+} from './support.js';
 import { KNOWN_FAILURES } from './storyboards-current-known.js';
 
 type Mode = 'seeded' | 'unseeded';
@@ -50,6 +56,9 @@ const runsOf = (release: Release): Run[] =>
 // STORYBOARDS_ONLY=<release>:<mode>:<transport>[,...] / STORYBOARDS_AGENTS=sales,...: while
 // iterating on one part.
 const only = process.env.STORYBOARDS_ONLY?.split(',');
+// STORYBOARDS_IDS=<storyboard id>[,...]: only those storyboards (a run that names any
+// leaves the others' known failures unchecked).
+const ids = process.env.STORYBOARDS_IDS?.split(',');
 const agents = (process.env.STORYBOARDS_AGENTS?.split(',') as AgentKind[] | undefined) ?? AGENTS;
 
 function listed(key: string, run: Run): boolean {
@@ -84,6 +93,8 @@ function runOne(run: Run): void {
           protocol: run.transport,
           complianceDir: join(COMPLIANCE, run.release),
           perStoryboardMs: 120_000,
+          liveKey: await liveToken(service, agent),
+          ...(ids ? { only: ids } : {}),
         },
       );
       report[agent] = tally(outcomes);

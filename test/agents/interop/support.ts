@@ -4,6 +4,9 @@
  * driven by the protocol's reference SDK (`@adcp/sdk` 6.11.0). Storyboards are selected by
  * the SDK from each agent's own capability document and graded step by step.
  */
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ALL_PERMISSIONS } from '../../../agents/auth/principal.js';
 import { loadSdkTesting } from './a2a-v03-alias.js';
 import type { AgentsService } from '../../../agents/server/service.js';
 import { startService } from '../e2e/support.js';
@@ -44,6 +47,29 @@ export async function startAdcpService(
     options.testController === false ? { settings: { testController: false } } : {},
   );
   return service;
+}
+
+/**
+ * A live-mode (production, non-sandbox) buyer's API key at one agent, onboarded on the
+ * service: the key a storyboard whose test kit says `sandbox: false`
+ * (comply_controller_mode_gate's acme-outdoor-live) authenticates with.
+ */
+export async function liveToken(service: AgentsService, agent: AgentKind): Promise<string> {
+  const { api_key } = await service.core.onboardPrincipal({
+    agent,
+    principalId: 'live-buyer',
+    name: 'Live-mode buyer (not a sandbox account)',
+    permissions: ALL_PERMISSIONS,
+  });
+  return api_key;
+}
+
+/** Whether the storyboard's test kit (`prerequisites.test_kit`) is a live-mode principal. */
+function liveKit(sb: { prerequisites?: { test_kit?: string } }, complianceDir?: string): boolean {
+  const kit = sb.prerequisites?.test_kit;
+  if (!kit || !complianceDir) return false;
+  const path = join(complianceDir, kit);
+  return existsSync(path) && /^sandbox:\s*false\s*$/m.test(readFileSync(path, 'utf8'));
 }
 
 /** The demo buyer's bearer token at one agent. */
@@ -155,6 +181,8 @@ export async function runSelectedStoryboards(
      * 6.11.0 runner cannot read graded by the harness (storyboard-gates.ts).
      */
     complianceDir?: string;
+    /** A live-mode principal's key (liveToken): the test kit of a `sandbox: false` kit. */
+    liveKey?: string;
   } = {},
 ): Promise<{ caps: Record<string, unknown>; outcomes: StoryboardOutcome[] }> {
   const sdk = loadSdkTesting();
@@ -221,7 +249,16 @@ export async function runSelectedStoryboards(
         // (`test-product` / `test-pricing`) defer to the products discovered (the runner's
         // request builder), as a buyer that ran get_products first would send.
         ...(products.length > 0 ? { context: { products } } : {}),
-        ...(probeTask ? { test_kit: { auth: { probe_task: probeTask, api_key: token } } } : {}),
+        ...(probeTask
+          ? {
+              test_kit: {
+                auth: {
+                  probe_task: probeTask,
+                  api_key: options.liveKey && liveKit(sb, complianceDir) ? options.liveKey : token,
+                },
+              },
+            }
+          : {}),
       }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(
@@ -247,6 +284,15 @@ export async function runSelectedStoryboards(
     }
     const steps = result.phases.flatMap((p) => p.steps);
     const failed = steps.filter((s) => !s.passed && !s.skipped);
+    // INTEROP_DEBUG=<file>: every failed step's request and response, while iterating.
+    if (process.env.INTEROP_DEBUG) {
+      for (const s of failed) {
+        appendFileSync(
+          process.env.INTEROP_DEBUG,
+          `${JSON.stringify({ agent, id: sb.id, step: s.step_id, request: s.request, response: s.response, validations: s.validations.filter((v) => !v.passed), error: s.error })}\n`,
+        );
+      }
+    }
     const ran = steps.filter((s) => !s.skipped);
     outcomes.push({
       id: sb.id,

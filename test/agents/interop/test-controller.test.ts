@@ -861,3 +861,212 @@ t.test('simulate_budget_spend: reported spend up to a share of the budget', asyn
     error: 'NOT_FOUND',
   });
 });
+
+t.test(
+  'seed_product: the fixture prices, policy and vendor metrics; filters see them',
+  async (t) => {
+    const h = await harness(t, { testController: true });
+    const c = buyer(h);
+    const seed = (scenario: string, params: Record<string, unknown>) =>
+      h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+    t.match(
+      await seed('seed_product', {
+        product_id: 'sb_vendor_metrics',
+        fixture: {
+          name: 'Vendor metrics display',
+          delivery_type: 'guaranteed',
+          channels: ['display'],
+          creative_policy: {
+            co_branding: 'optional',
+            landing_page: 'any',
+            templates_available: false,
+            provenance_required: true,
+            accepted_verifiers: [{ agent_url: 'https://verifier.example', feature_id: 'f1' }],
+          },
+          reporting_capabilities: {
+            vendor_metrics: [
+              { vendor: { domain: 'attention.example' }, metric_id: 'attention_units' },
+            ],
+          },
+          // The storyboards' older `rate` is the fixed price.
+          pricing_options: [
+            { pricing_option_id: 'cpm_rate', pricing_model: 'cpm', rate: 5, currency: 'USD' },
+          ],
+        },
+      }),
+      { success: true },
+    );
+    const wanted = (required: unknown) =>
+      h.ok(
+        'sales',
+        'get_products',
+        { buying_mode: 'wholesale', filters: { required_vendor_metrics: required } },
+        c,
+      );
+    const found = await wanted([{ vendor: { domain: 'ATTENTION.example' } }]);
+    const products = found.products as Array<Record<string, unknown>>;
+    t.same(
+      products.map((p) => p.product_id),
+      ['sb_vendor_metrics'],
+      'only the product reporting the vendor metric (catalog products report none)',
+    );
+    t.match(products[0], {
+      pricing_options: [{ pricing_option_id: 'cpm_rate', fixed_price: 5, currency: 'USD' }],
+      creative_policy: {
+        provenance_required: true,
+        accepted_verifiers: [{ agent_url: 'https://verifier.example' }],
+      },
+      // The fixture's members add to the published object's required ones.
+      reporting_capabilities: {
+        timezone: 'UTC',
+        vendor_metrics: [{ metric_id: 'attention_units' }],
+      },
+    });
+    t.same(
+      ((await wanted([{ metric_id: 'attention_units' }])).products as unknown[]).length,
+      1,
+      'by metric id',
+    );
+    t.same(
+      (await wanted([{ metric_id: 'viewability' }])).products,
+      [],
+      'unmet: excluded, no error',
+    );
+    t.equal(
+      (
+        await h.err(
+          'sales',
+          'get_products',
+          { buying_mode: 'wholesale', filters: { required_vendor_metrics: [{}] } },
+          c,
+        )
+      ).code,
+      'VALIDATION_ERROR',
+      'an entry naming neither vendor nor metric',
+    );
+    for (const [name, fixture] of [
+      ['options not an array', { pricing_options: {} }],
+      [
+        'option without a price',
+        { pricing_options: [{ pricing_option_id: 'x', pricing_model: 'cpm' }] },
+      ],
+      ['option without an id', { pricing_options: [{ fixed_price: 1 }] }],
+      ['negative price', { pricing_options: [{ pricing_option_id: 'x', rate: -1 }] }],
+    ] as const) {
+      t.match(
+        await seed('seed_product', { product_id: 'sb_bad', fixture }),
+        { success: false, error: 'INVALID_PARAMS' },
+        name,
+      );
+    }
+    t.equal(
+      (await h.pool.query(`SELECT 1 FROM ${h.schema}.products WHERE product_id = 'sb_bad'`))
+        .rowCount,
+      0,
+      'nothing stored by a refused seed',
+    );
+  },
+);
+
+t.test(
+  'force_upstream_unavailable: the next get_products is served from cache, once',
+  async (t) => {
+    const h = await harness(t, { testController: true });
+    const c = buyer(h);
+    const force = (params: Record<string, unknown>) =>
+      h.ok(
+        'sales',
+        'comply_test_controller',
+        { scenario: 'force_upstream_unavailable', account: sandbox, params },
+        c,
+      );
+    t.match(await force({ tool: 'get_products', upstream_name: 'inventory-service' }), {
+      success: true,
+    });
+    const brief = { buying_mode: 'brief', brief: 'display' };
+    const stale = await h.ok('sales', 'get_products', brief, c);
+    t.ok((stale.products as unknown[]).length > 0, 'a populated answer');
+    t.match(stale.errors, [
+      {
+        code: 'STALE_RESPONSE',
+        field: 'products',
+        recovery: 'transient',
+        details: { served_from_cache: true, upstream: { name: 'inventory-service' } },
+      },
+    ]);
+    const details = (stale.errors as Array<{ details: Record<string, number> }>)[0]!.details;
+    t.ok(details.cache_age_seconds! > details.freshness_target_seconds!, 'older than the target');
+    const healthy = await h.ok('sales', 'get_products', brief, c);
+    t.equal(healthy.errors, undefined, 'the directive applies once: no STALE_RESPONSE after');
+    for (const [name, params] of [
+      ['unknown tool', { tool: 'sync_creatives' }],
+      ['tool not a string', { tool: 3 }],
+      ['upstream name with a slash', { upstream_name: 'a/b' }],
+    ] as const) {
+      t.match(await force(params), { success: false, error: 'INVALID_PARAMS' }, name);
+    }
+  },
+);
+
+t.test('seed_account: accounts of the sandbox buyer list_accounts pages through', async (t) => {
+  const h = await harness(t, { testController: true });
+  const c = buyer(h);
+  const seed = (params: Record<string, unknown>) =>
+    h.ok(
+      'sales',
+      'comply_test_controller',
+      { scenario: 'seed_account', account: sandbox, params },
+      c,
+    );
+  for (const i of [1, 2, 3]) {
+    t.match(
+      await seed({
+        account_id: `sb_acct_${i}`,
+        fixture: {
+          brand: { domain: `acme-${i}.example` },
+          operator: 'op.example',
+          status: 'active',
+        },
+      }),
+      { success: true },
+    );
+  }
+  t.match(await seed({ account_id: 'sb_acct_3', fixture: { status: 'suspended' } }), {
+    success: true,
+  });
+  const first = await h.ok('sales', 'list_accounts', { pagination: { max_results: 2 } }, c);
+  const page1 = first.accounts as Array<{ account_id: string }>;
+  t.same(
+    page1.map((a) => a.account_id),
+    ['sb_acct_1', 'sb_acct_2'],
+  );
+  t.match(first.pagination, { has_more: true });
+  const second = await h.ok(
+    'sales',
+    'list_accounts',
+    { pagination: { max_results: 2, cursor: (first.pagination as { cursor: string }).cursor } },
+    c,
+  );
+  t.match(second.accounts, [{ account_id: 'sb_acct_3', status: 'suspended', name: 'sb_acct_3' }]);
+  // Another principal's account is never changed.
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.accounts (agent, account_id, principal_id, name) VALUES ('sales', 'prod_acct', 'prod-buyer', 'Prod')`,
+  );
+  t.match(await seed({ account_id: 'prod_acct', fixture: { status: 'closed' } }), {
+    success: false,
+    error: 'FORBIDDEN',
+  });
+  for (const [name, params] of [
+    ['no id', { fixture: {} }],
+    ['id with a space', { account_id: 'a b' }],
+    ['unknown status', { account_id: 'x', fixture: { status: 'gone' } }],
+    ['brand without a domain', { account_id: 'x', fixture: { brand: {} } }],
+    ['fixture an array', { account_id: 'x', fixture: [] }],
+  ] as const) {
+    t.match(await seed(params), { success: false, error: 'INVALID_PARAMS' }, name);
+  }
+  const { rows } = await h.pool.query<{ status: string }>(
+    `SELECT status FROM ${h.schema}.accounts WHERE account_id IN ('prod_acct', 'x') ORDER BY account_id`,
+  );
+  t.same(rows, [{ status: 'active' }], 'the production account unchanged, nothing stored for x');
+});
