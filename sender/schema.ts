@@ -4,6 +4,7 @@
  */
 import { migrate, type Migration, type Pool } from '../shared/infra/pg.js';
 import { consoleMigrations } from './console/migrations.js';
+import { consoleSearchMigrations } from './console/search-migrations.js';
 import { partitionedOutbox } from './outbox/storage-migration.js';
 import { finishLegacyPartition, maintainPartitions } from './outbox/partitions.js';
 
@@ -145,7 +146,12 @@ export const unpartitionedMigrations: Migration[] = [...senderMigrations, ...con
 export async function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA): Promise<string[]> {
   // The operator console's indexes and audit table (sender/console/migrations.ts), then
   // the split and partitioned outbox (after them: it moves their indexes).
-  const applied = await migrate(pool, schema, [...unpartitionedMigrations, partitionedOutbox]);
+  const applied = await migrate(pool, schema, [
+    ...unpartitionedMigrations,
+    partitionedOutbox,
+    // The console's search columns and indexes, and paused destinations (issue 26).
+    ...consoleSearchMigrations,
+  ]);
   if (applied.includes(partitionedOutbox.id)) await finishLegacyPartition(pool, schema);
   await maintainPartitions(pool, schema);
   return applied;

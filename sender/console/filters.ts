@@ -14,7 +14,10 @@ export const DELIVERY_STATES: readonly OutboxState[] = [
 
 export interface DeliveryFilter {
   status?: OutboxState;
-  /** `scheme://host[:port]`, lower case. */
+  /**
+   * `scheme://host[:port]`, lower case; or `host[:port]` (either scheme); or a search
+   * pattern (`textMatch`): `https://buyer*` (prefix), `*buyer*` (contains).
+   */
   origin?: string;
   mediaBuyId?: string;
   principalId?: string;
@@ -65,8 +68,39 @@ export function parseTime(field: string, v: string): Date {
   return d;
 }
 
-/** `https://Host:8443/any/path` -> `https://host:8443`; anything else is refused. */
+/**
+ * How a text filter matches (task, principal, media buy, destination): `abc` exactly,
+ * `abc*` as a prefix, `*abc*` anywhere. A `*` elsewhere is refused, as is an empty pattern.
+ */
+export type TextMatch =
+  { op: 'eq'; value: string } | { op: 'prefix'; value: string } | { op: 'contains'; value: string };
+
+export function textMatch(field: string, v: string): TextMatch {
+  const contains = /^\*([^*]+)\*$/.exec(v);
+  if (contains) return { op: 'contains', value: contains[1]! };
+  const prefix = /^([^*]+)\*$/.exec(v);
+  if (prefix) return { op: 'prefix', value: prefix[1]! };
+  if (v.includes('*')) {
+    throw new ConsoleInputError(field, 'a value, value* (prefix) or *value* (contains)');
+  }
+  return { op: 'eq', value: v };
+}
+
+/** `host[:port]` without a scheme: what an operator copies from a log line. */
+const HOST_PORT =
+  /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
+
+/** The origins a filter's origin stands for: itself, or both schemes of a `host:port`. */
+export function originCandidates(origin: string): string[] {
+  return origin.includes('://') ? [origin] : [`http://${origin}`, `https://${origin}`];
+}
+
+/**
+ * `https://Host:8443/any/path` -> `https://host:8443`; `Host:8443` -> `host:8443` (either
+ * scheme, see originCandidates); anything else is refused.
+ */
 export function parseOrigin(field: string, v: string): string {
+  if (HOST_PORT.test(v.trim())) return v.trim().toLowerCase();
   const m = /^([a-z][a-z0-9+.-]*):\/\/([^/?#\s]+)\/?$/i.exec(v.trim());
   if (!m) {
     try {
@@ -97,10 +131,19 @@ export function parseFilter(q: Record<string, unknown>): DeliveryFilter {
     f.status = status as OutboxState;
   }
   const origin = get(FILTER_PARAMS.origin);
-  if (origin !== undefined) f.origin = parseOrigin('origin', origin);
+  if (origin !== undefined) {
+    // A search pattern is kept as typed (lower case); anything else is an origin.
+    f.origin = origin.includes('*')
+      ? (textMatch('origin', text('origin', origin.toLowerCase())), origin.toLowerCase())
+      : parseOrigin('origin', origin);
+  }
   for (const k of ['mediaBuyId', 'principalId', 'taskId', 'eventType', 'idempotencyKey'] as const) {
     const v = get(FILTER_PARAMS[k]);
     if (v !== undefined) f[k] = text(FILTER_PARAMS[k], v);
+  }
+  // Patterns are checked here, so a malformed one is a 400 naming the parameter.
+  for (const k of ['mediaBuyId', 'principalId', 'taskId'] as const) {
+    if (f[k] !== undefined) textMatch(FILTER_PARAMS[k], f[k]);
   }
   const from = get('from');
   if (from !== undefined) f.from = parseTime('from', from);

@@ -314,6 +314,12 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     return { filter, cursor, limit: parseLimit(ctx.query.limit) };
   };
 
+  /** `?redelivered=N`: the attempt a Redeliver started, whose fate the page follows. */
+  const redeliveredOf = (ctx: Ctx): number | null => {
+    const v = ctx.query.redelivered;
+    return typeof v === 'string' && /^\d{1,6}$/.test(v) ? Number(v) : null;
+  };
+
   const detail = async (ctx: Ctx) => {
     const d = await store.get(ctx.params.id!);
     if (!d) throw new ConsoleActionError(404, 'NOT_FOUND', `no delivery ${ctx.params.id}`);
@@ -343,24 +349,16 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   });
   router.get('/deliveries/:id', async (ctx) => {
     const d = await detail(ctx);
-    const done = ctx.query.redelivered;
     page(
       ctx,
-      {
-        title: `Delivery ${d.id}`,
-        nav: 'deliveries',
-        live: 'delivery',
-        flash:
-          typeof done === 'string' && /^\d+$/.test(done)
-            ? { kind: 'ok', text: `Redelivery requested: attempt ${done} is on its way.` }
-            : null,
-      },
-      deliveryBody(d, ctx.state.session?.csrf ?? ''),
+      { title: `Delivery ${d.id}`, nav: 'deliveries', live: 'delivery' },
+      deliveryBody(d, ctx.state.session?.csrf ?? '', redeliveredOf(ctx)),
     );
   });
   router.get('/deliveries/:id/live', async (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
-    ctx.body = deliveryLive(await detail(ctx), ctx.state.session?.csrf ?? '').value;
+    const csrf = ctx.state.session?.csrf ?? '';
+    ctx.body = deliveryLive(await detail(ctx), csrf, redeliveredOf(ctx)).value;
   });
   router.get('/deliveries/:id/row', async (ctx) => {
     ctx.type = 'text/html; charset=utf-8';

@@ -7,7 +7,14 @@
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
 import { recordedUrl } from '../activity/activity-log.js';
 import type { OutboxState } from '../outbox/outbox.js';
-import { DELIVERY_STATES, encodeCursor, type Cursor, type DeliveryFilter } from './filters.js';
+import {
+  DELIVERY_STATES,
+  encodeCursor,
+  originCandidates,
+  textMatch,
+  type Cursor,
+  type DeliveryFilter,
+} from './filters.js';
 import { originSql } from './migrations.js';
 import { BUCKETS, histogramPercentile, HourlyRollup } from './rollup.js';
 
@@ -18,7 +25,10 @@ export interface DeliverySummary {
   /** The target URL without query, fragment or credentials. */
   url: string;
   origin: string;
+  /** The task's type for a task event (`create_media_buy`), else the notification type. */
   eventType: string;
+  /** As written: a task event's status (`working`), a report's kind (`scheduled`). */
+  notificationType: string;
   channel: string;
   mediaBuyId: string | null;
   principalId: string | null;
@@ -110,10 +120,15 @@ export interface AuditEntry {
 
 /** Of `o` (outbox_event, the frozen event) and `d` (outbox_delivery, its state). */
 const SUMMARY_COLUMNS = `o.id::text AS id, o.idempotency_key, d.state, o.target_url,
-  ${originSql('o.target_url')} AS origin, o.notification_type, o.channel, o.media_buy_id,
+  ${originSql('o.target_url')} AS origin, o.notification_type, o.task_type, o.channel, o.media_buy_id,
   o.principal_id, o.task_id, d.attempts, d.last_status, d.last_error, o.created_at,
   (extract(epoch from o.created_at) * 1000000)::bigint::text AS created_us,
   d.next_attempt_at, d.completed_at`;
+
+/** A LIKE pattern matching `v` literally (its \\, % and _ escaped). */
+export function likeEscape(v: string): string {
+  return v.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -124,7 +139,8 @@ function summary(r: Record<string, unknown>): DeliverySummary {
     state: r.state as OutboxState,
     url: recordedUrl(r.target_url as string),
     origin: r.origin as string,
-    eventType: r.notification_type as string,
+    eventType: (r.task_type ?? r.notification_type) as string,
+    notificationType: r.notification_type as string,
     channel: r.channel as string,
     mediaBuyId: r.media_buy_id as string | null,
     principalId: r.principal_id as string | null,
@@ -164,16 +180,35 @@ export function listStatement(
     if (!DELIVERY_STATES.includes(f.status)) throw new Error(`unknown state ${f.status}`);
     where.push(`d.state = '${f.status}'`);
   }
+  /** `col` exactly, by prefix (a text_pattern_ops index) or anywhere in it. */
+  const match = (col: string, field: string, v: string, eq?: (p: string) => string) => {
+    const m = textMatch(field, v);
+    if (m.op === 'eq') add(eq ?? ((p) => `${col} = ${p}`), m.value);
+    else if (m.op === 'prefix') add((p) => `${col} LIKE ${p}`, `${likeEscape(m.value)}%`);
+    else add((p) => `strpos(${col}, ${p}) > 0`, m.value);
+  };
   if (f.origin) {
-    add((p) => (byState ? `d.origin = ${p}` : `${originSql('o.target_url')} = ${p}`), f.origin);
+    const col = byState ? 'd.origin' : originSql('o.target_url');
+    if (f.origin.includes('*')) match(col, 'origin', f.origin);
+    else {
+      const all = originCandidates(f.origin);
+      if (all.length === 1) add((p) => `${col} = ${p}`, all[0]);
+      else add((p) => `${col} = ANY(${p}::text[])`, all);
+    }
   }
   // A buy's own rows, or aggregated reports covering it (two indexes OR-ed in a bitmap).
   if (f.mediaBuyId) {
-    add((p) => `(o.media_buy_id = ${p} OR o.media_buy_ids @> ARRAY[${p}::text])`, f.mediaBuyId);
+    match(
+      'o.media_buy_id',
+      'media_buy',
+      f.mediaBuyId,
+      (p) => `(o.media_buy_id = ${p} OR o.media_buy_ids @> ARRAY[${p}::text])`,
+    );
   }
-  if (f.principalId) add((p) => `o.principal_id = ${p}`, f.principalId);
-  if (f.taskId) add((p) => `o.task_id = ${p}`, f.taskId);
-  if (f.eventType) add((p) => `o.notification_type = ${p}`, f.eventType);
+  if (f.principalId) match('o.principal_id', 'principal', f.principalId);
+  if (f.taskId) match('o.task_id', 'task', f.taskId);
+  // A task event's type is its task's (its notification type is its status).
+  if (f.eventType) add((p) => `coalesce(o.task_type, o.notification_type) = ${p}`, f.eventType);
   if (f.idempotencyKey) add((p) => `o.idempotency_key = ${p}`, f.idempotencyKey);
   if (f.from) add((p) => `${lead}.created_at >= ${p}`, f.from);
   if (f.to) add((p) => `${lead}.created_at < ${p}`, f.to);
@@ -261,7 +296,9 @@ export class ConsoleStore {
       notificationId: r.notification_id,
       sequenceNumber: r.sequence_number,
       subscriberId: r.subscriber_id,
-      firstAttemptAt: iso(r.first_attempt_at),
+      // The delivery's own first attempt: a redelivery resets first_attempt_at (its retry
+      // horizon starts afresh), the attempt log keeps when attempt 1 went out.
+      firstAttemptAt: attempts[0]?.firedAt ?? iso(r.first_attempt_at),
       horizonSeconds: r.horizon_seconds,
       payloadSizeBytes: (r.body as Buffer).length,
       body,

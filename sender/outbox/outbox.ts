@@ -325,6 +325,7 @@ export class Outbox implements EventSink {
       buys: [] as (string | null)[],
       principal: [] as (string | null)[],
       task: [] as (string | null)[],
+      taskType: [] as (string | null)[],
       seq: [] as (number | null)[],
       sub: [] as (string | null)[],
     };
@@ -351,6 +352,7 @@ export class Outbox implements EventSink {
       cols.buys.push(e.mediaBuyIds ? JSON.stringify(e.mediaBuyIds) : null);
       cols.principal.push(e.principalId ?? null);
       cols.task.push(e.taskId ?? null);
+      cols.taskType.push(e.taskType ?? null);
       cols.seq.push(e.sequenceNumber ?? null);
       cols.sub.push(e.subscriberId ?? null);
     }
@@ -361,17 +363,17 @@ export class Outbox implements EventSink {
     const s = this.schema;
     const sql = `
       WITH x AS (
-        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${buys ? ', mbs' : ''}
+        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${buys ? ', mbs' : ''}
           FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
                       $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
-                      $13::text[]${buys ? ', $15::text[]' : ''})
-            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, ${buys ? 'mbs, ' : ''}ord)
+                      $13::text[], $15::text[]${buys ? ', $16::text[]' : ''})
+            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt, ${buys ? 'mbs, ' : ''}ord)
           ORDER BY ord
       ), e AS (
         INSERT INTO ${s}.outbox_event (id, idempotency_key, body, target_url, auth_mode,
           auth_secret, channel, notification_type, notification_id, media_buy_id, principal_id,
-          task_id, sequence_number, subscriber_id${buys ? ', media_buy_ids' : ''})
-        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${
+          task_id, sequence_number, subscriber_id, task_type${buys ? ', media_buy_ids' : ''})
+        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${
           buys
             ? `,
                CASE WHEN mbs IS NOT NULL
@@ -398,6 +400,7 @@ export class Outbox implements EventSink {
       cols.seq,
       cols.sub,
       this.horizonSeconds,
+      cols.taskType,
     ];
     if (buys) params.push(cols.buys);
     let rows: Array<{ id: string }>;
