@@ -93,6 +93,8 @@ export interface Destination {
   backlog: number;
   /** When the last 429 answer lets the next attempt go (a pending row's next attempt), if in the future. */
   pausedUntil: string | null;
+  /** Paused by an operator (console Pause): its deliveries wait until Resume. */
+  paused: { at: string; operator: string } | null;
   lastError: { at: string; status: number | null; message: string | null } | null;
   /**
    * Hourly buckets over the last day, oldest first: attempts and successes. The day's
@@ -329,7 +331,7 @@ export class ConsoleStore {
   }
 
   async destinations(): Promise<Destination[]> {
-    const [hour, day, backlog, errors] = await Promise.all([
+    const [hour, day, backlog, errors, paused] = await Promise.all([
       this.pool.query(lastHourStatement(this.schema)),
       this.rollup.day(),
       this.pool.query(
@@ -347,6 +349,9 @@ export class ConsoleStore {
             AND status IN ('failed', 'timeout', 'connection_error')
           ORDER BY fired_at DESC LIMIT 2000`,
       ),
+      this.pool.query(
+        `SELECT origin, paused_at, operator FROM ${this.schema}.console_paused_origin`,
+      ),
     ]);
     const by = new Map<string, Destination>();
     const get = (o: string): Destination => {
@@ -358,6 +363,7 @@ export class ConsoleStore {
           day: stats(0, 0, null, null),
           backlog: 0,
           pausedUntil: null,
+          paused: null,
           lastError: null,
           series: [],
         };
@@ -394,6 +400,9 @@ export class ConsoleStore {
       const d = get(r.origin);
       d.backlog = r.n;
       d.pausedUntil = iso(r.paused_until);
+    }
+    for (const r of paused.rows) {
+      get(r.origin).paused = { at: (r.paused_at as Date).toISOString(), operator: r.operator };
     }
     for (const r of errors.rows) {
       if (get(r.origin).lastError) continue;
