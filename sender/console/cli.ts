@@ -31,6 +31,7 @@ export interface ListOptions {
   task?: string;
   type?: string;
   key?: string;
+  payload?: string;
   from?: string;
   to?: string;
   cursor?: string;
@@ -66,6 +67,7 @@ export async function listDeliveries(
     [FILTER_PARAMS.taskId]: o.task,
     [FILTER_PARAMS.eventType]: o.type,
     [FILTER_PARAMS.idempotencyKey]: o.key,
+    [FILTER_PARAMS.payload]: o.payload,
     [FILTER_PARAMS.from]: o.from,
     [FILTER_PARAMS.to]: o.to,
   });
@@ -282,6 +284,7 @@ export function registerConsoleCommands(program: Command): void {
       .option('--task <id>', 'task id')
       .option('--type <type>', "event type: a task's type (create_media_buy), else scheduled...")
       .option('--key <key>', 'idempotency key')
+      .option('--payload <path=value>', 'a value inside the payload, e.g. result.media_buy_id=mb_1')
       .option('--from <time>', 'created at or after (ISO 8601)')
       .option('--to <time>', 'created before (ISO 8601)')
       .option('--cursor <cursor>', 'continue after the page that printed it')

@@ -24,6 +24,11 @@ export interface DeliveryFilter {
   taskId?: string;
   eventType?: string;
   idempotencyKey?: string;
+  /**
+   * A value inside the frozen body: `path=value`, the path dot-separated keys and array
+   * indexes (`result.media_buy_id=mb_1`, `packages.0.package_id=p1`), compared as text.
+   */
+  payload?: string;
   /** created_at >= from */
   from?: Date;
   /** created_at < to */
@@ -47,6 +52,7 @@ export const FILTER_PARAMS = {
   taskId: 'task',
   eventType: 'type',
   idempotencyKey: 'key',
+  payload: 'payload',
   from: 'from',
   to: 'to',
 } as const;
@@ -113,6 +119,21 @@ export function parseOrigin(field: string, v: string): string {
   return `${m[1]}://${m[2]}`.toLowerCase();
 }
 
+const PATH_SEGMENT = /^[A-Za-z0-9_$@-]{1,64}$/;
+
+/** `a.b.0=value` -> the path's segments and the value; a 400 naming `payload` otherwise. */
+export function payloadMatch(v: string): { path: string[]; value: string } {
+  const i = v.indexOf('=');
+  const path = i > 0 ? v.slice(0, i).split('.') : [];
+  if (i <= 0 || path.length > 16 || !path.every((p) => PATH_SEGMENT.test(p))) {
+    throw new ConsoleInputError(
+      'payload',
+      'path=value, the path dot-separated keys or indexes, e.g. result.media_buy_id=mb_1',
+    );
+  }
+  return { path, value: v.slice(i + 1) };
+}
+
 /** Reads the filter from query parameters; empty values are absent. */
 export function parseFilter(q: Record<string, unknown>): DeliveryFilter {
   const get = (name: string): string | undefined => {
@@ -144,6 +165,11 @@ export function parseFilter(q: Record<string, unknown>): DeliveryFilter {
   // Patterns are checked here, so a malformed one is a 400 naming the parameter.
   for (const k of ['mediaBuyId', 'principalId', 'taskId'] as const) {
     if (f[k] !== undefined) textMatch(FILTER_PARAMS[k], f[k]);
+  }
+  const payload = get(FILTER_PARAMS.payload);
+  if (payload !== undefined) {
+    payloadMatch(text('payload', payload));
+    f.payload = payload;
   }
   const from = get('from');
   if (from !== undefined) f.from = parseTime('from', from);

@@ -573,7 +573,7 @@ export const API_INDEX = {
     {
       method: 'GET',
       path: '/api/deliveries',
-      query: 'status origin media_buy principal task type key from to cursor limit',
+      query: 'status origin media_buy principal task type key payload from to cursor limit',
     },
     { method: 'GET', path: '/api/deliveries/{id}' },
     { method: 'POST', path: '/api/deliveries/{id}/redeliver' },

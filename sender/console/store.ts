@@ -11,6 +11,7 @@ import {
   DELIVERY_STATES,
   encodeCursor,
   originCandidates,
+  payloadMatch,
   textMatch,
   type Cursor,
   type DeliveryFilter,
@@ -212,6 +213,19 @@ export function listStatement(
   // A task event's type is its task's (its notification type is its status).
   if (f.eventType) add((p) => `coalesce(o.task_type, o.notification_type) = ${p}`, f.eventType);
   if (f.idempotencyKey) add((p) => `o.idempotency_key = ${p}`, f.idempotencyKey);
+  // A value inside the body (always JSON: the outbox writes JSON.stringify's bytes). No
+  // index: the list's order is walked until a page is full; a byte search for the value
+  // first spares parsing the bodies that cannot hold it.
+  if (f.payload) {
+    const m = payloadMatch(f.payload);
+    if (!/["\\\u0000-\u001f]/.test(m.value)) {
+      add((p) => `position(convert_to(${p}, 'UTF8') in o.body) > 0`, m.value);
+    }
+    values.push(m.path, m.value);
+    where.push(
+      `convert_from(o.body, 'UTF8')::jsonb #>> $${values.length - 1}::text[] = $${values.length}`,
+    );
+  }
   if (f.from) add((p) => `${lead}.created_at >= ${p}`, f.from);
   if (f.to) add((p) => `${lead}.created_at < ${p}`, f.to);
   if (cursor) {

@@ -64,6 +64,7 @@ export function deliveriesBody(f: DeliveryFilter, page: DeliveryPage): Html {
       ${field('task', 'Task', p.task, 'exact, task_*, *x*')}
       ${field('type', 'Event type', p.type, 'create_media_buy, scheduled...')}
       ${field('key', 'Idempotency key', p.key)}
+      ${field('payload', 'In the payload', p.payload, 'result.media_buy_id=mb_1')}
       ${field('from', 'From', p.from, '2026-11-23T00:00:00Z')}
       ${field('to', 'To', p.to, '2026-11-24T00:00:00Z')}
       <button type="submit">Filter</button> <a href="/deliveries">clear</a>

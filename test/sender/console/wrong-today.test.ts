@@ -147,10 +147,46 @@ t.test('seller console: what was wrong', async (t) => {
     t.not(d.firstAttemptAt, d.attemptList[1].firedAt);
     const page = await (await c.get(`/deliveries/${id}?redelivered=2`)).text();
     t.notMatch(page, /attempt 2 is on its way/, 'no stale banner');
-    t.match(page, /class="flash error"[^>]*>\s*Redelivery: attempt 2 failed \(failed, HTTP 410/);
+    t.match(page, /class="flash error"[^>]*>\s*Redelivery: attempt 2 failed\s*\(failed, HTTP 410/);
     const live = await (await c.get(`/deliveries/${id}/live?redelivered=2`)).text();
     t.match(live, /attempt 2 failed/, 'the live fragment carries it too');
     const first = /<dt>First attempt<\/dt>\s*<dd>([^<]*)<\/dd>/.exec(page)?.[1];
     t.equal(first, d.attemptList[0].firedAt.replace('T', ' '));
   });
+});
+
+t.test('search inside the payload: a JSON path and a value', async (t) => {
+  const h = await senderHarness(t);
+  const consoleServer = await listenConsole({
+    store: new ConsoleStore(h.pool, h.schema),
+    actions: new ConsoleActions(h.pool, h.queue, h.schema),
+    auth: new ConsoleAuth({ token: TOKEN, operator: 'carol' }),
+  });
+  t.teardown(() => consoleServer.close());
+  const c = await signIn(consoleServer.url, TOKEN);
+  const url = 'http://127.0.0.1:9/hook';
+  const withPayload = (payload: Record<string, unknown>): OutboundEvent => {
+    const e = event(url, {});
+    return { ...e, payload: { ...e.payload, ...payload } };
+  };
+  const [a, b] = await h.outbox.enqueue([
+    withPayload({ result: { media_buy_id: 'mb_42', packages: [{ package_id: 'pk_1' }] } }),
+    withPayload({ result: { media_buy_id: 'mb_43', note: 'say "hi"' }, count: 7 }),
+  ]);
+  const ids = async (q: string) => {
+    const res = await c.get(`/api/deliveries?payload=${encodeURIComponent(q)}`);
+    t.equal(res.status, 200, q);
+    return (await json(res)).items.map((d: { id: string }) => d.id);
+  };
+  t.same(await ids('result.media_buy_id=mb_42'), [a]);
+  t.same(await ids('result.packages.0.package_id=pk_1'), [a], 'an array index');
+  t.same(await ids('count=7'), [b], 'a number, as text');
+  t.same(await ids('result.note=say "hi"'), [b], 'a value JSON escapes');
+  t.same(await ids('result.media_buy_id=mb_4'), [], 'the whole value, not a part');
+  t.same(await ids('status=mb_42'), [], 'at that path only');
+  for (const bad of ['=x', 'no-equals', 'a..b=1', 'a.b c=1']) {
+    const res = await c.get(`/api/deliveries?payload=${encodeURIComponent(bad)}`);
+    t.equal(res.status, 400, `${bad} refused`);
+    t.equal((await json(res)).error.field, 'payload');
+  }
 });
