@@ -4,6 +4,7 @@
  */
 import { migrate, type Migration, type Pool } from '../shared/infra/pg.js';
 import { consoleMigrations } from './console/migrations.js';
+import { consoleSearchMigrations } from './console/search-migrations.js';
 import { partitionedOutbox } from './outbox/storage-migration.js';
 import { dueIndex } from './outbox/due-migration.js';
 import { finishLegacyPartition, maintainPartitions } from './outbox/partitions.js';
@@ -150,6 +151,8 @@ export async function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA):
     ...unpartitionedMigrations,
     partitionedOutbox,
     dueIndex,
+    // The console's search columns and indexes, and paused destinations (issue 26).
+    ...consoleSearchMigrations,
   ]);
   if (applied.includes(partitionedOutbox.id)) await finishLegacyPartition(pool, schema);
   await maintainPartitions(pool, schema);

@@ -77,7 +77,8 @@ export class ReceiverConsoleStore {
               idempotency_key
          FROM ${this.schema}.console_events
         ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY id DESC LIMIT $${values.length}`,
+        -- The column, not the text alias: numeric order, as the before cursor compares.
+        ORDER BY console_events.id DESC LIMIT $${values.length}`,
       values,
     );
     return rows.map((r) => ({

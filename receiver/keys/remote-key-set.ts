@@ -78,6 +78,14 @@ export class RemoteKeySet {
     return this.good === null && this.fetches > 0 && this.inflight === null;
   }
 
+  /**
+   * The last good set whatever its age (the operator console: a sender whose keys were
+   * verified shows them after the TTL too, until a refetch replaces them).
+   */
+  held(): KeySet | null {
+    return this.good;
+  }
+
   /** The cached set if it is fresh, without I/O. */
   peek(): KeySet | null {
     return this.clock() - this.fetchedAt < this.policy.ttlMs ? this.good : null;

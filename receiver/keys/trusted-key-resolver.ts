@@ -49,6 +49,8 @@ export interface TrustedKeyResolverOptions extends Partial<CachePolicy> {
 interface KeySource {
   /** Fresh keys without I/O, or undefined when a fetch is due. */
   peek(): KeySet | null | undefined;
+  /** The last keys loaded, fresh or not (what the console shows), without I/O. */
+  held(): KeySet | null | undefined;
   view(): Promise<{ keys: KeySet | null; fetchedNow: boolean }>;
   /** One miss-refetch if the cooldown allows; false when skipped. */
   refetchForMiss(): Promise<boolean>;
@@ -61,6 +63,9 @@ interface KeySource {
 class InlineSource implements KeySource {
   constructor(private readonly keys: KeySet) {}
   peek(): KeySet {
+    return this.keys;
+  }
+  held(): KeySet {
     return this.keys;
   }
   async view(): Promise<{ keys: KeySet; fetchedNow: boolean }> {
@@ -81,6 +86,9 @@ class UriSource implements KeySource {
   constructor(readonly set: RemoteKeySet) {}
   peek(): KeySet | undefined {
     return this.set.peek() ?? undefined;
+  }
+  held(): KeySet | undefined {
+    return this.set.held() ?? undefined;
   }
   view(): Promise<{ keys: KeySet | null; fetchedNow: boolean }> {
     return this.set.view();
@@ -105,6 +113,9 @@ class AgentSource implements KeySource {
   ) {}
   peek(): KeySet | undefined {
     return this.set?.peek() ?? undefined;
+  }
+  held(): KeySet | undefined {
+    return this.set?.held() ?? undefined;
   }
   private async current(): Promise<RemoteKeySet | null> {
     const uri = await this.discovery.current();
@@ -267,7 +278,8 @@ export class TrustedKeyResolver implements KeyResolver {
             : null;
       return {
         sender: s.id,
-        kids: [...(s.source.peek()?.keys() ?? [])],
+        // Held, not fresh: past the TTL the keys are still the ones verified with.
+        kids: [...(s.source.held()?.keys() ?? [])],
         jwksUri: s.source.jwksUri(),
         lastFetchMs: set?.lastFetchMs() ?? null,
         failure: s.source.failure(),

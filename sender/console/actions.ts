@@ -8,6 +8,10 @@
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
+import { newIdempotencyKey } from '../outbox/keys.js';
+import { Outbox } from '../outbox/outbox.js';
+import { originCandidates } from './filters.js';
+import { originSql } from './migrations.js';
 
 /** Who acts, and through what (`console`, `api`, `cli`). */
 export interface Operator {
@@ -39,6 +43,32 @@ export interface RecoverResult {
   more: boolean;
 }
 
+export interface RecoverPreview {
+  origin: string;
+  since: string;
+  /** Stopped or expired deliveries a recover would send again (all calls together). */
+  count: number;
+  /** What one call takes at most: `ceil(count / perCall)` calls recover them all. */
+  perCall: number;
+}
+
+export interface PauseResult {
+  origin: string;
+  paused: boolean;
+  /** Deliveries waiting for the destination now. */
+  pending: number;
+}
+
+export interface TestEventResult {
+  id: string;
+  origin: string;
+  url: string;
+  idempotencyKey: string;
+}
+
+/** One recover call's bound: a bulk redeliver is resumable in chunks of this many. */
+export const RECOVER_PER_CALL = 10_000;
+
 /** Rows back to pending, and the pending record of each one's coming attempt. */
 function reopen(schema: string, pick: string): string {
   return `WITH picked AS (${pick}),
@@ -62,6 +92,16 @@ function reopen(schema: string, pick: string): string {
       ON CONFLICT (outbox_id, attempt) DO UPDATE SET requested_by = EXCLUDED.requested_by
     )
     SELECT id::text AS id, target_url, attempts + 1 AS attempt FROM r`;
+}
+
+/** As the worker sees it (URL.origin: default port dropped), which pauses compare with. */
+function urlOrigin(o: string): string {
+  return new URL(o).origin.toLowerCase();
+}
+
+/** The URL without query or fragment (a query may carry a token). */
+function recordedUrlOf(u: string): string {
+  return u.split('?')[0]!.split('#')[0]!;
 }
 
 export class ConsoleActions {
@@ -119,20 +159,22 @@ export class ConsoleActions {
     origin: string,
     since: Date,
     who: Operator,
-    limit = 10_000,
+    limit = RECOVER_PER_CALL,
   ): Promise<RecoverResult> {
     // outbox_delivery's origin is the event's target origin as the console spells it.
-    const match = `origin = $1 AND state IN ('stopped', 'expired') AND created_at >= $2`;
+    const match = `origin = ANY($1::text[]) AND state IN ('stopped', 'expired')
+      AND created_at >= $2`;
+    const origins = originCandidates(origin);
     const { rows, more } = await withTransaction(this.pool, async (client) => {
       const pick = `SELECT id FROM ${this.schema}.outbox_delivery WHERE ${match}
          ORDER BY created_at, id LIMIT $3 FOR UPDATE`;
       const { rows } = await client.query(
         reopen(this.schema, pick).replace('$REQUESTED_BY', '$4'),
-        [origin, since, limit, who.name],
+        [origins, since, limit, who.name],
       );
       const rest = await client.query(
         `SELECT EXISTS (SELECT 1 FROM ${this.schema}.outbox_delivery WHERE ${match}) AS more`,
-        [origin, since],
+        [origins, since],
       );
       await this.audit(client, who, 'recover', origin, {
         since: since.toISOString(),
@@ -156,6 +198,131 @@ export class ConsoleActions {
       'console: origin recovered',
     );
     return { origin, since: since.toISOString(), recovered: rows.length, more };
+  }
+
+  /** How many deliveries `recover(origin, since)` would send again: the confirmation's count. */
+  async recoverPreview(origin: string, since: Date): Promise<RecoverPreview> {
+    const { rows } = await this.pool.query(
+      `SELECT count(*)::int AS n FROM ${this.schema}.outbox_delivery
+        WHERE origin = ANY($1::text[]) AND state IN ('stopped', 'expired') AND created_at >= $2`,
+      [originCandidates(origin), since],
+    );
+    return { origin, since: since.toISOString(), count: rows[0].n, perCall: RECOVER_PER_CALL };
+  }
+
+  /**
+   * Pauses a destination: the workers stop claiming its rows (they wait, nothing is failed
+   * or dropped; sender/delivery/paused-origins.ts) until `resume`. `host:port` pauses both
+   * schemes.
+   */
+  async pause(origin: string, who: Operator): Promise<PauseResult> {
+    const origins = originCandidates(origin).map(urlOrigin);
+    return withTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `INSERT INTO ${this.schema}.console_paused_origin (origin, operator)
+           SELECT unnest($1::text[]), $2 ON CONFLICT (origin) DO NOTHING`,
+        [origins, who.name],
+      );
+      if (!rowCount) {
+        throw new ConsoleActionError(409, 'ALREADY_PAUSED', `${origin} is already paused`);
+      }
+      const pending = await this.pendingOf(client, origins);
+      await this.audit(client, who, 'pause', origin, { pending });
+      return { origin, paused: true, pending };
+    });
+  }
+
+  /**
+   * Resumes a paused destination. Its waiting rows' retry horizons are moved on by the
+   * pause's length (the pause must not expire them); their jobs ask again within the
+   * worker's recheck period (10 s by default).
+   */
+  async resume(origin: string, who: Operator): Promise<PauseResult> {
+    const origins = originCandidates(origin).map(urlOrigin);
+    return withTransaction(this.pool, async (client) => {
+      const { rows } = await client.query(
+        `DELETE FROM ${this.schema}.console_paused_origin WHERE origin = ANY($1::text[])
+          RETURNING paused_at`,
+        [origins],
+      );
+      if (rows.length === 0) {
+        throw new ConsoleActionError(409, 'NOT_PAUSED', `${origin} is not paused`);
+      }
+      const since = rows[0].paused_at as Date;
+      await client.query(
+        `UPDATE ${this.schema}.outbox_delivery
+            SET first_attempt_at = first_attempt_at + (now() - $2::timestamptz)
+          WHERE origin = ANY($1::text[]) AND state = 'pending' AND first_attempt_at IS NOT NULL`,
+        [origins.map((o) => o.toLowerCase()), since],
+      );
+      const pending = await this.pendingOf(client, origins);
+      await this.audit(client, who, 'resume', origin, {
+        pending,
+        paused_seconds: Math.round((Date.now() - since.getTime()) / 1000),
+      });
+      return { origin, paused: false, pending };
+    });
+  }
+
+  /**
+   * Sends a test event to a destination: a fresh event to the URL, authentication and
+   * channel of the newest delivery to that origin, its body saying it is a test
+   * (`notification_type: "console_test"`). It goes through the outbox like any event
+   * (signed, retried, listed), so its outcome shows the destination's health now.
+   */
+  async sendTest(origin: string, who: Operator): Promise<TestEventResult> {
+    const origins = originCandidates(origin);
+    const { rows } = await this.pool.query(
+      `SELECT target_url, auth_mode, auth_secret, channel, principal_id
+         FROM ${this.schema}.outbox_event
+        WHERE ${originSql('target_url')} = ANY($1::text[])
+        ORDER BY created_at DESC, id DESC LIMIT 1`,
+      [origins],
+    );
+    const last = rows[0];
+    if (!last) {
+      throw new ConsoleActionError(
+        404,
+        'NO_DESTINATION',
+        `no delivery to ${origin} yet: a test goes to a URL the seller already delivers to`,
+      );
+    }
+    const key = newIdempotencyKey();
+    const outbox = new Outbox({ pool: this.pool, queue: this.queue, schema: this.schema });
+    const auth =
+      last.auth_mode === 'hmac'
+        ? { mode: 'hmac' as const, secret: last.auth_secret as string }
+        : last.auth_mode === 'bearer'
+          ? { mode: 'bearer' as const, token: last.auth_secret as string }
+          : { mode: 'rfc9421' as const };
+    const [id] = await outbox.enqueue([
+      {
+        target: { url: last.target_url, auth, channel: last.channel },
+        payload: {
+          idempotency_key: key,
+          notification_type: 'console_test',
+          message: `test event sent by ${who.name} from the seller's console`,
+          timestamp: new Date().toISOString(),
+        },
+        idempotencyKey: key,
+        notificationType: 'console_test',
+        ...(last.principal_id ? { principalId: last.principal_id } : {}),
+      },
+    ]);
+    await withTransaction(this.pool, (client) =>
+      this.audit(client, who, 'test_event', origin, { delivery: id }),
+    );
+    this.logger.info({ operator: who.name, via: who.via, origin, delivery: id }, 'console: test');
+    return { id: id!, origin, url: recordedUrlOf(last.target_url), idempotencyKey: key };
+  }
+
+  private async pendingOf(client: { query: Pool['query'] }, origins: string[]): Promise<number> {
+    const { rows } = await client.query(
+      `SELECT count(*)::int AS n FROM ${this.schema}.outbox_delivery
+        WHERE origin = ANY($1::text[]) AND state = 'pending'`,
+      [origins.map((o) => o.toLowerCase())],
+    );
+    return rows[0].n;
   }
 
   private async audit(

@@ -1,5 +1,5 @@
 /**
- * `svc deliveries list|show|redeliver|recover` (the console's reads and actions, straight
+ * `svc deliveries list|show|redeliver|recover|pause|resume|test` (the console's reads and actions, straight
  * against the database) and `svc console` (the console on its own). The work is in
  * functions taking their output stream, so tests run them in-process.
  */
@@ -31,6 +31,7 @@ export interface ListOptions {
   task?: string;
   type?: string;
   key?: string;
+  payload?: string;
   from?: string;
   to?: string;
   cursor?: string;
@@ -66,6 +67,7 @@ export async function listDeliveries(
     [FILTER_PARAMS.taskId]: o.task,
     [FILTER_PARAMS.eventType]: o.type,
     [FILTER_PARAMS.idempotencyKey]: o.key,
+    [FILTER_PARAMS.payload]: o.payload,
     [FILTER_PARAMS.from]: o.from,
     [FILTER_PARAMS.to]: o.to,
   });
@@ -142,14 +144,45 @@ export async function recoverCommand(
   origin: string,
   since: string,
   out: Writable,
+  o: { dryRun?: boolean; all?: boolean } = {},
 ): Promise<void> {
-  const r = await actions.recover(
-    parseOrigin('origin', origin),
-    parseTime('since', since),
-    cliOperator(),
-  );
+  const at = parseTime('since', since);
+  const dest = parseOrigin('origin', origin);
+  const preview = await actions.recoverPreview(dest, at);
+  if (o.dryRun) {
+    out.write(
+      `${preview.origin}: ${preview.count} stopped or expired deliveries since ${preview.since} would be sent again (at most ${preview.perCall} per run)\n`,
+    );
+    return;
+  }
+  // --all: run after run until none is left, bounded by the count seen first (a run cut
+  // short, or a command interrupted, is resumed by running it again).
+  const runs = o.all ? Math.max(1, Math.ceil(preview.count / preview.perCall)) + 1 : 1;
+  for (let i = 0; i < runs; i++) {
+    const r = await actions.recover(dest, at, cliOperator());
+    out.write(
+      `${r.origin}: ${r.recovered} stopped or expired deliveries since ${r.since} sent again${r.more ? ' (more remain: run it again)' : ''}\n`,
+    );
+    if (!r.more) break;
+  }
+}
+
+/** `svc deliveries pause|resume|test <origin>`. */
+export async function destinationCommand(
+  actions: ConsoleActions,
+  verb: 'pause' | 'resume' | 'test',
+  origin: string,
+  out: Writable,
+): Promise<void> {
+  const dest = parseOrigin('origin', origin);
+  if (verb === 'test') {
+    const r = await actions.sendTest(dest, cliOperator());
+    out.write(`${r.origin}: test event sent as delivery ${r.id} to ${r.url}\n`);
+    return;
+  }
+  const r = await actions[verb](dest, cliOperator());
   out.write(
-    `${r.origin}: ${r.recovered} stopped or expired deliveries since ${r.since} sent again${r.more ? ' (more remain: run it again)' : ''}\n`,
+    `${r.origin}: ${r.paused ? 'paused' : 'resumed'}; ${r.pending} deliveries ${r.paused ? 'wait' : 'pending'}\n`,
   );
 }
 
@@ -235,7 +268,7 @@ export function registerConsoleCommands(program: Command): void {
   const deliveries = program
     .command('deliveries')
     .description(
-      "The seller's deliveries, as the console shows them: list, show, redeliver, recover",
+      "The seller's deliveries, as the console shows them: list, show, redeliver, recover, pause, resume, test",
     );
   const common = (c: Command) =>
     c.option('--schema <name>', 'PostgreSQL schema of the outbox', 'sender');
@@ -249,8 +282,9 @@ export function registerConsoleCommands(program: Command): void {
       .option('--media-buy <id>', 'media buy id')
       .option('--principal <id>', 'principal id')
       .option('--task <id>', 'task id')
-      .option('--type <type>', 'event type (notification type, e.g. completed, scheduled)')
+      .option('--type <type>', "event type: a task's type (create_media_buy), else scheduled...")
       .option('--key <key>', 'idempotency key')
+      .option('--payload <path=value>', 'a value inside the payload, e.g. result.media_buy_id=mb_1')
       .option('--from <time>', 'created at or after (ISO 8601)')
       .option('--to <time>', 'created before (ISO 8601)')
       .option('--cursor <cursor>', 'continue after the page that printed it')
@@ -308,22 +342,59 @@ export function registerConsoleCommands(program: Command): void {
       .description('Send again every stopped or expired delivery to an origin created since a time')
       .argument('<origin>', 'destination origin, e.g. https://buyer.example')
       .requiredOption('--since <time>', 'created at or after (ISO 8601)')
+      .option('--dry-run', 'only count them (what the console confirms)')
+      .option('--all', 'run after run (10,000 each) until none is left')
       .option('--prefix <prefix>', "the workers' BullMQ key prefix"),
-  ).action(async (origin: string, o: { schema: string; since: string; prefix?: string }) => {
-    const w = await wire(o.schema, o.prefix, true);
-    try {
-      await guarded(() =>
-        recoverCommand(
-          new ConsoleActions(w.pool, w.queue, w.schema),
-          origin,
-          o.since,
-          process.stdout,
-        ),
-      );
-    } finally {
-      await w.close();
-    }
-  });
+  ).action(
+    async (
+      origin: string,
+      o: { schema: string; since: string; prefix?: string; dryRun?: boolean; all?: boolean },
+    ) => {
+      const w = await wire(o.schema, o.prefix, true);
+      try {
+        await guarded(() =>
+          recoverCommand(
+            new ConsoleActions(w.pool, w.queue, w.schema),
+            origin,
+            o.since,
+            process.stdout,
+            o,
+          ),
+        );
+      } finally {
+        await w.close();
+      }
+    },
+  );
+
+  const verbs = {
+    pause: 'Pause a destination: its deliveries wait (nothing is dropped) until resume',
+    resume: "Resume a paused destination (its retry horizons move on by the pause's length)",
+    test: 'Send a test event to a destination (the URL and auth of its newest delivery)',
+  } as const;
+  for (const [verb, about] of Object.entries(verbs) as Array<[keyof typeof verbs, string]>) {
+    common(
+      deliveries
+        .command(verb)
+        .description(about)
+        .argument('<origin>', 'destination origin (https://buyer.example) or host:port')
+        .option('--prefix <prefix>', "the workers' BullMQ key prefix"),
+    ).action(async (origin: string, o: { schema: string; prefix?: string }) => {
+      const w = await wire(o.schema, o.prefix, true);
+      try {
+        await guarded(() =>
+          destinationCommand(
+            new ConsoleActions(w.pool, w.queue, w.schema),
+            verb,
+            origin,
+            process.stdout,
+          ),
+        );
+      } finally {
+        await w.close();
+      }
+    });
+  }
 
   program
     .command('console')

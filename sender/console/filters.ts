@@ -14,13 +14,21 @@ export const DELIVERY_STATES: readonly OutboxState[] = [
 
 export interface DeliveryFilter {
   status?: OutboxState;
-  /** `scheme://host[:port]`, lower case. */
+  /**
+   * `scheme://host[:port]`, lower case; or `host[:port]` (either scheme); or a search
+   * pattern (`textMatch`): `https://buyer*` (prefix), `*buyer*` (contains).
+   */
   origin?: string;
   mediaBuyId?: string;
   principalId?: string;
   taskId?: string;
   eventType?: string;
   idempotencyKey?: string;
+  /**
+   * A value inside the frozen body: `path=value`, the path dot-separated keys and array
+   * indexes (`result.media_buy_id=mb_1`, `packages.0.package_id=p1`), compared as text.
+   */
+  payload?: string;
   /** created_at >= from */
   from?: Date;
   /** created_at < to */
@@ -44,6 +52,7 @@ export const FILTER_PARAMS = {
   taskId: 'task',
   eventType: 'type',
   idempotencyKey: 'key',
+  payload: 'payload',
   from: 'from',
   to: 'to',
 } as const;
@@ -65,8 +74,39 @@ export function parseTime(field: string, v: string): Date {
   return d;
 }
 
-/** `https://Host:8443/any/path` -> `https://host:8443`; anything else is refused. */
+/**
+ * How a text filter matches (task, principal, media buy, destination): `abc` exactly,
+ * `abc*` as a prefix, `*abc*` anywhere. A `*` elsewhere is refused, as is an empty pattern.
+ */
+export type TextMatch =
+  { op: 'eq'; value: string } | { op: 'prefix'; value: string } | { op: 'contains'; value: string };
+
+export function textMatch(field: string, v: string): TextMatch {
+  const contains = /^\*([^*]+)\*$/.exec(v);
+  if (contains) return { op: 'contains', value: contains[1]! };
+  const prefix = /^([^*]+)\*$/.exec(v);
+  if (prefix) return { op: 'prefix', value: prefix[1]! };
+  if (v.includes('*')) {
+    throw new ConsoleInputError(field, 'a value, value* (prefix) or *value* (contains)');
+  }
+  return { op: 'eq', value: v };
+}
+
+/** `host[:port]` without a scheme: what an operator copies from a log line. */
+const HOST_PORT =
+  /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
+
+/** The origins a filter's origin stands for: itself, or both schemes of a `host:port`. */
+export function originCandidates(origin: string): string[] {
+  return origin.includes('://') ? [origin] : [`http://${origin}`, `https://${origin}`];
+}
+
+/**
+ * `https://Host:8443/any/path` -> `https://host:8443`; `Host:8443` -> `host:8443` (either
+ * scheme, see originCandidates); anything else is refused.
+ */
 export function parseOrigin(field: string, v: string): string {
+  if (HOST_PORT.test(v.trim())) return v.trim().toLowerCase();
   const m = /^([a-z][a-z0-9+.-]*):\/\/([^/?#\s]+)\/?$/i.exec(v.trim());
   if (!m) {
     try {
@@ -77,6 +117,21 @@ export function parseOrigin(field: string, v: string): string {
     }
   }
   return `${m[1]}://${m[2]}`.toLowerCase();
+}
+
+const PATH_SEGMENT = /^[A-Za-z0-9_$@-]{1,64}$/;
+
+/** `a.b.0=value` -> the path's segments and the value; a 400 naming `payload` otherwise. */
+export function payloadMatch(v: string): { path: string[]; value: string } {
+  const i = v.indexOf('=');
+  const path = i > 0 ? v.slice(0, i).split('.') : [];
+  if (i <= 0 || path.length > 16 || !path.every((p) => PATH_SEGMENT.test(p))) {
+    throw new ConsoleInputError(
+      'payload',
+      'path=value, the path dot-separated keys or indexes, e.g. result.media_buy_id=mb_1',
+    );
+  }
+  return { path, value: v.slice(i + 1) };
 }
 
 /** Reads the filter from query parameters; empty values are absent. */
@@ -97,10 +152,24 @@ export function parseFilter(q: Record<string, unknown>): DeliveryFilter {
     f.status = status as OutboxState;
   }
   const origin = get(FILTER_PARAMS.origin);
-  if (origin !== undefined) f.origin = parseOrigin('origin', origin);
+  if (origin !== undefined) {
+    // A search pattern is kept as typed (lower case); anything else is an origin.
+    f.origin = origin.includes('*')
+      ? (textMatch('origin', text('origin', origin.toLowerCase())), origin.toLowerCase())
+      : parseOrigin('origin', origin);
+  }
   for (const k of ['mediaBuyId', 'principalId', 'taskId', 'eventType', 'idempotencyKey'] as const) {
     const v = get(FILTER_PARAMS[k]);
     if (v !== undefined) f[k] = text(FILTER_PARAMS[k], v);
+  }
+  // Patterns are checked here, so a malformed one is a 400 naming the parameter.
+  for (const k of ['mediaBuyId', 'principalId', 'taskId'] as const) {
+    if (f[k] !== undefined) textMatch(FILTER_PARAMS[k], f[k]);
+  }
+  const payload = get(FILTER_PARAMS.payload);
+  if (payload !== undefined) {
+    payloadMatch(text('payload', payload));
+    f.payload = payload;
   }
   const from = get('from');
   if (from !== undefined) f.from = parseTime('from', from);

@@ -29,8 +29,8 @@ import { oauthClientsBody, type ClientView } from './pages/oauth-clients.js';
 import { auditBody } from './pages/audit.js';
 import { deliveriesBody, deliveryRow } from './pages/deliveries.js';
 import { deliveryBody, deliveryLive } from './pages/delivery.js';
-import { destinationsBody } from './pages/destinations.js';
-import type { Html } from '../../shared/console/html.js';
+import { destinationsBody, recoverPreviewBody } from './pages/destinations.js';
+import { query, type Html } from '../../shared/console/html.js';
 import { errorPage, layout, loginPage, type PageContext } from './pages/layout.js';
 import type { ConsoleStore } from './store.js';
 
@@ -88,6 +88,43 @@ interface State {
 type Ctx = RouterContext<State>;
 /** What answering with the sign-in page touches (any Koa context of this app). */
 type LoginCtx = Pick<Ctx, 'status' | 'type' | 'body' | 'set' | 'ip'>;
+
+/** An action's destination: an origin or `host:port`, never a search pattern. */
+function actionOrigin(v: string): string {
+  const origin = parseOrigin('origin', v);
+  try {
+    if (origin.includes('*')) throw new Error('a pattern');
+    new URL(origin.includes('://') ? origin : `http://${origin}`);
+  } catch {
+    throw new ConsoleInputError(
+      'origin',
+      'one origin such as https://buyer.example, not a pattern',
+    );
+  }
+  return origin;
+}
+
+/** The Destinations page's banner after an action (its outcome in the query). */
+function destinationsFlash(q: Record<string, unknown>): { kind: 'ok'; text: string } | null {
+  const n = q.recovered;
+  if (typeof n === 'string' && /^\d+$/.test(n)) {
+    return { kind: 'ok', text: `Recovered ${n} deliveries.` };
+  }
+  const origin = typeof q.origin === 'string' ? q.origin : '';
+  switch (q.done) {
+    case 'pause':
+      return { kind: 'ok', text: `Paused ${origin}: its deliveries wait until you resume.` };
+    case 'resume':
+      return { kind: 'ok', text: `Resumed ${origin}.` };
+    case 'test':
+      return {
+        kind: 'ok',
+        text: `Test event sent to ${origin} as delivery ${typeof q.id === 'string' ? q.id : ''}.`,
+      };
+    default:
+      return null;
+  }
+}
 
 function localPath(v: unknown): string {
   return typeof v === 'string' && /^\/(?![/\\])[\w\-./?=&%]*$/.test(v) ? v : '/deliveries';
@@ -314,6 +351,12 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     return { filter, cursor, limit: parseLimit(ctx.query.limit) };
   };
 
+  /** `?redelivered=N`: the attempt a Redeliver started, whose fate the page follows. */
+  const redeliveredOf = (ctx: Ctx): number | null => {
+    const v = ctx.query.redelivered;
+    return typeof v === 'string' && /^\d{1,6}$/.test(v) ? Number(v) : null;
+  };
+
   const detail = async (ctx: Ctx) => {
     const d = await store.get(ctx.params.id!);
     if (!d) throw new ConsoleActionError(404, 'NOT_FOUND', `no delivery ${ctx.params.id}`);
@@ -327,7 +370,14 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     if (typeof b.since !== 'string' || b.since === '') {
       throw new ConsoleInputError('since', 'an ISO 8601 time, e.g. 2026-11-23T12:00:00Z');
     }
-    return { origin: parseOrigin('origin', b.origin), since: parseTime('since', b.since) };
+    return { origin: actionOrigin(b.origin), since: parseTime('since', b.since) };
+  };
+
+  const originInput = (b: Record<string, unknown>) => {
+    if (typeof b.origin !== 'string' || b.origin.trim() === '') {
+      throw new ConsoleInputError('origin', 'an origin such as https://buyer.example');
+    }
+    return actionOrigin(b.origin);
   };
 
   // Pages.
@@ -343,24 +393,16 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   });
   router.get('/deliveries/:id', async (ctx) => {
     const d = await detail(ctx);
-    const done = ctx.query.redelivered;
     page(
       ctx,
-      {
-        title: `Delivery ${d.id}`,
-        nav: 'deliveries',
-        live: 'delivery',
-        flash:
-          typeof done === 'string' && /^\d+$/.test(done)
-            ? { kind: 'ok', text: `Redelivery requested: attempt ${done} is on its way.` }
-            : null,
-      },
-      deliveryBody(d, ctx.state.session?.csrf ?? ''),
+      { title: `Delivery ${d.id}`, nav: 'deliveries', live: 'delivery' },
+      deliveryBody(d, ctx.state.session?.csrf ?? '', redeliveredOf(ctx)),
     );
   });
   router.get('/deliveries/:id/live', async (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
-    ctx.body = deliveryLive(await detail(ctx), ctx.state.session?.csrf ?? '').value;
+    const csrf = ctx.state.session?.csrf ?? '';
+    ctx.body = deliveryLive(await detail(ctx), csrf, redeliveredOf(ctx)).value;
   });
   router.get('/deliveries/:id/row', async (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
@@ -371,28 +413,54 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     ctx.redirect(`/deliveries/${r.id}?redelivered=${r.attempt}`);
   });
   router.get('/destinations', async (ctx) => {
-    const n = ctx.query.recovered;
+    page(
+      ctx,
+      { title: 'Destinations', nav: 'destinations', flash: destinationsFlash(ctx.query) },
+      destinationsBody(await store.destinations(), ctx.state.session?.csrf ?? ''),
+    );
+  });
+  // The bulk redeliver's preview and confirmation (GET: nothing happens yet).
+  router.get('/destinations/recover', async (ctx) => {
+    const { origin, since } = recoverInput(ctx.query);
+    const preview = await actions.recoverPreview(origin, since);
+    const done = ctx.query.recovered;
     page(
       ctx,
       {
-        title: 'Destinations',
+        title: 'Recover',
         nav: 'destinations',
         flash:
-          typeof n === 'string' && /^\d+$/.test(n)
-            ? {
-                kind: 'ok',
-                text: `Recovered ${n} deliveries${ctx.query.more === '1' ? ' (more remain: recover again)' : ''}.`,
-              }
+          typeof done === 'string' && /^\d+$/.test(done)
+            ? { kind: 'ok', text: `Recovered ${done} deliveries; the rest is counted below.` }
             : null,
       },
-      destinationsBody(await store.destinations(), ctx.state.session?.csrf ?? ''),
+      recoverPreviewBody(preview, ctx.state.session?.csrf ?? ''),
     );
   });
   router.post('/destinations/recover', async (ctx) => {
     const { origin, since } = recoverInput(form(ctx));
     const r = await actions.recover(origin, since, ctx.state.operator);
-    ctx.redirect(`/destinations?recovered=${r.recovered}${r.more ? '&more=1' : ''}`);
+    if (r.more) {
+      // More than one run takes: the preview again, counting what is left.
+      ctx.redirect(
+        `/destinations/recover${query({ origin, since: r.since, recovered: String(r.recovered) })}`,
+      );
+      return;
+    }
+    ctx.redirect(`/destinations?recovered=${r.recovered}`);
   });
+  for (const verb of ['pause', 'resume', 'test'] as const) {
+    router.post(`/destinations/${verb}`, async (ctx) => {
+      const origin = originInput(form(ctx));
+      const r =
+        verb === 'test'
+          ? await actions.sendTest(origin, ctx.state.operator)
+          : await actions[verb](origin, ctx.state.operator);
+      ctx.redirect(
+        `/destinations${query({ done: verb, origin, ...('id' in r ? { id: r.id } : {}) })}`,
+      );
+    });
+  }
   router.get('/audit', async (ctx) => {
     page(ctx, { title: 'Audit', nav: 'audit' }, auditBody(await store.audit(100)));
   });
@@ -465,6 +533,20 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       });
     }
   }
+  router.get('/api/recover/preview', async (ctx) => {
+    const { origin, since } = recoverInput(ctx.query);
+    ctx.body = await actions.recoverPreview(origin, since);
+  });
+  for (const verb of ['pause', 'resume', 'test'] as const) {
+    router.post(`/api/destinations/${verb}`, async (ctx) => {
+      const origin = originInput(await body(ctx));
+      ctx.status = verb === 'test' ? 202 : 200;
+      ctx.body =
+        verb === 'test'
+          ? await actions.sendTest(origin, ctx.state.operator)
+          : await actions[verb](origin, ctx.state.operator);
+    });
+  }
   router.post('/api/recover', async (ctx) => {
     const { origin, since } = recoverInput(await body(ctx));
     ctx.status = 202;
@@ -491,7 +573,7 @@ export const API_INDEX = {
     {
       method: 'GET',
       path: '/api/deliveries',
-      query: 'status origin media_buy principal task type key from to cursor limit',
+      query: 'status origin media_buy principal task type key payload from to cursor limit',
     },
     { method: 'GET', path: '/api/deliveries/{id}' },
     { method: 'POST', path: '/api/deliveries/{id}/redeliver' },
@@ -500,7 +582,24 @@ export const API_INDEX = {
       path: '/api/recover',
       body: '{"origin": "https://buyer.example", "since": "2026-11-23T00:00:00Z"}',
     },
+    {
+      method: 'GET',
+      path: '/api/recover/preview',
+      query: 'origin since',
+      note: 'how many deliveries POST /api/recover would send again',
+    },
     { method: 'GET', path: '/api/destinations' },
+    {
+      method: 'POST',
+      path: '/api/destinations/pause',
+      body: '{"origin": "https://buyer.example"}',
+    },
+    {
+      method: 'POST',
+      path: '/api/destinations/resume',
+      body: '{"origin": "https://buyer.example"}',
+    },
+    { method: 'POST', path: '/api/destinations/test', body: '{"origin": "https://buyer.example"}' },
     { method: 'GET', path: '/api/audit', query: 'limit' },
     {
       method: 'GET',

@@ -7,7 +7,15 @@
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
 import { recordedUrl } from '../activity/activity-log.js';
 import type { OutboxState } from '../outbox/outbox.js';
-import { DELIVERY_STATES, encodeCursor, type Cursor, type DeliveryFilter } from './filters.js';
+import {
+  DELIVERY_STATES,
+  encodeCursor,
+  originCandidates,
+  payloadMatch,
+  textMatch,
+  type Cursor,
+  type DeliveryFilter,
+} from './filters.js';
 import { originSql } from './migrations.js';
 import { BUCKETS, histogramPercentile, HourlyRollup } from './rollup.js';
 
@@ -18,7 +26,10 @@ export interface DeliverySummary {
   /** The target URL without query, fragment or credentials. */
   url: string;
   origin: string;
+  /** The task's type for a task event (`create_media_buy`), else the notification type. */
   eventType: string;
+  /** As written: a task event's status (`working`), a report's kind (`scheduled`). */
+  notificationType: string;
   channel: string;
   mediaBuyId: string | null;
   principalId: string | null;
@@ -83,6 +94,8 @@ export interface Destination {
   backlog: number;
   /** When the last 429 answer lets the next attempt go (a pending row's next attempt), if in the future. */
   pausedUntil: string | null;
+  /** Paused by an operator (console Pause): its deliveries wait until Resume. */
+  paused: { at: string; operator: string } | null;
   lastError: { at: string; status: number | null; message: string | null } | null;
   /**
    * Hourly buckets over the last day, oldest first: attempts and successes. The day's
@@ -110,10 +123,15 @@ export interface AuditEntry {
 
 /** Of `o` (outbox_event, the frozen event) and `d` (outbox_delivery, its state). */
 const SUMMARY_COLUMNS = `o.id::text AS id, o.idempotency_key, d.state, o.target_url,
-  ${originSql('o.target_url')} AS origin, o.notification_type, o.channel, o.media_buy_id,
+  ${originSql('o.target_url')} AS origin, o.notification_type, o.task_type, o.channel, o.media_buy_id,
   o.principal_id, o.task_id, d.attempts, d.last_status, d.last_error, o.created_at,
   (extract(epoch from o.created_at) * 1000000)::bigint::text AS created_us,
   d.next_attempt_at, d.completed_at`;
+
+/** A LIKE pattern matching `v` literally (its \\, % and _ escaped). */
+export function likeEscape(v: string): string {
+  return v.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -124,7 +142,8 @@ function summary(r: Record<string, unknown>): DeliverySummary {
     state: r.state as OutboxState,
     url: recordedUrl(r.target_url as string),
     origin: r.origin as string,
-    eventType: r.notification_type as string,
+    eventType: (r.task_type ?? r.notification_type) as string,
+    notificationType: r.notification_type as string,
     channel: r.channel as string,
     mediaBuyId: r.media_buy_id as string | null,
     principalId: r.principal_id as string | null,
@@ -164,17 +183,50 @@ export function listStatement(
     if (!DELIVERY_STATES.includes(f.status)) throw new Error(`unknown state ${f.status}`);
     where.push(`d.state = '${f.status}'`);
   }
+  /** `col` exactly, by prefix (a text_pattern_ops index) or anywhere in it. */
+  const match = (col: string, field: string, v: string, eq?: (p: string) => string) => {
+    const m = textMatch(field, v);
+    if (m.op === 'eq') add(eq ?? ((p) => `${col} = ${p}`), m.value);
+    else if (m.op === 'prefix') add((p) => `${col} LIKE ${p}`, `${likeEscape(m.value)}%`);
+    else add((p) => `strpos(${col}, ${p}) > 0`, m.value);
+  };
   if (f.origin) {
-    add((p) => (byState ? `d.origin = ${p}` : `${originSql('o.target_url')} = ${p}`), f.origin);
+    const col = byState ? 'd.origin' : originSql('o.target_url');
+    if (f.origin.includes('*')) match(col, 'origin', f.origin);
+    else {
+      const all = originCandidates(f.origin);
+      if (all.length === 1) add((p) => `${col} = ${p}`, all[0]);
+      else add((p) => `${col} = ANY(${p}::text[])`, all);
+    }
   }
   // A buy's own rows, or aggregated reports covering it (two indexes OR-ed in a bitmap).
   if (f.mediaBuyId) {
-    add((p) => `(o.media_buy_id = ${p} OR o.media_buy_ids @> ARRAY[${p}::text])`, f.mediaBuyId);
+    match(
+      'o.media_buy_id',
+      'media_buy',
+      f.mediaBuyId,
+      (p) => `(o.media_buy_id = ${p} OR o.media_buy_ids @> ARRAY[${p}::text])`,
+    );
   }
-  if (f.principalId) add((p) => `o.principal_id = ${p}`, f.principalId);
-  if (f.taskId) add((p) => `o.task_id = ${p}`, f.taskId);
-  if (f.eventType) add((p) => `o.notification_type = ${p}`, f.eventType);
+  if (f.principalId) match('o.principal_id', 'principal', f.principalId);
+  if (f.taskId) match('o.task_id', 'task', f.taskId);
+  // A task event's type is its task's (its notification type is its status).
+  if (f.eventType) add((p) => `coalesce(o.task_type, o.notification_type) = ${p}`, f.eventType);
   if (f.idempotencyKey) add((p) => `o.idempotency_key = ${p}`, f.idempotencyKey);
+  // A value inside the body (always JSON: the outbox writes JSON.stringify's bytes). No
+  // index: the list's order is walked until a page is full; a byte search for the value
+  // first spares parsing the bodies that cannot hold it.
+  if (f.payload) {
+    const m = payloadMatch(f.payload);
+    // eslint-disable-next-line no-control-regex -- what JSON escapes: the bytes differ
+    if (!/["\\\u0000-\u001f]/.test(m.value)) {
+      add((p) => `position(convert_to(${p}, 'UTF8') in o.body) > 0`, m.value);
+    }
+    values.push(m.path, m.value);
+    where.push(
+      `convert_from(o.body, 'UTF8')::jsonb #>> $${values.length - 1}::text[] = $${values.length}`,
+    );
+  }
   if (f.from) add((p) => `${lead}.created_at >= ${p}`, f.from);
   if (f.to) add((p) => `${lead}.created_at < ${p}`, f.to);
   if (cursor) {
@@ -261,7 +313,9 @@ export class ConsoleStore {
       notificationId: r.notification_id,
       sequenceNumber: r.sequence_number,
       subscriberId: r.subscriber_id,
-      firstAttemptAt: iso(r.first_attempt_at),
+      // The delivery's own first attempt: a redelivery resets first_attempt_at (its retry
+      // horizon starts afresh), the attempt log keeps when attempt 1 went out.
+      firstAttemptAt: attempts[0]?.firedAt ?? iso(r.first_attempt_at),
       horizonSeconds: r.horizon_seconds,
       payloadSizeBytes: (r.body as Buffer).length,
       body,
@@ -292,7 +346,7 @@ export class ConsoleStore {
   }
 
   async destinations(): Promise<Destination[]> {
-    const [hour, day, backlog, errors] = await Promise.all([
+    const [hour, day, backlog, errors, paused] = await Promise.all([
       this.pool.query(lastHourStatement(this.schema)),
       this.rollup.day(),
       this.pool.query(
@@ -310,6 +364,9 @@ export class ConsoleStore {
             AND status IN ('failed', 'timeout', 'connection_error')
           ORDER BY fired_at DESC LIMIT 2000`,
       ),
+      this.pool.query(
+        `SELECT origin, paused_at, operator FROM ${this.schema}.console_paused_origin`,
+      ),
     ]);
     const by = new Map<string, Destination>();
     const get = (o: string): Destination => {
@@ -321,6 +378,7 @@ export class ConsoleStore {
           day: stats(0, 0, null, null),
           backlog: 0,
           pausedUntil: null,
+          paused: null,
           lastError: null,
           series: [],
         };
@@ -357,6 +415,9 @@ export class ConsoleStore {
       const d = get(r.origin);
       d.backlog = r.n;
       d.pausedUntil = iso(r.paused_until);
+    }
+    for (const r of paused.rows) {
+      get(r.origin).paused = { at: (r.paused_at as Date).toISOString(), operator: r.operator };
     }
     for (const r of errors.rows) {
       if (get(r.origin).lastError) continue;

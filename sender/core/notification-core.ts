@@ -255,6 +255,7 @@ export class NotificationCore {
     const common = {
       notificationType: change.status,
       taskId: change.taskId,
+      taskType: change.taskType,
       ...(change.notificationId ? { notificationId: change.notificationId } : {}),
       ...(change.mediaBuyId ? { mediaBuyId: change.mediaBuyId } : {}),
       ...(change.principalId ? { principalId: change.principalId } : {}),

@@ -15,6 +15,7 @@ import type { ClaimedEvent, Outbox, SettleInput } from '../outbox/outbox.js';
 import { ClusterAnswerError } from '../../shared/infra/redis.js';
 import { DispatchRecovery } from './dispatch-recovery.js';
 import { parseShardSelection } from './shards.js';
+import { PausedOrigins } from './paused-origins.js';
 import { attemptHeaders, type Signer } from './authenticate.js';
 import { nextDelay, type BackoffOptions } from './backoff.js';
 import { classify, type AttemptResult, type Verdict } from './classify.js';
@@ -117,6 +118,12 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   onFatal?: (err: Error) => void;
   /** Start consuming at once (default true); otherwise call `start()`. */
   autorun?: boolean;
+  /**
+   * How long a job of a paused destination (console Pause) waits before it asks again
+   * (default 10 s), and how often the paused set is re-read (default 1 s).
+   */
+  pausedRecheckMs?: number;
+  pausedRefreshMs?: number;
 }
 
 type Step = { kind: 'done' } | { kind: 'later'; at: number };
@@ -156,6 +163,7 @@ export class DeliveryWorker {
   /** Rows claimed by this worker whose attempt has not settled yet (lease heartbeat). */
   private readonly claimed = new Set<string>();
   private readonly recovery: DispatchRecovery;
+  private readonly paused: PausedOrigins;
   private closed = false;
   private started: Promise<void> | null = null;
 
@@ -165,6 +173,12 @@ export class DeliveryWorker {
     this.signer = options.signer;
     this.logger = options.logger ?? silentLogger;
     this.transport = new Transport(options);
+    this.paused = new PausedOrigins(
+      this.outbox.pool,
+      this.outbox.schema,
+      this.logger,
+      options.pausedRefreshMs,
+    );
     const jobSlots = options.concurrency ?? 64;
     // One origin may hold at most half the job slots, so a slow or dead receiver (its
     // attempts hanging until the timeout) always leaves room for the others.
@@ -413,6 +427,11 @@ export class DeliveryWorker {
     jobTimestamp: number,
     ctx: Context,
   ): Promise<Step> {
+    // A paused destination's row is not claimed (no attempt counted, no horizon started):
+    // its job waits and asks again.
+    if (await this.paused.has(origin)) {
+      return { kind: 'later', at: Date.now() + (this.options.pausedRecheckMs ?? 10_000) };
+    }
     const admission = await this.limiter.acquire(origin);
     if (!admission.ok) return { kind: 'later', at: Date.now() + admission.waitMs };
     try {

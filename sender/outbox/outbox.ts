@@ -232,25 +232,25 @@ function authOf(mode: string, secret: string | null): DeliveryAuth {
 type Statement = { name: string | undefined; text: string };
 
 /**
- * The enqueue's INSERT ($1..$13 one array element per event, $14 the horizon, $15 the
- * buys as JSON text when `buys`): the event written once to outbox_event, its delivery
+ * The enqueue's INSERT ($1..$13 and $15 (the task type) one array element per event, $14 the
+ * horizon, $16 the buys as JSON text when `buys`): the event written once to outbox_event, its delivery
  * state to the narrow outbox_delivery (storage-migration.ts). Without `buys` it runs as it
  * did before the column of buys existed.
  */
 function insertSql(s: string, buys: boolean): string {
   return `
       WITH x AS (
-        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${buys ? ', mbs' : ''}
+        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${buys ? ', mbs' : ''}
           FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
                       $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
-                      $13::text[]${buys ? ', $15::text[]' : ''})
-            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, ${buys ? 'mbs, ' : ''}ord)
+                      $13::text[], $15::text[]${buys ? ', $16::text[]' : ''})
+            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt, ${buys ? 'mbs, ' : ''}ord)
           ORDER BY ord
       ), e AS (
         INSERT INTO ${s}.outbox_event (id, idempotency_key, body, target_url, auth_mode,
           auth_secret, channel, notification_type, notification_id, media_buy_id, principal_id,
-          task_id, sequence_number, subscriber_id${buys ? ', media_buy_ids' : ''})
-        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb${
+          task_id, sequence_number, subscriber_id, task_type${buys ? ', media_buy_ids' : ''})
+        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${
           buys
             ? `,
                CASE WHEN mbs IS NOT NULL
@@ -419,6 +419,7 @@ export class Outbox implements EventSink {
       buys: [] as (string | null)[],
       principal: [] as (string | null)[],
       task: [] as (string | null)[],
+      taskType: [] as (string | null)[],
       seq: [] as (number | null)[],
       sub: [] as (string | null)[],
     };
@@ -446,6 +447,7 @@ export class Outbox implements EventSink {
       cols.buys.push(e.mediaBuyIds ? JSON.stringify(e.mediaBuyIds) : null);
       cols.principal.push(e.principalId ?? null);
       cols.task.push(e.taskId ?? null);
+      cols.taskType.push(e.taskType ?? null);
       cols.seq.push(e.sequenceNumber ?? null);
       cols.sub.push(e.subscriberId ?? null);
     }
@@ -466,6 +468,7 @@ export class Outbox implements EventSink {
       cols.seq,
       cols.sub,
       this.horizonSeconds,
+      cols.taskType,
     ];
     if (buys) params.push(cols.buys);
     let rows: Array<{ id: string }>;

@@ -34,6 +34,8 @@ export interface OutboundEvent {
   mediaBuyIds?: string[];
   principalId?: string;
   taskId?: string;
+  /** A task event's task type (`create_media_buy`); its notificationType is the status. */
+  taskType?: string;
   sequenceNumber?: number;
   subscriberId?: string;
   /**

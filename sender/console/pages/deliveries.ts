@@ -7,11 +7,26 @@ function when(iso: string | null): string {
   return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
 }
 
+/**
+ * The state badge: a pending delivery that has failed attempts is `retrying` (orange, with
+ * its count), not the yellow `pending` of one never tried.
+ */
+export function stateBadge(d: Pick<DeliverySummary, 'state' | 'attempts'>): Html {
+  if (d.state === 'pending' && d.attempts > 0) {
+    return html`<span class="state retrying" title="pending after ${d.attempts} failed attempts"
+      >retrying (${d.attempts} failed)</span
+    >`;
+  }
+  return html`<span class="state ${d.state}">${d.state}</span>`;
+}
+
 export function deliveryRow(d: DeliverySummary): Html {
   return html`<tr id="d-${d.id}" data-delivery="${d.id}">
     <td><a href="/deliveries/${d.id}">${d.id}</a></td>
-    <td><span class="state ${d.state}">${d.state}</span></td>
-    <td>${d.eventType}</td>
+    <td>${stateBadge(d)}</td>
+    <td>
+      ${d.eventType}${d.eventType !== d.notificationType ? html` <span class="hint">${d.notificationType}</span>` : ''}
+    </td>
     <td class="url">${d.url}</td>
     <td>${d.mediaBuyId ?? ''}</td>
     <td>${d.principalId ?? ''}</td>
@@ -43,11 +58,13 @@ export function deliveriesBody(f: DeliveryFilter, page: DeliveryPage): Html {
           )}
         </select></label
       >
-      ${field('origin', 'Destination origin', p.origin, 'https://buyer.example')}
-      ${field('media_buy', 'Media buy', p.media_buy)}
-      ${field('principal', 'Principal', p.principal)} ${field('task', 'Task', p.task)}
-      ${field('type', 'Event type', p.type, 'completed, scheduled...')}
+      ${field('origin', 'Destination', p.origin, 'https://buyer.example, host:port, *buyer*')}
+      ${field('media_buy', 'Media buy', p.media_buy, 'mb_1, mb_*, *x*')}
+      ${field('principal', 'Principal', p.principal, 'exact, demo*, *demo*')}
+      ${field('task', 'Task', p.task, 'exact, task_*, *x*')}
+      ${field('type', 'Event type', p.type, 'create_media_buy, scheduled...')}
       ${field('key', 'Idempotency key', p.key)}
+      ${field('payload', 'In the payload', p.payload, 'result.media_buy_id=mb_1')}
       ${field('from', 'From', p.from, '2026-11-23T00:00:00Z')}
       ${field('to', 'To', p.to, '2026-11-24T00:00:00Z')}
       <button type="submit">Filter</button> <a href="/deliveries">clear</a>

@@ -1,5 +1,6 @@
 /** One delivery: what it is, why it stands where it stands, its body and its attempts. */
 import type { Attempt, DeliveryDetail } from '../store.js';
+import { stateBadge } from './deliveries.js';
 import { html, type Html } from '../../../shared/console/html.js';
 
 function when(iso: string | null): string {
@@ -57,12 +58,41 @@ function redeliverAction(d: DeliveryDetail, csrf: string): Html {
 }
 
 /**
- * The part that live updates replace: everything that changes with an attempt (state,
- * verdict, next attempt, attempts, and whether redelivery is offered).
+ * After a Redeliver (`?redelivered=N`): what became of attempt N, from its record, so the
+ * banner follows the attempt (on its way, delivered, failed) instead of staying green.
  */
-export function deliveryLive(d: DeliveryDetail, csrf: string): Html {
+function redeliveryBanner(d: DeliveryDetail, n: number | null): Html | string {
+  if (n === null) return '';
+  const a = d.attemptList.find((x) => x.attempt === n);
+  if (!a || a.status === 'pending') {
+    return html`<p class="flash ok" role="status">
+      Redelivery requested: attempt ${n} is on its way.
+    </p>`;
+  }
+  if (a.status === 'success') {
+    return html`<p class="flash ok" role="status">
+      Redelivery: attempt ${n} delivered${a.httpStatus ? ` (HTTP ${a.httpStatus})` : ''}.
+    </p>`;
+  }
+  return html`<p class="flash error" role="status">
+    Redelivery: attempt ${n} failed
+    (${a.status}${a.httpStatus ? `, HTTP ${a.httpStatus}` : ''}${a.error ? `: ${a.error}` : ''}).
+  </p>`;
+}
+
+/**
+ * The part that live updates replace: everything that changes with an attempt (state,
+ * verdict, next attempt, attempts, the redelivery's banner, and whether redelivery is
+ * offered).
+ */
+export function deliveryLive(
+  d: DeliveryDetail,
+  csrf: string,
+  redelivered: number | null = null,
+): Html {
   // The next attempt changes with every attempt: it lives here, replaced with the rest.
-  return html`<p class="verdict"><span class="state ${d.state}">${d.state}</span> ${verdict(d)}</p>
+  return html`${redeliveryBanner(d, redelivered)}
+    <p class="verdict">${stateBadge(d)} ${verdict(d)}</p>
     <dl class="meta">
       <dt>Next attempt</dt>
       <dd class="next-attempt">${when(d.nextAttemptAt) || '-'}</dd>
@@ -96,13 +126,20 @@ export function deliveryLive(d: DeliveryDetail, csrf: string): Html {
     ${redeliverAction(d, csrf)}`;
 }
 
-export function deliveryBody(d: DeliveryDetail, csrf: string): Html {
+export function deliveryBody(
+  d: DeliveryDetail,
+  csrf: string,
+  redelivered: number | null = null,
+): Html {
   return html`<h1>Delivery ${d.id}</h1>
     <dl class="meta">
       <dt>Idempotency key</dt>
       <dd><code>${d.idempotencyKey}</code></dd>
       <dt>Event type</dt>
-      <dd>${d.eventType} (${d.channel} channel)</dd>
+      <dd>
+        ${d.eventType}${d.eventType !== d.notificationType ? ` (${d.notificationType})` : ''}
+        (${d.channel} channel)
+      </dd>
       <dt>Destination</dt>
       <dd class="url">${d.url}</dd>
       <dt>Authentication</dt>
@@ -120,7 +157,13 @@ export function deliveryBody(d: DeliveryDetail, csrf: string): Html {
       <dt>Body size</dt>
       <dd>${d.payloadSizeBytes} bytes</dd>
     </dl>
-    <section id="live" data-delivery="${d.id}">${deliveryLive(d, csrf)}</section>
+    <section
+      id="live"
+      data-delivery="${d.id}"
+      data-redelivered="${redelivered === null ? '' : String(redelivered)}"
+    >
+      ${deliveryLive(d, csrf, redelivered)}
+    </section>
     <h2>Body as sent</h2>
     <pre class="body">${d.bodyPretty}</pre>`;
 }

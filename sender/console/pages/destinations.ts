@@ -1,4 +1,8 @@
-/** Destinations: per origin health over the last hour and day, backlog, and "recover". */
+/**
+ * Destinations: per origin health over the last hour and day, backlog, back-off, pause and
+ * resume, a test event, and "recover" (a preview with the count, then the confirmation).
+ */
+import type { RecoverPreview } from '../actions.js';
 import type { Destination, WindowStats } from '../store.js';
 import { attemptsChart } from './chart.js';
 import { html, query, type Html } from '../../../shared/console/html.js';
@@ -9,6 +13,20 @@ function pct(s: WindowStats): string {
 
 function ms(v: number | null): string {
   return v === null ? '-' : `${v} ms`;
+}
+
+function postButton(
+  action: string,
+  origin: string,
+  csrf: string,
+  label: string,
+  ask: string,
+): Html {
+  return html`<form method="post" action="${action}" class="action" data-confirm="${ask}">
+    <input type="hidden" name="_csrf" value="${csrf}" />
+    <input type="hidden" name="origin" value="${origin}" />
+    <button type="submit">${label}</button>
+  </form>`;
 }
 
 function row(d: Destination, csrf: string, since: string): Html {
@@ -25,16 +43,18 @@ function row(d: Destination, csrf: string, since: string): Html {
     </td>
     <td>${attemptsChart(d.series)}</td>
     <td>
-      <form
-        method="post"
-        action="/destinations/recover"
-        class="action"
-        data-confirm="Send again every stopped or expired delivery to ${d.origin} created since the time given?"
-      >
-        <input type="hidden" name="_csrf" value="${csrf}" />
+      ${
+        d.paused
+          ? html`<span class="state retrying">paused</span>
+              <small>since ${d.paused.at} by ${d.paused.operator}</small>`
+          : ''
+      }
+      ${postButton(d.paused ? '/destinations/resume' : '/destinations/pause', d.origin, csrf, d.paused ? 'Resume' : 'Pause', d.paused ? `Resume deliveries to ${d.origin}?` : `Pause deliveries to ${d.origin}? They wait (nothing is dropped) until you resume.`)}
+      ${postButton('/destinations/test', d.origin, csrf, 'Send test event', `Send a test event to ${d.origin}?`)}
+      <form method="get" action="/destinations/recover" class="action">
         <input type="hidden" name="origin" value="${d.origin}" />
         <label>since <input name="since" value="${since}" size="22" /></label>
-        <button type="submit">Recover</button>
+        <button type="submit">Recover…</button>
       </form>
     </td>
   </tr>`;
@@ -44,9 +64,10 @@ export function destinationsBody(list: Destination[], csrf: string, now = new Da
   const since = new Date(now.getTime() - 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
   return html`<h1>Destinations</h1>
     <p class="hint">
-      Attempts of the last hour and day per receiver origin. "Recover" sends every stopped or
-      expired delivery to that origin created since the time given again (same keys and bodies,
-      fresh signatures).
+      Attempts of the last hour and day per receiver origin. "Pause" holds a destination's
+      deliveries (they wait; nothing is dropped) until "Resume". "Recover…" counts every stopped or
+      expired delivery to that origin created since the time given, then, once confirmed, sends them
+      again (same keys and bodies, fresh signatures).
     </p>
     <table class="list">
       <thead>
@@ -73,4 +94,33 @@ export function destinationsBody(list: Destination[], csrf: string, now = new Da
         }
       </tbody>
     </table>`;
+}
+
+/** The bulk redeliver's confirmation: how many, to where, since when, and the button. */
+export function recoverPreviewBody(p: RecoverPreview, csrf: string): Html {
+  const runs = Math.ceil(p.count / p.perCall);
+  return html`<h1>Recover ${p.origin}</h1>
+    <p id="recover-preview">
+      <strong>${p.count}</strong> stopped or expired deliveries to <code>${p.origin}</code>
+      created since ${p.since} would be sent again (same keys and bodies, fresh signatures).
+    </p>
+    ${
+      p.count === 0
+        ? html`<p class="hint">Nothing to recover.</p>`
+        : html`${
+              runs > 1
+                ? html`<p class="hint">
+                    One run takes at most ${p.perCall}: this needs ${runs} runs (the page offers the
+                    next one; a run cut short is picked up where it stopped).
+                  </p>`
+                : ''
+            }
+            <form method="post" action="/destinations/recover" class="action">
+              <input type="hidden" name="_csrf" value="${csrf}" />
+              <input type="hidden" name="origin" value="${p.origin}" />
+              <input type="hidden" name="since" value="${p.since}" />
+              <button type="submit">Send ${Math.min(p.count, p.perCall)} again</button>
+            </form>`
+    }
+    <p><a href="/destinations">Back to destinations</a></p>`;
 }

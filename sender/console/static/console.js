@@ -23,7 +23,10 @@ function follow() {
     for (const id of ids) {
       const section = document.querySelector(`#live[data-delivery="${CSS.escape(id)}"]`);
       if (section) {
-        fetch(`/deliveries/${encodeURIComponent(id)}/live`, { credentials: 'same-origin' })
+        // The redelivery whose banner the fragment carries (what became of that attempt).
+        const n = section.dataset.redelivered;
+        const q = n ? `?redelivered=${encodeURIComponent(n)}` : '';
+        fetch(`/deliveries/${encodeURIComponent(id)}/live${q}`, { credentials: 'same-origin' })
           .then((r) => (r.ok ? r.text() : Promise.reject(new Error(String(r.status)))))
           .then((text) => {
             section.innerHTML = text;

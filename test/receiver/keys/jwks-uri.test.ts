@@ -221,3 +221,16 @@ t.test('cache policy is clamped to the supplement bounds', async (t) => {
   t.equal(p.negativeTtlMs, 60_000, 'negative cache at most 60 s');
   t.equal(p.refetchCooldownMs, 0);
 });
+
+t.test('status (the console Senders page): kids held past their TTL stay listed', async (t) => {
+  const { srv, clock, resolver } = await setup(t);
+  srv.json('/jwks.json', await jwks('k-held'));
+  t.same(resolver.status()[0]!.kids, [], 'none before the first fetch');
+  t.equal((await resolver.resolve('k-held'))?.senderId, 'seller-b');
+  t.same(resolver.status()[0]!.kids, ['k-held']);
+  // Past the cache TTL the set is no longer fresh, but it is what the sender's events were
+  // verified with: the page must not say "none yet".
+  clock.advance(60 * 60 * SECOND);
+  t.same(resolver.status()[0]!.kids, ['k-held'], 'still held after the TTL');
+  t.equal(srv.hits('/jwks.json'), 1, 'reading the status fetches nothing');
+});

@@ -146,19 +146,36 @@ t.test(
     const row = page.locator('tr', {
       has: page.locator(`input[name=origin][value="${new URL(other.url).origin}"]`),
     });
+    // Pause, then resume (each confirmed); the row says it is paused in between.
+    await row.locator('form[action="/destinations/pause"] button').click();
+    await page.waitForURL(/done=pause/);
+    t.match(await page.textContent('.flash.ok'), /Paused http:\/\/127\.0\.0\.1:\d+/);
+    t.match(await row.textContent(), /paused\s+since .* by bob/);
+    await shot('destinations-paused');
+    await row.locator('form[action="/destinations/resume"] button').click();
+    await page.waitForURL(/done=resume/);
+    t.notMatch(await row.textContent(), /paused\s+since/);
+    // Recover: the count first, then the confirmation sends them.
     await row.locator('input[name=since]').fill(new Date(Date.now() - 3_600_000).toISOString());
-    await row.locator('button[type=submit]').click();
+    await row.locator('form[action="/destinations/recover"] button').click();
+    await page.waitForURL(/\/destinations\/recover\?/);
+    t.match(await page.textContent('#recover-preview'), /2 stopped or expired deliveries/);
+    await shot('recover-preview');
+    await page.click('form[action="/destinations/recover"] button[type=submit]');
     await page.waitForURL(/recovered=2/);
     t.match(await page.textContent('.flash.ok'), /Recovered 2 deliveries/);
     for (const id of lost) t.equal(await h.waitForState(id, ['delivered']), 'delivered');
     await page.click('nav a[href="/audit"]');
-    t.match(await page.textContent('table.list tbody'), /bob.*recover/s);
+    const audit = await page.textContent('table.list tbody');
+    t.match(audit, /bob.*recover/s);
+    t.match(audit, /bob.*resume/s);
+    t.match(audit, /bob.*pause/s);
     await shot('audit');
 
     t.same(
       dialogs.map((d) => d.split(':')[0]),
-      ['confirm', 'confirm'],
-      'only the two confirmations; no alert from the payload',
+      ['confirm', 'confirm', 'confirm'],
+      'redeliver, pause and resume confirmed; no alert from the payload',
     );
     t.same(problems, [], 'no script error or CSP violation');
   },

@@ -135,10 +135,21 @@ t.test('the commands are registered with help', async (t) => {
   const deliveries = program.commands.find((c) => c.name() === 'deliveries');
   t.same(deliveries?.commands.map((c) => c.name()).sort(), [
     'list',
+    'pause',
     'recover',
     'redeliver',
+    'resume',
     'show',
+    'test',
   ]);
+  for (const verb of ['pause', 'resume', 'test', 'recover']) {
+    const help = deliveries!.commands.find((c) => c.name() === verb)!.helpInformation();
+    t.match(help, /Arguments:\s+origin\s+destination origin/, `${verb} --help names its argument`);
+  }
+  t.match(
+    deliveries!.commands.find((c) => c.name() === 'recover')!.helpInformation(),
+    /--dry-run[\s\S]*--all/,
+  );
   const consoleCmd = program.commands.find((c) => c.name() === 'console');
   t.match(
     consoleCmd!.helpInformation(),

@@ -31,13 +31,20 @@ const VIEWS: Array<[string, DeliveryFilter, RegExp, boolean]> = [
   [
     'media buy',
     { mediaBuyId: 'mb_17' },
-    /outbox_console_buy(_p\d{8}|_legacy)?\b[\s\S]*outbox_console_buys/,
+    /outbox_console_buy(_prefix)?(_p\d{8}|_legacy)?\b[\s\S]*outbox_console_buys/,
     false,
   ],
   ['media buy (aggregated)', { mediaBuyId: 'mb_30' }, /BitmapOr[\s\S]*outbox_console_buys/, false],
   ['principal', { principalId: 'p_4' }, /outbox_console_principal/, false],
   ['task', { taskId: 'task_99' }, /outbox_console_task/, false],
-  ['event type', { eventType: 'failed' }, /outbox_console_(type|created)/, true],
+  ['event type', { eventType: 'failed' }, /outbox_console_(event_type|created)/, true],
+  // Issue 26's patterns: a prefix reads the text_pattern_ops index (then sorts its rows).
+  ['task prefix', { taskId: 'task_99*' }, /outbox_console_task_prefix/, false],
+  // A prefix matching a fifth of the rows (p_4, p_40...) walks the list's order instead.
+  ['principal prefix', { principalId: 'p_4*' }, /outbox_console_(principal_prefix|created)/, false],
+  ['media buy prefix', { mediaBuyId: 'mb_17*' }, /outbox_console_(buy_prefix|created)/, false],
+  // Either scheme: 1 row in 20, read in the list's order (or along the origin index).
+  ['host:port', { origin: 'buyer-3.example' }, /outbox_console_(origin|created)/, false],
   ['idempotency key', { idempotencyKey: 'seed_42' }, /outbox_idempotency_key_key/, false],
   [
     'time range',
@@ -65,14 +72,21 @@ t.test('console views are index-backed', async (t) => {
       // The buy filter ORs a GIN lookup whose selectivity a generic plan cannot know (it
       // guesses 0.5 % and walks the created index): the console's statements are unnamed,
       // so PostgreSQL plans each one with its values (a custom plan), the only kind it runs.
-      const modes = filter.mediaBuyId
-        ? ['force_custom_plan']
-        : ['force_custom_plan', 'force_generic_plan'];
+      // A LIKE pattern, too: a generic plan cannot know its prefix.
+      const pattern = Object.values(filter).some((v) => typeof v === 'string' && v.includes('*'));
+      const modes =
+        filter.mediaBuyId || pattern
+          ? ['force_custom_plan']
+          : ['force_custom_plan', 'force_generic_plan'];
       for (const mode of modes) {
         await client.query(`SET plan_cache_mode = ${mode}`);
         await client.query(`PREPARE v AS ${text}`);
         const params = values.map((v) =>
-          v instanceof Date ? `'${v.toISOString()}'` : `'${String(v)}'`,
+          v instanceof Date
+            ? `'${v.toISOString()}'`
+            : Array.isArray(v)
+              ? `'{${v.join(',')}}'`
+              : `'${String(v)}'`,
         );
         const { rows } = await client.query(`EXPLAIN EXECUTE v(${params.join(', ')})`);
         await client.query('DEALLOCATE v');

@@ -1,0 +1,49 @@
+/**
+ * The console's additions made after the outbox was split and partitioned (issue 26), on
+ * the partitioned parents (PostgreSQL carries each index and column to every day's
+ * partition, and to the days created later):
+ *
+ * - `outbox_event.task_type`: the task's type (`create_media_buy`...) of a task event,
+ *   whose `notification_type` is its status (`working`, `completed`). The Event type filter
+ *   matches `coalesce(task_type, notification_type)`. Events written before it have none
+ *   (their type is their notification type).
+ * - Prefix indexes (`text_pattern_ops`, for `LIKE 'x%'` under any collation) for the task,
+ *   principal and media-buy search.
+ * - `console_paused_origin`: destinations the operator paused (their deliveries wait).
+ * Ids start at 070: after 060 (the partitioned outbox), which they need.
+ */
+import type { Migration } from '../../shared/infra/pg.js';
+
+const ORDER = 'created_at DESC, id DESC';
+
+export const consoleSearchMigrations: Migration[] = [
+  {
+    id: '070_console_task_type',
+    sql: (s) => `
+      ALTER TABLE ${s}.outbox_event ADD COLUMN task_type text;
+      CREATE INDEX outbox_console_event_type ON ${s}.outbox_event
+        ((coalesce(task_type, notification_type)), ${ORDER});
+    `,
+  },
+  {
+    id: '071_console_prefix_search',
+    sql: (s) => `
+      CREATE INDEX outbox_console_task_prefix ON ${s}.outbox_event (task_id text_pattern_ops)
+        WHERE task_id IS NOT NULL;
+      CREATE INDEX outbox_console_principal_prefix ON ${s}.outbox_event
+        (principal_id text_pattern_ops) WHERE principal_id IS NOT NULL;
+      CREATE INDEX outbox_console_buy_prefix ON ${s}.outbox_event (media_buy_id text_pattern_ops)
+        WHERE media_buy_id IS NOT NULL;
+    `,
+  },
+  {
+    id: '072_console_paused_origin',
+    sql: (s) => `
+      CREATE TABLE ${s}.console_paused_origin (
+        origin text PRIMARY KEY,
+        paused_at timestamptz NOT NULL DEFAULT now(),
+        operator text NOT NULL
+      );
+    `,
+  },
+];
