@@ -96,3 +96,7 @@ export {
   type SigningKey,
 } from '../shared/signing/keys.js';
 export { TaskError, type TaskErrorCode } from '../shared/errors/task-errors.js';
+
+/** The error base every error here extends, and the codes to switch on (README "Errors"). */
+export { SvcError, type SvcErrorOptions } from '../shared/errors/base.js';
+export { SVC_ERROR_CODES, type SvcErrorCode } from '../shared/errors/codes.js';
