@@ -56,6 +56,7 @@ export {
   DEFAULT_QUEUE_PREFIX,
   type DeliveryQueueOptions,
 } from './delivery/queue.js';
+export { deploymentQueuePrefix } from './delivery/queue-prefix.js';
 export {
   DeliveryWorker,
   type AttemptReport,
@@ -77,6 +78,7 @@ export {
   wallClock,
   type MediaBuyChannelsOptions,
   type ReportingClock,
+  channelOptionsFromConfig,
 } from './channels/index.js';
 export {
   TASK_STATUSES,
