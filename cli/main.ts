@@ -7,7 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { describeVariables } from '../shared/config.js';
 import { nearestNames } from '../shared/text/nearest.js';
 import { registerCommands } from './commands.js';
-import { uniformOptionDescription } from './env-option.js';
+import { uniformOptionDescription } from '../shared/cli-options.js';
 
 function environmentHelp(): string {
   const vars = describeVariables();

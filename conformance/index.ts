@@ -44,3 +44,7 @@ export {
 export { renderJson, renderJunit, renderTable } from '../shared/conformance-report/render.js';
 export { brandProfile, type Brand, type BrandProfile } from '../shared/brand.js';
 export type { SigningKey } from '../shared/signing/keys.js';
+
+/** The error base every error here extends, and the codes to switch on (README "Errors"). */
+export { SvcError, type SvcErrorOptions } from '../shared/errors/base.js';
+export { SVC_ERROR_CODES, type SvcErrorCode } from '../shared/errors/codes.js';

@@ -108,3 +108,7 @@ export {
   WebhookVerificationError,
   type WebhookErrorCode,
 } from '../shared/errors/webhook-codes.js';
+
+/** The error base every error here extends, and the codes to switch on (README "Errors"). */
+export { SvcError, type SvcErrorOptions } from '../shared/errors/base.js';
+export { SVC_ERROR_CODES, type SvcErrorCode } from '../shared/errors/codes.js';

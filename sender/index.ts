@@ -56,6 +56,7 @@ export {
   DEFAULT_QUEUE_PREFIX,
   type DeliveryQueueOptions,
 } from './delivery/queue.js';
+export { deploymentQueuePrefix } from './delivery/queue-prefix.js';
 export {
   DeliveryWorker,
   type AttemptReport,
@@ -77,6 +78,7 @@ export {
   wallClock,
   type MediaBuyChannelsOptions,
   type ReportingClock,
+  channelOptionsFromConfig,
 } from './channels/index.js';
 export {
   TASK_STATUSES,
@@ -96,3 +98,7 @@ export {
   type SigningKey,
 } from '../shared/signing/keys.js';
 export { TaskError, type TaskErrorCode } from '../shared/errors/task-errors.js';
+
+/** The error base every error here extends, and the codes to switch on (README "Errors"). */
+export { SvcError, type SvcErrorOptions } from '../shared/errors/base.js';
+export { SVC_ERROR_CODES, type SvcErrorCode } from '../shared/errors/codes.js';

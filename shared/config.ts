@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { BRANDS, DEFAULT_BRAND } from './brand.js';
 import { clusterNodesProblem } from './infra/redis.js';
+import { SvcError } from './errors/base.js';
 
 const url = (protocols: string[]) =>
   z.string().refine((v) => {
@@ -355,7 +356,9 @@ const variables = {
 type Variables = typeof variables;
 export type Config = { [K in keyof Variables]: z.output<Variables[K]['schema']> };
 
-export class ConfigError extends Error {
+export class ConfigError extends SvcError {
+  static override readonly code = 'ERR_CONFIG';
+
   readonly variable: string;
   constructor(variable: string, value: string, accepts: string) {
     super(`${variable}=${JSON.stringify(value)} is not valid: it accepts ${accepts}`);

@@ -238,6 +238,7 @@ export function registerCommonTasks(
   for (const agent of AGENT_KINDS) {
     registry.add({
       name: capabilitiesTask,
+      description: 'Return the capability document of this agent.',
       agent,
       schema: z.looseObject({}),
       auth: { tier: 'public' },
@@ -259,6 +260,7 @@ export function registerCommonTasks(
     });
     registry.add({
       name: 'get_agent_capabilities',
+      description: 'Per-event coalescence windows and task list of this agent.',
       agent,
       schema: z.looseObject({}),
       auth: { tier: 'public' },
@@ -289,6 +291,7 @@ export function registerCommonTasks(
     });
     registry.add({
       name: 'sync_agent_notification_configs',
+      description: 'Register agent-level webhooks (capabilities.changed).',
       agent,
       schema: SyncAgentConfigsSchema,
       auth: { tier: 'authenticated' },
@@ -336,6 +339,7 @@ export function registerCommonTasks(
     });
     registry.add({
       name: 'get_task_status',
+      description: 'Poll an asynchronous task by task_id.',
       agent,
       schema: TaskStatusSchema,
       auth: { tier: 'authenticated' },

@@ -689,6 +689,7 @@ export function registerCreativeAgentTasks(registry: TaskRegistry): void {
   registerCreativeLibraryTasks(registry);
   registry.add({
     name: 'list_creative_formats',
+    description: 'List the creative formats this agent builds and previews, with their assets.',
     agent: 'creative',
     schema: ListFormatsSchema,
     auth: { tier: 'public' },
@@ -701,6 +702,7 @@ export function registerCreativeAgentTasks(registry: TaskRegistry): void {
   });
   registry.add({
     name: 'build_creative',
+    description: 'Generate or transform a creative manifest for a target format.',
     agent: 'creative',
     schema: BuildSchema,
     auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'write' } },
@@ -718,6 +720,7 @@ export function registerCreativeAgentTasks(registry: TaskRegistry): void {
   });
   registry.add({
     name: 'preview_creative',
+    description: 'Render previews of creative manifests (single or batch).',
     agent: 'creative',
     schema: PreviewSchema,
     auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'read' } },

@@ -230,6 +230,7 @@ export async function libraryManifest(
 export function registerCreativeLibraryTasks(registry: TaskRegistry): void {
   registry.add({
     name: 'sync_creatives',
+    description: "Store or update creatives in this creative agent's library.",
     agent: 'creative',
     schema: SyncLibrarySchema,
     auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'write' } },
@@ -242,6 +243,7 @@ export function registerCreativeLibraryTasks(registry: TaskRegistry): void {
   });
   registry.add({
     name: 'list_creatives',
+    description: "List the creatives in this creative agent's library, with filters and paging.",
     agent: 'creative',
     schema: ListLibrarySchema,
     auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'read' } },

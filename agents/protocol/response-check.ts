@@ -14,6 +14,7 @@ import {
   RELEASES,
   type Release,
 } from './published-schemas.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 export type ResponseValidationMode = 'off' | 'warn' | 'strict';
 export const RESPONSE_VALIDATION_MODES = ['off', 'warn', 'strict'] as const;
@@ -92,7 +93,9 @@ export interface DriftItem {
   issues: ValidationIssue[];
 }
 
-export class ResponseSchemaDrift extends Error {
+export class ResponseSchemaDrift extends SvcError {
+  static override readonly code = 'ERR_RESPONSE_SCHEMA_DRIFT';
+
   readonly agent: string;
   readonly task: string;
   readonly drift: DriftItem[];

@@ -111,6 +111,8 @@ export function internalError(
  * is the headline (code, status); all of them go in `errors[]`.
  */
 export class TaskErrors extends TaskError {
+  static override readonly code = 'ERR_TASK_ERRORS';
+
   readonly items: TaskError[];
   constructor(items: TaskError[]) {
     const first = items[0];

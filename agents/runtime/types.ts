@@ -179,6 +179,8 @@ export interface Advance {
 
 export interface TaskDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
+  /** One line for humans (tool lists, skill docs); each task states its own. */
+  description: string;
   agent: AgentKind;
   schema: S;
   auth: AuthTier;

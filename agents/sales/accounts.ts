@@ -333,6 +333,7 @@ const ListAccountsSchema = z.looseObject({
 export function registerAccountTasks(registry: TaskRegistry): void {
   registry.add({
     name: 'list_accounts',
+    description: 'List your accounts and their notification subscribers.',
     agent: 'sales',
     schema: ListAccountsSchema,
     auth: { tier: 'authenticated' },
@@ -376,6 +377,7 @@ export function registerAccountTasks(registry: TaskRegistry): void {
   });
   registry.add({
     name: 'sync_accounts',
+    description: 'Create or update accounts and their notification_configs.',
     agent: 'sales',
     schema: SyncAccountsSchema,
     auth: { tier: 'authenticated' },

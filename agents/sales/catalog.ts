@@ -445,6 +445,7 @@ async function seededFormats(
 export function registerCatalogTasks(registry: TaskRegistry): void {
   registry.add({
     name: 'get_products',
+    description: 'Discover products matching a natural-language brief, with filters.',
     agent: 'sales',
     schema: GetProductsSchema,
     auth: { tier: 'public-limited', permission: { resource: 'products', permission: 'read' } },
@@ -458,6 +459,7 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
 
   registry.add({
     name: 'list_authorized_properties',
+    description: 'List the publisher domains this agent is authorized to sell.',
     agent: 'sales',
     schema: z.looseObject({}),
     auth: { tier: 'public' },
@@ -477,6 +479,7 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
 
   registry.add({
     name: 'list_creative_formats',
+    description: 'List the creative formats (structured format ids) supported.',
     agent: 'sales',
     schema: ListCreativeFormatsSalesSchema,
     auth: { tier: 'public' },

@@ -494,6 +494,7 @@ async function listCreatives(params: z.output<typeof ListCreativesSchema>, ctx: 
 export function registerCreativeTasks(registry: TaskRegistry): void {
   registry.add({
     name: 'sync_creatives',
+    description: 'Upload or update creatives and assign them to packages.',
     agent: 'sales',
     schema: SyncCreativesSchema,
     auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'write' } },
@@ -506,6 +507,7 @@ export function registerCreativeTasks(registry: TaskRegistry): void {
   });
   registry.add({
     name: 'list_creatives',
+    description: 'List your creatives with filters and paging.',
     agent: 'sales',
     schema: ListCreativesSchema,
     auth: { tier: 'authenticated', permission: { resource: 'creatives', permission: 'read' } },

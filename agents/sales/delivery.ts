@@ -275,6 +275,7 @@ const FeedbackSchema = z.looseObject({
 export function registerDeliveryTasks(registry: TaskRegistry): void {
   registry.add({
     name: 'get_media_buy_delivery',
+    description: 'Delivery numbers (impressions, spend, clicks) per buy and package.',
     agent: 'sales',
     schema: GetDeliverySchema,
     auth: { tier: 'authenticated', permission: { resource: 'reports', permission: 'read' } },
@@ -286,6 +287,7 @@ export function registerDeliveryTasks(registry: TaskRegistry): void {
   });
   registry.add({
     name: 'provide_performance_feedback',
+    description: 'Send performance signals for optimization.',
     agent: 'sales',
     schema: FeedbackSchema,
     auth: { tier: 'authenticated', permission: { resource: 'media_buys', permission: 'write' } },

@@ -26,6 +26,7 @@ export { MediaBuyOperator } from './media-buy-operator.js';
 export function registerMediaBuyTasks(registry: TaskRegistry, tasks: TaskStore): void {
   registry.add({
     name: 'create_media_buy',
+    description: 'Create a media buy from packages of products; may need seller approval.',
     agent: 'sales',
     schema: CreateMediaBuySchema,
     auth: { tier: 'authenticated', permission: { resource: 'media_buys', permission: 'write' } },
@@ -40,6 +41,7 @@ export function registerMediaBuyTasks(registry: TaskRegistry, tasks: TaskStore):
   });
   registry.add({
     name: 'update_media_buy',
+    description: 'Change budget, end time, status, targeting or webhooks of a media buy.',
     agent: 'sales',
     schema: UpdateMediaBuySchema,
     auth: { tier: 'authenticated', permission: { resource: 'media_buys', permission: 'write' } },
@@ -52,6 +54,7 @@ export function registerMediaBuyTasks(registry: TaskRegistry, tasks: TaskStore):
   });
   registry.add({
     name: 'get_media_buys',
+    description: 'Read media buys with status, impairments and webhook activity.',
     agent: 'sales',
     schema: GetMediaBuysSchema,
     auth: { tier: 'authenticated', permission: { resource: 'media_buys', permission: 'read' } },

@@ -19,7 +19,7 @@ import { agentCardMiddleware } from '../transport/agent-card.js';
 import { protectedResourceMetadataUrl } from '../transport/auth-challenge.js';
 import { readJsonBody } from '../transport/body.js';
 import { mcpMiddleware } from '../transport/mcp.js';
-import type { KeysRouter } from '../../sender/keys/router.js';
+import type { KeysRouter } from '../../sender/index.js';
 
 export interface AgentAppOptions {
   agent: AgentKind;

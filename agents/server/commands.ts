@@ -5,7 +5,7 @@
  * runs, so `svc --help` stays fast.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { envOption, flagsToEnv, plainOption, type VariableName } from '../../cli/env-option.js';
+import { envOption, flagsToEnv, plainOption, type VariableName } from '../../shared/cli-options.js';
 import { brandProfile } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import { registerOAuthCommands } from './oauth-commands.js';

@@ -4,7 +4,7 @@
  * only when the command runs).
  */
 import type { Command } from 'commander';
-import { plainOption } from '../../cli/env-option.js';
+import { plainOption } from '../../shared/cli-options.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import type { ClientsAction } from '../oauth/clients-command.js';
 

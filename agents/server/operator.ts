@@ -10,9 +10,7 @@ import { createPool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { commandServices } from '../../shared/infra/command-services.js';
 import { pingRedis } from '../../shared/infra/services.js';
-import { deploymentQueuePrefix } from '../../sender/delivery/queue-prefix.js';
-import { DeliveryQueue } from '../../sender/delivery/queue.js';
-import { DEFAULT_SENDER_SCHEMA } from '../../sender/schema.js';
+import { DEFAULT_SENDER_SCHEMA, DeliveryQueue, deploymentQueuePrefix } from '../../sender/index.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
 import { senderWiring } from './sender-wiring.js';
 

@@ -8,11 +8,13 @@ import type { BrandProfile } from '../../shared/brand.js';
 import type { Config } from '../../shared/config.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
-import { channelOptionsFromConfig } from '../../sender/channels/from-config.js';
-import { MediaBuyChannels } from '../../sender/channels/media-buy-channels.js';
-import { NotificationCore } from '../../sender/core/notification-core.js';
-import type { DeliveryQueue } from '../../sender/delivery/queue.js';
-import { Outbox } from '../../sender/outbox/outbox.js';
+import {
+  channelOptionsFromConfig,
+  MediaBuyChannels,
+  NotificationCore,
+  Outbox,
+  type DeliveryQueue,
+} from '../../sender/index.js';
 import type { AgentsCore } from '../service.js';
 
 export interface SenderWiringOptions {

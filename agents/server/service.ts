@@ -33,13 +33,18 @@ import {
   waitForRedis,
   type RedisHandle,
 } from '../../shared/infra/services.js';
-import { deploymentQueuePrefix } from '../../sender/delivery/queue-prefix.js';
-import { ActivityLog } from '../../sender/activity/activity-log.js';
-import { DeliveryQueue } from '../../sender/delivery/queue.js';
-import { DeliveryWorker } from '../../sender/delivery/worker.js';
-import { KeySet, writeNewKey } from '../../sender/keys/key-set.js';
-import { keysRouter, type BrandAgent } from '../../sender/keys/router.js';
-import { DEFAULT_SENDER_SCHEMA, migrateSender } from '../../sender/schema.js';
+import {
+  ActivityLog,
+  DEFAULT_SENDER_SCHEMA,
+  DeliveryQueue,
+  DeliveryWorker,
+  deploymentQueuePrefix,
+  KeySet,
+  keysRouter,
+  migrateSender,
+  writeNewKey,
+  type BrandAgent,
+} from '../../sender/index.js';
 import {
   consoleOidcFromConfig,
   startConsole,

@@ -535,6 +535,7 @@ async function advanceActivation(task: StoredTask, ctx: TaskContext): Promise<Ad
 export function registerSignalTasks(registry: TaskRegistry): void {
   registry.add({
     name: 'get_signals',
+    description: 'Discover audience signals for a description and deployment targets.',
     agent: 'signals',
     schema: GetSignalsSchema,
     auth: { tier: 'authenticated', permission: { resource: 'products', permission: 'read' } },
@@ -548,6 +549,7 @@ export function registerSignalTasks(registry: TaskRegistry): void {
   });
   registry.add({
     name: 'activate_signal',
+    description: 'Activate a signal on platforms or agents (asynchronous).',
     agent: 'signals',
     schema: ActivateSchema,
     auth: { tier: 'authenticated', permission: { resource: 'media_buys', permission: 'write' } },

@@ -503,6 +503,7 @@ export function registerTestController(registry: TaskRegistry): void {
     if (scenarios.length === 0) continue;
     registry.add({
       name: 'comply_test_controller',
+      description: 'Sandbox only: force task, media-buy and creative states for compliance tests.',
       agent: agent as AgentKind,
       schema: ControllerSchema,
       auth: { tier: 'authenticated' },

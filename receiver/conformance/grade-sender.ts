@@ -329,7 +329,7 @@ function judgeSteps(
           parseWebhookPayload(c.json, { prefer: 'mcp' });
           return null;
         } catch (err) {
-          if (err instanceof EnvelopeError) return `${err.id}: ${err.fields.join(', ')}`;
+          if (err instanceof EnvelopeError) return `${err.code}: ${err.fields.join(', ')}`;
           throw err;
         }
       },

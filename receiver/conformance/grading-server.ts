@@ -227,7 +227,7 @@ export class GradingServer {
         parseStrictJson(body);
       } catch (err) {
         if (err instanceof JsonParseError) {
-          return { ok: false, code: 'webhook_body_malformed', message: err.kind };
+          return { ok: false, code: 'webhook_body_malformed', message: err.code };
         }
         throw err;
       }

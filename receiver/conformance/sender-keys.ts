@@ -13,6 +13,7 @@ import type { KeyResolver } from '../../shared/signing/verify.js';
 import { BrandDiscoveryError, discoverJwksUri } from '../keys/brand-discovery.js';
 import { DocumentFetchError, FETCH_BUDGETS, fetchJson } from '../keys/fetch-json.js';
 import { KeySetError, parseKeySet, type KeySet } from '../keys/key-set.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 export interface SenderKeyOptions {
   /** A JWKS document on disk. */
@@ -26,7 +27,9 @@ export interface SenderKeyOptions {
   allowLoopback?: boolean;
 }
 
-export class SenderKeyError extends Error {
+export class SenderKeyError extends SvcError {
+  static override readonly code = 'ERR_SENDER_KEY';
+
   constructor(message: string) {
     super(message);
     this.name = 'SenderKeyError';
@@ -89,7 +92,7 @@ export class SenderKeys implements KeyResolver {
           ],
         };
       } catch (err) {
-        const reason = err instanceof BrandDiscoveryError ? err.reason : 'brand_json_unreachable';
+        const reason = err instanceof BrandDiscoveryError ? err.code : 'brand_json_unreachable';
         return { jwksUris: [], problem: { code: reason, detail: (err as Error).message } };
       }
     }
@@ -99,7 +102,7 @@ export class SenderKeys implements KeyResolver {
       const got = await fetchJson(url, this.fetchOpts(FETCH_BUDGETS.brandJsonBytes));
       doc = got.notModified ? null : got.value;
     } catch (err) {
-      const malformed = err instanceof DocumentFetchError && err.reason === 'malformed';
+      const malformed = err instanceof DocumentFetchError && err.code === 'malformed';
       return {
         jwksUris: [],
         problem: {

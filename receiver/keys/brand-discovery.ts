@@ -19,6 +19,7 @@ import {
 } from './fetch-json.js';
 import { registrableDomain } from './registrable-domain.js';
 import type { Clock, FetchSettings } from './remote-key-set.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 /** The supplement's discovery failures (each answered as `request_signature_<reason>`). */
 export type DiscoveryFailure =
@@ -30,12 +31,12 @@ export type DiscoveryFailure =
   | 'agent_not_in_brand_json'
   | 'brand_json_ambiguous';
 
-export class BrandDiscoveryError extends Error {
-  readonly reason: DiscoveryFailure;
+export class BrandDiscoveryError extends SvcError {
+  static override readonly code = 'ERR_BRAND_DISCOVERY';
+
+  declare readonly code: DiscoveryFailure;
   constructor(reason: DiscoveryFailure, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'BrandDiscoveryError';
-    this.reason = reason;
+    super(message, { ...options, code: reason });
   }
 }
 
@@ -66,7 +67,7 @@ async function fetchBrandJson(url: string, settings: FetchSettings): Promise<unk
     });
     return doc.notModified ? null : doc.value;
   } catch (err) {
-    const reason = err instanceof DocumentFetchError && err.reason === 'malformed';
+    const reason = err instanceof DocumentFetchError && err.code === 'malformed';
     throw new BrandDiscoveryError(
       reason ? 'brand_json_malformed' : 'brand_json_unreachable',
       (err as Error).message,
@@ -273,7 +274,7 @@ export class BrandJsonDiscovery {
         {
           event: 'key_discovery_failed',
           agentUrl: this.agentUrl,
-          reason: this.lastError.reason,
+          reason: this.lastError.code,
           err: this.lastError.message,
         },
         `key discovery for ${this.agentUrl} failed: ${this.lastError.message}`,

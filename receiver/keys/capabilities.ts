@@ -12,6 +12,7 @@
 import { DocumentFetchError, FETCH_BUDGETS, fetchJson } from './fetch-json.js';
 import { isKeyOriginDeclaration } from './key-origin.js';
 import type { CachePolicy, Clock, FetchSettings } from './remote-key-set.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 export interface SellerIdentity {
   /** `identity.brand_json_url` as given (checked by the bootstrap, which reports it). */
@@ -26,7 +27,9 @@ export interface SellerIdentity {
   deliveryRetryHorizonSeconds?: number;
 }
 
-export class CapabilitiesError extends Error {
+export class CapabilitiesError extends SvcError {
+  static override readonly code = 'ERR_CAPABILITIES';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'CapabilitiesError';
@@ -143,7 +146,7 @@ export class SellerCapabilities {
       this.settings.logger?.warn(
         {
           capabilitiesUrl: this.url,
-          reason: err instanceof DocumentFetchError ? err.reason : 'malformed',
+          reason: err instanceof DocumentFetchError ? err.code : 'malformed',
           err: (err as Error).message,
           keptPrevious: this.good !== null,
         },

@@ -19,6 +19,8 @@ export function discoveryCode(reason: KeyFailure): KeyDiscoveryCode {
 }
 
 export class KeyDiscoveryError extends WebhookVerificationError {
+  static override readonly code = 'ERR_KEY_DISCOVERY';
+
   readonly reason: KeyFailure;
   readonly senderId: string;
   constructor(reason: KeyFailure, senderId: string, message?: string) {

@@ -8,6 +8,7 @@
  */
 import { JsonParseError, parseStrictJson } from '../../shared/json/strict-parse.js';
 import { safeFetch } from '../../shared/net/safe-fetch.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 export const KIB = 1024;
 /** Supplement §2.6 budgets. */
@@ -45,13 +46,13 @@ export type FetchFailure =
   | 'status' // anything but 200 (or 304 when conditional)
   | 'malformed'; // not strict JSON, or not the expected shape
 
-export class DocumentFetchError extends Error {
-  readonly reason: FetchFailure;
+export class DocumentFetchError extends SvcError {
+  static override readonly code = 'ERR_DOCUMENT_FETCH';
+
+  declare readonly code: FetchFailure;
   readonly url: string;
   constructor(reason: FetchFailure, url: string, message: string, options?: { cause?: unknown }) {
-    super(`${url}: ${message}`, options);
-    this.name = 'DocumentFetchError';
-    this.reason = reason;
+    super(`${url}: ${message}`, { ...options, code: reason });
     this.url = url;
   }
 }
@@ -165,7 +166,7 @@ export async function fetchJson(url: string, opts: FetchJsonOptions): Promise<Js
     value = parseStrictJson(doc.raw);
   } catch (err) {
     if (err instanceof JsonParseError) {
-      throw new DocumentFetchError('malformed', url, `invalid JSON (${err.kind})`, { cause: err });
+      throw new DocumentFetchError('malformed', url, `invalid JSON (${err.code})`, { cause: err });
     }
     throw err;
   }

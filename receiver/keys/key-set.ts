@@ -3,16 +3,11 @@
  * a whole (which of the two would be "the" key is exactly the ambiguity an attacker wants),
  * so the caller keeps its previous good set instead.
  */
-import type { JWK } from '../../shared/signing/keys.js';
+import { KeySetError, type JWK } from '../../shared/signing/keys.js';
+
+export { KeySetError };
 
 export type KeySet = ReadonlyMap<string, JWK>;
-
-export class KeySetError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'KeySetError';
-  }
-}
 
 /** Keys per document: far above any real rotation overlap, low enough to bound work. */
 export const MAX_KEYS_PER_SET = 100;

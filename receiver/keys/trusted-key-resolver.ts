@@ -139,7 +139,7 @@ class AgentSource implements KeySource {
     return this.set;
   }
   failure(): KeyFailure | null {
-    if (this.set === null) return this.discovery.lastError?.reason ?? null;
+    if (this.set === null) return this.discovery.lastError?.code ?? null;
     return this.set.unavailable() ? 'jwks_unavailable' : null;
   }
 }

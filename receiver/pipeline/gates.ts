@@ -4,6 +4,7 @@
  * without ever being held whole or digested.
  */
 import type { Readable } from 'node:stream';
+import { SvcError } from '../../shared/errors/base.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -45,14 +46,18 @@ export function isJsonContentType(value: string | string[] | undefined): boolean
   return true;
 }
 
-export class BodyTooLargeError extends Error {
+export class BodyTooLargeError extends SvcError {
+  static override readonly code = 'ERR_BODY_TOO_LARGE';
+
   constructor(limit: number) {
     super(`body larger than ${limit} bytes`);
     this.name = 'BodyTooLargeError';
   }
 }
 
-export class BodyReadError extends Error {
+export class BodyReadError extends SvcError {
+  static override readonly code = 'ERR_BODY_READ';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'BodyReadError';
@@ -60,7 +65,9 @@ export class BodyReadError extends Error {
 }
 
 /** The body did not arrive whole within its total deadline (a trickle). */
-export class BodyDeadlineError extends Error {
+export class BodyDeadlineError extends SvcError {
+  static override readonly code = 'ERR_BODY_DEADLINE';
+
   constructor() {
     super('body not received whole by its deadline');
     this.name = 'BodyDeadlineError';
@@ -68,7 +75,9 @@ export class BodyDeadlineError extends Error {
 }
 
 /** Taking the body would put the bytes in flight over the receiver's budget. */
-export class BodyBudgetError extends Error {
+export class BodyBudgetError extends SvcError {
+  static override readonly code = 'ERR_BODY_BUDGET';
+
   constructor() {
     super('request bodies in flight would exceed the budget');
     this.name = 'BodyBudgetError';

@@ -20,9 +20,12 @@ import { WebhookVerificationError } from '../../shared/errors/webhook-codes.js';
 import { canonicalizeAuthority, TargetUriError } from '../../shared/http/target-uri.js';
 import { canonicalTarget } from '../../shared/signing/target-cache.js';
 import type { Headers } from './gates.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 /** A value of the origin list that is not an origin; the message names the option. */
-export class PublicOriginError extends Error {
+export class PublicOriginError extends SvcError {
+  static override readonly code = 'ERR_PUBLIC_ORIGIN';
+
   constructor(option: string, value: string, why: string) {
     super(`${option}: ${JSON.stringify(value)} is not an origin (scheme://host[:port]): ${why}`);
     this.name = 'PublicOriginError';

@@ -216,13 +216,13 @@ export async function parse(
     return { value: parseStrictJson(body) };
   } catch (err) {
     if (!(err instanceof JsonParseError)) throw err;
-    const e = new WebhookVerificationError('webhook_body_malformed', 14, err.kind);
+    const e = new WebhookVerificationError('webhook_body_malformed', 14, err.code);
     return burn(p, d, verificationFailure(e), e.code, {
       sender: auth.sender,
       keyid: auth.keyid,
       nonce: auth.nonce,
       bytes: body.length,
-      kind: err.kind,
+      kind: err.code,
       duplicate_keys: sanitizeForLog(err.duplicateKeys),
     });
   }
@@ -238,8 +238,8 @@ export async function envelope(
   const read = readEnvelope(value, p.preferFormat);
   if ('error' in read) {
     const err = read.error;
-    const res = errorResponse(err.status, err.id, 'invalid webhook envelope', {}, err.fields);
-    return burn(p, d, res, err.id, { sender: auth.sender, fields: err.fields });
+    const res = errorResponse(err.status, err.code, 'invalid webhook envelope', {}, err.fields);
+    return burn(p, d, res, err.code, { sender: auth.sender, fields: err.fields });
   }
   d.seen.event = read;
   // A bare A2A {message}: acknowledged, no task state change, nothing to publish.

@@ -13,10 +13,13 @@
  * Parsing is pure and done at start, so a bad URL stops the sidecar with a message naming the
  * option before anything is accepted.
  */
+import { SvcError } from '../../shared/errors/base.js';
+
 export type BrokerKind = 'nats' | 'amqp' | 'redis';
 
-export class PublishTargetError extends Error {
-  readonly code = 'PUBLISH_TARGET_INVALID';
+export class PublishTargetError extends SvcError {
+  static override readonly code = 'PUBLISH_TARGET_INVALID';
+
   constructor(message: string) {
     super(`--publish: ${message}`);
     this.name = 'PublishTargetError';

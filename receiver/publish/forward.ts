@@ -6,8 +6,11 @@
 import { connect, isIP } from 'node:net';
 import { Pool } from 'undici';
 import { eventHeaders, type Publisher, type ReceivedEvent } from './types.js';
+import { SvcError } from '../../shared/errors/base.js';
 
-export class ForwardError extends Error {
+export class ForwardError extends SvcError {
+  static override readonly code = 'ERR_FORWARD';
+
   readonly status: number | null;
   constructor(message: string, status: number | null = null, options?: { cause?: unknown }) {
     super(message, options);

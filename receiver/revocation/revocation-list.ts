@@ -12,6 +12,7 @@ import type { BrandProfile } from '../../shared/brand.js';
 import { JsonParseError, parseStrictJson } from '../../shared/json/strict-parse.js';
 import type { JWK } from '../../shared/signing/keys.js';
 import type { ResolvedKey } from '../../shared/signing/verify.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 export const MAX_LIST_LIFETIME_SECONDS = 7 * 24 * 3600;
 const ALGORITHMS = ['EdDSA', 'ES256'];
@@ -36,12 +37,12 @@ export type RevocationListProblem =
   | 'issuer'
   | 'window'; // next_update <= updated, or too far ahead
 
-export class RevocationListError extends Error {
-  readonly problem: RevocationListProblem;
+export class RevocationListError extends SvcError {
+  static override readonly code = 'ERR_REVOCATION_LIST';
+
+  declare readonly code: RevocationListProblem;
   constructor(problem: RevocationListProblem, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'RevocationListError';
-    this.problem = problem;
+    super(message, { ...options, code: problem });
   }
 }
 
@@ -122,7 +123,7 @@ export async function verifyRevocationList(
   } catch (err) {
     if (err instanceof RevocationListError) throw err;
     if (err instanceof JsonParseError) {
-      throw new RevocationListError('malformed', `not JSON: ${err.kind}`, { cause: err });
+      throw new RevocationListError('malformed', `not JSON: ${err.code}`, { cause: err });
     }
     const code = (err as { code?: string }).code;
     const problem = code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' ? 'signature' : 'malformed';

@@ -4,7 +4,7 @@
  * loads only when the command runs, so `svc --help` stays fast.
  */
 import type { Command } from 'commander';
-import { envOption, plainOption } from '../../cli/env-option.js';
+import { envOption, plainOption } from '../../shared/cli-options.js';
 import { ServiceUnavailableError } from '../../shared/infra/service-errors.js';
 
 import { PortInUseError, UsageError, type Flags } from './flags.js';

@@ -3,6 +3,11 @@
  * declares them) and the sidecar start-up (run.ts, which reads them), so neither of those
  * two imports the other.
  */
+import { SvcError } from '../../shared/errors/base.js';
+import { UsageError } from '../../shared/errors/usage.js';
+
+export { UsageError };
+
 export interface Flags {
   listen?: string;
   trust?: string;
@@ -28,10 +33,10 @@ export interface Flags {
   consoleTokenFile?: string;
 }
 
-export class UsageError extends Error {}
-
 /** A listen address already taken (exit 1; the message names the setting that moves it). */
-export class PortInUseError extends Error {}
+export class PortInUseError extends SvcError {
+  static override readonly code = 'ERR_PORT_IN_USE';
+}
 
 export function parseListen(value: string): { host: string; port: number } {
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(value);

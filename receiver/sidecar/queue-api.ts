@@ -60,7 +60,7 @@ export async function handleQueueApi(
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new TypeError('object');
     input = v as Record<string, unknown>;
   } catch (err) {
-    const msg = err instanceof JsonParseError ? err.kind : 'body must be a JSON object';
+    const msg = err instanceof JsonParseError ? err.code : 'body must be a JSON object';
     return send(res, 400, JSON.stringify({ error: { code: 'invalid_request', message: msg } }));
   }
   if (op === 'claim') {

@@ -9,7 +9,7 @@ import { brandProfile, isBrand } from '../../shared/brand.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import { createLogger } from '../../shared/infra/logger.js';
 import { createPool } from '../../shared/infra/pg.js';
-import { flagsToEnv } from '../../cli/env-option.js';
+import { flagsToEnv } from '../../shared/cli-options.js';
 import { checkForwardUrl, probeForwardTarget } from '../publish/forward.js';
 import { STDOUT_TARGET } from '../publish/stdout.js';
 import { QUEUE_NAME } from '../publish/queue.js';

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { JsonParseError, parseStrictJson } from '../../shared/json/strict-parse.js';
 import { legacyCredentialProblem } from '../../shared/legacy/credential.js';
 import { isKeyOriginDeclaration } from '../keys/key-origin.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 /** A URL the receiver fetches: https, or http for loopback tests (the fetch layer decides). */
 const fetchUrl = z.string().refine(
@@ -208,7 +209,9 @@ export type PublisherPins = NonNullable<SenderTrust['pins']>;
 export type PinnedKey = z.output<typeof pinnedKey>;
 
 /** A trust file that cannot be used; `field` names the offending member, e.g. `senders[1].jwks_uri`. */
-export class TrustFileError extends Error {
+export class TrustFileError extends SvcError {
+  static override readonly code = 'ERR_TRUST_FILE';
+
   readonly field: string;
   constructor(field: string, message: string) {
     super(field ? `trust file: ${field}: ${message}` : `trust file: ${message}`);
@@ -256,7 +259,7 @@ export async function loadTrustFile(path: string): Promise<TrustConfig> {
   } catch (err) {
     if (err instanceof JsonParseError) {
       const what =
-        err.kind === 'duplicate_key'
+        err.code === 'duplicate_key'
           ? `duplicate key ${err.duplicateKeys.join(', ')}`
           : err.message;
       throw new TrustFileError('', `${path} is not valid JSON: ${what}`);

@@ -1,7 +1,7 @@
 /** The sender's subcommands: `keys generate`, `keys jwks`, `worker`, `send`. */
 import { InvalidArgumentError, type Command } from 'commander';
 import { brandProfile, BRANDS, type Brand } from '../../shared/brand.js';
-import { envOption, flagsToEnv, plainOption } from '../../cli/env-option.js';
+import { envOption, flagsToEnv, plainOption } from '../../shared/cli-options.js';
 import { parseMetricsListen } from './metrics-server.js';
 import { keysDirOf, loadConfigOrExit, type Config } from '../../shared/config.js';
 import type { commandServices as CommandServicesFn } from '../../shared/infra/command-services.js';

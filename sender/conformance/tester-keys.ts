@@ -12,8 +12,11 @@ import {
   type JWK,
   type SigningKey,
 } from '../../shared/signing/keys.js';
+import { SvcError } from '../../shared/errors/base.js';
 
-export class TesterKeyError extends Error {
+export class TesterKeyError extends SvcError {
+  static override readonly code = 'ERR_TESTER_KEY';
+
   constructor(message: string) {
     super(message);
     this.name = 'TesterKeyError';

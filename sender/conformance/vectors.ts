@@ -8,6 +8,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JWK } from '../../shared/signing/keys.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 export interface SigningVector {
   /** `positive/001-basic-post.json` */
@@ -29,7 +30,9 @@ export interface SigningVector {
 
 export type VectorKey = JWK & { _private_d_for_test_only?: string };
 
-export class VectorLoadError extends Error {
+export class VectorLoadError extends SvcError {
+  static override readonly code = 'ERR_VECTOR_LOAD';
+
   constructor(message: string) {
     super(message);
     this.name = 'VectorLoadError';

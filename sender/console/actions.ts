@@ -8,6 +8,7 @@
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
+import { SvcError } from '../../shared/errors/base.js';
 import { newIdempotencyKey } from '../outbox/keys.js';
 import { Outbox } from '../outbox/outbox.js';
 import { originCandidates } from './filters.js';
@@ -19,13 +20,15 @@ export interface Operator {
   via: 'console' | 'api' | 'cli';
 }
 
-export class ConsoleActionError extends Error {
+export class ConsoleActionError extends SvcError {
+  static override readonly code = 'ERR_CONSOLE_ACTION';
+
   constructor(
     readonly status: number,
-    readonly code: string,
+    code: string,
     message: string,
   ) {
-    super(message);
+    super(message, { code });
     this.name = 'ConsoleActionError';
   }
 }

@@ -6,7 +6,7 @@
 import { userInfo } from 'node:os';
 import type { Writable } from 'node:stream';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { envOption, flagsToEnv } from '../../cli/env-option.js';
+import { envOption, flagsToEnv } from '../../shared/cli-options.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';

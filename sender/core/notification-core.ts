@@ -38,12 +38,15 @@ import {
   RegistrationError,
   type TargetRules,
 } from './registration.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 /** Raw JSON text from a caller that did not parse it; refused when it repeats a key. */
 export type JsonObjectInput = Record<string, unknown> | string;
 
 /** Raw JSON input that repeats a key: `duplicate_key_input` (400), naming the field. */
 export class DuplicateKeyInError extends DuplicateKeyInputError {
+  static override readonly code = 'ERR_DUPLICATE_KEY_IN';
+
   readonly field: string;
   constructor(field: string, duplicateKeys: string[]) {
     super(duplicateKeys);
@@ -52,18 +55,26 @@ export class DuplicateKeyInError extends DuplicateKeyInputError {
 }
 
 /** Raw JSON input that is not a JSON object: `invalid_json_input` (400). */
-export class NotificationInputError extends Error {
-  readonly id = 'invalid_json_input' as const;
+export class NotificationInputError extends SvcError {
+  static override readonly code = 'ERR_NOTIFICATION_INPUT';
+
+  declare readonly code: 'invalid_json_input';
+  /** @deprecated use `code` (the same value). */
+  get id(): 'invalid_json_input' {
+    return this.code;
+  }
   readonly status = 400;
   readonly field: string;
   constructor(field: string) {
-    super(`${field} is not a JSON object`);
+    super(`${field} is not a JSON object`, { code: 'invalid_json_input' });
     this.name = 'NotificationInputError';
     this.field = field;
   }
 }
 
-export class ChannelsNotConfiguredError extends Error {
+export class ChannelsNotConfiguredError extends SvcError {
+  static override readonly code = 'ERR_CHANNELS_NOT_CONFIGURED';
+
   constructor(method: string) {
     super(`NotificationCore.${method}: no media-buy channels were given (options.channels)`);
     this.name = 'ChannelsNotConfiguredError';
@@ -151,7 +162,7 @@ function objectInput(value: JsonObjectInput, field: string): Record<string, unkn
   try {
     parsed = parseStrictJson(value);
   } catch (err) {
-    if (err instanceof JsonParseError && err.kind === 'duplicate_key') {
+    if (err instanceof JsonParseError && err.code === 'duplicate_key') {
       throw new DuplicateKeyInError(field, err.duplicateKeys);
     }
     throw new NotificationInputError(field);

@@ -12,6 +12,8 @@ import type { DeliveryAuth, WebhookChannel, WebhookTarget } from '../outbox/type
 export const OPERATION_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,255}$/;
 /** The spec's `INVALID_REQUEST` (HTTP 400), naming the field at fault: a TaskError. */
 export class RegistrationError extends TaskError {
+  static override readonly code = 'ERR_REGISTRATION';
+
   declare readonly field: string;
   constructor(field: string, message: string) {
     super('INVALID_REQUEST', message, { field });

@@ -11,6 +11,7 @@ import { Agent, buildConnector, request } from 'undici';
 import type { AttemptResult } from './classify.js';
 import { isReservedAddress } from '../../shared/net/ssrf.js';
 import { SNIPPET_BYTES } from './snippet.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 export interface TransportOptions {
   /** Host names or IPs exempt from the https-only and reserved-address rules. */
@@ -23,8 +24,9 @@ export interface TransportOptions {
   connectionsPerOrigin?: number;
 }
 
-export class TargetRefusedError extends Error {
-  readonly code = 'TARGET_REFUSED';
+export class TargetRefusedError extends SvcError {
+  static override readonly code = 'TARGET_REFUSED';
+
   constructor(message: string) {
     super(message);
     this.name = 'TargetRefusedError';

@@ -12,17 +12,13 @@ import {
   generateSigningKey,
   importSigningKey,
   KeyImportError,
+  KeySetError,
   publishedJwk,
   type JWK,
   type SigningKey,
 } from '../../shared/signing/keys.js';
 
-export class KeySetError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'KeySetError';
-  }
-}
+export { KeySetError };
 
 export interface KeySetOptions {
   /** The kid that signs; default the newest key of `preferAlg`. */

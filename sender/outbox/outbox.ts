@@ -35,6 +35,7 @@ import {
 } from './partitions.js';
 import { originSql } from '../console/migrations.js';
 import type { DeliveryAuth, EventSink, OutboundEvent, WebhookChannel } from './types.js';
+import { SvcError } from '../../shared/errors/base.js';
 
 /** 24 h: the floor of the spec's retry horizon, used when the seller advertises none. */
 export const DEFAULT_RETRY_HORIZON_SECONDS = 86_400;
@@ -120,7 +121,9 @@ export interface PendingGroup {
   ids: string[];
 }
 
-export class OutboxError extends Error {
+export class OutboxError extends SvcError {
+  static override readonly code = 'ERR_OUTBOX';
+
   constructor(message: string) {
     super(message);
     this.name = 'OutboxError';

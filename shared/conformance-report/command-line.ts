@@ -4,11 +4,10 @@
  */
 import { createInterface } from 'node:readline/promises';
 import { brandProfile, DEFAULT_BRAND, isBrand, type BrandProfile } from '../brand.js';
+import { UsageError } from '../errors/usage.js';
 
 /** A mistake in the command line: exit code 2 and the message, no stack. */
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+export { UsageError };
 
 export interface TerminalIo {
   out: (text: string) => void;

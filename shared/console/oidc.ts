@@ -11,14 +11,17 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { SvcError } from '../errors/base.js';
 
-export class OidcSignInError extends Error {
+export class OidcSignInError extends SvcError {
+  static override readonly code = 'ERR_OIDC_SIGN_IN';
+
   constructor(
     readonly status: number,
-    readonly code: string,
+    code: string,
     message: string,
   ) {
-    super(message);
+    super(message, { code });
     this.name = 'OidcSignInError';
   }
 }

@@ -2,6 +2,7 @@
  * Envelope rejections on the receiver (supplement §5.7, §5.8). The ids are the contract;
  * they come after signature verification and before the idempotency claim.
  */
+import { SvcError } from '../errors/base.js';
 
 export type EnvelopeErrorId =
   | 'missing_envelope_fields'
@@ -9,8 +10,10 @@ export type EnvelopeErrorId =
   | 'invalid_envelope_status'
   | 'invalid_envelope';
 
-export class EnvelopeError extends Error {
-  readonly id: EnvelopeErrorId;
+export class EnvelopeError extends SvcError {
+  static override readonly code = 'ERR_ENVELOPE';
+
+  declare readonly code: EnvelopeErrorId;
   /** Envelope members at fault, dotted paths (`status.state`), in schema order. */
   readonly fields: string[];
   /**
@@ -19,14 +22,12 @@ export class EnvelopeError extends Error {
    */
   readonly status = 422;
   constructor(id: EnvelopeErrorId, fields: string[], message?: string) {
-    super(message ?? (fields.length ? `${id}: ${fields.join(', ')}` : id));
-    this.name = 'EnvelopeError';
-    this.id = id;
+    super(message ?? (fields.length ? `${id}: ${fields.join(', ')}` : id), { code: id });
     this.fields = fields;
   }
 
-  /** Response body for the receiver: the id is the machine-readable part. */
+  /** Response body for the receiver: the code is the machine-readable part. */
   toJSON(): { error: { code: EnvelopeErrorId; message: string; fields: string[] } } {
-    return { error: { code: this.id, message: this.message, fields: this.fields } };
+    return { error: { code: this.code, message: this.message, fields: this.fields } };
   }
 }

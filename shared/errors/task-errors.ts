@@ -15,6 +15,8 @@
  */
 import { z } from 'zod';
 import { JsonParseError, parseStrictJson, sanitizeForLog } from '../json/strict-parse.js';
+import { SvcError } from './base.js';
+import type { SvcErrorCode } from './codes.js';
 
 export const TASK_ERROR_STATUS = {
   AUTH_REQUIRED: 401,
@@ -78,17 +80,18 @@ export interface SignalErrorsBody {
 }
 
 /** A refusal of a task call: the code, status and field are the contract. */
-export class TaskError extends Error {
-  readonly code: TaskErrorCode;
+export class TaskError extends SvcError {
+  static override readonly code: SvcErrorCode = 'ERR_TASK';
+
+  /** The spec's task error code (the wire contract), not the class code `ERR_TASK`. */
+  declare readonly code: TaskErrorCode;
   readonly status: number;
   readonly field: string | undefined;
   readonly suggestion: string | undefined;
   readonly issues: readonly ErrorIssue[] | undefined;
   readonly details: Record<string, unknown> | undefined;
   constructor(code: TaskErrorCode, message: string, options: TaskErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'TaskError';
-    this.code = code;
+    super(message, { cause: options.cause, code });
     this.status = options.status ?? TASK_ERROR_STATUS[code];
     this.field = options.field;
     this.suggestion = options.suggestion;
@@ -154,19 +157,26 @@ export function readErrorBody(body: unknown): SignalErrorItem[] | null {
  * The sender refuses a payload whose JSON text repeats a key in any object, at any depth,
  * before canonicalising it. The error id is fixed by the supplement.
  */
-export class DuplicateKeyInputError extends Error {
-  readonly id = 'duplicate_key_input' as const;
+export class DuplicateKeyInputError extends SvcError {
+  static override readonly code: SvcErrorCode = 'ERR_DUPLICATE_KEY_INPUT';
+
+  declare readonly code: 'duplicate_key_input';
+  /** @deprecated use `code` (the same value). */
+  get id(): 'duplicate_key_input' {
+    return this.code;
+  }
   /** Every repeated name (raw; sanitise with `sanitizeForLog` before logging). */
   readonly duplicateKeys: string[];
   readonly status = 400;
   constructor(duplicateKeys: string[]) {
-    super(`duplicate_key_input: ${sanitizeForLog(duplicateKeys).join(', ')}`);
-    this.name = 'DuplicateKeyInputError';
+    super(`duplicate_key_input: ${sanitizeForLog(duplicateKeys).join(', ')}`, {
+      code: 'duplicate_key_input',
+    });
     this.duplicateKeys = duplicateKeys;
   }
 
   toErrorBody(): ErrorBody {
-    return { error: { code: this.id, message: this.message } };
+    return { error: { code: this.code, message: this.message } };
   }
 }
 
@@ -178,7 +188,7 @@ export function parseSenderPayload(input: Uint8Array | string): unknown {
   try {
     return parseStrictJson(input);
   } catch (err) {
-    if (err instanceof JsonParseError && err.kind === 'duplicate_key') {
+    if (err instanceof JsonParseError && err.code === 'duplicate_key') {
       throw new DuplicateKeyInputError(err.duplicateKeys);
     }
     throw err;

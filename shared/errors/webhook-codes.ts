@@ -3,6 +3,8 @@
  * 401 and `WWW-Authenticate: Signature error="<code>"`, and every one is non-retryable
  * for the sender.
  */
+import { SvcError } from './base.js';
+import type { SvcErrorCode } from './codes.js';
 export const WEBHOOK_ERROR_CODES = [
   'webhook_signature_header_malformed',
   'webhook_signature_params_incomplete',
@@ -51,15 +53,16 @@ export function isWebhookErrorCode(value: unknown): value is WebhookErrorCode {
 }
 
 /** A verification failure: the code is the contract, the message is for logs only. */
-export class WebhookVerificationError extends Error {
-  readonly code: WebhookErrorCode | KeyDiscoveryCode;
+export class WebhookVerificationError extends SvcError {
+  static override readonly code: SvcErrorCode = 'ERR_WEBHOOK_VERIFICATION';
+
+  /** The protocol code (the wire contract), not the class code `ERR_WEBHOOK_VERIFICATION`. */
+  declare readonly code: WebhookErrorCode | KeyDiscoveryCode;
   /** The checklist step that failed (1-14; "9a" for the per-keyid cap), informational. */
   readonly step: string;
   readonly status = 401;
   constructor(code: WebhookErrorCode | KeyDiscoveryCode, step: number | string, message?: string) {
-    super(message ?? code);
-    this.name = 'WebhookVerificationError';
-    this.code = code;
+    super(message ?? code, { code });
     this.step = String(step);
   }
 

@@ -32,6 +32,7 @@
  */
 import { isIPv6 } from 'node:net';
 import tr46 from 'tr46';
+import { SvcError } from '../errors/base.js';
 
 export type TargetUriRejectReason =
   | 'invalid_syntax'
@@ -56,12 +57,16 @@ export type TargetUriRejectReason =
  * `request_target_uri_malformed` (request path). The message never echoes the input, which
  * may carry credentials in its userinfo or query.
  */
-export class TargetUriError extends Error {
-  readonly reason: TargetUriRejectReason;
+export class TargetUriError extends SvcError {
+  static override readonly code = 'ERR_TARGET_URI';
+
+  declare readonly code: TargetUriRejectReason;
+  /** @deprecated use `code` (the same value). */
+  get reason(): TargetUriRejectReason {
+    return this.code;
+  }
   constructor(reason: TargetUriRejectReason) {
-    super(`malformed target URI: ${reason}`);
-    this.name = 'TargetUriError';
-    this.reason = reason;
+    super(`malformed target URI: ${reason}`, { code: reason });
   }
 }
 

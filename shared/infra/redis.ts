@@ -11,6 +11,7 @@
  * connection closed and not reopened, so a misconfigured worker cannot loop on redirects.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { SvcError } from '../errors/base.js';
 
 export { Cluster, Redis };
 
@@ -75,7 +76,9 @@ export function isClusterAnswer(err: unknown): boolean {
   return typeof m === 'string' && /^(MOVED|ASK|CROSSSLOT|CLUSTERDOWN) /.test(m);
 }
 
-export class ClusterAnswerError extends Error {
+export class ClusterAnswerError extends SvcError {
+  static override readonly code = 'ERR_REDIS_CLUSTER_ANSWER';
+
   constructor(answer: string) {
     super(
       `Redis answered "${answer}": it is a Redis Cluster node. Set REDIS_CLUSTER_NODES=host:port,... ` +

@@ -1,5 +1,9 @@
 /** A backing service (PostgreSQL, Redis) that is missing: the message says which, where, and what to do. */
-export class ServiceUnavailableError extends Error {
+import { SvcError } from '../errors/base.js';
+
+export class ServiceUnavailableError extends SvcError {
+  static override readonly code = 'ERR_SERVICE_UNAVAILABLE';
+
   constructor(message: string) {
     super(message);
     this.name = 'ServiceUnavailableError';

@@ -21,8 +21,11 @@
  * offending value.
  */
 import { createHash } from 'node:crypto';
+import { SvcError } from '../errors/base.js';
 
-export class CanonicalJsonError extends Error {
+export class CanonicalJsonError extends SvcError {
+  static override readonly code = 'ERR_CANONICAL_JSON';
+
   /** JSON-pointer-like path of the offending value, e.g. `/result/items/0`. */
   readonly path: string;
   constructor(message: string, path: string) {

@@ -11,11 +11,15 @@
  * `JSON.parse` defines `__proto__` as an ordinary own property, so such keys stay data.
  */
 import { isUtf8 } from 'node:buffer';
+import { SvcError } from '../errors/base.js';
 
 export type JsonParseErrorKind = 'syntax' | 'duplicate_key' | 'too_deep' | 'invalid_utf8';
 
-export class JsonParseError extends Error {
-  readonly kind: JsonParseErrorKind;
+export class JsonParseError extends SvcError {
+  static override readonly code = 'ERR_JSON_PARSE';
+
+  /** What went wrong (the finer code; the class code is `ERR_JSON_PARSE`). */
+  declare readonly code: JsonParseErrorKind;
   /** Every key name that occurred twice in one object, each once, in order of discovery. */
   readonly duplicateKeys: string[];
   /** Byte offset (byte input) or UTF-16 index (string input) where the problem was found. */
@@ -26,9 +30,7 @@ export class JsonParseError extends Error {
     position: number,
     duplicateKeys: string[] = [],
   ) {
-    super(message);
-    this.name = 'JsonParseError';
-    this.kind = kind;
+    super(message, { code: kind });
     this.position = position;
     this.duplicateKeys = duplicateKeys;
   }

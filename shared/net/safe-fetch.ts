@@ -18,6 +18,7 @@ import { Agent, buildConnector } from 'undici';
 import type { Dispatcher } from 'undici';
 import { TargetUriError, canonicalizeTargetUri } from '../http/target-uri.js';
 import { isLoopbackAddress, isReservedAddress } from './ssrf.js';
+import { SvcError } from '../errors/base.js';
 
 export type SafeFetchReason =
   | 'invalid_url'
@@ -29,12 +30,12 @@ export type SafeFetchReason =
   | 'too_large'
   | 'network_error';
 
-export class SafeFetchError extends Error {
-  readonly reason: SafeFetchReason;
+export class SafeFetchError extends SvcError {
+  static override readonly code = 'ERR_SAFE_FETCH';
+
+  declare readonly code: SafeFetchReason;
   constructor(reason: SafeFetchReason, options?: { cause?: unknown }) {
-    super(`fetch failed: ${reason}`, options);
-    this.name = 'SafeFetchError';
-    this.reason = reason;
+    super(`fetch failed: ${reason}`, { ...options, code: reason });
   }
 }
 
@@ -267,7 +268,7 @@ function parseTarget(url: string, guard: GuardOptions): { origin: string; path: 
   try {
     c = canonicalizeTargetUri(url);
   } catch (err) {
-    if (err instanceof TargetUriError && err.reason === 'unsupported_scheme') {
+    if (err instanceof TargetUriError && err.code === 'unsupported_scheme') {
       throw new SafeFetchError('scheme_not_allowed');
     }
     throw new SafeFetchError('invalid_url', { cause: err });

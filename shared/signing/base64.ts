@@ -7,10 +7,13 @@
  *   (any of `+ / =` with any of `- _`) is malformed.
  * - `rfc8941` (3.2 request signing): standard base64 with padding, exactly as RFC 8941.
  */
+import { SvcError } from '../errors/base.js';
 
 export type BinaryProfile = 'webhook-v1' | 'rfc8941';
 
-export class BinaryEncodingError extends Error {
+export class BinaryEncodingError extends SvcError {
+  static override readonly code = 'ERR_BINARY_ENCODING';
+
   constructor(message: string) {
     super(message);
     this.name = 'BinaryEncodingError';

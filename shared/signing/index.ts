@@ -24,6 +24,7 @@ export {
   keyPurposeProblem,
   defaultKid,
   KeyImportError,
+  KeySetError,
   WEBHOOK_KEY_PURPOSES,
   type JWK,
   type SigningKey,
@@ -61,3 +62,7 @@ export {
   type KeyDiscoveryCode,
   type WebhookErrorCode,
 } from '../errors/webhook-codes.js';
+
+/** The error base every error here extends, and the codes to switch on (README "Errors"). */
+export { SvcError, type SvcErrorOptions } from '../errors/base.js';
+export { SVC_ERROR_CODES, type SvcErrorCode } from '../errors/codes.js';

@@ -9,6 +9,7 @@ import { generateKeyPairSync, KeyObject, randomBytes } from 'node:crypto';
 import { importJWK, type JWK } from 'jose';
 import type { BrandProfile } from '../brand.js';
 import { JWK_SHAPE, type SignatureAlg } from './algorithms.js';
+import { SvcError } from '../errors/base.js';
 
 export type { JWK };
 
@@ -20,11 +21,18 @@ export interface SigningKey {
   publicJwk: JWK;
 }
 
-export class KeyImportError extends Error {
+export class KeyImportError extends SvcError {
+  static override readonly code = 'ERR_KEY_IMPORT';
+
   constructor(message: string) {
     super(message);
     this.name = 'KeyImportError';
   }
+}
+
+/** A key set that cannot be used: a malformed JWKS, or a key directory with a bad file. */
+export class KeySetError extends SvcError {
+  static override readonly code = 'ERR_KEY_SET';
 }
 
 /** Purpose values a webhook verifier accepts (`webhook-signing` is deprecated but valid). */

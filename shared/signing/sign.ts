@@ -15,6 +15,7 @@ import {
   serializeSignatureParams,
   WEBHOOK_COMPONENTS,
 } from './signature-base.js';
+import { SvcError } from '../errors/base.js';
 
 export interface SignOptions {
   key: SigningKey;
@@ -35,7 +36,9 @@ export interface WebhookRequest {
   body: Uint8Array | string;
 }
 
-export class SignError extends Error {
+export class SignError extends SvcError {
+  static override readonly code = 'ERR_SIGN';
+
   constructor(message: string) {
     super(message);
     this.name = 'SignError';

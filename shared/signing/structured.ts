@@ -9,8 +9,11 @@
  */
 import { parseDictionary, type BareItem, type Dictionary, type Item } from 'structured-headers';
 import { decodeRfc8941Binary, decodeWebhookBinary, type BinaryProfile } from './base64.js';
+import { SvcError } from '../errors/base.js';
 
-export class StructuredFieldError extends Error {
+export class StructuredFieldError extends SvcError {
+  static override readonly code = 'ERR_STRUCTURED_FIELD';
+
   constructor(message: string) {
     super(message);
     this.name = 'StructuredFieldError';

@@ -83,6 +83,7 @@ t.test('a step that keeps failing backs off, then fails the task with a webhook'
   let calls = 0;
   registry.add({
     name: 'build_creative',
+    description: 'A build step that keeps failing.',
     agent: 'creative',
     schema: z.looseObject({}),
     auth: { tier: 'public' },
@@ -150,6 +151,7 @@ t.test('a TaskError in a step fails the task with its code', async (t) => {
   const registry = new TaskRegistry();
   registry.add({
     name: 'activate_signal',
+    description: 'An activation step that throws a TaskError.',
     agent: 'signals',
     schema: z.looseObject({}),
     auth: { tier: 'public' },
@@ -355,12 +357,23 @@ t.test('cancelTask: pending buy and in-progress activation', async (t) => {
   t.equal(again.status, 'working');
 });
 
-t.test('every task publishes a description and a JSON Schema', async (t) => {
-  const { taskDescription, taskInputJsonSchema } = await import('../../agents/runtime/describe.js');
+t.test('every task publishes its own description and a JSON Schema', async (t) => {
+  const { taskInputJsonSchema } = await import('../../agents/runtime/describe.js');
   const h = await harness(t);
+  const owners = new Map<string, string>();
   for (const agent of ['sales', 'creative', 'signals'] as const) {
     for (const def of h.core.registry.list(agent)) {
-      t.ok(taskDescription(def).length > 10, `${agent}/${def.name}`);
+      const id = `${agent}/${def.name}`;
+      t.type(def.description, 'string', `${id} has a description`);
+      t.ok(def.description.trim().length > 10, `${id}: "${def.description}"`);
+      // The capabilities task and the test controller are one definition registered for
+      // every agent: the same name may repeat a description, another task may not.
+      const owner = owners.get(def.description);
+      t.ok(
+        owner === undefined || owner.endsWith(`/${def.name}`),
+        `${id}'s description is its own (not also ${owner ?? ''}'s)`,
+      );
+      owners.set(def.description, id);
       const schema = taskInputJsonSchema(def);
       t.ok(
         schema.type === 'object' || Array.isArray(schema.oneOf) || Array.isArray(schema.anyOf),

@@ -129,7 +129,7 @@ t.test(
         out: capture().stream,
         err: capture().stream,
       }),
-      { name: 'JsonParseError', kind: 'duplicate_key' },
+      { name: 'JsonParseError', code: 'duplicate_key' },
     );
   },
 );

@@ -217,19 +217,20 @@ t.test('raw JSON input with a duplicate key is refused (duplicate_key_input)', a
     pushNotificationConfig: push(rx.url),
   };
   await t.rejects(core.taskStatusChanged({ ...base, context: '{"a":1,"b":{"c":1,"c":2}}' }), {
-    name: 'DuplicateKeyInputError',
-    id: 'duplicate_key_input',
+    name: 'DuplicateKeyInError',
+    code: 'duplicate_key_input',
     field: 'context',
     duplicateKeys: ['c'],
   });
-  await t.rejects(
-    core.taskStatusChanged({ ...base, result: '[{"x":1,"x":1}]' }),
-    DuplicateKeyInputError,
-  );
+  const dup = await core
+    .taskStatusChanged({ ...base, result: '[{"x":1,"x":1}]' })
+    .catch((e: unknown) => e);
+  t.ok(dup instanceof DuplicateKeyInputError, 'a DuplicateKeyInputError (the In subclass)');
   await t.rejects(core.taskStatusChanged({ ...base, result: '"text"' }), NotificationInputError);
   await t.rejects(core.taskStatusChanged({ ...base, result: '{"x":' }), {
     name: 'NotificationInputError',
-    id: 'invalid_json_input',
+    code: 'invalid_json_input',
+    id: 'invalid_json_input', // the deprecated alias
   });
   await t.rejects(core.taskStatusChanged({ ...base, result: '[1]' }), {
     name: 'NotificationInputError',

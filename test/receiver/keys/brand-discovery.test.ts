@@ -15,7 +15,7 @@ async function reason(p: Promise<unknown>): Promise<string> {
   try {
     await p;
   } catch (err) {
-    if (err instanceof BrandDiscoveryError) return err.reason;
+    if (err instanceof BrandDiscoveryError) return err.code;
     throw err;
   }
   return 'resolved';

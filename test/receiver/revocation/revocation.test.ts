@@ -88,7 +88,7 @@ async function problem(p: Promise<unknown>): Promise<string> {
   try {
     await p;
   } catch (err) {
-    if (err instanceof RevocationListError) return err.problem;
+    if (err instanceof RevocationListError) return err.code;
     throw err;
   }
   return 'accepted';

@@ -90,7 +90,7 @@ t.test('buildMcpEnvelope emits a valid envelope and parses back', async (t) => {
   for (const [over, field] of bad) {
     const err = t.throws(() => buildMcpEnvelope({ ...good, ...over } as never)) as unknown;
     t.type(err, EnvelopeError);
-    t.equal((err as EnvelopeError).id, 'invalid_envelope');
+    t.equal((err as EnvelopeError).code, 'invalid_envelope');
     t.same((err as EnvelopeError).fields, [field]);
   }
 });

@@ -63,7 +63,7 @@ t.test('the 12 payload-extraction cases', async (t) => {
       t.equal(event.format, v.expected_format);
       t.same(event.result, v.expected_data, `${v.id} parsed result`);
     } else {
-      t.equal(envelopeError(v.payload).id, 'missing_envelope_fields', `${v.id} is incomplete`);
+      t.equal(envelopeError(v.payload).code, 'missing_envelope_fields', `${v.id} is incomplete`);
     }
   }
 });
@@ -94,7 +94,7 @@ t.test('receiver envelope vectors', async (t) => {
       events.push(event);
     } else {
       const err = envelopeError(value);
-      t.equal(err.id, v.expected_error, v.id);
+      t.equal(err.code, v.expected_error, v.id);
       t.same(err.fields, v.expected_fields, `${v.id} fields`);
       t.equal(err.status, 422);
       t.same(err.toJSON().error.code, v.expected_error);
@@ -126,9 +126,9 @@ t.test('MCP envelope: every required member missing, null or malformed', async (
       // without task_id or status detection fails; MCP is still the default reading
       const err = envelopeError(body);
       if (f === 'idempotency_key') {
-        t.equal(err.id, 'missing_idempotency_key');
+        t.equal(err.code, 'missing_idempotency_key');
       } else {
-        t.equal(err.id, 'missing_envelope_fields', f);
+        t.equal(err.code, 'missing_envelope_fields', f);
       }
       t.same(err.fields, [f]);
     }
@@ -157,7 +157,7 @@ t.test('MCP envelope: every required member missing, null or malformed', async (
   ];
   for (const [body, id, fields] of bad) {
     const err = envelopeError(body);
-    t.equal(err.id, id, JSON.stringify(fields));
+    t.equal(err.code, id, JSON.stringify(fields));
     t.same(err.fields, fields);
   }
   // several missing members including the key: named together
@@ -165,7 +165,7 @@ t.test('MCP envelope: every required member missing, null or malformed', async (
   delete partial.idempotency_key;
   delete partial.timestamp;
   const err = envelopeError(partial);
-  t.equal(err.id, 'missing_envelope_fields');
+  t.equal(err.code, 'missing_envelope_fields');
   t.same(err.fields, ['idempotency_key', 'timestamp']);
   // extra members are allowed and kept in the payload
   const extra = parseWebhookPayload(mcp({ domain: 'media-buy', context: { c: 1 }, x_ext: true }));
@@ -187,7 +187,7 @@ t.test('__proto__ members stay data', async (t) => {
     '"operation_id":"o","task_id":"t","task_type":"create_media_buy","status":"completed",' +
     '"timestamp":"2026-03-02T09:15:00Z"}';
   // the key is not inherited: it is missing
-  t.equal(envelopeError(parseStrictJson(text)).id, 'missing_idempotency_key');
+  t.equal(envelopeError(parseStrictJson(text)).code, 'missing_idempotency_key');
   const withKey = text.replace(
     '"operation_id"',
     '"idempotency_key":"whk_0123456789abcdef","operation_id"',
@@ -207,7 +207,7 @@ t.test('__proto__ members stay data', async (t) => {
 t.test('bodies that are not objects', async (t) => {
   for (const v of [null, [], [mcp()], 'x', 1, true]) {
     const err = envelopeError(v);
-    t.equal(err.id, 'invalid_envelope');
+    t.equal(err.code, 'invalid_envelope');
     t.same(extractWebhookData(v), { format: null, data: null });
   }
   t.same(extractWebhookData({ hello: 1 }), { format: null, data: null });
@@ -227,8 +227,8 @@ t.test('format detection and the configured preference', async (t) => {
   const a2a = { id: 't1', status: { state: 'completed' } };
   t.equal(parseWebhookPayload(a2a).format, 'a2a');
   // configured MCP: an A2A body is read as an MCP envelope and rejected as such
-  t.equal(envelopeError(a2a, { prefer: 'mcp' }).id, 'missing_envelope_fields');
-  t.equal(envelopeError(mcp(), { prefer: 'a2a' }).id, 'invalid_envelope');
+  t.equal(envelopeError(a2a, { prefer: 'mcp' }).code, 'missing_envelope_fields');
+  t.equal(envelopeError(mcp(), { prefer: 'a2a' }).code, 'invalid_envelope');
   t.equal(parseWebhookPayload(mcp(), { prefer: 'mcp' }).format, 'mcp');
   t.equal(extractWebhookData(a2a, { prefer: 'mcp' }).data, null);
   t.same(extractWebhookData({ task: 'x' }), { format: 'a2a', data: null });
@@ -306,7 +306,7 @@ t.test('A2A 1.0 StreamResponse: one key, unwrapped exactly once', async (t) => {
     [{ message: { parts: 'x' } }, 'invalid_envelope'],
   ];
   for (const [body, id] of rejects) {
-    t.equal(envelopeError(body).id, id, JSON.stringify(body).slice(0, 80));
+    t.equal(envelopeError(body).code, id, JSON.stringify(body).slice(0, 80));
   }
   t.same(envelopeError({ task: { ...task, status: { state: 'nope' } } }).fields, [
     'task.status.state',
@@ -376,10 +376,10 @@ t.test('A2A 0.3 bare objects', async (t) => {
       status: null,
     },
   );
-  t.equal(envelopeError({ ...task, kind: 'weird' }).id, 'invalid_envelope');
-  t.equal(envelopeError({ ...task, status: { state: 'active' } }).id, 'invalid_envelope_status');
-  t.equal(envelopeError({ ...update, status: { state: 5 } }).id, 'invalid_envelope');
-  t.equal(envelopeError({ ...update, final: 'no' }).id, 'invalid_envelope');
+  t.equal(envelopeError({ ...task, kind: 'weird' }).code, 'invalid_envelope');
+  t.equal(envelopeError({ ...task, status: { state: 'active' } }).code, 'invalid_envelope_status');
+  t.equal(envelopeError({ ...update, status: { state: 5 } }).code, 'invalid_envelope');
+  t.equal(envelopeError({ ...update, final: 'no' }).code, 'invalid_envelope');
 });
 
 t.test('A2A extraction edge cases', async (t) => {

@@ -120,8 +120,8 @@ function reasonOf(fn: () => unknown): string {
   } catch (err) {
     if (!(err instanceof TargetUriError)) return `other error: ${String(err)}`;
     // The message names the reason only, never the input (which may carry credentials).
-    if (err.message !== `malformed target URI: ${err.reason}`) return 'message leaks';
-    return err.reason;
+    if (err.message !== `malformed target URI: ${err.code}`) return 'message leaks';
+    return err.code;
   }
 }
 

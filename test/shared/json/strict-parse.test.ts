@@ -52,9 +52,9 @@ t.test('duplicate keys are rejected at any depth, all names reported', async (t)
   ];
   for (const [text, names] of cases) {
     const err = parseError(text);
-    t.equal(err.kind, 'duplicate_key', text);
+    t.equal(err.code, 'duplicate_key', text);
     t.same(err.duplicateKeys, names, text);
-    t.equal(parseError(Buffer.from(text)).kind, 'duplicate_key');
+    t.equal(parseError(Buffer.from(text)).code, 'duplicate_key');
   }
   // large objects switch to a Set: still caught
   const members = Array.from({ length: 100 }, (_, i) => `"k${i}":${i}`);
@@ -66,7 +66,7 @@ t.test('duplicate keys are rejected at any depth, all names reported', async (t)
 });
 
 t.test('a syntax error wins over duplicates found before it', async (t) => {
-  t.equal(parseError('{"a":1,"a":2,}').kind, 'syntax');
+  t.equal(parseError('{"a":1,"a":2,}').code, 'syntax');
 });
 
 t.test('RFC 8259 syntax errors are rejected', async (t) => {
@@ -117,12 +117,12 @@ t.test('RFC 8259 syntax errors are rejected', async (t) => {
     '[' + '1'.repeat(10) + ']]',
   ]) {
     const err = parseError(text);
-    t.equal(err.kind, 'syntax', JSON.stringify(text));
+    t.equal(err.code, 'syntax', JSON.stringify(text));
     t.same(err.duplicateKeys, []);
     t.ok(err.position >= 0 && err.position <= text.length, 'position in range');
   }
   t.equal(parseError('[1,]').position, 3);
-  t.equal(parseError(Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d])).kind, 'syntax', 'UTF-8 BOM');
+  t.equal(parseError(Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d])).code, 'syntax', 'UTF-8 BOM');
 });
 
 t.test('the first defect in text order is reported (fast scan, then exact re-scan)', async (t) => {
@@ -138,7 +138,7 @@ t.test('the first defect in text order is reported (fast scan, then exact re-sca
   ];
   for (const [text, kind, position] of cases) {
     const err = parseError(text);
-    t.equal(err.kind, kind, text);
+    t.equal(err.code, kind, text);
     t.equal(err.position, position, `position in ${JSON.stringify(text)}`);
   }
   // escapes everywhere: quotes, backslashes and unicode in keys and values
@@ -164,7 +164,7 @@ t.test('invalid UTF-8 and lone surrogates are rejected', async (t) => {
   ];
   for (const [bytes, position] of bad) {
     const err = parseError(Uint8Array.from(bytes));
-    t.equal(err.kind, 'invalid_utf8', bytes.join(' '));
+    t.equal(err.code, 'invalid_utf8', bytes.join(' '));
     t.equal(err.position, position, `position of ${bytes.join(' ')}`);
   }
   for (const text of [
@@ -176,7 +176,7 @@ t.test('invalid UTF-8 and lone surrogates are rejected', async (t) => {
     '"\udc00\ud800"',
     '{"\\ud800":1}',
   ]) {
-    t.equal(parseError(text).kind, 'invalid_utf8', JSON.stringify(text));
+    t.equal(parseError(text).code, 'invalid_utf8', JSON.stringify(text));
   }
 });
 
@@ -184,14 +184,14 @@ t.test('nesting is bounded without recursion', async (t) => {
   const nest = (n: number, open = '[', close = ']'): string => open.repeat(n) + close.repeat(n);
   t.same(parseStrictJson(nest(DEFAULT_MAX_DEPTH)), JSON.parse(nest(DEFAULT_MAX_DEPTH)));
   const err = parseError(nest(DEFAULT_MAX_DEPTH + 1));
-  t.equal(err.kind, 'too_deep');
+  t.equal(err.code, 'too_deep');
   t.equal(err.position, DEFAULT_MAX_DEPTH);
-  t.equal(parseError('['.repeat(100_000)).kind, 'too_deep');
-  t.equal(parseError('{"a":'.repeat(100_000)).kind, 'too_deep');
-  t.equal(parseError(nest(3), { maxDepth: 2 }).kind, 'too_deep');
+  t.equal(parseError('['.repeat(100_000)).code, 'too_deep');
+  t.equal(parseError('{"a":'.repeat(100_000)).code, 'too_deep');
+  t.equal(parseError(nest(3), { maxDepth: 2 }).code, 'too_deep');
   t.same(parseStrictJson(nest(3), { maxDepth: 3 }), [[[]]]);
   t.equal(parseStrictJson('1', { maxDepth: 0 }), 1);
-  t.equal(parseError('[]', { maxDepth: 0 }).kind, 'too_deep');
+  t.equal(parseError('[]', { maxDepth: 0 }).code, 'too_deep');
   // with a raised bound, 100k levels are scanned without a stack overflow
   const deep = parseStrictJson(nest(100_000), { maxDepth: 200_000 });
   t.ok(Array.isArray(deep));
@@ -305,7 +305,7 @@ t.test('property: an injected duplicate key is always detected, at any depth', a
         for (const w of wrappers)
           text = w === 'array' ? `[1,${text}]` : `{${JSON.stringify(w)}:${text}}`;
         const err = parseError(text, { maxDepth: 100 });
-        return err.kind === 'duplicate_key' && err.duplicateKeys.includes(key);
+        return err.code === 'duplicate_key' && err.duplicateKeys.includes(key);
       },
     ),
     { numRuns: 1000 },

@@ -71,7 +71,7 @@ t.test('the protocol HMAC signing vectors reproduce and verify', async (t) => {
   // the duplicate-key vector: HMAC passes, then the body is refused as malformed
   const dup = fixture.vectors.find((v) => v.id === 'duplicate-keys-conflicting-values');
   const err = t.throws(() => parseStrictJson(Buffer.from(dup?.raw_body ?? ''))) as JsonParseError;
-  t.equal(err.kind, 'duplicate_key');
+  t.equal(err.code, 'duplicate_key');
   t.same(err.duplicateKeys, ['status']);
 });
 

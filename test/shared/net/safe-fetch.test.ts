@@ -64,8 +64,8 @@ async function reasonOf(p: Promise<unknown>): Promise<string> {
   } catch (err) {
     if (!(err instanceof SafeFetchError)) return `other error: ${String(err)}`;
     // The message carries the reason only: no address, port or network detail.
-    if (err.message !== `fetch failed: ${err.reason}`) return 'message leaks';
-    return err.reason;
+    if (err.message !== `fetch failed: ${err.code}`) return 'message leaks';
+    return err.code;
   }
 }
 
@@ -311,7 +311,7 @@ t.test('dns failures and network errors', async (t) => {
     (e: unknown) => e,
   );
   t.type(err, SafeFetchError);
-  t.equal((err as SafeFetchError).reason, 'dns_failed');
+  t.equal((err as SafeFetchError).code, 'dns_failed');
   t.notMatch((err as Error).message, /secret-internal-name|ENOTFOUND/, 'no detail in message');
   const empty: LookupFunction = async () => [];
   t.equal(
@@ -375,7 +375,7 @@ t.test('guarded dispatcher: keep-alive reuse, one resolution per connection', as
   const err = await request(`https://127.0.0.1:${s.port}/`, { dispatcher: strict }).catch(
     (e: unknown) => e,
   );
-  t.equal(toSafeFetchError(err).reason, 'address_not_allowed');
+  t.equal(toSafeFetchError(err).code, 'address_not_allowed');
   const listed = createGuardedDispatcher({ allowHosts: ['localhost'] });
   t.teardown(() => listed.destroy());
   const plain = await request(`http://localhost:${s.port}/`, { dispatcher: listed });
@@ -383,16 +383,16 @@ t.test('guarded dispatcher: keep-alive reuse, one resolution per connection', as
   const refusedHttp = await request(`http://127.0.0.1:${s.port}/`, { dispatcher: strict }).catch(
     (e: unknown) => e,
   );
-  t.equal(toSafeFetchError(refusedHttp).reason, 'address_not_allowed');
+  t.equal(toSafeFetchError(refusedHttp).code, 'address_not_allowed');
 });
 
 t.test(
   'toSafeFetchError maps unknown errors to network_error and a timeout flag to timeout',
   async (t) => {
-    t.equal(toSafeFetchError(new Error('x')).reason, 'network_error');
-    t.equal(toSafeFetchError('str').reason, 'network_error');
-    t.equal(toSafeFetchError(new Error('x'), { timedOut: true }).reason, 'timeout');
+    t.equal(toSafeFetchError(new Error('x')).code, 'network_error');
+    t.equal(toSafeFetchError('str').code, 'network_error');
+    t.equal(toSafeFetchError(new Error('x'), { timedOut: true }).code, 'timeout');
     const wrapped = new Error('outer', { cause: new SafeFetchError('dns_failed') });
-    t.equal(toSafeFetchError(wrapped).reason, 'dns_failed');
+    t.equal(toSafeFetchError(wrapped).code, 'dns_failed');
   },
 );

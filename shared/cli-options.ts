@@ -2,10 +2,12 @@
  * One help format for every option: what it does, then `(env VARIABLE, default VALUE)`, the
  * default read from shared/config.ts so help and behaviour cannot disagree. A flag wins over
  * its variable: `flagsToEnv` writes the given flags into the environment the command's
- * configuration is then read from, so one validation path serves both.
+ * configuration is then read from, so one validation path serves both. It lives in shared/
+ * because every part declares its own commands with it: the CLI table (cli/) imports the
+ * parts, never the other way round.
  */
 import { Option } from 'commander';
-import { defaultOf, describeVariables, type Config } from '../shared/config.js';
+import { defaultOf, describeVariables, type Config } from './config.js';
 
 export type VariableName = keyof Config;
 
