@@ -50,7 +50,7 @@ export function portInUseMessage(err: NodeJS.ErrnoException, config: Config): st
 
 export async function runStart(config: Config): Promise<void> {
   const logger = createLogger({ name: `${config.SVC_BRAND}-agents`, level: config.LOG_LEVEL });
-  const { startAgentsService } = await import('./service.js');
+  const { startAgentsService } = await import('./seller-process.js');
   // Stop cleanly whenever the signal comes, also while still starting (embedded PostgreSQL).
   let signalled: string | null = null;
   let wake: () => void = () => {};

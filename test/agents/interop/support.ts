@@ -5,7 +5,7 @@
  * the SDK from each agent's own capability document and graded step by step.
  */
 import { loadSdkTesting } from './a2a-v03-alias.js';
-import type { AgentsService } from '../../../agents/server/service.js';
+import type { AgentsService } from '../../../agents/server/seller-process.js';
 import { startService } from '../e2e/support.js';
 import { AgentClient } from '../../../agents/client/agent-client.js';
 import type { AgentKind } from '../../../agents/auth/principal.js';
