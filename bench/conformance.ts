@@ -13,7 +13,7 @@ import { nodeListener } from '../receiver/http.js';
 import { WebhookReceiver } from '../receiver/pipeline/receiver.js';
 import { HandlerPublisher } from '../receiver/publish/handler.js';
 import { PgReplayStore } from '../receiver/replay/pg-replay-store.js';
-import { gradeReceiver } from '../sender/conformance/grade-receiver.js';
+import { gradeReceiver } from '../conformance/grade-receiver/grade-receiver.js';
 
 export async function run(args: string[]): Promise<void> {
   const i = args.indexOf('--runs');

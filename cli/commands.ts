@@ -1,10 +1,10 @@
 /** The subcommand table. Each runnable part adds one line here. */
 import type { Command } from 'commander';
 import { registerAgentCommands } from '../agents/server/commands.js';
-import { registerSenderConformanceCommand } from '../receiver/conformance/register.js';
+import { registerSenderConformanceCommand } from '../conformance/grade-sender/register.js';
 import { registerReceiverCommand } from '../receiver/sidecar/command.js';
 import { registerSenderCommands } from '../sender/cli/commands.js';
-import { registerReceiverConformanceCommand } from '../sender/conformance/register.js';
+import { registerReceiverConformanceCommand } from '../conformance/grade-receiver/register.js';
 import { registerConsoleCommands } from '../sender/console/cli.js';
 
 export function registerCommands(program: Command): void {

@@ -1,12 +1,12 @@
 /**
  * The conformance kit as a library, the package entry point `svc-webhooks/conformance`.
  * Both kits are functions that return the report object the CLI prints:
- * - `gradeReceiver`: act as a sender and grade someone's webhook receiver (sender/conformance);
+ * - `gradeReceiver`: act as a sender and grade someone's webhook receiver (grade-receiver/);
  * - `gradeSender`: host a grading receiver and grade the sender that delivers to it
- *   (receiver/conformance), driven by hand (`ManualDriver`) or over MCP (`McpAgentDriver`).
+ *   (grade-sender/), driven by hand (`ManualDriver`) or over MCP (`McpAgentDriver`).
  * `renderTable`, `renderJson` and `renderJunit` print a report the way `svc conformance` does.
  */
-export { gradeReceiver, type ReceiverGradeOptions } from '../sender/conformance/grade-receiver.js';
+export { gradeReceiver, type ReceiverGradeOptions } from './grade-receiver/grade-receiver.js';
 export {
   generateTesterKeys,
   readKeyFile,
@@ -14,15 +14,15 @@ export {
   testerJwks,
   TesterKeyError,
   type GeneratedKeys,
-} from '../sender/conformance/tester-keys.js';
+} from './grade-receiver/tester-keys.js';
 export {
   DEFAULT_VECTORS_DIR,
   loadSigningVectors,
   loadVectorKeys,
   VectorLoadError,
   type SigningVector,
-} from '../sender/conformance/vectors.js';
-export { gradeSender, type SenderGradeOptions } from '../receiver/conformance/grade-sender.js';
+} from './grade-receiver/vectors.js';
+export { gradeSender, type SenderGradeOptions } from './grade-sender/grade-sender.js';
 export {
   ManualDriver,
   McpAgentDriver,
@@ -30,8 +30,8 @@ export {
   type SenderDriver,
   type StepRequest,
   type TriggerOutcome,
-} from '../receiver/conformance/driver.js';
-export { SenderKeyError, type SenderKeyOptions } from '../receiver/conformance/sender-keys.js';
+} from './grade-sender/driver.js';
+export { SenderKeyError, type SenderKeyOptions } from './grade-sender/sender-keys.js';
 export {
   exitCodeOf,
   type CheckResult,
@@ -40,8 +40,8 @@ export {
   type Exchange,
   type MessageRecord,
   type ReportSummary,
-} from '../shared/conformance-report/report.js';
-export { renderJson, renderJunit, renderTable } from '../shared/conformance-report/render.js';
+} from './report/report.js';
+export { renderJson, renderJunit, renderTable } from './report/render.js';
 export { brandProfile, type Brand, type BrandProfile } from '../shared/brand.js';
 export type { SigningKey } from '../shared/signing/keys.js';
 

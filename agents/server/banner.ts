@@ -9,7 +9,7 @@ import type { AgentKind } from '../auth/principal.js';
 import { AGENT_KINDS } from '../auth/principal.js';
 import type { ApprovalPolicy } from '../runtime/settings.js';
 import type { DemoCredential } from '../seed.js';
-import type { AgentsService } from './service.js';
+import type { AgentsService } from './seller-process.js';
 
 /** The `agents` section of the credentials file (README "Demo credentials"). */
 export function agentsCredentialsSection(

@@ -53,7 +53,7 @@ export async function runStart(config: Config): Promise<void> {
   const logger = createLogger({ name: `${config.SVC_BRAND}-agents`, level: config.LOG_LEVEL });
   // OTLP export of the emit-to-settle spans when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set.
   startTracing(`${config.SVC_BRAND}-agents`);
-  const { startAgentsService } = await import('./service.js');
+  const { startAgentsService } = await import('./seller-process.js');
   // Stop cleanly whenever the signal comes, also while still starting (embedded PostgreSQL).
   let signalled: string | null = null;
   let wake: () => void = () => {};

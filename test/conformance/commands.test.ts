@@ -10,14 +10,14 @@ import {
   runReceiverConformance,
   UsageError as ReceiverUsage,
   type ReceiverCommandFlags,
-} from '../../sender/conformance/command.js';
-import { TesterKeyError } from '../../sender/conformance/tester-keys.js';
-import { VectorLoadError } from '../../sender/conformance/vectors.js';
+} from '../../conformance/grade-receiver/command.js';
+import { TesterKeyError } from '../../conformance/grade-receiver/tester-keys.js';
+import { VectorLoadError } from '../../conformance/grade-receiver/vectors.js';
 import {
   runSenderConformance,
   UsageError as SenderUsage,
-} from '../../receiver/conformance/command.js';
-import type { ConformanceReport } from '../../shared/conformance-report/report.js';
+} from '../../conformance/grade-sender/command.js';
+import type { ConformanceReport } from '../../conformance/report/report.js';
 import { generateSigningKey } from '../../shared/signing/keys.js';
 import {
   HMAC_PATH,
@@ -288,7 +288,7 @@ t.test('sender command: malformed input is a usage error', async (t) => {
     runSenderConformance({ jwks: 'x', jwksUrl: 'http://127.0.0.1:1/j' }, io().io),
     /exactly one key source/,
   );
-  const { SenderKeyError } = await import('../../receiver/conformance/sender-keys.js');
+  const { SenderKeyError } = await import('../../conformance/grade-sender/sender-keys.js');
   const notJwks = join(dir, 'not-jwks.json');
   await writeFile(notJwks, '{"keys": [{"kid": "a", "kty": "OKP"}, {"kid": "a", "kty": "OKP"}]}');
   for (const jwks of [join(dir, 'absent.json'), notJwks]) {

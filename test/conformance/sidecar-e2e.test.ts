@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createPool, dropSchema } from '../../shared/infra/pg.js';
 import { parseStrictJson } from '../../shared/json/strict-parse.js';
-import type { ConformanceReport } from '../../shared/conformance-report/report.js';
+import type { ConformanceReport } from '../../conformance/report/report.js';
 import { DATABASE_URL, uniqueName } from '../helpers/db.js';
 
 const run = promisify(execFile);

@@ -21,16 +21,14 @@ const PARTS = new Set(['sender', 'receiver', 'agents', 'conformance']);
  * Format: `importer -> imported`, paths from the repository root.
  */
 const ALLOWED: readonly string[] = [
-  // The agents' server starts the sender's console; the console stays out of the library
+  // The seller process starts the sender's console; the console stays out of the library
   // entry (svc-webhooks/sender) so that embedding the core does not load Koa pages and OIDC.
-  'agents/server/service.ts -> sender/console/index.ts',
-  // The conformance entry re-exports the kits, which still live in the parts they grade.
-  'conformance/index.ts -> receiver/conformance/driver.ts',
-  'conformance/index.ts -> receiver/conformance/grade-sender.ts',
-  'conformance/index.ts -> receiver/conformance/sender-keys.ts',
-  'conformance/index.ts -> sender/conformance/grade-receiver.ts',
-  'conformance/index.ts -> sender/conformance/tester-keys.ts',
-  'conformance/index.ts -> sender/conformance/vectors.ts',
+  'agents/server/seller-process.ts -> sender/console/index.ts',
+  // The sender-grading kit finds the graded sender's keys with the receiver's own key
+  // discovery (brand.json, JWKS): making those public is the receiver's API decision.
+  'conformance/grade-sender/sender-keys.ts -> receiver/keys/brand-discovery.ts',
+  'conformance/grade-sender/sender-keys.ts -> receiver/keys/fetch-json.ts',
+  'conformance/grade-sender/sender-keys.ts -> receiver/keys/key-set.ts',
 ];
 
 /**

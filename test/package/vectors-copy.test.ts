@@ -7,7 +7,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { DEFAULT_VECTORS_DIR, loadSigningVectors } from '../../sender/conformance/vectors.js';
+import {
+  DEFAULT_VECTORS_DIR,
+  loadSigningVectors,
+} from '../../conformance/grade-receiver/vectors.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const copy = join(repo, 'conformance-vectors', 'webhook-signing');

@@ -8,7 +8,7 @@ import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { startAgentsService } from '../../../agents/server/service.js';
+import { startAgentsService } from '../../../agents/server/seller-process.js';
 import { loadConfig } from '../../../shared/config.js';
 import { commandServices } from '../../../shared/infra/command-services.js';
 import { deploymentFile, readLiveDeployment } from '../../../shared/infra/deployment.js';

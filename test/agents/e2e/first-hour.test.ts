@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import type { ConformanceReport } from '../../../shared/conformance-report/report.js';
+import type { ConformanceReport } from '../../../conformance/report/report.js';
 
 // Cold tsx starts, initdb and the grading, on a shared machine: bounded, but generously.
 t.setTimeout(540_000);

@@ -23,7 +23,7 @@ import {
   startAgentsService,
   type AgentsService,
   type AgentsServiceOptions,
-} from '../../../agents/server/service.js';
+} from '../../../agents/server/seller-process.js';
 import { DATABASE_URL, REDIS_URL, testDatabase, uniqueName } from '../../helpers/db.js';
 
 interface T {

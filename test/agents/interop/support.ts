@@ -8,7 +8,7 @@ import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ALL_PERMISSIONS } from '../../../agents/auth/principal.js';
 import { loadSdkTesting } from './a2a-v03-alias.js';
-import type { AgentsService } from '../../../agents/server/service.js';
+import type { AgentsService } from '../../../agents/server/seller-process.js';
 import { startService } from '../e2e/support.js';
 import { AgentClient } from '../../../agents/client/agent-client.js';
 import type { AgentKind } from '../../../agents/auth/principal.js';

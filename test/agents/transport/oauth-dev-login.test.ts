@@ -8,7 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import t from 'tap';
 import { bindClient } from '../../../agents/oauth/bindings.js';
-import { devLoginFromConfig } from '../../../agents/server/service.js';
+import { devLoginFromConfig } from '../../../agents/server/seller-process.js';
 import { loadConfig } from '../../../shared/config.js';
 import { devCodes, postJson, startAgents, type Agents } from './support.js';
 

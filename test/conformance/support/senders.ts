@@ -13,7 +13,7 @@ import type {
   SenderDriver,
   StepRequest,
   TriggerOutcome,
-} from '../../../receiver/conformance/driver.js';
+} from '../../../conformance/grade-sender/driver.js';
 import { profile } from './receivers.js';
 
 interface Teardown {

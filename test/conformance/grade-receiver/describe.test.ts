@@ -1,11 +1,11 @@
 /**
- * How a check states a receiver's answer (sender/conformance/context.ts describe): a 5xx
+ * How a check states a receiver's answer (conformance/grade-receiver/context.ts describe): a 5xx
  * says the receiver's error code and message, so a sidecar whose forward target refuses is
  * named in the grading report, not only in the sidecar's log (issue 22).
  */
 import t from 'tap';
-import { describe } from '../../sender/conformance/context.js';
-import type { Answer } from '../../sender/conformance/http-client.js';
+import { describe } from '../../../conformance/grade-receiver/context.js';
+import type { Answer } from '../../../conformance/grade-receiver/http-client.js';
 
 const answer = (status: number | undefined, text: string): Answer => ({
   exchange: status === undefined ? { error: 'connect ECONNREFUSED 127.0.0.1:9' } : {},

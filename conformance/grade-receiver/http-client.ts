@@ -3,11 +3,7 @@
  * report. A transport failure is returned, not thrown, so a check can say what happened.
  */
 import { request } from 'undici';
-import {
-  excerpt,
-  type Exchange,
-  type MessageRecord,
-} from '../../shared/conformance-report/report.js';
+import { excerpt, type Exchange, type MessageRecord } from '../report/report.js';
 
 export interface OutgoingRequest {
   method: string;

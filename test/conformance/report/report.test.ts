@@ -5,8 +5,8 @@ import {
   excerpt,
   exitCodeOf,
   type CheckResult,
-} from '../../shared/conformance-report/report.js';
-import { renderJson, renderJunit, renderTable } from '../../shared/conformance-report/render.js';
+} from '../../../conformance/report/report.js';
+import { renderJson, renderJunit, renderTable } from '../../../conformance/report/render.js';
 
 function report(checks: CheckResult[]) {
   return buildReport({

@@ -5,7 +5,7 @@
  * and 9) and, where the receiver registered one, legacy HMAC-SHA256 (§6.8).
  */
 import { randomBytes } from 'node:crypto';
-import { CheckRecorder, type CheckResult } from '../../shared/conformance-report/report.js';
+import { CheckRecorder, type CheckResult } from '../report/report.js';
 import { signHmac } from '../../shared/legacy/hmac.js';
 import { challengeCode, describe, is2xx, type ReceiverRun } from './context.js';
 import type { Answer } from './http-client.js';

@@ -2,11 +2,7 @@
  * `svc conformance receiver`: the kit acts as a sender and grades the receiver at a URL,
  * group by group, into one report.
  */
-import {
-  buildReport,
-  type CheckResult,
-  type ConformanceReport,
-} from '../../shared/conformance-report/report.js';
+import { buildReport, type CheckResult, type ConformanceReport } from '../report/report.js';
 import { ReceiverRun, type ReceiverGradeOptions } from './context.js';
 import { dedupChecks, envelopeChecks, gateChecks, legacyHmacChecks } from './receiver-checks.js';
 import { kindChecks } from './kind-checks.js';

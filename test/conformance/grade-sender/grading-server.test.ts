@@ -1,10 +1,10 @@
 import t from 'tap';
 import { createServer } from 'node:net';
 import { request } from 'undici';
-import { generateSigningKey, publishedJwk } from '../../shared/signing/keys.js';
-import { signWebhook } from '../../shared/signing/sign.js';
-import { GradingServer } from '../../receiver/conformance/grading-server.js';
-import { profile, resolverOver } from './support/receivers.js';
+import { generateSigningKey, publishedJwk } from '../../../shared/signing/keys.js';
+import { signWebhook } from '../../../shared/signing/sign.js';
+import { GradingServer } from '../../../conformance/grade-sender/grading-server.js';
+import { profile, resolverOver } from '../support/receivers.js';
 
 async function freePort(): Promise<number> {
   const s = createServer();

@@ -6,13 +6,13 @@
 import t, { type Test } from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generateSigningKey, publishedJwk } from '../../shared/signing/keys.js';
-import { McpAgentDriver } from '../../receiver/conformance/driver.js';
-import { gradeSender } from '../../receiver/conformance/grade-sender.js';
-import { renderTable } from '../../shared/conformance-report/render.js';
-import { exitCodeOf } from '../../shared/conformance-report/report.js';
-import { profile } from './support/receivers.js';
-import { publishKeys, ScriptedSender } from './support/senders.js';
+import { generateSigningKey, publishedJwk } from '../../../shared/signing/keys.js';
+import { McpAgentDriver } from '../../../conformance/grade-sender/driver.js';
+import { gradeSender } from '../../../conformance/grade-sender/grade-sender.js';
+import { renderTable } from '../../../conformance/report/render.js';
+import { exitCodeOf } from '../../../conformance/report/report.js';
+import { profile } from '../support/receivers.js';
+import { publishKeys, ScriptedSender } from '../support/senders.js';
 
 interface Call {
   method: string;

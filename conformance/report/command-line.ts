@@ -3,8 +3,8 @@
  * interactive IO (output, errors, and a pause while the tester installs keys).
  */
 import { createInterface } from 'node:readline/promises';
-import { brandProfile, DEFAULT_BRAND, isBrand, type BrandProfile } from '../brand.js';
-import { UsageError } from '../errors/usage.js';
+import { brandProfile, DEFAULT_BRAND, isBrand, type BrandProfile } from '../../shared/brand.js';
+import { UsageError } from '../../shared/errors/usage.js';
 
 /** A mistake in the command line: exit code 2 and the message, no stack. */
 export { UsageError };

@@ -5,10 +5,10 @@
  * publishes through brand.json.
  */
 import t from 'tap';
-import { McpAgentDriver } from '../../receiver/conformance/driver.js';
-import { gradeSender } from '../../receiver/conformance/grade-sender.js';
-import { startService } from '../agents/e2e/support.js';
-import { profile } from './support/receivers.js';
+import { McpAgentDriver } from '../../../conformance/grade-sender/driver.js';
+import { gradeSender } from '../../../conformance/grade-sender/grade-sender.js';
+import { startService } from '../../agents/e2e/support.js';
+import { profile } from '../support/receivers.js';
 
 t.test('our sales agent, driven over MCP, scores every check', async (t) => {
   const { service } = await startService(t);

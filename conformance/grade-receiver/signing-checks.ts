@@ -6,7 +6,7 @@
  * accepted (2xx); negatives answered 401 with the vector's code in `WWW-Authenticate`.
  */
 import { randomBytes } from 'node:crypto';
-import { CheckRecorder, type CheckResult } from '../../shared/conformance-report/report.js';
+import { CheckRecorder, type CheckResult } from '../report/report.js';
 import {
   generateSigningKey,
   importSigningKey,

@@ -5,14 +5,14 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseStrictJson } from '../../shared/json/strict-parse.js';
-import { emitReport } from '../../shared/conformance-report/output.js';
+import { emitReport } from '../report/output.js';
 import {
   brandFromFlag,
   checkUrl,
   runCommand,
   terminalIo,
   UsageError,
-} from '../../shared/conformance-report/command-line.js';
+} from '../report/command-line.js';
 export { UsageError };
 import { ManualDriver, McpAgentDriver, type ManualIo, type SenderDriver } from './driver.js';
 import { gradeSender } from './grade-sender.js';

@@ -14,7 +14,7 @@ import {
   type CheckResult,
   type ConformanceReport,
   type Exchange,
-} from '../../shared/conformance-report/report.js';
+} from '../report/report.js';
 import { EnvelopeError } from '../../shared/envelope/errors.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../shared/envelope/mcp.js';
 import { parseWebhookPayload } from '../../shared/envelope/parse.js';

@@ -5,17 +5,17 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { gradeSender } from '../../receiver/conformance/grade-sender.js';
+import { gradeSender } from '../../../conformance/grade-sender/grade-sender.js';
 import type {
   SenderDriver,
   StepRequest,
   TriggerOutcome,
-} from '../../receiver/conformance/driver.js';
-import { NotificationCore } from '../../sender/core/notification-core.js';
-import { publishedJwk } from '../../shared/signing/keys.js';
-import { senderHarness } from '../sender/harness.js';
-import { profile } from './support/receivers.js';
-import { publishKeys } from './support/senders.js';
+} from '../../../conformance/grade-sender/driver.js';
+import { NotificationCore } from '../../../sender/core/notification-core.js';
+import { publishedJwk } from '../../../shared/signing/keys.js';
+import { senderHarness } from '../../sender/harness.js';
+import { profile } from '../support/receivers.js';
+import { publishKeys } from '../support/senders.js';
 
 /** Plays the task runtime: each step is a task whose status changes once. */
 class NotificationCoreDriver implements SenderDriver {

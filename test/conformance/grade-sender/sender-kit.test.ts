@@ -1,10 +1,13 @@
 import t, { type Test } from 'tap';
-import { generateSigningKey, publishedJwk } from '../../shared/signing/keys.js';
-import { gradeSender, type SenderGradeOptions } from '../../receiver/conformance/grade-sender.js';
-import { McpAgentDriver, type SenderDriver } from '../../receiver/conformance/driver.js';
-import type { ConformanceReport } from '../../shared/conformance-report/report.js';
-import { profile } from './support/receivers.js';
-import { publishKeys, ScriptedSender, type Behaviour, type Flaws } from './support/senders.js';
+import { generateSigningKey, publishedJwk } from '../../../shared/signing/keys.js';
+import {
+  gradeSender,
+  type SenderGradeOptions,
+} from '../../../conformance/grade-sender/grade-sender.js';
+import { McpAgentDriver, type SenderDriver } from '../../../conformance/grade-sender/driver.js';
+import type { ConformanceReport } from '../../../conformance/report/report.js';
+import { profile } from '../support/receivers.js';
+import { publishKeys, ScriptedSender, type Behaviour, type Flaws } from '../support/senders.js';
 
 const FAST = { stepTimeoutMs: 8000, quietMs: 1200 };
 

@@ -39,7 +39,10 @@ export class VectorLoadError extends SvcError {
   }
 }
 
-/** This file sits at `sender/conformance/` in a checkout, `dist/sender/conformance/` when built. */
+/**
+ * This file sits at `conformance/grade-receiver/` in a checkout, `dist/conformance/grade-receiver/`
+ * when built.
+ */
 function shippedVectorsDir(): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const candidates = ['../..', '../../..'].map((up) =>

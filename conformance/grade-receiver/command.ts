@@ -3,14 +3,14 @@
  * Exit 0 when every applicable check passed, 1 otherwise, 2 on a usage error.
  */
 import { existsSync } from 'node:fs';
-import { emitReport } from '../../shared/conformance-report/output.js';
+import { emitReport } from '../report/output.js';
 import {
   brandFromFlag,
   checkUrl,
   runCommand,
   terminalIo,
   UsageError,
-} from '../../shared/conformance-report/command-line.js';
+} from '../report/command-line.js';
 export { UsageError };
 import type { SigningKey } from '../../shared/signing/keys.js';
 import { gradeReceiver } from './grade-receiver.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { gradeReceiver } from '../../sender/conformance/grade-receiver.js';
-import { exitCodeOf, type ConformanceReport } from '../../shared/conformance-report/report.js';
-import { testDatabase } from '../helpers/db.js';
+import { gradeReceiver } from '../../../conformance/grade-receiver/grade-receiver.js';
+import { exitCodeOf, type ConformanceReport } from '../../../conformance/report/report.js';
+import { testDatabase } from '../../helpers/db.js';
 import {
   HMAC_PATH,
   HMAC_SECRET,
@@ -11,7 +11,7 @@ import {
   testerKeys,
   type GradedReceiver,
   type TesterKeys,
-} from './support/receivers.js';
+} from '../support/receivers.js';
 
 const db = testDatabase(t, 'confr');
 
@@ -180,7 +180,7 @@ t.test('an unreachable receiver fails, it does not pass', async (t) => {
 t.test('the wrong brand fails at the tag step, as the vectors README says', async (t) => {
   const keys = await testerKeys();
   const r = await referenceReceiver(t, keys);
-  const { brandProfile } = await import('../../shared/brand.js');
+  const { brandProfile } = await import('../../../shared/brand.js');
   const report = await grade(r, keys, { profile: brandProfile('adcp') });
   const positive = report.checks.find((c) => c.id === 'vector.positive.001-basic-post')!;
   t.equal(positive.status, 'failed');
@@ -190,8 +190,8 @@ t.test('the wrong brand fails at the tag step, as the vectors README says', asyn
 t.test(
   '--trust-vector-keys: vectors signed by their own keys where the receiver trusts them',
   async (t) => {
-    const { brandProfile } = await import('../../shared/brand.js');
-    const { loadKeys, publicJwk } = await import('../helpers/vectors.js');
+    const { brandProfile } = await import('../../../shared/brand.js');
+    const { loadKeys, publicJwk } = await import('../../helpers/vectors.js');
     const adcp = brandProfile('adcp');
     const keys = await testerKeys(adcp);
     const trusted = { ...keys, jwks: [...keys.jwks, ...loadKeys().map(publicJwk)] };
@@ -223,7 +223,7 @@ t.test('--vectors: another folder; a vector without a recipe is not applicable',
   const { cp, mkdtemp, rm, writeFile } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
-  const { DEFAULT_VECTORS_DIR } = await import('../../sender/conformance/vectors.js');
+  const { DEFAULT_VECTORS_DIR } = await import('../../../conformance/grade-receiver/vectors.js');
   const root = await mkdtemp(join(tmpdir(), 'vectors-'));
   t.teardown(() => rm(root, { recursive: true, force: true }));
   await cp(DEFAULT_VECTORS_DIR, join(root, 'webhook-signing'), { recursive: true });

@@ -1,6 +1,9 @@
 import t from 'tap';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { judgeKeyRandomness, timestampIn } from '../../receiver/conformance/key-randomness.js';
+import {
+  judgeKeyRandomness,
+  timestampIn,
+} from '../../../conformance/grade-sender/key-randomness.js';
 
 const at = Date.UTC(2026, 4, 26, 10, 0, 0);
 

@@ -3,11 +3,11 @@
  * register; here a "tester" reads them from that text and has a scripted sender deliver.
  */
 import t from 'tap';
-import { generateSigningKey, publishedJwk } from '../../shared/signing/keys.js';
-import { ManualDriver } from '../../receiver/conformance/driver.js';
-import { gradeSender } from '../../receiver/conformance/grade-sender.js';
-import { profile } from './support/receivers.js';
-import { publishKeys, ScriptedSender } from './support/senders.js';
+import { generateSigningKey, publishedJwk } from '../../../shared/signing/keys.js';
+import { ManualDriver } from '../../../conformance/grade-sender/driver.js';
+import { gradeSender } from '../../../conformance/grade-sender/grade-sender.js';
+import { profile } from '../support/receivers.js';
+import { publishKeys, ScriptedSender } from '../support/senders.js';
 
 /** Parses the printed instructions and delivers like a sender registered by hand would. */
 function tester(sender: ScriptedSender) {

@@ -7,7 +7,7 @@
  * not dispatched twice where a count URL is given); the same kind without a required
  * member is refused before dispatch, naming `missing_envelope_fields`.
  */
-import { CheckRecorder, type CheckResult } from '../../shared/conformance-report/report.js';
+import { CheckRecorder, type CheckResult } from '../report/report.js';
 import { describe, is2xx, type ReceiverRun } from './context.js';
 import { agentKindBodies, AGENT_KIND_REQUIRED, bytesOf } from './payloads.js';
 
