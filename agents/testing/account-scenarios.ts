@@ -6,7 +6,7 @@
  * principal holds is FORBIDDEN and never changed.
  */
 import type { TaskContext } from '../runtime/types.js';
-import type { ControllerRequest } from './controller.js';
+import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 
 const ACCOUNT_ID = /^[A-Za-z0-9_.:-]{1,255}$/;

@@ -21,6 +21,7 @@ import {
   simulateBudgetSpend,
 } from './media-buy-lifecycle.js';
 import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
+import { ControllerSchema, type ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 import { forceUpstreamUnavailable } from './upstream.js';
 import { seedAccount } from './account-scenarios.js';
@@ -72,43 +73,6 @@ const ENTITY_OF: Record<string, { param: string; holder: AgentKind }> = {
 };
 
 // Members spelled out: buyers' SDKs strip what a tool's input schema does not declare.
-const ControllerSchema = z.looseObject({
-  scenario: z.string().min(1).max(100),
-  account: z
-    .looseObject({
-      account_id: z.string().optional(),
-      brand: z.looseObject({ domain: z.string().optional() }).optional(),
-      operator: z.string().optional(),
-      sandbox: z.boolean().optional(),
-    })
-    .optional(),
-  params: z
-    .looseObject({
-      creative_id: z.unknown().optional(),
-      account_id: z.unknown().optional(),
-      media_buy_id: z.unknown().optional(),
-      format_id: z.unknown().optional(),
-      status: z.unknown().optional(),
-      fixture: z.unknown().optional(),
-      product_id: z.unknown().optional(),
-      pricing_option_id: z.unknown().optional(),
-      plan_id: z.unknown().optional(),
-      task_id: z.unknown().optional(),
-      session_id: z.unknown().optional(),
-      arm: z.unknown().optional(),
-      message: z.unknown().optional(),
-      tool: z.unknown().optional(),
-      upstream_name: z.unknown().optional(),
-      result: z.unknown().optional(),
-      spend_percentage: z.unknown().optional(),
-      impressions: z.unknown().optional(),
-      clicks: z.unknown().optional(),
-      reported_spend: z.unknown().optional(),
-    })
-    .optional(),
-  context: z.unknown().optional(),
-});
-export type ControllerRequest = z.output<typeof ControllerSchema>;
 
 async function forceAccountStatus(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};

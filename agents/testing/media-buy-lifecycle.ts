@@ -17,7 +17,7 @@ import {
   type BuyRow,
 } from '../sales/media-buy-records.js';
 import { closeCreateTask } from '../sales/media-buy-update.js';
-import type { ControllerRequest } from './controller.js';
+import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 import { CREATE_ARM_KIND, putFixture, SESSION, type ForcedCreateArm } from './sandbox.js';
 

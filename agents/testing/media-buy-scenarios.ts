@@ -3,7 +3,7 @@
  * simulate_delivery (sandbox callers only, checked by the controller before these run).
  */
 import type { TaskContext } from '../runtime/types.js';
-import type { ControllerRequest } from './controller.js';
+import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 
 /**

@@ -7,7 +7,7 @@
  * again, so STALE_RESPONSE never rides on an answer that was not served from cache.
  */
 import type { TaskContext } from '../runtime/types.js';
-import type { ControllerRequest } from './controller.js';
+import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 import { putFixture, SESSION } from './sandbox.js';
 

@@ -35,6 +35,8 @@ export const SVC_ERROR_CODES = {
     'RevocationListError: a revocation list is rejected; code malformed | typ | key | ...',
   ERR_TRUST_FILE: 'TrustFileError: the trust file is invalid',
   ERR_CONFIG: 'ConfigError: an environment variable has an invalid value',
+  ERR_TRACING_CONFIG:
+    'TracingConfigError: an OTEL_EXPORTER_OTLP_* variable is not a usable URL (exit at start)',
   ERR_USAGE: 'UsageError: a command-line mistake (exit code 2)',
   ERR_PORT_IN_USE: 'PortInUseError: a listen address is taken (exit code 1)',
   ERR_PUBLIC_ORIGIN: 'PublicOriginError: a public origin option is not scheme://host[:port]',

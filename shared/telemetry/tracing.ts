@@ -13,6 +13,7 @@
  * their own provider on the API's global (`trace.setGlobalTracerProvider`, or the SDK's
  * `provider.register()`), and the spans of this package join it.
  */
+import { SvcError } from '../errors/base.js';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import {
@@ -26,11 +27,8 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { PACKAGE_NAME, PACKAGE_VERSION } from './trace-context.js';
 
-export class TracingConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'TracingConfigError';
-  }
+export class TracingConfigError extends SvcError {
+  static override readonly code = 'ERR_TRACING_CONFIG';
 }
 
 const ENDPOINT_VARIABLES = [

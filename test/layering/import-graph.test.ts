@@ -38,7 +38,6 @@ const ALLOWED: readonly string[] = [
  */
 const ALLOWED_CYCLES: readonly string[] = [
   'agents/sales/catalog.ts agents/sales/proposals.ts agents/sales/refine.ts',
-  'agents/testing/controller.ts agents/testing/media-buy-lifecycle.ts agents/testing/media-buy-scenarios.ts',
   'sender/outbox/outbox.ts sender/outbox/redispatch.ts',
 ];
 
