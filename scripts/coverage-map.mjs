@@ -23,6 +23,7 @@ const CHILD_PROCESS_TESTS = [
   'test/receiver/crash.test.ts',
   'test/sender/cli.test.ts',
   'test/sender/durability.test.ts',
+  'test/telemetry/worker-export.test.ts',
 ];
 
 export default function coverageMap(testFile) {
