@@ -1,12 +1,13 @@
 /**
  * The receiver's part of a delivery's trace: the request's W3C `traceparent` is continued
  * (a missing or malformed one starts a new trace, never an error), each stage group of
- * `run()` is a span (gate, verify, claim, publish), and the trace context goes on to the
+ * `run()` is an event on that span (gate, verify, claim, publish), and the trace context goes on to the
  * app with the event (`ReceivedEvent.trace`: forward headers, broker message headers).
  */
 import { SpanKind, SpanStatusCode, type Context, type Span } from '@opentelemetry/api';
 import {
   contextOf,
+  inEvent,
   inSpan,
   isTraceparent,
   traceCarrier,
@@ -38,17 +39,24 @@ export function receiveSpan(
   );
 }
 
-/** One stage group in its span; the status of a `Halt` it ends the delivery with is recorded. */
-export function stageSpan<T>(
+/**
+ * One stage group, recorded as an event on the delivery's `webhook.receive` span (its
+ * duration, and the status of a `Halt` it ends the delivery with). Events, not child spans:
+ * a span and its export cost about a fifth of an Ed25519 verification each, and four per
+ * delivery put tracing at +28 % of the pipeline's CPU; events ride on the one span.
+ */
+export function stageEvent<T>(
   name: string,
   parent: Context,
   fn: (ctx: Context) => Promise<T | Halt>,
 ): Promise<T | Halt> {
-  return inSpan(name, { parent }, async (span, ctx) => {
-    const out = await fn(ctx);
-    if (out instanceof Halt) span.setAttribute('webhook.halt_status', out.res.status);
-    return out;
-  });
+  return inEvent(
+    name,
+    parent,
+    {},
+    () => fn(parent),
+    (out) => (out instanceof Halt ? { 'webhook.halt_status': out.res.status } : {}),
+  );
 }
 
 /**

@@ -23,6 +23,7 @@ import { OriginLimiter } from './origin-limiter.js';
 import { SpanKind, type Context } from '@opentelemetry/api';
 import {
   contextOf,
+  inEvent,
   inSpan,
   traceCarrier,
   type TraceCarrier,
@@ -538,7 +539,7 @@ export class DeliveryWorker {
     };
     const activity = this.options.activity;
     const settle = (input: Omit<SettleInput, 'id'>) =>
-      inSpan('webhook.settle', { parent: ctx, attributes: { 'webhook.state': state } }, () =>
+      inEvent('webhook.settle', ctx, { 'webhook.state': state }, () =>
         this.settleRetrying(c.id, input),
       );
     const settled = await settle({
