@@ -65,3 +65,62 @@ function follow() {
 }
 
 follow();
+
+// Charts (Trends): each [data-chart] draws its series from the JSON the table beside it
+// was rendered from; without JavaScript (or the library) the table is the view.
+const CHARTS = {
+  outcomes: {
+    series: [
+      { label: 'succeeded', stroke: '#27ae60', fill: 'rgba(39,174,96,0.15)' },
+      { label: 'failed', stroke: '#c0392b', fill: 'rgba(192,57,43,0.15)' },
+    ],
+    pick: (p) => [p.succeeded, p.failed],
+  },
+  latency: {
+    series: [
+      { label: 'p50 ms', stroke: '#1f6feb' },
+      { label: 'p99 ms', stroke: '#8e44ad' },
+    ],
+    pick: (p) => [p.p50Ms, p.p99Ms],
+  },
+};
+
+function drawCharts() {
+  const boxes = document.querySelectorAll('[data-chart]');
+  if (boxes.length === 0 || typeof window.uPlot !== 'function') return;
+  const bySrc = new Map();
+  for (const box of boxes) {
+    const kind = CHARTS[box.dataset.chart];
+    if (!kind) continue;
+    const src = box.dataset.src;
+    if (!bySrc.has(src)) {
+      bySrc.set(
+        src,
+        fetch(src, { credentials: 'same-origin' }).then((r) =>
+          r.ok ? r.json() : Promise.reject(new Error(String(r.status))),
+        ),
+      );
+    }
+    bySrc
+      .get(src)
+      .then((t) => {
+        const xs = t.points.map((p) => Date.parse(p.at) / 1000);
+        const cols = kind.series.map((_, i) => t.points.map((p) => kind.pick(p)[i]));
+        const data = [xs, ...cols];
+        new window.uPlot(
+          {
+            width: Math.max(320, Math.min(1100, box.clientWidth || 900)),
+            height: 220,
+            series: [{}, ...kind.series],
+          },
+          data,
+          box,
+        );
+        // What was drawn, for the browser test to hold against the table.
+        box.dataset.drawn = JSON.stringify(data);
+      })
+      .catch(() => box.classList.add('failed'));
+  }
+}
+
+drawCharts();
