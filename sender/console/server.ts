@@ -5,12 +5,11 @@
  * must echo the session's CSRF token and come from this origin.
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
-import { CONSOLE_CSS, ownOrigin, setSecurityHeaders } from '../../shared/console/http.js';
+import { ownOrigin, setSecurityHeaders, SHARED_STATIC } from '../../shared/console/http.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { ConsoleActionError, type ConsoleActions, type Operator } from './actions.js';
 import type { ConsoleAuth } from '../../shared/console/auth.js';
@@ -37,18 +36,12 @@ import { query, type Html } from '../../shared/console/html.js';
 import { errorPage, layout, loginPage, type PageContext } from './pages/layout.js';
 import type { ConsoleStore } from './store.js';
 
-// The charting library (uPlot, MIT), served from the installed package: no CDN.
-const uplot = (file: string) =>
-  readFileSync(createRequire(import.meta.url).resolve(`uplot/dist/${file}`));
-
 const STATIC: Record<string, { type: string; body: Buffer }> = {
   'console.js': {
     type: 'text/javascript; charset=utf-8',
     body: readFileSync(new URL('./static/console.js', import.meta.url)),
   },
-  'uplot.js': { type: 'text/javascript; charset=utf-8', body: uplot('uPlot.iife.min.js') },
-  'uplot.css': { type: 'text/css; charset=utf-8', body: uplot('uPlot.min.css') },
-  'console.css': CONSOLE_CSS,
+  ...SHARED_STATIC,
 };
 
 export interface ConsoleAppOptions {

@@ -37,7 +37,8 @@ export function layout(p: PageContext, body: Renderable): Html {
         ${
           p.charts
             ? html`<link rel="stylesheet" href="/static/uplot.css" />
-                <script src="/static/uplot.js" defer></script>`
+                <script src="/static/uplot.js" defer></script>
+                <script src="/static/charts.js" defer></script>`
             : ''
         }
         <script src="/static/console.js" defer></script>

@@ -22,9 +22,15 @@ export function trendsBody(t: Trends): Html {
       >
     </p>
     <h2>Attempts by outcome</h2>
-    <div class="chart" data-chart="outcomes" data-src="${src}"></div>
+    <div class="chart" data-chart="outcomes" data-src="${src}" data-series="succeeded,failed"></div>
     <h2>Attempt latency, p50 and p99 (ms)</h2>
-    <div class="chart" data-chart="latency" data-src="${src}"></div>
+    <div
+      class="chart"
+      data-chart="latency"
+      data-src="${src}"
+      data-series="p50Ms,p99Ms"
+      data-labels="p50 ms,p99 ms"
+    ></div>
     <details open>
       <summary>The figures</summary>
       <table class="list" id="trend-table">
