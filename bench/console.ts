@@ -55,6 +55,10 @@ export async function run(args: string[]): Promise<void> {
       process.stdout.write(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
     } else {
       process.stdout.write(`reusing ${SCHEMA} (${have} deliveries)\n`);
+      // A seed cut short has no statistics (its ANALYZE comes last): plans would be guesses.
+      for (const table of ['outbox_event', 'outbox_delivery', 'webhook_activity']) {
+        await pool.query(`ANALYZE ${SCHEMA}.${table}`);
+      }
     }
     await migrateSender(pool, SCHEMA);
     const store = new ConsoleStore(pool, SCHEMA);
