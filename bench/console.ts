@@ -7,6 +7,7 @@
  */
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
 import { ConsoleActions } from '../sender/console/actions.js';
+import { TrendStore } from '../sender/console/trends.js';
 import { DeliveryQueue } from '../sender/delivery/queue.js';
 import { createRedis } from '../shared/infra/redis.js';
 import { loadConfigOrExit } from '../shared/config.js';
@@ -68,6 +69,7 @@ export async function run(args: string[]): Promise<void> {
       prefix: `{bench-console-${process.pid}}`,
     });
     const actions = new ConsoleActions(pool, queue, SCHEMA);
+    const trends = new TrendStore(pool, SCHEMA);
     // Destinations' first call of an hour rolls up the finished hours: timed on its own.
     const r0 = performance.now();
     await store.destinations();
@@ -147,6 +149,9 @@ export async function run(args: string[]): Promise<void> {
             new Date(Date.now() - 30 * day),
           ),
       ],
+      ['trends, last hour', () => trends.trends('hour')],
+      ['trends, last day', () => trends.trends('day')],
+      ['trends, last week', () => trends.trends('week')],
       ['a delivery', (i) => store.get(String(1 + ((i * 7919) % deliveries)))],
       ['destinations', () => store.destinations()],
       ['live poll', () => store.landedSince(new Date(Date.now() - 3000))],
