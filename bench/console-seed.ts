@@ -47,9 +47,11 @@ export async function seedConsoleData(
     const { rows } = await client.query(
       `SELECT min(id)::text AS lo, max(id)::text AS hi FROM ${schema}.outbox`,
     );
-    const lo = Number(rows[0].lo);
-    const hi = Number(rows[0].hi);
-    for (let start = lo; start <= hi; start += chunk) {
+    // BigInt: ids carry their day (day << 44 | sequence), beyond a double's 2^53.
+    const lo = BigInt(rows[0].lo);
+    const hi = BigInt(rows[0].hi);
+    const step = BigInt(chunk);
+    for (let start = lo; start <= hi; start += step) {
       await client.query(
         `INSERT INTO ${schema}.webhook_activity (outbox_id, media_buy_id, principal_id,
            idempotency_key, notification_type, attempt, status, url, http_status_code,
@@ -62,7 +64,7 @@ export async function seedConsoleData(
                 o.created_at + a * interval '1 second', o.created_at + a * interval '1 second' + interval '50 milliseconds'
            FROM ${schema}.outbox o, generate_series(1, $3::int) a
           WHERE o.id BETWEEN $1 AND $2`,
-        [start, Math.min(hi, start + chunk - 1), o.attemptsPer],
+        [String(start), String(hi < start + step - 1n ? hi : start + step - 1n), o.attemptsPer],
       );
     }
     // The tables under the `outbox` view (sender/outbox/storage-migration.ts).

@@ -6,14 +6,16 @@
  * dropped afterwards unless --keep (then a later run with the same counts reuses it).
  */
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
+import { ConsoleActions } from '../sender/console/actions.js';
+import { TrendStore } from '../sender/console/trends.js';
+import { DeliveryQueue } from '../sender/delivery/queue.js';
+import { createRedis } from '../shared/infra/redis.js';
 import { loadConfigOrExit } from '../shared/config.js';
 import { ConsoleStore } from '../sender/console/store.js';
 import type { DeliveryFilter } from '../sender/console/filters.js';
 import { decodeCursor } from '../sender/console/filters.js';
 import { migrateSender } from '../sender/schema.js';
 import { seedConsoleData } from './console-seed.js';
-
-const SCHEMA = 'bench_console';
 
 function arg(args: string[], name: string, dflt: number): number {
   const i = args.indexOf(name);
@@ -28,6 +30,9 @@ export async function run(args: string[]): Promise<void> {
   const deliveries = arg(args, '--deliveries', 1_000_000);
   const attemptsPer = arg(args, '--attempts-per', 3);
   const keep = args.includes('--keep');
+  const si = args.indexOf('--schema');
+  // Its own schema name when several benches share one database.
+  const SCHEMA = si >= 0 ? args[si + 1]! : 'bench_console';
   const config = loadConfigOrExit();
   // Benchmarks use the README's database (DATABASE_URL, else the local test database), not
   // svc start's embedded server, so they run where svc start never ran.
@@ -51,9 +56,20 @@ export async function run(args: string[]): Promise<void> {
       process.stdout.write(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
     } else {
       process.stdout.write(`reusing ${SCHEMA} (${have} deliveries)\n`);
+      // A seed cut short has no statistics (its ANALYZE comes last): plans would be guesses.
+      for (const table of ['outbox_event', 'outbox_delivery', 'webhook_activity']) {
+        await pool.query(`ANALYZE ${SCHEMA}.${table}`);
+      }
     }
     await migrateSender(pool, SCHEMA);
     const store = new ConsoleStore(pool, SCHEMA);
+    const redis = createRedis(config.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const queue = new DeliveryQueue({
+      connection: redis,
+      prefix: `{bench-console-${process.pid}}`,
+    });
+    const actions = new ConsoleActions(pool, queue, SCHEMA);
+    const trends = new TrendStore(pool, SCHEMA);
     // Destinations' first call of an hour rolls up the finished hours: timed on its own.
     const r0 = performance.now();
     await store.destinations();
@@ -109,6 +125,33 @@ export async function run(args: string[]): Promise<void> {
           }
         },
       ],
+      // Issue 26's search: patterns, host:port, the payload, the recover preview.
+      ['task prefix', (i) => store.list({ taskId: `task_${(i * 7919) % 250000}*` }, null, 50)],
+      ['principal prefix', (i) => store.list({ principalId: `p_${(i * 31) % 500}*` }, null, 50)],
+      ['task contains', (i) => store.list({ taskId: `*_${(i * 7919) % 250000}*` }, null, 50)],
+      ['destination host:port', (i) => store.list({ origin: `buyer-${i % 20}.example` }, null, 50)],
+      ['destination contains', (i) => store.list({ origin: `*-${i % 20}.example*` }, null, 50)],
+      ['payload, common value', () => store.list({ payload: 'status=completed' }, null, 50)],
+      [
+        'payload + principal',
+        (i) =>
+          store.list({ payload: 'status=completed', principalId: `p_${(i * 31) % 500}` }, null, 50),
+      ],
+      [
+        'payload, one row in 1M',
+        (i) => store.list({ payload: `idempotency_key=seed_${(i * 7919) % deliveries}` }, null, 50),
+      ],
+      [
+        'recover preview',
+        (i) =>
+          actions.recoverPreview(
+            `https://buyer-${i % 20}.example`,
+            new Date(Date.now() - 30 * day),
+          ),
+      ],
+      ['trends, last hour', () => trends.trends('hour')],
+      ['trends, last day', () => trends.trends('day')],
+      ['trends, last week', () => trends.trends('week')],
       ['a delivery', (i) => store.get(String(1 + ((i * 7919) % deliveries)))],
       ['destinations', () => store.destinations()],
       ['live poll', () => store.landedSince(new Date(Date.now() - 3000))],
@@ -133,8 +176,39 @@ export async function run(args: string[]): Promise<void> {
     process.stdout.write(
       `\n${n} runs per view; target p99 < 100 ms. Shared machine: figures are noisy.\n`,
     );
+    await bulkRedeliver(pool, actions, SCHEMA);
+    await queue.obliterate().catch(() => {});
+    await queue.close();
+    redis.disconnect();
     if (!keep) await dropSchema(pool, SCHEMA);
   } finally {
     await pool.end();
   }
+}
+
+/**
+ * A bulk redeliver of 10,000: that many delivered rows of one origin made stopped, then one
+ * recover run (rows back to pending, their pending attempt records, the audit row, and the
+ * jobs dispatched to Redis), timed. No worker runs: the jobs stay queued, thrown away after.
+ */
+async function bulkRedeliver(
+  pool: ReturnType<typeof createPool>,
+  actions: ConsoleActions,
+  schema: string,
+): Promise<void> {
+  const origin = 'https://buyer-7.example';
+  const { rowCount } = await pool.query(
+    `UPDATE ${schema}.outbox_delivery SET state = 'stopped', last_status = 410
+      WHERE id IN (SELECT id FROM ${schema}.outbox_delivery
+                    WHERE origin = $1 AND state = 'delivered' ORDER BY id LIMIT 10000)`,
+    [origin],
+  );
+  const since = new Date(Date.now() - 31 * 86_400_000);
+  const preview = await actions.recoverPreview(origin, since);
+  const t0 = performance.now();
+  const r = await actions.recover(origin, since, { name: 'bench', via: 'cli' }, 10_000);
+  const ms = performance.now() - t0;
+  process.stdout.write(
+    `bulk redeliver: ${r.recovered} of ${preview.count} stopped (${rowCount} made so) re-opened, recorded, audited and dispatched in ${(ms / 1000).toFixed(2)} s${r.more ? ' (more remain)' : ''}\n`,
+  );
 }

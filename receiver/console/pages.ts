@@ -1,6 +1,6 @@
 /** The sidecar console's pages: overview (refusals by code and sender), events, senders. */
 import { html, type Html, type Renderable } from '../../shared/console/html.js';
-import type { EventFilter, EventRow, RejectionGroup } from './store.js';
+import type { AnswersByCode, EventFilter, EventRow, RejectionGroup } from './store.js';
 
 export interface SenderView {
   sender: string;
@@ -58,6 +58,9 @@ export function layout(
         <meta charset="utf-8" />
         <title>${title} · receiver console</title>
         <link rel="stylesheet" href="/static/console.css" />
+        <link rel="stylesheet" href="/static/uplot.css" />
+        <script src="/static/uplot.js" defer></script>
+        <script src="/static/charts.js" defer></script>
       </head>
       <body>
         <header>
@@ -103,7 +106,45 @@ export function loginPage(error: string | null): Html {
     </html>`;
 }
 
-export function overviewBody(groups: RejectionGroup[], totals: Totals): Html {
+/** Answers per hour and code over the last day: the chart, and its table beneath. */
+function answersSection(a: AnswersByCode): Html {
+  return html`<h2>Answers by code, last 24 hours</h2>
+    <div
+      class="chart"
+      data-chart="answers"
+      data-src="/api/answers"
+      data-series="${a.codes.join(',')}"
+    ></div>
+    <table class="list" id="answers">
+      <thead>
+        <tr>
+          <th>Hour</th>
+          ${a.codes.map((c) => html`<th>${c}</th>`)}
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          a.points.length
+            ? a.points.map(
+                (p) =>
+                  html`<tr data-at="${p.at}">
+                    <td>${p.at.replace('T', ' ').replace(/:00:00\.000Z$/, ':00Z')}</td>
+                    ${a.codes.map((c) => html`<td>${String(p[c] ?? 0)}</td>`)}
+                  </tr>`,
+              )
+            : html`<tr>
+                <td class="empty">No answer in the last day.</td>
+              </tr>`
+        }
+      </tbody>
+    </table>`;
+}
+
+export function overviewBody(
+  groups: RejectionGroup[],
+  totals: Totals,
+  answers: AnswersByCode = { codes: [], points: [] },
+): Html {
   return html`<h1>Overview</h1>
     <p class="hint">
       Events are ${totals.target}.
@@ -113,6 +154,7 @@ export function overviewBody(groups: RejectionGroup[], totals: Totals): Html {
     <p>
       ${totals.byStatus.map((s) => html`<span class="state">HTTP ${s.status}: ${s.count}</span> `)}
     </p>
+    ${answersSection(answers)}
     <h2>Refusals, duplicates and conflicts by code and sender</h2>
     <table class="list" id="rejections">
       <thead>

@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { SESSION_COOKIE, type ConsoleAuth, type Session } from '../../shared/console/auth.js';
 import { readBody } from '../../shared/console/body.js';
-import { CONSOLE_CSS, ownOrigin, setSecurityHeaders } from '../../shared/console/http.js';
+import { ownOrigin, setSecurityHeaders, SHARED_STATIC } from '../../shared/console/http.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import {
   eventsBody,
@@ -70,9 +70,12 @@ export function createReceiverConsoleApp(o: ReceiverConsoleOptions): Koa<State> 
     }
   });
   app.use(async (ctx, next) => {
-    if (ctx.path === '/static/console.css') {
-      ctx.type = CONSOLE_CSS.type;
-      ctx.body = CONSOLE_CSS.body;
+    const file = ctx.path.startsWith('/static/')
+      ? SHARED_STATIC[ctx.path.slice('/static/'.length)]
+      : undefined;
+    if (file) {
+      ctx.type = file.type;
+      ctx.body = file.body;
       return;
     }
     if (ctx.path === '/favicon.ico') return void (ctx.status = 204);
@@ -162,8 +165,12 @@ export function createReceiverConsoleApp(o: ReceiverConsoleOptions): Koa<State> 
     ctx.body = layout(title, nav, ctx.state.session.operator, ctx.state.session.csrf, body).value;
   };
   router.get('/', async (ctx) => {
-    const [groups, totals] = await Promise.all([o.store.rejections(), o.totals()]);
-    page(ctx, 'Overview', '/', overviewBody(groups, totals));
+    const [groups, totals, answers] = await Promise.all([
+      o.store.rejections(),
+      o.totals(),
+      o.store.answersByCode(),
+    ]);
+    page(ctx, 'Overview', '/', overviewBody(groups, totals, answers));
   });
   router.get('/events', async (ctx) => {
     const f = filterOf(ctx.query);
@@ -182,6 +189,9 @@ export function createReceiverConsoleApp(o: ReceiverConsoleOptions): Koa<State> 
   });
   router.get('/api/rejections', async (ctx) => {
     ctx.body = { items: await o.store.rejections(), totals: await o.totals() };
+  });
+  router.get('/api/answers', async (ctx) => {
+    ctx.body = await o.store.answersByCode();
   });
   router.get('/api/events', async (ctx) => {
     ctx.body = { items: await o.store.events(filterOf(ctx.query)) };

@@ -23,6 +23,13 @@ export interface EventRow {
   idempotencyKey: string | null;
 }
 
+/** Answers per hour and code over the last day (the Overview's chart and its table). */
+export interface AnswersByCode {
+  codes: string[];
+  /** Oldest first; each point has its hour (`at`) and a count per code (absent: 0). */
+  points: Array<{ at: string } & Record<string, number | string>>;
+}
+
 export interface EventFilter {
   code?: string;
   sender?: string;
@@ -58,6 +65,28 @@ export class ReceiverConsoleStore {
       lastDay: r.d,
       lastAt: (r.last_at as Date).toISOString(),
     }));
+  }
+
+  /**
+   * Answers per hour and code over the last day. Plain acceptances have no time index, so
+   * this reads the day's rows of the log (bounded to 1,000,000 rows by the pruner).
+   */
+  async answersByCode(): Promise<AnswersByCode> {
+    const { rows } = await this.pool.query(
+      `SELECT date_trunc('hour', at) AS hour, code, count(*)::int AS n
+         FROM ${this.schema}.console_events
+        WHERE at >= now() - interval '1 day'
+        GROUP BY 1, 2 ORDER BY 1, 2`,
+    );
+    const codes = [...new Set(rows.map((r) => r.code as string))].sort();
+    const byHour = new Map<string, { at: string } & Record<string, number | string>>();
+    for (const r of rows) {
+      const at = (r.hour as Date).toISOString();
+      const p = byHour.get(at) ?? { at };
+      p[r.code] = r.n;
+      byHour.set(at, p);
+    }
+    return { codes, points: [...byHour.values()] };
   }
 
   async events(f: EventFilter, limit = 100): Promise<EventRow[]> {

@@ -116,4 +116,9 @@ export const CONSOLE_INDEXES = [
   'outbox_console_failed_origin',
   'outbox_console_buys',
   'webhook_activity_console_window',
+  // Issue 26 (search-migrations.ts): the event type, and the prefix searches.
+  'outbox_console_event_type',
+  'outbox_console_task_prefix',
+  'outbox_console_principal_prefix',
+  'outbox_console_buy_prefix',
 ] as const;

@@ -13,6 +13,8 @@ export const BUCKET_RATIO = 1.25;
 export const BUCKETS = 64;
 const SETTLE_MS = 5 * 60_000;
 const HOUR = 3_600_000;
+/** How far back hours are kept: a week (Trends' longest range). */
+const ROLLUP_HOURS = 168;
 
 /** The histogram bucket of a response time, in SQL over `response_time_ms`. */
 const BUCKET_SQL = `least(${BUCKETS - 1}, floor(ln(greatest(response_time_ms, 1)) / ln(${BUCKET_RATIO})))::int`;
@@ -84,14 +86,17 @@ export class HourlyRollup {
     private readonly schema: string,
   ) {}
 
-  /** Rolls up the finished hours of the last day not rolled up yet (one at a time per process). */
+  /**
+   * Rolls up the finished hours of the last week not rolled up yet (one at a time per
+   * process): the day for Destinations, the week for Trends.
+   */
   async catchUp(now = Date.now()): Promise<void> {
     this.running ??= this.roll(now).finally(() => (this.running = null));
     return this.running;
   }
 
   private async roll(now: number): Promise<void> {
-    const first = Math.floor((now - 24 * HOUR) / HOUR) * HOUR;
+    const first = Math.floor((now - ROLLUP_HOURS * HOUR) / HOUR) * HOUR;
     const lastDone = Math.floor((now - SETTLE_MS) / HOUR) * HOUR; // exclusive
     const { rows } = await this.pool.query(
       `SELECT hour FROM ${this.schema}.console_hourly WHERE origin = '' AND hour >= $1`,
@@ -126,8 +131,13 @@ export class HourlyRollup {
    * time after the last rolled-up one.
    */
   async day(now = Date.now()): Promise<HourAggregate[]> {
+    return this.hours(24, now);
+  }
+
+  /** As `day`, over the last `n` hours (at most a week). */
+  async hours(n: number, now = Date.now()): Promise<HourAggregate[]> {
     await this.catchUp(now);
-    const since = new Date(now - 24 * HOUR);
+    const since = new Date(now - Math.min(n, ROLLUP_HOURS) * HOUR);
     const { rows } = await this.pool.query(
       `SELECT hour, origin, attempts, succeeded, latency FROM ${this.schema}.console_hourly
         WHERE hour >= date_trunc('hour', $1::timestamptz) AND origin <> ''`,

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
-import { CONSOLE_CSS, ownOrigin, setSecurityHeaders } from '../../shared/console/http.js';
+import { ownOrigin, setSecurityHeaders, SHARED_STATIC } from '../../shared/console/http.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { ConsoleActionError, type ConsoleActions, type Operator } from './actions.js';
 import type { ConsoleAuth } from '../../shared/console/auth.js';
@@ -30,6 +30,8 @@ import { auditBody } from './pages/audit.js';
 import { deliveriesBody, deliveryRow } from './pages/deliveries.js';
 import { deliveryBody, deliveryLive } from './pages/delivery.js';
 import { destinationsBody, recoverPreviewBody } from './pages/destinations.js';
+import { trendsBody } from './pages/trends.js';
+import { parseRange, TrendStore } from './trends.js';
 import { query, type Html } from '../../shared/console/html.js';
 import { errorPage, layout, loginPage, type PageContext } from './pages/layout.js';
 import type { ConsoleStore } from './store.js';
@@ -39,7 +41,7 @@ const STATIC: Record<string, { type: string; body: Buffer }> = {
     type: 'text/javascript; charset=utf-8',
     body: readFileSync(new URL('./static/console.js', import.meta.url)),
   },
-  'console.css': CONSOLE_CSS,
+  ...SHARED_STATIC,
 };
 
 export interface ConsoleAppOptions {
@@ -136,6 +138,7 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   const { store, actions, auth } = o;
   const oidc = o.oidc ?? null;
   const live = new LiveFeed(store, logger, o.liveEveryMs);
+  const trends = new TrendStore(store.pool, store.schema);
   const app = new Koa<State>();
   const router = new Router<State>();
 
@@ -461,6 +464,10 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
       );
     });
   }
+  router.get('/trends', async (ctx) => {
+    const t = await trends.trends(parseRange(ctx.query.range));
+    page(ctx, { title: 'Trends', nav: 'trends', charts: true }, trendsBody(t));
+  });
   router.get('/audit', async (ctx) => {
     page(ctx, { title: 'Audit', nav: 'audit' }, auditBody(await store.audit(100)));
   });
@@ -555,6 +562,9 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   router.get('/api/destinations', async (ctx) => {
     ctx.body = { items: await store.destinations() };
   });
+  router.get('/api/trends', async (ctx) => {
+    ctx.body = await trends.trends(parseRange(ctx.query.range));
+  });
   router.get('/api/audit', async (ctx) => {
     ctx.body = { items: await store.audit(parseLimit(ctx.query.limit)) };
   });
@@ -600,6 +610,7 @@ export const API_INDEX = {
       body: '{"origin": "https://buyer.example"}',
     },
     { method: 'POST', path: '/api/destinations/test', body: '{"origin": "https://buyer.example"}' },
+    { method: 'GET', path: '/api/trends', query: 'range (hour, day, week)' },
     { method: 'GET', path: '/api/audit', query: 'limit' },
     {
       method: 'GET',

@@ -4,6 +4,7 @@
  * from anywhere else), no sniffing, no framing, no caching; and the shared stylesheet.
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type Koa from 'koa';
 
 export const CONTENT_SECURITY_POLICY = [
@@ -34,3 +35,27 @@ export const CONSOLE_CSS = {
 export function ownOrigin(ctx: Koa.Context): string {
   return `${ctx.protocol}://${ctx.host}`;
 }
+
+/** Both consoles' chart script (charts.js: draws [data-chart] elements with uPlot). */
+export const CHARTS_JS = {
+  type: 'text/javascript; charset=utf-8',
+  body: readFileSync(new URL('./charts.js', import.meta.url)),
+};
+
+// The charting library (uPlot, MIT), served by each console from the installed package:
+// never a CDN, and the CSP's script-src 'self' holds.
+const uplot = (file: string) =>
+  readFileSync(createRequire(import.meta.url).resolve(`uplot/dist/${file}`));
+export const UPLOT_JS = {
+  type: 'text/javascript; charset=utf-8',
+  body: uplot('uPlot.iife.min.js'),
+};
+export const UPLOT_CSS = { type: 'text/css; charset=utf-8', body: uplot('uPlot.min.css') };
+
+/** The static files every console serves under /static/. */
+export const SHARED_STATIC: Record<string, { type: string; body: Buffer }> = {
+  'console.css': CONSOLE_CSS,
+  'charts.js': CHARTS_JS,
+  'uplot.js': UPLOT_JS,
+  'uplot.css': UPLOT_CSS,
+};

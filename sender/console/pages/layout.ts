@@ -6,7 +6,9 @@ export interface PageContext {
   operator: string;
   csrf: string;
   /** Which navigation entry is current. */
-  nav: 'deliveries' | 'destinations' | 'audit' | 'oauth-clients' | null;
+  nav: 'deliveries' | 'destinations' | 'trends' | 'audit' | 'oauth-clients' | null;
+  /** The page draws charts: the charting library's script and stylesheet come too. */
+  charts?: boolean;
   /** The OAuth clients page exists (a console of `svc start`, whose agents register clients). */
   oauthClients?: boolean;
   /** `data-live` of the body: what the script subscribes to. */
@@ -18,6 +20,7 @@ export interface PageContext {
 const NAV: Array<[PageContext['nav'], string, string]> = [
   ['deliveries', '/deliveries', 'Deliveries'],
   ['destinations', '/destinations', 'Destinations'],
+  ['trends', '/trends', 'Trends'],
   ['audit', '/audit', 'Audit'],
   ['oauth-clients', '/oauth-clients', 'OAuth clients'],
 ];
@@ -31,6 +34,13 @@ export function layout(p: PageContext, body: Renderable): Html {
         <meta name="csrf-token" content="${p.csrf}" />
         <title>${p.title} · ${p.brand} webhooks console</title>
         <link rel="stylesheet" href="/static/console.css" />
+        ${
+          p.charts
+            ? html`<link rel="stylesheet" href="/static/uplot.css" />
+                <script src="/static/uplot.js" defer></script>
+                <script src="/static/charts.js" defer></script>`
+            : ''
+        }
         <script src="/static/console.js" defer></script>
       </head>
       <body data-live="${p.live ?? ''}">

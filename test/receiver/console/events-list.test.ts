@@ -61,6 +61,12 @@ t.test('sidecar events: newest first, pages line up', async (t) => {
   const all = [...first, ...second].map((e) => Number(e.id));
   t.equal(new Set(all).size, total, 'no repeat across pages');
   t.ok(Number(second[0]!.id) === ids.at(-1)! - 1, 'no gap between pages');
+  const answers = await json(await c.get('/api/answers'));
+  t.same(answers.codes, ['published', 'webhook_signature_key_unknown']);
+  const sum = (code: string) =>
+    answers.points.reduce((n: number, p: Record<string, number>) => n + (p[code] ?? 0), 0);
+  t.equal(sum('published'), 100, 'answers by code: accepted');
+  t.equal(sum('webhook_signature_key_unknown'), 50, 'answers by code: refused');
   const page = await (await c.get('/events')).text();
   t.match(page, new RegExp(`href="/events\\?before=${first.at(-1)!.id}"`), 'older link');
 
@@ -82,6 +88,34 @@ t.test('sidecar events: newest first, pages line up', async (t) => {
         window: document.documentElement.clientWidth,
       })`)) as { table: number; page: number; window: number };
       await p.screenshot({ path: `${SCREENSHOTS}receiver-events-1366.png` });
+      // The Overview's chart drew its table's figures.
+      await p.goto(`${server.url}/`);
+      await p.waitForSelector('[data-chart="answers"][data-drawn]');
+      const drawn = JSON.parse(
+        (await p.getAttribute('[data-chart="answers"]', 'data-drawn')) ?? 'null',
+      ) as number[][];
+      const rows = await p.$$eval('#answers tbody tr[data-at]', (trs) =>
+        trs.map((tr) => [
+          tr.getAttribute('data-at'),
+          ...[...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent!.trim()),
+        ]),
+      );
+      t.same(
+        drawn[0],
+        rows.map((r) => Date.parse(r[0]!) / 1000),
+        'hours',
+      );
+      t.same(
+        drawn[1],
+        rows.map((r) => Number(r[1])),
+        'published as in the table',
+      );
+      t.same(
+        drawn[2],
+        rows.map((r) => Number(r[2])),
+        'refused as in the table',
+      );
+      await p.screenshot({ path: `${SCREENSHOTS}receiver-overview-chart.png`, fullPage: true });
       t.ok(sizes.page <= sizes.window, `page ${sizes.page} <= window ${sizes.window}`);
       t.ok(sizes.table <= sizes.window, `table ${sizes.table} <= window ${sizes.window}`);
     },
