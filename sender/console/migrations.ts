@@ -112,13 +112,10 @@ export const CONSOLE_INDEXES = [
   'outbox_console_buy',
   'outbox_console_principal',
   'outbox_console_task',
-  'outbox_console_type',
   'outbox_console_failed_origin',
   'outbox_console_buys',
   'webhook_activity_console_window',
-  // Issue 26 (search-migrations.ts): the event type, and the prefix searches.
+  // Issue 26 (search-migrations.ts): the event type (the prefix searches use the task,
+  // principal and buy indexes above, in text_pattern_ops since 073).
   'outbox_console_event_type',
-  'outbox_console_task_prefix',
-  'outbox_console_principal_prefix',
-  'outbox_console_buy_prefix',
 ] as const;

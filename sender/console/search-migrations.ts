@@ -46,4 +46,26 @@ export const consoleSearchMigrations: Migration[] = [
       );
     `,
   },
+  {
+    // One index per searched column, not two: a b-tree in text_pattern_ops answers both
+    // the exact match (in the list's order) and the prefix, so 071's prefix indexes and the
+    // plain ones merge; the type index 070 replaced goes. Every index here is written by
+    // each event's insert, the sender's hottest statement (issue 19's CPU per delivery).
+    id: '073_console_one_index_per_column',
+    sql: (s) => `
+      DROP INDEX ${s}.outbox_console_task_prefix;
+      DROP INDEX ${s}.outbox_console_principal_prefix;
+      DROP INDEX ${s}.outbox_console_buy_prefix;
+      DROP INDEX ${s}.outbox_console_type;
+      DROP INDEX ${s}.outbox_console_task;
+      DROP INDEX ${s}.outbox_console_principal;
+      DROP INDEX ${s}.outbox_console_buy;
+      CREATE INDEX outbox_console_task ON ${s}.outbox_event (task_id text_pattern_ops, ${ORDER})
+        WHERE task_id IS NOT NULL;
+      CREATE INDEX outbox_console_principal ON ${s}.outbox_event
+        (principal_id text_pattern_ops, ${ORDER}) WHERE principal_id IS NOT NULL;
+      CREATE INDEX outbox_console_buy ON ${s}.outbox_event (media_buy_id text_pattern_ops, ${ORDER})
+        WHERE media_buy_id IS NOT NULL;
+    `,
+  },
 ];

@@ -31,18 +31,28 @@ const VIEWS: Array<[string, DeliveryFilter, RegExp, boolean]> = [
   [
     'media buy',
     { mediaBuyId: 'mb_17' },
-    /outbox_console_buy(_prefix)?(_p\d{8}|_legacy)?\b[\s\S]*outbox_console_buys/,
+    /outbox_console_buy(_p\d{8}|_legacy)?\b[\s\S]*outbox_console_buys/,
     false,
   ],
   ['media buy (aggregated)', { mediaBuyId: 'mb_30' }, /BitmapOr[\s\S]*outbox_console_buys/, false],
   ['principal', { principalId: 'p_4' }, /outbox_console_principal/, false],
   ['task', { taskId: 'task_99' }, /outbox_console_task/, false],
   ['event type', { eventType: 'failed' }, /outbox_console_(event_type|created)/, true],
-  // Issue 26's patterns: a prefix reads the text_pattern_ops index (then sorts its rows).
-  ['task prefix', { taskId: 'task_99*' }, /outbox_console_task_prefix/, false],
+  // Issue 26's patterns: a prefix reads the column's text_pattern_ops index (then sorts its rows).
+  ['task prefix', { taskId: 'task_99*' }, /outbox_console_task(_p\d{8}|_legacy)?\b/, false],
   // A prefix matching a fifth of the rows (p_4, p_40...) walks the list's order instead.
-  ['principal prefix', { principalId: 'p_4*' }, /outbox_console_(principal_prefix|created)/, false],
-  ['media buy prefix', { mediaBuyId: 'mb_17*' }, /outbox_console_(buy_prefix|created)/, false],
+  [
+    'principal prefix',
+    { principalId: 'p_4*' },
+    /outbox_console_(principal|created)(_p\d{8}|_legacy)?\b/,
+    false,
+  ],
+  [
+    'media buy prefix',
+    { mediaBuyId: 'mb_17*' },
+    /outbox_console_(buy|created)(_p\d{8}|_legacy)?\b/,
+    false,
+  ],
   // Either scheme: 1 row in 20, read in the list's order (or along the origin index).
   ['host:port', { origin: 'buyer-3.example' }, /outbox_console_(origin|created)/, false],
   ['idempotency key', { idempotencyKey: 'seed_42' }, /outbox_idempotency_key_key/, false],
