@@ -9,7 +9,6 @@
  * ControllerError `{success: false, error, error_detail}` (a completed task either way,
  * as the protocol's harness expects).
  */
-import { z } from 'zod';
 import type { AgentKind } from '../auth/principal.js';
 import { CREATIVE_STATUSES } from '../creative/library.js';
 import type { TaskRegistry } from '../runtime/registry.js';
