@@ -230,11 +230,11 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       '3.1.19/protocols/media-buy/scenarios/package_correlation_legacy_fallback.yaml:68: ours, not fixed yet: Expected "pkg_legacy_context_only", got undefined',
   },
-  'sales:media_buy_seller/portfolio_routing_scope/get_capabilities': {
+  'sales:media_buy_seller/portfolio_routing_scope/query_declared_channel': {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.2.0-beta.5/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: Field not found at path: media_buy.portfolio.primary_countries',
+      "3.2.0-beta.5/protocols/media-buy/scenarios/portfolio_routing_scope.yaml:118: runner: 6.11.0's request builder starts every get_products from {buying_mode: 'brief', brief: 'Show me all available...'} and merges the step's buying_mode: wholesale over it, so the request carries a brief that wholesale forbids (get-products-request.json: 'Must not be provided when buying_mode is wholesale'; issue #20 'What is not ours'), answered VALIDATION_ERROR; the declared scope against the wholesale feed is asserted in test/agents/capabilities-accounts.test.ts",
   },
   'sales:media_buy_seller/pricing_currency_filter/get_products_usd_pricing': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -277,7 +277,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
       releases: ['3.2.0-beta.5'],
       modes: ['seeded'],
       evidence:
-        '?: ours, not fixed yet: INVALID_PARAMS: params.fixture.fixed_price (or floor_price) must be a number',
+        "3.2.0-beta.5/protocols/media-buy/scenarios/revenue_share_pricing.yaml:70: ours, not fixed yet: seed_pricing_option refuses a revenue_share option (no fixed_price, rate or floor_price; commission_rate is not modelled) with INVALID_PARAMS; revenue-share pricing (3.2 only, absent from 3.1.19's pricing-option union) is not implemented",
     },
   'sales:media_buy_seller/targeting_aware_discovery/exclude_partial_fixed_placement_set': {
     releases: ['3.2.0-beta.5'],
