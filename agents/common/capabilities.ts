@@ -17,6 +17,7 @@ import {
   SUPPORTED_BILLING,
 } from '../sales/accounts.js';
 import { supportedFormats } from '../creative/canonical.js';
+import { portfolio } from '../sales/catalog.js';
 import { allFormats, type FormatRow } from '../creative/formats.js';
 import { checkSubscriberUrls } from './subscriber-urls.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -167,6 +168,7 @@ export async function capabilityDocument(
     doc.media_buy = {
       // get_products refine (products and proposals, proposal finalize); see sales/proposals.ts.
       buying_modes: ['brief', 'refine'],
+      portfolio: portfolio(settings),
       propagation_surfaces: ['snapshot', 'webhook'],
       reporting_delivery_methods: ['webhook'],
       reporting_capabilities: {

@@ -17,6 +17,7 @@ import { briefTerms, score } from '../runtime/ranking.js';
 import { taskError } from '../runtime/errors.js';
 import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
 import type { TaskRegistry } from '../runtime/registry.js';
+import type { AgentSettings } from '../runtime/settings.js';
 import type { TaskContext } from '../runtime/types.js';
 import { BrandManifestSchema, FormatIdSchema } from '../runtime/validation.js';
 import { takeStaleResponse } from '../testing/upstream.js';
@@ -203,12 +204,32 @@ export async function visibleProducts(ctx: TaskContext): Promise<ProductRow[]> {
  * adagents.json authorizes this sales agent (the seller's own host when none is configured).
  */
 function publisherProperties(ctx: TaskContext): Array<Record<string, unknown>> {
-  const salesUrl = ctx.settings.urls.sales;
-  const domains = ctx.settings.publishers
+  return portfolioDomains(ctx.settings).map((d) => ({
+    publisher_domain: d,
+    selection_type: 'all',
+  }));
+}
+
+/** The publishers whose adagents.json authorizes this sales agent (else its own host). */
+export function portfolioDomains(settings: Pick<AgentSettings, 'urls' | 'publishers'>): string[] {
+  const salesUrl = settings.urls.sales;
+  const domains = settings.publishers
     .filter((p) => p.authorized_agents.some((a) => sameUrl(a.url, salesUrl)))
-    .map((p) => p.domain);
-  if (domains.length === 0) domains.push(new URL(salesUrl).hostname);
-  return domains.map((d) => ({ publisher_domain: d, selection_type: 'all' }));
+    .map((p) => p.domain.toLowerCase());
+  if (domains.length === 0) domains.push(new URL(salesUrl).hostname.toLowerCase());
+  return domains;
+}
+
+/**
+ * The seller's brief-routing scope (capabilities `media_buy.portfolio`, published 3.1+):
+ * every channel a product of ours is sold as, and the countries the catalog targets.
+ */
+export function portfolio(settings: Pick<AgentSettings, 'urls' | 'publishers'>) {
+  return {
+    publisher_domains: portfolioDomains(settings),
+    primary_channels: [...PUBLISHED_CHANNELS],
+    primary_countries: ['US', 'CA'],
+  };
 }
 
 /** A pricing option on the wire (published members only). */

@@ -30,6 +30,23 @@ t.test('capability documents per agent and brand', async (t) => {
     idempotency: { supported: true, replay_ttl_seconds: 86400 },
     capability_changes: { capabilities_version: '1' },
   });
+  // The brief-routing scope (published 3.1+): every channel the catalog sells as, its
+  // countries, and the publishers whose adagents.json authorizes it (the demo publishers).
+  t.same((doc.media_buy as Record<string, unknown>).portfolio, {
+    publisher_domains: ['sportsnetwork.example', 'dailynews.example', 'citybillboards.example'],
+    primary_channels: ['olv', 'ctv', 'display', 'streaming_audio', 'podcast', 'dooh'],
+    primary_countries: ['US', 'CA'],
+  });
+  const wholesale = await h.ok('sales', 'get_products', { buying_mode: 'wholesale' }, buyer(h));
+  const declared = new Set(
+    (doc.media_buy as { portfolio: { primary_channels: string[] } }).portfolio.primary_channels,
+  );
+  t.ok(
+    (wholesale.products as Array<{ channels: string[] }>).every((p) =>
+      p.channels.every((c) => declared.has(c)),
+    ),
+    'no product contradicts the declared channel scope',
+  );
   t.match(doc.media_buy, {
     reporting_capabilities: { windowed_pull_granularities: ['hourly'] },
     reporting_delivery_methods: ['webhook'],
