@@ -208,6 +208,7 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
           rate: round2(p.rate),
           currency: b.currency,
           ...metrics(r),
+          ...finalityMembers(b, true),
         };
       });
     const t = rows
@@ -234,6 +235,7 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
       status: deliveryStatus(statusOf.get(b.media_buy_id) ?? b.status),
       totals: metrics(t),
       by_package: byPackage,
+      ...finalityMembers(b, false),
     };
     if (unit) d.timeseries = await series(ctx.db, s, b.media_buy_id, unit, from, to);
     deliveries.push(d);
@@ -255,6 +257,22 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
   }
   if (params.time_granularity) body.time_granularity = params.time_granularity;
   return body;
+}
+
+/**
+ * A row's finality members (3.1 billing finality), once the seller has said anything of
+ * them: `is_final`, `finalized_at` only when final, and on packages the measurement window
+ * the numbers come from. Nothing before: the members are optional, and silence is not
+ * "provisional".
+ */
+function finalityMembers(b: BuyRow, pkg: boolean): Record<string, unknown> {
+  const f = b.delivery_finality;
+  if (!f) return {};
+  return {
+    is_final: f.is_final,
+    ...(f.is_final && f.finalized_at ? { finalized_at: f.finalized_at } : {}),
+    ...(pkg && f.measurement_window ? { measurement_window: f.measurement_window } : {}),
+  };
 }
 
 const FeedbackSchema = z.looseObject({

@@ -20,6 +20,13 @@ export const BUY_STATUSES = [
 export type BuyStatus = (typeof BUY_STATUSES)[number];
 export const TERMINAL_BUY = new Set<string>(['completed', 'canceled', 'rejected']);
 
+/** A buy's reported delivery: provisional in a measurement window, or final since a time. */
+export interface DeliveryFinality {
+  is_final: boolean;
+  finalized_at?: string;
+  measurement_window?: string;
+}
+
 export interface BuyRow {
   media_buy_id: string;
   principal_id: string;
@@ -43,6 +50,8 @@ export interface BuyRow {
   held: boolean;
   /** Has been active or paused on the wire: never pending_creatives/pending_start again. */
   went_live: boolean;
+  /** What the seller last said of its reported delivery's finality (null: nothing yet). */
+  delivery_finality: DeliveryFinality | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -340,6 +340,14 @@ AGENT_MIGRATIONS.push({
   sql: (s) => `ALTER TABLE ${s}.products ADD COLUMN fixture jsonb NOT NULL DEFAULT '{}';`,
 });
 
+// The finality of a buy's reported delivery (3.1 billing finality): provisional numbers
+// (is_final false, their measurement window) until the seller closes them with a time.
+// Null until anything is said: rows then carry no finality members, as before.
+AGENT_MIGRATIONS.push({
+  id: '010_delivery_finality',
+  sql: (s) => `ALTER TABLE ${s}.media_buys ADD COLUMN delivery_finality jsonb;`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

@@ -2,6 +2,8 @@
  * The media-buy scenarios of the sales agent's test controller: seed_media_buy and
  * simulate_delivery (sandbox callers only, checked by the controller before these run).
  */
+import { MEASUREMENT_WINDOWS } from '../sales/media-buy-terms.js';
+import type { DeliveryFinality } from '../sales/media-buy-records.js';
 import type { TaskContext } from '../runtime/types.js';
 import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
@@ -95,8 +97,33 @@ const count = (v: unknown): number | null =>
   v === undefined ? 0 : Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : null;
 
 /**
+ * The finality simulate_delivery may state (3.1 billing finality): `is_final` (boolean),
+ * `finalized_at` (an ISO 8601 time, only with is_final true, and required then) and
+ * `measurement_window` (one this seller reports). Null when none is given; a string when a
+ * member is malformed (the refusal's detail).
+ */
+export function finalityParams(p: Record<string, unknown>): DeliveryFinality | null | string {
+  const { is_final: isFinal, finalized_at: at, measurement_window: window } = p;
+  if (isFinal === undefined && at === undefined && window === undefined) return null;
+  if (typeof isFinal !== 'boolean') return 'params.is_final must be a boolean';
+  if (window !== undefined && !(MEASUREMENT_WINDOWS as readonly unknown[]).includes(window)) {
+    return `params.measurement_window must be one of ${MEASUREMENT_WINDOWS.join(', ')}`;
+  }
+  if (!isFinal && at !== undefined) return 'params.finalized_at is only for final delivery';
+  if (isFinal && (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || !/^\d{4}-/.test(at))) {
+    return 'params.finalized_at must be an ISO 8601 date-time when params.is_final is true';
+  }
+  return {
+    is_final: isFinal,
+    ...(isFinal ? { finalized_at: new Date(at as string).toISOString() } : {}),
+    ...(typeof window === 'string' ? { measurement_window: window } : {}),
+  };
+}
+
+/**
  * Delivery the caller's buy reports on top of what the simulator accrues: impressions,
- * clicks and reported spend, booked to its first package in the last hour reports cover.
+ * clicks and reported spend, booked to its first package in the last hour reports cover,
+ * and, when given, the finality of what the buy reports (finalityParams).
  */
 export async function simulateDelivery(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};
@@ -106,6 +133,8 @@ export async function simulateDelivery(req: ControllerRequest, ctx: TaskContext)
   if (impressions === null || clicks === null) {
     return refuse('INVALID_PARAMS', 'params.impressions and params.clicks must be integers >= 0');
   }
+  const finality = finalityParams(p);
+  if (typeof finality === 'string') return refuse('INVALID_PARAMS', finality);
   const spend = (p.reported_spend ?? { amount: 0 }) as { amount?: unknown; currency?: unknown };
   if (
     typeof spend !== 'object' ||
@@ -154,6 +183,12 @@ export async function simulateDelivery(req: ControllerRequest, ctx: TaskContext)
       reportedHour(ctx, buy.start_at),
     ],
   );
+  if (finality) {
+    await ctx.db.query(
+      `UPDATE ${ctx.schema}.media_buys SET delivery_finality = $2 WHERE media_buy_id = $1`,
+      [mediaBuyId, finality],
+    );
+  }
   const { rows: sum } = await ctx.db.query<{ i: number; c: number; s: number }>(
     `SELECT coalesce(sum(impressions), 0) AS i, coalesce(sum(clicks), 0) AS c,
        coalesce(sum(spend), 0) AS s FROM ${ctx.schema}.delivery WHERE media_buy_id = $1`,

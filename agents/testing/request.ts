@@ -37,6 +37,9 @@ export const ControllerSchema = z.looseObject({
       impressions: z.unknown().optional(),
       clicks: z.unknown().optional(),
       reported_spend: z.unknown().optional(),
+      is_final: z.unknown().optional(),
+      finalized_at: z.unknown().optional(),
+      measurement_window: z.unknown().optional(),
     })
     .optional(),
   context: z.unknown().optional(),

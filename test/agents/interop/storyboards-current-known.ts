@@ -158,12 +158,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.1.19/universal/idempotency.yaml:371: runner: the storyboard's start_time is 'asap'; 6.11.0's request builder (request-builder.js create_media_buy) replaces any start it cannot parse as a future date with Date.now() + 24 h on every call, so the replay's payload differs from the initial call's by milliseconds and a conformant seller answers IDEMPOTENCY_CONFLICT",
   },
-  'sales:media_buy_seller/billing_finality_delivery/get_provisional_delivery': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/billing_finality_delivery.yaml:186: ours, not fixed yet: Expected false, got undefined',
-  },
   'sales:media_buy_seller/canonical_formats/get_seeded_canonical_product': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],

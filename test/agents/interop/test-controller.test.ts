@@ -564,6 +564,80 @@ t.test('simulate_delivery: adds to what get_media_buy_delivery reports', async (
   );
 });
 
+t.test('simulate_delivery: provisional, then final delivery (3.1 billing finality)', async (t) => {
+  const h = await harness(t, { testController: true });
+  const c = buyer(h);
+  const control = (scenario: string, params: Record<string, unknown>) =>
+    h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+  t.match(await control('seed_media_buy', { media_buy_id: 'fin_mb' }), { success: true });
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.packages (package_id, media_buy_id, product_id, pricing_option_id, pricing_model, rate, budget, position)
+     VALUES ('fin_pkg', 'fin_mb', 'p', 'po', 'cpm', 10, 1000, 0)`,
+  );
+  const row = async () => {
+    const r = await h.ok('sales', 'get_media_buy_delivery', { media_buy_ids: ['fin_mb'] }, c);
+    return (r.media_buy_deliveries as Array<Record<string, unknown>>)[0]!;
+  };
+  const silent = await row();
+  t.notOk('is_final' in silent, 'nothing said yet: no finality members');
+
+  for (const [name, params] of [
+    ['is_final not a boolean', { is_final: 'no' }],
+    [
+      'finalized_at on provisional delivery',
+      { is_final: false, finalized_at: '2099-01-01T00:00:00Z' },
+    ],
+    ['final without finalized_at', { is_final: true }],
+    ['finalized_at not a time', { is_final: true, finalized_at: 'tomorrow' }],
+    ['unknown measurement window', { is_final: false, measurement_window: 'post_vibes' }],
+    ['window without is_final', { measurement_window: 'post_sivt' }],
+  ] as const) {
+    t.match(
+      await control('simulate_delivery', { media_buy_id: 'fin_mb', impressions: 1, ...params }),
+      { success: false, error: 'INVALID_PARAMS' },
+      name,
+    );
+  }
+  t.notOk('is_final' in (await row()), 'refused calls stored no finality');
+
+  t.match(
+    await control('simulate_delivery', {
+      media_buy_id: 'fin_mb',
+      impressions: 90000,
+      is_final: false,
+      measurement_window: 'post_ivt',
+    }),
+    { success: true },
+  );
+  const provisional = await row();
+  t.equal(provisional.is_final, false, 'the row is provisional');
+  t.notOk('finalized_at' in provisional, 'with no finalized_at');
+  const pkg = (provisional.by_package as Array<Record<string, unknown>>)[0]!;
+  t.match(pkg, { is_final: false, measurement_window: 'post_ivt' }, 'and so is its package');
+
+  t.match(
+    await control('simulate_delivery', {
+      media_buy_id: 'fin_mb',
+      impressions: 10000,
+      is_final: true,
+      finalized_at: '2099-08-03T12:00:00Z',
+      measurement_window: 'post_sivt',
+    }),
+    { success: true },
+  );
+  const final = await row();
+  t.match(
+    final,
+    { is_final: true, finalized_at: '2099-08-03T12:00:00.000Z' },
+    'final, with its time',
+  );
+  t.match((final.by_package as Array<Record<string, unknown>>)[0], {
+    is_final: true,
+    finalized_at: '2099-08-03T12:00:00.000Z',
+    measurement_window: 'post_sivt',
+  });
+});
+
 /** A buy of the sandbox buyer, confirmed at once (a named account of a sandbox principal). */
 async function sandboxBuy(
   h: Awaited<ReturnType<typeof harness>>,
