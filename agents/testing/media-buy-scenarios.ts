@@ -2,7 +2,6 @@
  * The media-buy scenarios of the sales agent's test controller: seed_media_buy and
  * simulate_delivery (sandbox callers only, checked by the controller before these run).
  */
-import { MEASUREMENT_WINDOWS } from '../sales/media-buy-terms.js';
 import type { DeliveryFinality } from '../sales/media-buy-records.js';
 import type { TaskContext } from '../runtime/types.js';
 import type { ControllerRequest } from './request.js';
@@ -99,15 +98,19 @@ const count = (v: unknown): number | null =>
 /**
  * The finality simulate_delivery may state (3.1 billing finality): `is_final` (boolean),
  * `finalized_at` (an ISO 8601 time, only with is_final true, and required then) and
- * `measurement_window` (one this seller reports). Null when none is given; a string when a
+ * `measurement_window` (a window id). Null when none is given; a string when a
  * member is malformed (the refusal's detail).
  */
 export function finalityParams(p: Record<string, unknown>): DeliveryFinality | null | string {
   const { is_final: isFinal, finalized_at: at, measurement_window: window } = p;
   if (isFinal === undefined && at === undefined && window === undefined) return null;
   if (typeof isFinal !== 'boolean') return 'params.is_final must be a boolean';
-  if (window !== undefined && !(MEASUREMENT_WINDOWS as readonly unknown[]).includes(window)) {
-    return `params.measurement_window must be one of ${MEASUREMENT_WINDOWS.join(', ')}`;
+  // A window id (reporting-capabilities.json measurement_windows: 'c7', 'post_givt'...).
+  if (
+    window !== undefined &&
+    (typeof window !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(window))
+  ) {
+    return 'params.measurement_window must be a window id (1-64 letters, digits, _ . -)';
   }
   if (!isFinal && at !== undefined) return 'params.finalized_at is only for final delivery';
   if (isFinal && (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || !/^\d{4}-/.test(at))) {

@@ -589,7 +589,8 @@ t.test('simulate_delivery: provisional, then final delivery (3.1 billing finalit
     ],
     ['final without finalized_at', { is_final: true }],
     ['finalized_at not a time', { is_final: true, finalized_at: 'tomorrow' }],
-    ['unknown measurement window', { is_final: false, measurement_window: 'post_vibes' }],
+    ['measurement window not an id', { is_final: false, measurement_window: 'post ivt; drop' }],
+    ['measurement window not a string', { is_final: false, measurement_window: 7 }],
     ['window without is_final', { measurement_window: 'post_sivt' }],
   ] as const) {
     t.match(
@@ -605,7 +606,7 @@ t.test('simulate_delivery: provisional, then final delivery (3.1 billing finalit
       media_buy_id: 'fin_mb',
       impressions: 90000,
       is_final: false,
-      measurement_window: 'post_ivt',
+      measurement_window: 'post_givt',
     }),
     { success: true },
   );
@@ -613,7 +614,7 @@ t.test('simulate_delivery: provisional, then final delivery (3.1 billing finalit
   t.equal(provisional.is_final, false, 'the row is provisional');
   t.notOk('finalized_at' in provisional, 'with no finalized_at');
   const pkg = (provisional.by_package as Array<Record<string, unknown>>)[0]!;
-  t.match(pkg, { is_final: false, measurement_window: 'post_ivt' }, 'and so is its package');
+  t.match(pkg, { is_final: false, measurement_window: 'post_givt' }, 'and so is its package');
 
   t.match(
     await control('simulate_delivery', {
