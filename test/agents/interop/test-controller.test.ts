@@ -500,21 +500,32 @@ t.test('seed_media_buy: a buy of the sandbox buyer get_media_buys finds', async 
   );
 });
 
+/** The sales agent's controller as the sandbox buyer `c`: one scenario, its params. */
+function salesControl(h: Awaited<ReturnType<typeof harness>>, c: ReturnType<typeof buyer>) {
+  return (scenario: string, params: Record<string, unknown>) =>
+    h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+}
+
+/** A CPM package on a seeded buy (seed_media_buy makes none): what delivery is booked to. */
+async function addPackage(h: Awaited<ReturnType<typeof harness>>, buy: string, pkg: string) {
+  await h.pool.query(
+    `INSERT INTO ${h.schema}.packages (package_id, media_buy_id, product_id, pricing_option_id, pricing_model, rate, budget, position)
+     VALUES ($1, $2, 'p', 'po', 'cpm', 10, 1000, 0)`,
+    [pkg, buy],
+  );
+}
+
 t.test('simulate_delivery: adds to what get_media_buy_delivery reports', async (t) => {
   const h = await harness(t, { testController: true });
   const c = buyer(h);
-  const control = (scenario: string, params: Record<string, unknown>) =>
-    h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+  const control = salesControl(h, c);
   t.match(await control('seed_media_buy', { media_buy_id: 'sim_mb' }), { success: true });
   t.match(
     await control('simulate_delivery', { media_buy_id: 'sim_mb', impressions: 10 }),
     { success: false, error: 'INVALID_PARAMS' },
     'a buy without packages has nothing to deliver',
   );
-  await h.pool.query(
-    `INSERT INTO ${h.schema}.packages (package_id, media_buy_id, product_id, pricing_option_id, pricing_model, rate, budget, position)
-     VALUES ('sim_pkg', 'sim_mb', 'p', 'po', 'cpm', 10, 1000, 0)`,
-  );
+  await addPackage(h, 'sim_mb', 'sim_pkg');
   const first = await control('simulate_delivery', {
     media_buy_id: 'sim_mb',
     impressions: 5000,
@@ -567,13 +578,9 @@ t.test('simulate_delivery: adds to what get_media_buy_delivery reports', async (
 t.test('simulate_delivery: provisional, then final delivery (3.1 billing finality)', async (t) => {
   const h = await harness(t, { testController: true });
   const c = buyer(h);
-  const control = (scenario: string, params: Record<string, unknown>) =>
-    h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+  const control = salesControl(h, c);
   t.match(await control('seed_media_buy', { media_buy_id: 'fin_mb' }), { success: true });
-  await h.pool.query(
-    `INSERT INTO ${h.schema}.packages (package_id, media_buy_id, product_id, pricing_option_id, pricing_model, rate, budget, position)
-     VALUES ('fin_pkg', 'fin_mb', 'p', 'po', 'cpm', 10, 1000, 0)`,
-  );
+  await addPackage(h, 'fin_mb', 'fin_pkg');
   const row = async () => {
     const r = await h.ok('sales', 'get_media_buy_delivery', { media_buy_ids: ['fin_mb'] }, c);
     return (r.media_buy_deliveries as Array<Record<string, unknown>>)[0]!;
