@@ -34,6 +34,7 @@ import { CONSOLE_INDEXES } from '../sender/console/migrations.js';
 import { migrateSender } from '../sender/schema.js';
 import { startTracing } from '../shared/telemetry/tracing.js';
 import { overhead, startOtlpSink, tracingEnv, tracingModes, type OtlpSink } from './otlp-sink.js';
+import { backendTicks } from './sender/claim-cost.js';
 import {
   breakdown,
   cpuSince,
@@ -98,9 +99,16 @@ export function consoleIndexesFlag(args: string[]): { on: boolean; rest: string[
 interface SenderFigures {
   /** Deliveries/s end to end, by worker processes. */
   throughput: Map<number, number>;
+  /** CPU µs per delivery in the worker processes (all of them), by worker count. */
+  workerCpu: Map<number, number>;
+  /** CPU µs per delivery in this process: the emit side (NotificationCore, outbox). */
+  emitCpu: Map<number, number>;
   p50: number;
   p99: number;
 }
+
+/** µs per /proc tick (USER_HZ: 100 on Linux, the value `getconf CLK_TCK` gives here). */
+const TICK_US = 10_000;
 
 export async function run(argv: string[]): Promise<void> {
   const { modes, rest } = tracingModes(argv);
@@ -126,6 +134,16 @@ export async function run(argv: string[]): Promise<void> {
     rows.push(
       `| deliveries/s, ${workers} worker${workers > 1 ? 's' : ''} | ${v.toFixed(0)} | ${w.toFixed(0)} | ${overhead(v, w, true)} |`,
     );
+    for (const [name, m] of [
+      ['worker CPU µs per delivery', 'workerCpu'],
+      ['emit CPU µs per delivery (the bench process)', 'emitCpu'],
+    ] as const) {
+      const a = off[m].get(workers) ?? NaN;
+      const b = on[m].get(workers) ?? NaN;
+      rows.push(
+        `| ${name}, ${workers} worker${workers > 1 ? 's' : ''} | ${a.toFixed(0)} | ${b.toFixed(0)} | ${overhead(a, b, false)} |`,
+      );
+    }
   }
   rows.push(
     `| p50 ms at 500/s | ${off.p50.toFixed(1)} | ${on.p50.toFixed(1)} | ${overhead(off.p50, on.p50, false)} |`,
@@ -135,7 +153,13 @@ export async function run(argv: string[]): Promise<void> {
 }
 
 async function runOnce(argv: string[], sink: OtlpSink | null): Promise<SenderFigures> {
-  const figures: SenderFigures = { throughput: new Map(), p50: NaN, p99: NaN };
+  const figures: SenderFigures = {
+    throughput: new Map(),
+    workerCpu: new Map(),
+    emitCpu: new Map(),
+    p50: NaN,
+    p99: NaN,
+  };
   // The bench process emits (webhook.emit, webhook.outbox); its workers do the rest.
   const tracing = sink
     ? startTracing('bench-sender', { ...process.env, ...tracingEnv(sink) })
@@ -241,7 +265,11 @@ async function runOnce(argv: string[], sink: OtlpSink | null): Promise<SenderFig
 
     // `npm run bench -- sender 0` runs the latency scenario alone.
     for (const workers of total > 0 ? [1, 2] : []) {
-      await scenario(workers, `throughput-${workers}`, async (core) => {
+      await scenario(workers, `throughput-${workers}`, async (core, _q, ws) => {
+        // CPU time, not wall time: what tracing (or any change) costs per delivery holds
+        // on a shared machine where deliveries/s does not.
+        const workerTicks0 = ws.reduce((a, w) => a + backendTicks(w.pid!), 0);
+        const emit0 = process.cpuUsage();
         const t0 = now();
         let next = 0;
         const inFlight = 64;
@@ -253,12 +281,17 @@ async function runOnce(argv: string[], sink: OtlpSink | null): Promise<SenderFig
         const enqueued = now() - t0;
         const s = await waitDelivered(total, 120_000);
         const elapsed = now() - t0;
+        const emitCpu = process.cpuUsage(emit0);
+        const workerTicks = ws.reduce((a, w) => a + backendTicks(w.pid!), 0) - workerTicks0;
         figures.throughput.set(workers, (s.count / elapsed) * 1000);
+        figures.workerCpu.set(workers, (workerTicks * TICK_US) / s.count);
+        figures.emitCpu.set(workers, (emitCpu.user + emitCpu.system) / s.count);
         rows.push([
           `throughput, ${workers} worker process${workers > 1 ? 'es' : ''}`,
           `${s.count}/${total}`,
           `${Math.round((s.count / elapsed) * 1000)} deliveries/s`,
           `enqueue alone ${Math.round((total / enqueued) * 1000)}/s`,
+          `worker CPU ${figures.workerCpu.get(workers)!.toFixed(0)} µs, emit CPU ${figures.emitCpu.get(workers)!.toFixed(0)} µs per delivery`,
         ]);
         return s.count;
       });

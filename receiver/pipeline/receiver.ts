@@ -44,7 +44,7 @@ import {
   type ReceiverRequest,
 } from './stages.js';
 import { parsePublicOrigins } from './public-origins.js';
-import { receiveSpan, stageEvent, traceForApp } from './tracing.js';
+import { receiveSpan, timedStage, traceForApp } from './tracing.js';
 import type { Context } from '@opentelemetry/api';
 
 export type { ReceiverResponse, ReceiverRequest };
@@ -229,22 +229,22 @@ export class WebhookReceiver {
     return res;
   }
 
-  /** The stages in order, in four spans (gate, verify, claim, publish); the first `Halt` is the answer. */
+  /** The stages in order, timed in four groups (gate, verify, claim, publish); the first `Halt` is the answer. */
   private async run(d: Delivery, ctx: Context): Promise<ReceiverResponse> {
     const p = this.parts;
-    const gated = await stageEvent('webhook.gate', ctx, async () => gate(p, d.req));
+    const gated = await timedStage('webhook.gate', ctx, async () => gate(p, d.req));
     if (gated instanceof Halt) return gated.res;
-    const checked = await stageEvent('webhook.verify', ctx, () => this.verified(d, gated.declared));
+    const checked = await timedStage('webhook.verify', ctx, () => this.verified(d, gated.declared));
     if (checked instanceof Halt) return checked.res;
     const { auth, body, value, event } = checked;
-    const claimed = await stageEvent('webhook.claim', ctx, async () => {
+    const claimed = await timedStage('webhook.claim', ctx, async () => {
       const c = await claim(p, d, auth, event, value);
       if (c instanceof Halt) return c;
       const ordered = await order(p, c);
       return ordered instanceof Halt ? ordered : { claimed: c, stale: ordered.stale };
     });
     if (claimed instanceof Halt) return claimed.res;
-    const published = await stageEvent('webhook.publish', ctx, (publishCtx) => {
+    const published = await timedStage('webhook.publish', ctx, (publishCtx) => {
       const e = receivedEvent(auth, event, claimed.claimed, body, claimed.stale);
       const trace = traceForApp(d.req.headers, publishCtx);
       if (trace) e.trace = trace;
@@ -254,7 +254,7 @@ export class WebhookReceiver {
     return acknowledge(p, claimed.claimed, published.outcome);
   }
 
-  /** Authenticate, verify, parse and read the envelope: the `webhook.verify` span. */
+  /** Authenticate, verify, parse and read the envelope: the `webhook.verify` group. */
   private async verified(d: Delivery, declared: string | null) {
     const p = this.parts;
     const pending = await authenticate(p, d);

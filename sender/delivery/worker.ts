@@ -20,10 +20,10 @@ import { attemptHeaders, type Signer } from './authenticate.js';
 import { nextDelay, type BackoffOptions } from './backoff.js';
 import { classify, type AttemptResult, type Verdict } from './classify.js';
 import { OriginLimiter } from './origin-limiter.js';
-import { SpanKind, type Context } from '@opentelemetry/api';
+import { SpanKind, type Context, type Span } from '@opentelemetry/api';
 import {
   contextOf,
-  inEvent,
+  timedOnSpan,
   inSpan,
   traceCarrier,
   type TraceCarrier,
@@ -398,8 +398,9 @@ export class DeliveryWorker {
   }
 
   /**
-   * One row in its `webhook.dispatch` span, a child of the emit's trace context when the
-   * job carries one (a recovered row's job does not: its span starts a trace).
+   * One row, in the trace of the emit that made it when the job carries its context (a
+   * recovered row's job does not: its attempt span starts a trace). A run that only waits
+   * (paused, throttled, not due) makes no span; one that sends makes the attempt's span.
    */
   private step(
     id: string,
@@ -407,17 +408,11 @@ export class DeliveryWorker {
     jobTimestamp: number,
     trace: TraceCarrier | undefined,
   ): Promise<Step> {
-    return inSpan(
-      'webhook.dispatch',
-      {
-        parent: contextOf(trace as Record<string, string> | undefined),
-        attributes: { 'webhook.outbox_id': id, 'webhook.origin': origin },
-      },
-      async (span, ctx) => {
-        const step = await this.stepNow(id, origin, jobTimestamp, ctx);
-        span.setAttribute('webhook.next', step.kind);
-        return step;
-      },
+    return this.stepNow(
+      id,
+      origin,
+      jobTimestamp,
+      contextOf(trace as Record<string, string> | undefined),
     );
   }
 
@@ -476,8 +471,35 @@ export class DeliveryWorker {
     }
   }
 
-  /** Sends one attempt and records it; resolves to the next attempt's time, or null. */
-  private async attempt(c: ClaimedEvent, origin: string, ctx: Context): Promise<number | null> {
+  /**
+   * Sends one attempt and records it, in the attempt's `webhook.attempt` client span (its
+   * HTTP status, classification and settle on it as attributes); resolves to the next
+   * attempt's time, or null.
+   */
+  private attempt(c: ClaimedEvent, origin: string, parent: Context): Promise<number | null> {
+    return inSpan(
+      'webhook.attempt',
+      {
+        parent,
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'POST',
+          'webhook.outbox_id': c.id,
+          'webhook.origin': origin,
+          'webhook.attempt': c.attempt,
+          'webhook.notification_type': c.notificationType,
+        },
+      },
+      (span, ctx) => this.attemptNow(c, origin, span, ctx),
+    );
+  }
+
+  private async attemptNow(
+    c: ClaimedEvent,
+    origin: string,
+    span: Span,
+    ctx: Context,
+  ): Promise<number | null> {
     const firedAt = new Date();
     const record = {
       outboxId: c.id,
@@ -496,7 +518,7 @@ export class DeliveryWorker {
     };
     // Buffered: written `pending` only if the attempt is still running at the next flush.
     this.options.activity?.start(record);
-    const { result, elapsed, verdict } = await this.send(c, origin, ctx);
+    const { result, elapsed, verdict } = await this.send(c, span, ctx);
     const completedAt = new Date();
     const metrics = this.options.metrics;
     const status = activityStatus(result);
@@ -539,8 +561,13 @@ export class DeliveryWorker {
     };
     const activity = this.options.activity;
     const settle = (input: Omit<SettleInput, 'id'>) =>
-      inEvent('webhook.settle', ctx, { 'webhook.state': state }, () =>
-        this.settleRetrying(c.id, input),
+      timedOnSpan(
+        'webhook.settle',
+        ctx,
+        () => this.settleRetrying(c.id, input),
+        () => ({
+          'webhook.state': state,
+        }),
       );
     const settled = await settle({
       state,
@@ -608,46 +635,32 @@ export class DeliveryWorker {
   }
 
   /**
-   * The HTTP attempt in its `webhook.attempt` client span: the span's W3C `traceparent` (and
-   * `tracestate`) go with the request beside the signature headers, never among the signed
-   * components (shared/signing/sign.ts covers a fixed list), so tracing cannot change what
-   * a receiver verifies. The span records the status and the classification.
+   * The HTTP attempt: the attempt span's W3C `traceparent` (and `tracestate`) go with the
+   * request beside the signature headers, never among the signed components
+   * (shared/signing/sign.ts covers a fixed list), so tracing cannot change what a receiver
+   * verifies. The span records the status and the classification.
    */
-  private send(
+  private async send(
     c: ClaimedEvent,
-    origin: string,
+    span: Span,
     ctx: Context,
   ): Promise<{ result: AttemptResult; elapsed: number; verdict: Verdict }> {
-    return inSpan(
-      'webhook.attempt',
-      {
-        parent: ctx,
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'http.request.method': 'POST',
-          'webhook.origin': origin,
-          'webhook.attempt': c.attempt,
-          'webhook.notification_type': c.notificationType,
-        },
-      },
-      async (span, attemptCtx) => {
-        const headers = attemptHeaders(c.url, c.body, c.auth, this.signer);
-        const trace = traceCarrier(attemptCtx);
-        const sent = trace ? { ...headers, ...trace } : headers;
-        const started = performance.now();
-        const result = await this.transport.post(c.url, c.body, sent);
-        const elapsed = performance.now() - started;
-        const verdict = classify(result);
-        this.options.metrics?.attemptSeconds.observe(elapsed / 1000);
-        this.options.metrics?.attempts.inc({ result: activityStatus(result) });
-        if (result.kind === 'response')
-          span.setAttribute('http.response.status_code', result.status);
-        else span.setAttribute('error.type', result.failure);
-        span.setAttribute('webhook.verdict', verdict.action);
-        if (verdict.action !== 'delivered') span.setAttribute('webhook.reason', verdict.reason);
-        return { result, elapsed, verdict };
-      },
-    );
+    const headers = attemptHeaders(c.url, c.body, c.auth, this.signer);
+    const trace = traceCarrier(ctx);
+    const sent = trace ? { ...headers, ...trace } : headers;
+    const started = performance.now();
+    const result = await this.transport.post(c.url, c.body, sent);
+    const elapsed = performance.now() - started;
+    const verdict = classify(result);
+    this.options.metrics?.attemptSeconds.observe(elapsed / 1000);
+    this.options.metrics?.attempts.inc({ result: activityStatus(result) });
+    if (span.isRecording()) {
+      if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);
+      else span.setAttribute('error.type', result.failure);
+      span.setAttribute('webhook.verdict', verdict.action);
+      if (verdict.action !== 'delivered') span.setAttribute('webhook.reason', verdict.reason);
+    }
+    return { result, elapsed, verdict };
   }
 
   /**

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue, DispatchItem } from '../delivery/queue.js';
-import { contextOf, inSpan, traceCarrier } from '../../shared/telemetry/trace-context.js';
+import { inSpan, traceCarrier } from '../../shared/telemetry/trace-context.js';
 import { DEFAULT_SENDER_SCHEMA } from '../schema.js';
 import {
   claimSql,
@@ -359,18 +359,20 @@ export class Outbox implements EventSink {
    */
   enqueue(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {
     if (events.length === 0) return Promise.resolve([]);
-    // A child of the emit when the events carry its context (NotificationCore), else of
-    // the caller's active span, if any.
-    const from = events[0]?.trace;
-    const options = {
-      attributes: { 'webhook.events': events.length },
-      ...(from ? { parent: contextOf(from as unknown as Record<string, string>) } : {}),
-    };
-    return inSpan('webhook.outbox', options, (_span, ctx) => {
-      // Tracing on: each event takes this span's context into its dispatch job.
-      const trace = traceCarrier(ctx);
-      return this.enqueueNow(trace ? events.map((e) => ({ ...e, trace })) : events, client);
-    });
+    // Events that carry the emit's context (NotificationCore) keep it: the emit's span
+    // covers this call, and one span per delivery in each process is what tracing costs
+    // (sender/README.md "Traces and metrics"). A direct call gets a span of its own, a
+    // child of the caller's active span, if any.
+    if (events[0]?.trace) return this.enqueueNow(events, client);
+    return inSpan(
+      'webhook.outbox',
+      { attributes: { 'webhook.events': events.length } },
+      (_s, ctx) => {
+        // Tracing on: each event takes this span's context into its dispatch job.
+        const trace = traceCarrier(ctx);
+        return this.enqueueNow(trace ? events.map((e) => ({ ...e, trace })) : events, client);
+      },
+    );
   }
 
   private async enqueueNow(events: OutboundEvent[], client?: PoolClient): Promise<string[]> {

@@ -17,6 +17,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { brandProfile } from '../../shared/brand.js';
 import { publishedJwk } from '../../shared/signing/keys.js';
 import { NotificationCore } from '../../sender/core/notification-core.js';
+import { newIdempotencyKey } from '../../sender/outbox/keys.js';
 import { WebhookReceiver } from '../../receiver/pipeline/receiver.js';
 import { ForwardPublisher } from '../../receiver/publish/forward.js';
 import { senderHarness, startReceiver } from '../sender/harness.js';
@@ -94,10 +95,10 @@ t.test('one delivery: emit -> attempt -> receiver stages -> app, one trace', asy
   });
   t.equal(await h.waitForState(id!), 'delivered', 'delivered (the receiver answered 2xx)');
   await app.waitFor(1);
-  // The dispatch span ends after the row's state is written: wait for it.
+  // The attempt span ends after the row's state is written: wait for it.
   for (
     let i = 0;
-    i < 100 && byName(exporter.getFinishedSpans(), 'webhook.dispatch').length === 0;
+    i < 100 && byName(exporter.getFinishedSpans(), 'webhook.attempt').length === 0;
     i++
   ) {
     await new Promise((r) => setTimeout(r, 20));
@@ -109,37 +110,35 @@ t.test('one delivery: emit -> attempt -> receiver stages -> app, one trace', asy
     return list[0]!;
   };
   const emit = one('webhook.emit');
-  const outbox = one('webhook.outbox');
-  const dispatch = one('webhook.dispatch');
   const attempt = one('webhook.attempt');
   const receive = one('webhook.receive');
   const traceId = emit.spanContext().traceId;
-  for (const s of [outbox, dispatch, attempt, receive]) {
+  for (const s of [attempt, receive]) {
     t.equal(s.spanContext().traceId, traceId, `${s.name} in the emit's trace`);
   }
   t.equal(parentOf(emit), undefined, 'the emit is the root');
-  t.equal(parentOf(outbox), emit.spanContext().spanId, 'outbox under the emit');
-  t.equal(parentOf(dispatch), outbox.spanContext().spanId, 'dispatch under the outbox (via Redis)');
-  t.equal(parentOf(attempt), dispatch.spanContext().spanId, 'attempt under the dispatch');
-  const settle = dispatch.events.find((e) => e.name === 'webhook.settle');
-  t.ok(settle, 'the settle is an event on the dispatch span');
+  t.equal(parentOf(attempt), emit.spanContext().spanId, 'attempt under the emit (via Redis)');
+  t.same(
+    [byName(spans, 'webhook.outbox').length, byName(spans, 'webhook.dispatch').length],
+    [0, 0],
+    'one span per process: no outbox span under an emit, no dispatch span',
+  );
+  t.equal(attempt.attributes['webhook.outbox_id'], id, 'the attempt names its outbox row');
+  t.type(attempt.attributes['webhook.settle_ms'], 'number', 'the settle is timed on the attempt');
   t.equal(
     parentOf(receive),
     attempt.spanContext().spanId,
     "the receiver's span has the sender's attempt span as parent (over HTTP)",
   );
-  // The stages are events on the receive span, in pipeline order, each with its duration.
-  t.same(
-    receive.events.map((e) => e.name),
-    ['webhook.gate', 'webhook.verify', 'webhook.claim', 'webhook.publish'],
-    'the stages as events on webhook.receive',
-  );
-  for (const e of receive.events) {
-    t.type(e.attributes?.['webhook.stage_ms'], 'number', `${e.name} records its duration`);
+  // The stages are timed on the receive span, not spans or events of their own.
+  t.equal(receive.events.length, 0, 'no events on webhook.receive');
+  for (const stage of ['webhook.gate', 'webhook.verify', 'webhook.claim', 'webhook.publish']) {
+    t.type(receive.attributes[`${stage}_ms`], 'number', `${stage} records its duration`);
   }
+  t.equal(receive.attributes['webhook.halt_stage'], undefined, 'no stage halted it');
   t.equal(attempt.attributes['http.response.status_code'], 200, 'the attempt records the status');
   t.equal(attempt.attributes['webhook.verdict'], 'delivered', 'and its classification');
-  t.equal(settle?.attributes?.['webhook.state'], 'delivered');
+  t.equal(attempt.attributes['webhook.state'], 'delivered', 'and its settled state');
   t.equal(receive.attributes['http.response.status_code'], 200);
   const got = app.received[0]!;
   const tp = String(got.headers.traceparent);
@@ -175,7 +174,7 @@ t.test('a retried delivery: each attempt its own span in the same trace', async 
   t.equal(await h.waitForState(id!), 'delivered');
   for (
     let i = 0;
-    i < 100 && byName(exporter.getFinishedSpans(), 'webhook.dispatch').length < 2;
+    i < 100 && byName(exporter.getFinishedSpans(), 'webhook.attempt').length < 2;
     i++
   ) {
     await new Promise((r) => setTimeout(r, 20));
@@ -207,6 +206,41 @@ t.test('a retried delivery: each attempt its own span in the same trace', async 
     t.notMatch(String(r.headers['signature-input']), /traceparent/, 'traceparent is not signed');
   }
 });
+
+t.test(
+  'a direct Outbox.enqueue (no emit): its own outbox span, the attempt under it',
+  async (t) => {
+    exporter.reset();
+    const h = await senderHarness(t);
+    const rx = await startReceiver(() => ({ status: 200 }));
+    t.teardown(() => rx.close());
+    h.startWorker();
+    const key = newIdempotencyKey();
+    const [id] = await h.outbox.enqueue([
+      {
+        target: { url: rx.url, auth: { mode: 'rfc9421' }, channel: 'task' },
+        payload: { idempotency_key: key, task_id: 't-direct', status: 'completed' },
+        idempotencyKey: key,
+        notificationType: 'completed',
+      },
+    ]);
+    t.equal(await h.waitForState(id!), 'delivered');
+    for (
+      let i = 0;
+      i < 100 && byName(exporter.getFinishedSpans(), 'webhook.attempt').length === 0;
+      i++
+    ) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const spans = exporter.getFinishedSpans();
+    const [outbox] = byName(spans, 'webhook.outbox');
+    const [attempt] = byName(spans, 'webhook.attempt');
+    t.ok(outbox, 'an outbox span');
+    t.equal(parentOf(outbox!), undefined, 'the root: no emit and no active span');
+    t.equal(parentOf(attempt!), outbox!.spanContext().spanId, 'the attempt under it (via Redis)');
+    t.equal(outbox!.attributes['webhook.events'], 1);
+  },
+);
 
 t.test('a malformed traceparent starts a new trace, never an error', async (t) => {
   exporter.reset();
@@ -254,4 +288,13 @@ t.test('a malformed traceparent starts a new trace, never an error', async (t) =
       'the app gets the new trace',
     );
   }
+  // A delivery a stage refuses: the span says which stage and with what status.
+  const unsigned = await post(`${url}/hooks`, JSON.stringify(envelope()), {
+    'content-type': 'application/json',
+  });
+  t.equal(unsigned.status, 401, 'an unsigned request is refused');
+  const refused = byName(exporter.getFinishedSpans(), 'webhook.receive').at(-1)!;
+  t.equal(refused.attributes['webhook.halt_stage'], 'webhook.verify', 'halted at verify');
+  t.equal(refused.attributes['webhook.halt_status'], 401, 'with its status');
+  t.equal(refused.attributes['webhook.claim_ms'], undefined, 'no later stage ran');
 });

@@ -10,12 +10,15 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import t from 'tap';
+import t, { type Test } from 'tap';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { DATABASE_URL, REDIS_URL } from '../../helpers/db.js';
 import { startAgents } from '../transport/support.js';
+import { startReceiver } from '../../sender/harness.js';
 
 // Many child processes, each a cold tsx start: slow on a loaded machine.
 t.setTimeout(300_000);
@@ -43,7 +46,27 @@ function run(
   });
 }
 
+/** A stand-in OTLP/HTTP collector on loopback: keeps every body posted to /v1/traces. */
+async function collector(t: Test): Promise<{ url: string; bodies: string[] }> {
+  const bodies: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === '/v1/traces') bodies.push(Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies };
+}
+
 t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM', async (t) => {
+  // Traced (OTEL_EXPORTER_OTLP_ENDPOINT): a buy's webhooks carry the trace its spans export.
+  const otlp = await collector(t);
+  const rx = await startReceiver(() => ({ status: 200 }));
+  t.teardown(() => rx.close());
   const dbName = `g2_smoke_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: DATABASE_URL });
   await admin.connect();
@@ -65,6 +88,9 @@ t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM'
       SVC_SALES_PORT: '0',
       SVC_CREATIVE_PORT: '0',
       SVC_SIGNALS_PORT: '0',
+      SVC_SENDER_ALLOW_HOSTS: '127.0.0.1',
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_SERVICE_NAME: 'svc-start-under-test',
       LOG_LEVEL: 'silent',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -104,9 +130,62 @@ t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM'
   const formats = await run(['call', creative!, 'list_creative_formats', '{"type":"video"}']);
   t.equal(formats.code, 0, formats.stderr);
   t.match(formats.stdout, /"formats"/);
+  const buy = await run(
+    [
+      'call',
+      sales!,
+      'create_media_buy',
+      JSON.stringify({
+        buyer_ref: 'traced-buy',
+        brand_manifest: { url: 'https://acme.example' },
+        packages: [
+          {
+            buyer_ref: 'p',
+            product_id: 'video_olv_news',
+            pricing_option_id: 'olv_news_cpm',
+            budget: 5000,
+          },
+        ],
+        start_time: { type: 'asap' },
+        end_time: new Date(Date.now() + 7 * 86400_000).toISOString(),
+        push_notification_config: { url: `${rx.url}/hooks`, operation_id: 'traced' },
+      }),
+      '--as',
+      'demo-buyer',
+    ],
+    { SVC_DATA_DIR: dataDir },
+  );
+  t.equal(buy.code, 0, buy.stderr);
+  const until = Date.now() + 60_000;
+  while (rx.received.length === 0 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const traceparent = String(rx.received[0]?.headers.traceparent ?? '');
+  t.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, 'the webhook carries a traceparent');
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'clean exit on SIGTERM');
   t.match(stdout, /stopped/);
+  // Stopping flushes the spans: the emit and the attempt of that webhook, in its trace.
+  const exported = otlp.bodies.join('\n');
+  const traceId = traceparent.split('-')[1];
+  t.match(exported, /"svc-start-under-test"/, 'under OTEL_SERVICE_NAME');
+  t.match(exported, /"webhook\.emit"/, 'the emit span reached the collector');
+  t.match(exported, /"webhook\.attempt"/, 'the attempt span too');
+  t.ok(traceId && exported.includes(traceId), 'in the trace the webhook announced');
+});
+
+t.test('svc start: an OTLP endpoint that is not an http(s) URL is refused, named', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'g2-otel-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const r = await run(['start'], {
+    DATABASE_URL,
+    REDIS_URL,
+    SVC_DATA_DIR: dataDir,
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+  });
+  t.not(r.code, 0);
+  t.match(r.stderr, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL, got "collector:4318"/);
+  t.notMatch(r.stderr, /\n\s+at /, 'a message, not a stack trace');
 });
 
 t.test(
