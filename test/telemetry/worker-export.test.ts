@@ -4,11 +4,9 @@
  * OTLP/HTTP; with --metrics-listen its /metrics shows each seller metric moving with a
  * delivery that is retried once. Bad values of both are refused naming the setting.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,26 +18,11 @@ import { migrateSender } from '../../sender/schema.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { DATABASE_URL, REDIS_URL, testDatabase, uniqueName } from '../helpers/db.js';
 import { startReceiver } from '../sender/harness.js';
+import { otlpCollector } from '../helpers/otlp-collector.js';
 
 t.setTimeout(180_000);
 const run = promisify(execFile);
 const SVC = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
-
-/** A stand-in OTLP/HTTP collector: keeps every request body posted to /v1/traces. */
-async function collector(t: Test) {
-  const bodies: string[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.url === '/v1/traces') bodies.push(Buffer.concat(chunks).toString('utf8'));
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies };
-}
 
 async function scrape(url: string): Promise<string> {
   const res = await fetch(url);
@@ -61,7 +44,7 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
 }
 
 t.test('svc worker: OTLP export over loopback and /metrics moving with traffic', async (t) => {
-  const otlp = await collector(t);
+  const otlp = await otlpCollector(t);
   const dir = await mkdtemp(join(tmpdir(), 'svc-otel-'));
   await run(process.execPath, [SVC, 'keys', 'generate', '--out', dir]);
   const { pool, schema } = testDatabase(t, 'otel');

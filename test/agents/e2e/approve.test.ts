@@ -2,6 +2,7 @@
  * The operator's decision from another process's code path (`svc approve`): a pending buy
  * approved (its task webhook delivered and verified) or rejected; unknown ids refused.
  */
+import { demoBuy } from './demo-buy.js';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import t from 'tap';
@@ -23,21 +24,12 @@ t.test('approve and reject pending buys', async (t) => {
   const c = new AgentClient({ agentUrl: service.urls.sales, apiKey: key });
   t.teardown(() => c.close());
   const create = (op: string) =>
-    c.call('create_media_buy', {
-      buyer_ref: op,
-      brand_manifest: { url: 'https://acme.example' },
-      packages: [
-        {
-          buyer_ref: 'p',
-          product_id: 'video_olv_news',
-          pricing_option_id: 'olv_news_cpm',
-          budget: 5000,
-        },
-      ],
-      start_time: { type: 'asap' },
-      end_time: new Date(service.core.clock.nowMs() + 7 * 86400_000).toISOString(),
-      push_notification_config: { url: `${rx.url}/t`, operation_id: op },
-    });
+    c.call(
+      'create_media_buy',
+      demoBuy(op, service.core.clock.nowMs() + 7 * 86400_000, {
+        push_notification_config: { url: `${rx.url}/t`, operation_id: op },
+      }),
+    );
   const config = loadConfig({
     DATABASE_URL,
     REDIS_URL,

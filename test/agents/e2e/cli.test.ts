@@ -10,15 +10,15 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import t, { type Test } from 'tap';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import t from 'tap';
 import pg from 'pg';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { DATABASE_URL, REDIS_URL } from '../../helpers/db.js';
 import { startAgents } from '../transport/support.js';
 import { startReceiver } from '../../sender/harness.js';
+import { otlpCollector } from '../../helpers/otlp-collector.js';
+import { demoBuy } from './demo-buy.js';
 
 // Many child processes, each a cold tsx start: slow on a loaded machine.
 t.setTimeout(300_000);
@@ -46,25 +46,9 @@ function run(
   });
 }
 
-/** A stand-in OTLP/HTTP collector on loopback: keeps every body posted to /v1/traces. */
-async function collector(t: Test): Promise<{ url: string; bodies: string[] }> {
-  const bodies: string[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.url === '/v1/traces') bodies.push(Buffer.concat(chunks).toString('utf8'));
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies };
-}
-
 t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM', async (t) => {
   // Traced (OTEL_EXPORTER_OTLP_ENDPOINT): a buy's webhooks carry the trace its spans export.
-  const otlp = await collector(t);
+  const otlp = await otlpCollector(t);
   const rx = await startReceiver(() => ({ status: 200 }));
   t.teardown(() => rx.close());
   const dbName = `g2_smoke_${randomBytes(4).toString('hex')}`;
@@ -135,21 +119,11 @@ t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM'
       'call',
       sales!,
       'create_media_buy',
-      JSON.stringify({
-        buyer_ref: 'traced-buy',
-        brand_manifest: { url: 'https://acme.example' },
-        packages: [
-          {
-            buyer_ref: 'p',
-            product_id: 'video_olv_news',
-            pricing_option_id: 'olv_news_cpm',
-            budget: 5000,
-          },
-        ],
-        start_time: { type: 'asap' },
-        end_time: new Date(Date.now() + 7 * 86400_000).toISOString(),
-        push_notification_config: { url: `${rx.url}/hooks`, operation_id: 'traced' },
-      }),
+      JSON.stringify(
+        demoBuy('traced-buy', Date.now() + 7 * 86400_000, {
+          push_notification_config: { url: `${rx.url}/hooks`, operation_id: 'traced' },
+        }),
+      ),
       '--as',
       'demo-buyer',
     ],

@@ -7,6 +7,7 @@
  * webhooks, verified with the keys it discovered from the local agent after its logged
  * `--allow-http-loopback` opt-in; `svc conformance receiver` against that sidecar passes.
  */
+import { demoBuy } from './demo-buy.js';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -190,21 +191,11 @@ t.test('the first hour on a fresh data directory, DATABASE_URL unset', async (t)
 
   // 4. A buy whose webhooks go to the sidecar: refused, naming the one setting that allows it.
   const buy = (ref: string) =>
-    JSON.stringify({
-      buyer_ref: ref,
-      brand_manifest: { url: 'https://acme.example' },
-      packages: [
-        {
-          buyer_ref: 'p',
-          product_id: 'video_olv_news',
-          pricing_option_id: 'olv_news_cpm',
-          budget: 5000,
-        },
-      ],
-      start_time: { type: 'asap' },
-      end_time: new Date(Date.now() + 7 * 86400_000).toISOString(),
-      push_notification_config: { url: `${base}/webhooks`, operation_id: ref },
-    });
+    JSON.stringify(
+      demoBuy(ref, Date.now() + 7 * 86400_000, {
+        push_notification_config: { url: `${base}/webhooks`, operation_id: ref },
+      }),
+    );
   const call = (args: string[]) =>
     exec(process.execPath, [BIN, 'call', sales, ...args, '--as', 'demo-buyer'], {
       cwd: ROOT,
