@@ -68,6 +68,14 @@ function parentOf(s: ReadableSpan): string | undefined {
   return s.parentSpanContext?.spanId;
 }
 
+/** Waits (up to 2 s) until `n` attempt spans ended: each ends after its row's state is written. */
+async function attemptSpans(n: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (byName(exporter.getFinishedSpans(), 'webhook.attempt').length >= n) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 t.test('one delivery: emit -> attempt -> receiver stages -> app, one trace', async (t) => {
   exporter.reset();
   const h = await senderHarness(t);
@@ -95,14 +103,7 @@ t.test('one delivery: emit -> attempt -> receiver stages -> app, one trace', asy
   });
   t.equal(await h.waitForState(id!), 'delivered', 'delivered (the receiver answered 2xx)');
   await app.waitFor(1);
-  // The attempt span ends after the row's state is written: wait for it.
-  for (
-    let i = 0;
-    i < 100 && byName(exporter.getFinishedSpans(), 'webhook.attempt').length === 0;
-    i++
-  ) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await attemptSpans(1);
   const spans = exporter.getFinishedSpans();
   const one = (name: string) => {
     const list = byName(spans, name);
@@ -172,13 +173,7 @@ t.test('a retried delivery: each attempt its own span in the same trace', async 
     pushNotificationConfig: { url: rx.url, operation_id: 'op-2' },
   });
   t.equal(await h.waitForState(id!), 'delivered');
-  for (
-    let i = 0;
-    i < 100 && byName(exporter.getFinishedSpans(), 'webhook.attempt').length < 2;
-    i++
-  ) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await attemptSpans(2);
   const spans = exporter.getFinishedSpans();
   const attempts = byName(spans, 'webhook.attempt');
   t.equal(attempts.length, 2, 'two attempt spans');
@@ -225,13 +220,7 @@ t.test(
       },
     ]);
     t.equal(await h.waitForState(id!), 'delivered');
-    for (
-      let i = 0;
-      i < 100 && byName(exporter.getFinishedSpans(), 'webhook.attempt').length === 0;
-      i++
-    ) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await attemptSpans(1);
     const spans = exporter.getFinishedSpans();
     const [outbox] = byName(spans, 'webhook.outbox');
     const [attempt] = byName(spans, 'webhook.attempt');
