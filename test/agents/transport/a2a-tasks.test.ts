@@ -5,6 +5,7 @@
  * push-notification config set/get/list/delete, with their malformed variants (unknown
  * task ids, another principal's task, unknown config ids, configs the sender refuses).
  */
+import { demoBuy } from '../e2e/demo-buy.js';
 import t from 'tap';
 import { parseA2aPushConfig } from '../../../sender/core/registration.js';
 import { purgeExpired } from '../../../agents/service.js';
@@ -20,21 +21,7 @@ class CheckedNotifications extends RecordingNotifications {
   }
 }
 
-const buy = (creative: string) => ({
-  buyer_ref: 'a2a-tasks',
-  brand_manifest: { url: 'https://acme.example' },
-  packages: [
-    {
-      buyer_ref: 'p',
-      product_id: 'video_olv_news',
-      pricing_option_id: 'olv_news_cpm',
-      budget: 5000,
-    },
-  ],
-  start_time: { type: 'asap' },
-  end_time: new Date(START + 86400_000).toISOString(),
-  _creative: creative,
-});
+const buy = (creative: string) => demoBuy('a2a-tasks', START + 86400_000, { _creative: creative });
 
 type Rpc = (method: string, params: unknown, headers?: Record<string, string>) => Promise<any>;
 
