@@ -16,6 +16,7 @@ export {
   type A2aRegistration,
   type AgentEvent,
   type JsonObjectInput,
+  type NotificationApi,
   type NotificationCoreOptions,
   type TaskStatusChange,
 } from './core/notification-core.js';
