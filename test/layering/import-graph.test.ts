@@ -21,9 +21,6 @@ const PARTS = new Set(['sender', 'receiver', 'agents', 'conformance']);
  * Format: `importer -> imported`, paths from the repository root.
  */
 const ALLOWED: readonly string[] = [
-  // The seller process starts the sender's console; the console stays out of the library
-  // entry (svc-webhooks/sender) so that embedding the core does not load Koa pages and OIDC.
-  'agents/server/seller-process.ts -> sender/console/index.ts',
   // The sender-grading kit finds the graded sender's keys with the receiver's own key
   // discovery (brand.json, JWKS): making those public is the receiver's API decision.
   'conformance/grade-sender/sender-keys.ts -> receiver/keys/brand-discovery.ts',
