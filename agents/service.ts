@@ -37,7 +37,7 @@ import { DeliverySimulator } from './sales/delivery-simulator.js';
 import { MediaBuyOperator, registerMediaBuyTasks } from './sales/media-buys.js';
 import { registerSignalTasks } from './signals/signal-agent.js';
 import { registerTestController } from './testing/controller.js';
-import { markDemoPrincipalsSandbox } from './testing/sandbox.js';
+import { markDemoPrincipalsSandbox } from './sandbox/fixtures.js';
 import { demoCredentials, seedCatalog, type DemoCredential } from './seed.js';
 import { DEFAULT_AGENTS_SCHEMA, migrateAgents } from './store/migrations.js';
 

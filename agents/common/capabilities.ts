@@ -31,7 +31,7 @@ import { proveSubscribers, type SubscriberEntry } from './subscriber-proof.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
-import { CONTROLLER_SCENARIOS } from '../testing/scenarios.js';
+import { CONTROLLER_SCENARIOS } from '../sandbox/scenarios.js';
 
 /** The force/simulate scenarios of 3.0's closed capability enum (newer ones: list_scenarios). */
 const DECLARED_SCENARIOS = new Set([

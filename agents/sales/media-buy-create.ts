@@ -10,7 +10,7 @@ import type { PoolClient } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
 import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../runtime/types.js';
 import { fieldPath } from '../runtime/validation.js';
-import { isSandboxPrincipal, takeForcedCreateArm } from '../testing/sandbox.js';
+import { isSandboxPrincipal, takeForcedCreateArm } from '../sandbox/fixtures.js';
 import { productRow, type ProductRow } from './catalog.js';
 import { assignCreatives } from './creative-assignments.js';
 import { loadBuy, newMediaBuyId, newPackageId, type BuyRow } from './media-buy-records.js';

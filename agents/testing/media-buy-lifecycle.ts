@@ -19,7 +19,7 @@ import {
 import { closeCreateTask } from '../sales/media-buy-update.js';
 import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
-import { CREATE_ARM_KIND, putFixture, SESSION, type ForcedCreateArm } from './sandbox.js';
+import { CREATE_ARM_KIND, putFixture, SESSION, type ForcedCreateArm } from '../sandbox/fixtures.js';
 
 /** The published lifecycle graph (`enums/media-buy-status.json`): status -> legal next ones. */
 export const MEDIA_BUY_LIFECYCLE: Record<string, readonly string[]> = {
