@@ -21,9 +21,9 @@ import {
   publicConfig,
   SubscriberConfigSchema,
   SUPPORTED_BILLING,
-} from '../sales/accounts.js';
+} from '../sales/accounts/accounts.js';
 import { supportedFormats } from '../creative/canonical.js';
-import { portfolio } from '../sales/catalog.js';
+import { portfolio } from '../sales/catalog/catalog.js';
 import { allFormats, type FormatRow } from '../creative/formats.js';
 import { checkSubscriberUrls } from './subscriber-urls.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -164,7 +164,7 @@ export async function capabilityDocument(
   }
   if (agent === 'sales') {
     doc.media_buy = {
-      // get_products refine (products and proposals, proposal finalize); see sales/proposals.ts.
+      // get_products refine (products and proposals, proposal finalize); see sales/catalog/proposals.ts.
       buying_modes: ['brief', 'refine'],
       portfolio: portfolio(settings),
       propagation_surfaces: ['snapshot', 'webhook'],

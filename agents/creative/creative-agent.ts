@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { canonicalFormat, canonicalOf } from './canonical.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import { paginate, PaginationRequestSchema } from '../common/pagination.js';
-import { checkAssets } from '../sales/creatives.js';
+import { checkAssets } from '../sales/creatives/creatives.js';
 import { sandboxFixtures, SESSION } from '../sandbox/fixtures.js';
 import type { AgentClock } from '../runtime/clock.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
