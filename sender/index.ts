@@ -3,7 +3,8 @@
  * handlers call `NotificationCore`; it writes each webhook to the PostgreSQL outbox
  * (`Outbox`, `migrateSender` creates its tables) and dispatches it through BullMQ
  * (`DeliveryQueue`); `DeliveryWorker` processes, in this process or others, sign with the
- * `KeySet` and deliver. See README.md.
+ * `KeySet` and deliver; `startSender` brings all of them up from a configuration. See
+ * README.md.
  */
 export {
   NotificationCore,
@@ -16,6 +17,7 @@ export {
   type A2aRegistration,
   type AgentEvent,
   type JsonObjectInput,
+  type NotificationApi,
   type NotificationCoreOptions,
   type TaskStatusChange,
 } from './core/notification-core.js';
@@ -80,6 +82,21 @@ export {
   type ReportingClock,
   channelOptionsFromConfig,
 } from './channels/index.js';
+// The whole sender of a seller process from a configuration (svc start, svc approve).
+export {
+  startSender,
+  type SenderConsoleOptions,
+  type SenderRuntime,
+  type StartSenderOptions,
+} from './runtime/start-sender.js';
+export {
+  senderNotifications,
+  type ReportSource,
+  type SenderNotifications,
+  type SenderNotificationsOptions,
+} from './runtime/notifications.js';
+// Types only: the console itself loads on demand (SenderRuntime.startConsole).
+export type { OAuthClientAdmin, RunningConsole } from './console/index.js';
 export {
   TASK_STATUSES,
   WEBHOOK_TASK_TYPES,

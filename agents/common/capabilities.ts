@@ -9,15 +9,21 @@ import { z } from 'zod';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import { isTerminalStatus } from '../../shared/envelope/task-status.js';
+import {
+  advertisedTypes,
+  AGENT_NOTIFICATION_TYPES,
+  coalescenceWindows,
+  NOTIFICATION_TYPES,
+} from '../../shared/envelope/notification-types.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import {
   checkUniqueSubscribers,
   publicConfig,
   SubscriberConfigSchema,
   SUPPORTED_BILLING,
-} from '../sales/accounts.js';
+} from '../sales/accounts/accounts.js';
 import { supportedFormats } from '../creative/canonical.js';
-import { portfolio } from '../sales/catalog.js';
+import { portfolio } from '../sales/catalog/catalog.js';
 import { allFormats, type FormatRow } from '../creative/formats.js';
 import { checkSubscriberUrls } from './subscriber-urls.js';
 import type { TaskRegistry } from '../runtime/registry.js';
@@ -25,7 +31,7 @@ import { proveSubscribers, type SubscriberEntry } from './subscriber-proof.js';
 import type { AgentSettings } from '../runtime/settings.js';
 import type { TaskStore } from '../runtime/task-store.js';
 import type { AgentNotifications, TaskContext } from '../runtime/types.js';
-import { CONTROLLER_SCENARIOS } from '../testing/scenarios.js';
+import { CONTROLLER_SCENARIOS } from '../sandbox/scenarios.js';
 
 /** The force/simulate scenarios of 3.0's closed capability enum (newer ones: list_scenarios). */
 const DECLARED_SCENARIOS = new Set([
@@ -67,15 +73,7 @@ function syncAction(previous: unknown[], next: unknown[]): 'updated' | 'unchange
 }
 
 /** Coalescence windows (seconds) this seller keeps per event type (§4.6 defaults or shorter). */
-export const COALESCENCE_WINDOWS: Record<string, number> = {
-  impairment: 300,
-  'impairment.fraud': 0,
-  'impairment.brand_safety': 0,
-  'creative.status_changed': 60,
-  'creative.assignment_changed': 60,
-  'account.status_changed': 0,
-  'capabilities.changed': 0,
-};
+export const COALESCENCE_WINDOWS: Record<string, number> = coalescenceWindows();
 
 async function capabilitiesVersion(db: Pick<Pool, 'query'>, schema: string, agent: AgentKind) {
   const { rows } = await db.query<{ version: number; changed_at: Date }>(
@@ -109,8 +107,8 @@ export async function capabilityDocument(
         notifications: {
           supported: true,
           registration_task: 'sync_agent_notification_configs',
-          event_types: ['capabilities.changed'],
-          coalescence_window_seconds: 0,
+          event_types: advertisedTypes('capability_changes'),
+          coalescence_window_seconds: NOTIFICATION_TYPES['capabilities.changed'].coalescenceSeconds,
         },
       },
     },
@@ -166,7 +164,7 @@ export async function capabilityDocument(
   }
   if (agent === 'sales') {
     doc.media_buy = {
-      // get_products refine (products and proposals, proposal finalize); see sales/proposals.ts.
+      // get_products refine (products and proposals, proposal finalize); see sales/catalog/proposals.ts.
       buying_modes: ['brief', 'refine'],
       portfolio: portfolio(settings),
       propagation_surfaces: ['snapshot', 'webhook'],
@@ -179,7 +177,7 @@ export async function capabilityDocument(
       relationship_notifications: {
         supported: true,
         registration_task: 'sync_accounts',
-        event_types: ['creative.assignment_changed'],
+        event_types: advertisedTypes('relationship'),
         repair_tasks: ['get_media_buys'],
         supports_webhook_activity: false,
       },
@@ -194,7 +192,7 @@ export async function capabilityDocument(
         supported: true,
         registration_task: 'sync_accounts',
         read_task: 'list_accounts',
-        event_types: ['account.status_changed'],
+        event_types: advertisedTypes('account'),
         supports_webhook_activity: false,
       },
     };
@@ -204,21 +202,17 @@ export async function capabilityDocument(
       impairment_notifications: {
         supported: true,
         registration_task: 'create_media_buy',
-        event_types: ['impairment'],
+        event_types: advertisedTypes('ext.impairments'),
         repair_tasks: ['get_media_buys'],
         supports_webhook_activity: true,
       },
-      account_event_types: [
-        'creative.status_changed',
-        'creative.assignment_changed',
-        'account.status_changed',
-      ],
+      account_event_types: advertisedTypes('ext.account_events'),
     };
   }
   return doc;
 }
 
-const AgentConfigSchema = SubscriberConfigSchema(['capabilities.changed']);
+const AgentConfigSchema = SubscriberConfigSchema(AGENT_NOTIFICATION_TYPES);
 
 const SyncAgentConfigsSchema = z.looseObject({
   notification_configs: z.array(AgentConfigSchema).max(20),

@@ -13,7 +13,7 @@ import {
   storedFormatRef,
   wireAssets,
   wireFormatRef,
-} from '../sales/creatives.js';
+} from '../sales/creatives/creatives.js';
 import { decodeCursor, pageInfo, PaginationRequestSchema } from '../sales/cursor.js';
 import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';

@@ -16,9 +16,9 @@ export class RecordingNotifications implements AgentNotifications {
 
   private record(call: RecordedCall): void {
     // The transaction client is not part of what happened.
-    const input = { ...(call.input as Record<string, unknown>) };
+    const input: Record<string, unknown> = { ...call.input };
     delete input.client;
-    this.calls.push({ method: call.method, input } as RecordedCall);
+    this.calls.push({ method: call.method, input } as unknown as RecordedCall);
   }
 
   of<M extends RecordedCall['method']>(method: M): Extract<RecordedCall, { method: M }>['input'][] {

@@ -10,73 +10,12 @@ import type { PoolClient } from '../../shared/infra/pg.js';
 import type { AgentKind, Principal, RequiredPermission } from '../auth/principal.js';
 import type { AgentClock } from './clock.js';
 import type { AgentSettings } from './settings.js';
+import type { NotificationApi } from '../../sender/index.js';
 
 export type { TaskStatus };
 
-/** The methods of the sender's NotificationCore the agents call. */
-export interface AgentNotifications {
-  taskStatusChanged(change: {
-    taskId: string;
-    taskType: WebhookTaskType;
-    status: TaskStatus;
-    initialStatus: TaskStatus;
-    pushNotificationConfig?: unknown;
-    a2aConfig?: { version: '0.3' | '1.0'; config: unknown; contextId?: string };
-    context?: Record<string, unknown>;
-    result?: Record<string, unknown> | null;
-    message?: string;
-    mediaBuyId?: string;
-    principalId?: string;
-    client?: PoolClient;
-  }): Promise<unknown>;
-  mediaBuyChannelsConfigured(input: {
-    mediaBuyId: string;
-    principalId: string;
-    pushNotificationConfig?: Record<string, unknown> | null;
-    reportingWebhook?: Record<string, unknown> | null;
-    /** The flight (ISO 8601): reports stop at its end, with the final one. */
-    flightStart?: string;
-    flightEnd?: string;
-    client?: PoolClient;
-  }): Promise<void>;
-  impairmentObserved(input: {
-    mediaBuyId: string;
-    principalId: string;
-    impairment: Record<string, unknown>;
-    client?: PoolClient;
-  }): Promise<unknown>;
-  mediaBuyTerminal(input: {
-    mediaBuyId: string;
-    principalId: string;
-    status: 'completed' | 'canceled' | 'rejected';
-    client?: PoolClient;
-  }): Promise<unknown>;
-  agentEvent(event: {
-    configs: unknown[];
-    agentUrl: string;
-    capabilitiesVersion: string;
-    reason: string;
-    changedPaths?: string[];
-    client?: PoolClient;
-  }): Promise<unknown>;
-  accountNotification(n: {
-    configs: unknown[];
-    notificationType:
-      'creative.status_changed' | 'creative.assignment_changed' | 'account.status_changed';
-    notificationId: string;
-    fields: Record<string, unknown>;
-    mediaBuyId?: string;
-    principalId?: string;
-    client?: PoolClient;
-  }): Promise<unknown>;
-  /** Optional request-time check of a registration (throws an error with `field`). */
-  validateRegistration?(input: {
-    pushNotificationConfig?: unknown;
-    a2aConfig?: { version: '0.3' | '1.0'; config: unknown };
-    /** Account- or agent-level subscribers (`notification_configs[]`), under `field`. */
-    subscriberConfigs?: { configs: unknown[]; channel: 'account' | 'agent'; field: string };
-  }): void;
-}
+/** The sender's NotificationCore as the task handlers call it (declared by the sender). */
+export type AgentNotifications = NotificationApi;
 
 export type AuthTier =
   /** Anyone; credentials, when sent, are still checked. */

@@ -25,6 +25,14 @@ function parseJsonObject(value: string): Record<string, unknown> {
 
 export function registerAgentCommands(program: Command): void {
   registerOAuthCommands(program);
+  registerStartCommand(program);
+  registerCallCommand(program);
+  registerMcpCommand(program);
+  registerApproveCommand(program);
+}
+
+/** `svc start`: the whole seller side (agents/server/start.ts). */
+function registerStartCommand(program: Command): void {
   const startFlags: Record<string, VariableName> = {
     dataDir: 'SVC_DATA_DIR',
     host: 'SVC_HTTP_HOST',
@@ -96,7 +104,10 @@ export function registerAgentCommands(program: Command): void {
       const { runStart } = await import('./start.js');
       await runStart(loadConfigOrExit());
     });
+}
 
+/** `svc call`: one task against any agent, over MCP or A2A. */
+function registerCallCommand(program: Command): void {
   program
     .command('call')
     .description(
@@ -160,7 +171,10 @@ export function registerAgentCommands(program: Command): void {
         });
       },
     );
+}
 
+/** `svc mcp`: the call_<brand>_agent tool over stdio. */
+function registerMcpCommand(program: Command): void {
   program
     .command('mcp')
     .description(`Serve the call_<brand>_agent tool over MCP stdio (for MCP hosts)`)
@@ -169,7 +183,10 @@ export function registerAgentCommands(program: Command): void {
       const { serveCallAgentStdio } = await import('../client/stdio-server.js');
       await serveCallAgentStdio(brandProfile(config.SVC_BRAND));
     });
+}
 
+/** `svc approve`: the operator's decision on a pending buy (agents/server/operator.ts). */
+function registerApproveCommand(program: Command): void {
   program
     .command('approve')
     .description('Approve (or with --reject, reject) a pending media buy as the seller operator')

@@ -10,9 +10,13 @@ import { createPool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { commandServices } from '../../shared/infra/command-services.js';
 import { pingRedis } from '../../shared/infra/services.js';
-import { DEFAULT_SENDER_SCHEMA, DeliveryQueue, deploymentQueuePrefix } from '../../sender/index.js';
+import {
+  DEFAULT_SENDER_SCHEMA,
+  DeliveryQueue,
+  deploymentQueuePrefix,
+  senderNotifications,
+} from '../../sender/index.js';
 import { createAgentsCore, type AgentsCore } from '../service.js';
-import { senderWiring } from './sender-wiring.js';
 
 /** A queue that dispatches nothing: the outbox rows wait for the reconciler. */
 const reconcilerOnlyQueue = {
@@ -50,7 +54,7 @@ export async function operatorAction(
   const senderSchema = options.senderSchema ?? DEFAULT_SENDER_SCHEMA;
   let core: AgentsCore | null = null;
   try {
-    const { notifications } = senderWiring({
+    const { notifications } = senderNotifications({
       pool,
       queue,
       schema: senderSchema,
@@ -58,7 +62,7 @@ export async function operatorAction(
       profile,
       allowHosts: services.allowHosts,
       logger: createLogger({ level: 'warn' }),
-      core: () => core,
+      reportSource: () => core,
     });
     core = await createAgentsCore({
       pool,

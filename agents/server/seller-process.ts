@@ -10,13 +10,11 @@ import { agentOptionsFromConfig } from '../config.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import { readdir } from 'node:fs/promises';
 import type Koa from 'koa';
 import { brandProfile, type BrandProfile } from '../../shared/brand.js';
 import type { Config } from '../../shared/config.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import { createPool, type Pool } from '../../shared/infra/pg.js';
-import { createRedis } from '../../shared/infra/redis.js';
 import { configuredRedisUrl } from '../../shared/infra/command-services.js';
 import { keysDirOf } from '../../shared/config.js';
 import {
@@ -34,23 +32,15 @@ import {
   type RedisHandle,
 } from '../../shared/infra/services.js';
 import {
-  ActivityLog,
   DEFAULT_SENDER_SCHEMA,
-  DeliveryQueue,
-  DeliveryWorker,
-  deploymentQueuePrefix,
-  KeySet,
   keysRouter,
-  migrateSender,
-  writeNewKey,
+  startSender,
   type BrandAgent,
-} from '../../sender/index.js';
-import {
-  consoleOidcFromConfig,
-  startConsole,
+  type KeySet,
   type OAuthClientAdmin,
   type RunningConsole,
-} from '../../sender/console/index.js';
+  type SenderRuntime,
+} from '../../sender/index.js';
 import { bindClient, listClients, unbindClient } from '../oauth/bindings.js';
 import { AGENT_KINDS, type AgentKind } from '../auth/principal.js';
 import type { AgentSettings } from '../runtime/settings.js';
@@ -61,7 +51,6 @@ import { createOAuthServer, type OAuthServer } from '../oauth/server.js';
 import { DevLogin, DEV_LOGIN_VARIABLE } from '../oauth/dev-login.js';
 import { isLoopbackAddress } from '../../shared/net/ssrf.js';
 import { createAgentApp } from './agent-app.js';
-import { senderWiring } from './sender-wiring.js';
 
 export interface AgentsServiceOptions {
   config: Config;
@@ -106,17 +95,6 @@ export interface AgentsService {
   stop(): Promise<void>;
 }
 
-async function loadOrCreateKeys(dir: string, activeKid?: string): Promise<KeySet> {
-  let present = false;
-  try {
-    present = (await readdir(dir)).some((n) => n.endsWith('.json'));
-  } catch {
-    present = false;
-  }
-  if (!present) await writeNewKey(dir, 'ed25519');
-  return KeySet.fromDirectory(dir, activeKid ? { activeKid } : {});
-}
-
 async function listen(port: number, host: string): Promise<Server> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
@@ -129,10 +107,12 @@ async function listen(port: number, host: string): Promise<Server> {
   return server;
 }
 
+type Stops = Array<() => Promise<unknown> | unknown>;
+
 export async function startAgentsService(o: AgentsServiceOptions): Promise<AgentsService> {
   const { config, logger } = o;
   const profile = brandProfile(config.SVC_BRAND);
-  const stops: Array<() => Promise<unknown> | unknown> = [];
+  const stops: Stops = [];
   const stop = async () => {
     for (const s of stops.reverse()) {
       try {
@@ -147,196 +127,70 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
     const { databaseUrl, embeddedPostgres } = await backingDatabase(config, logger, stops);
     const redisHandle = await backingRedis(config, logger);
     stops.push(() => redisHandle.stop());
-
     // Listen first: the agents' URLs (cards, format ids, brand.json) need the real ports.
-    const host = config.SVC_HTTP_HOST;
-    const servers = {} as Record<AgentKind, Server>;
-    const urls = {} as Record<AgentKind, string>;
-    const defaults: Record<AgentKind, number> = {
-      sales: config.SVC_SALES_PORT,
-      creative: config.SVC_CREATIVE_PORT,
-      signals: config.SVC_SIGNALS_PORT,
-    };
-    for (const agent of AGENT_KINDS) {
-      const server = await listen(o.ports?.[agent] ?? defaults[agent], host);
-      servers[agent] = server;
-      stops.push(
-        () =>
-          new Promise<void>((r) => {
-            server.closeIdleConnections();
-            server.close(() => r());
-            setTimeout(() => {
-              server.closeAllConnections();
-              r();
-            }, 2000).unref();
-          }),
-      );
-      const port = (server.address() as AddressInfo).port;
-      const h = host.includes(':') ? `[${host}]` : host;
-      urls[agent] = `http://${h}:${port}`;
-    }
-
+    const { servers, urls } = await listenAgents(o, stops);
     const pool: Pool = createPool({
       connectionString: databaseUrl,
       max: 20,
       applicationName: `${profile.brand}-agents`,
     });
     stops.push(() => pool.end());
-    const senderSchema = o.senderSchema ?? DEFAULT_SENDER_SCHEMA;
-    await migrateSender(pool, senderSchema);
-
-    const keysDir = o.keysDir ?? keysDirOf(config);
-    const keys = await loadOrCreateKeys(keysDir, config.SVC_SIGNING_KID);
-
-    const redis = createRedis(redisHandle.url);
-    const workerRedis = createRedis(redisHandle.url);
-    stops.push(() => {
-      redis.disconnect();
-      workerRedis.disconnect();
-    });
-    const queuePrefix =
-      o.queuePrefix ??
-      config.SVC_QUEUE_PREFIX ??
-      (await deploymentQueuePrefix(pool, senderSchema, profile.brand));
-    const prefix = { prefix: queuePrefix, shards: config.SVC_DISPATCH_SHARDS };
-    const queue = new DeliveryQueue({ connection: redis, ...prefix });
-    stops.push(() => queue.close());
-    const activity = new ActivityLog({ pool, schema: senderSchema, logger });
+    const agentsSchema = o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA;
     let core: AgentsCore | null = null;
-    const { outbox, channels, notifications, allowHosts } = senderWiring({
-      pool,
-      queue,
-      schema: senderSchema,
+    const sender = await startSender({
       config,
-      profile,
-      allowHosts: o.allowHosts,
-      logger,
-      core: () => core,
-    });
-    await channels.migrate();
-
-    const oauth =
-      o.oauth === false
-        ? null
-        : await createOAuthServer({
-            pool,
-            schema: o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA,
-            profile,
-            urls,
-            logger,
-            devLogin: devLoginFromConfig(
-              config,
-              pool,
-              o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA,
-              o.announceDevLoginCode,
-            ),
-            registration: {
-              open: config.SVC_OAUTH_OPEN_REGISTRATION === '1',
-              ...(config.SVC_OAUTH_INITIAL_ACCESS_TOKEN
-                ? { initialAccessToken: config.SVC_OAUTH_INITIAL_ACCESS_TOKEN }
-                : {}),
-            },
-          });
-
-    const fromConfig = agentOptionsFromConfig(config);
-    core = await createAgentsCore({
       pool,
-      ...(o.agentsSchema ? { schema: o.agentsSchema } : {}),
+      redisUrl: redisHandle.url,
       profile,
-      notifications,
-      clockSpeed: fromConfig.clockSpeed,
-      settings: {
-        ...fromConfig.settings,
-        urls,
-        previewBaseUrl: `${urls.creative}/previews`,
-        webhookActivity: activity,
-        brandJsonUrl: config.SVC_BRAND_JSON_URL ?? `${urls.sales}/.well-known/brand.json`,
-        // The demo deployment carries its test controller, for its demo (sandbox) principals.
-        testController: true,
-        ...(o.settings ?? {}),
-      },
-      ...(oauth ? { authKeys: oauth.authKeys() } : {}),
       logger,
-      ...(o.pollIntervalMs ? { pollIntervalMs: o.pollIntervalMs } : {}),
+      schema: o.senderSchema ?? DEFAULT_SENDER_SCHEMA,
+      keysDir: o.keysDir ?? keysDirOf(config),
+      ...(o.queuePrefix ? { queuePrefix: o.queuePrefix } : {}),
+      ...(o.allowHosts ? { allowHosts: o.allowHosts } : {}),
+      reportSource: () => core,
     });
-    const agentsCore = core;
-
-    const worker = new DeliveryWorker({
-      outbox,
-      signer: { key: keys.signingKey(), profile },
-      connection: workerRedis,
-      prefix: queuePrefix,
-      concurrency: Math.max(4, Math.ceil(config.SVC_WORKER_CONCURRENCY / 8)),
-      maxInFlight: config.SVC_WORKER_CONCURRENCY,
-      allowHosts,
-      activity,
-      logger,
-    });
-    stops.push(async () => {
-      await worker.close();
-    });
-    channels.start();
-    stops.push(() => channels.stop());
-    agentsCore.start();
-    stops.push(() => agentsCore.stop());
-
-    const brandAgents: BrandAgent[] = AGENT_KINDS.map((agent) => ({
-      type: agent,
-      url: urls[agent],
-      id: `${profile.brand}_${agent}_agent`,
-      jwks_uri: `${urls[agent]}/.well-known/jwks.json`,
-    }));
-    for (const agent of AGENT_KINDS) {
-      const extra: Koa.Middleware[] = oauth ? [oauth.middleware(agent)] : [];
-      const app = createAgentApp({
-        agent,
-        core: agentsCore,
-        profile,
-        keysRouter: keysRouter({ keys, profile, agents: brandAgents }),
-        extra,
-        oauth: oauth !== null,
-        logger,
-      });
-      servers[agent].on('request', app.callback());
-    }
-    const credentials = await agentsCore.demoCredentials();
+    stops.push(() => sender.stop());
+    const oauth = o.oauth === false ? null : await oauthServer(o, pool, profile, urls);
+    core = await agentsCore(o, { pool, profile, urls, sender, oauth });
+    const agents = core;
+    sender.start();
+    agents.start();
+    stops.push(() => agents.stop());
+    mountAgents({ servers, urls, profile, core: agents, keys: sender.keys, oauth, logger });
+    const credentials = await agents.demoCredentials();
     // What `svc approve`, `svc worker`... on this data directory use for what they leave unset.
     await writeDeployment(config.SVC_DATA_DIR, {
       pid: process.pid,
       databaseUrl,
       redisUrl: redisHandle.url,
-      queuePrefix,
-      senderAllowHosts: allowHosts,
-      keysDir: resolve(keysDir),
+      queuePrefix: sender.queuePrefix,
+      senderAllowHosts: sender.allowHosts,
+      keysDir: resolve(o.keysDir ?? keysDirOf(config)),
     });
     stops.push(() => removeDeployment(config.SVC_DATA_DIR));
-    if (agentsCore.settings.testController) {
+    if (agents.settings.testController) {
       logger.info(
         { principals: [...new Set(credentials.map((c) => c.principal_id))] },
         'comply_test_controller is on for the demo principals (sandbox accounts only)',
       );
     }
-    const operatorConsole = await startOperatorConsole(o, {
-      pool,
-      queue,
-      senderSchema,
-      logger,
+    const operatorConsole = await sender.startConsole({
+      port: o.ports?.console ?? (o.ports ? 0 : config.SVC_CONSOLE_PORT),
       oidcIssuer: oauth ? oauth.issuer('sales') : null,
       oidcRegistrationToken: oauth?.initialAccessToken ?? null,
-      oauthClients: oauth ? oauthClientAdmin(pool, o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA) : null,
+      oauthClients: oauth ? oauthClientAdmin(pool, agentsSchema) : null,
     });
-    if (operatorConsole) stops.push(() => operatorConsole.close());
     return {
       profile,
       urls,
-      core: agentsCore,
-      keys,
+      core: agents,
+      keys: sender.keys,
       oauth,
       databaseUrl,
       embeddedPostgres,
       redisUrl: redisHandle.url,
       privateRedisReason: redisHandle.reason,
-      queuePrefix,
+      queuePrefix: sender.queuePrefix,
       credentials,
       console: operatorConsole,
       stop,
@@ -344,6 +198,134 @@ export async function startAgentsService(o: AgentsServiceOptions): Promise<Agent
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** One listening server per agent (port 0 picks a free one), closed gently on stop. */
+async function listenAgents(
+  o: AgentsServiceOptions,
+  stops: Stops,
+): Promise<{ servers: Record<AgentKind, Server>; urls: Record<AgentKind, string> }> {
+  const { config } = o;
+  const host = config.SVC_HTTP_HOST;
+  const servers = {} as Record<AgentKind, Server>;
+  const urls = {} as Record<AgentKind, string>;
+  const defaults: Record<AgentKind, number> = {
+    sales: config.SVC_SALES_PORT,
+    creative: config.SVC_CREATIVE_PORT,
+    signals: config.SVC_SIGNALS_PORT,
+  };
+  for (const agent of AGENT_KINDS) {
+    const server = await listen(o.ports?.[agent] ?? defaults[agent], host);
+    servers[agent] = server;
+    stops.push(
+      () =>
+        new Promise<void>((r) => {
+          server.closeIdleConnections();
+          server.close(() => r());
+          setTimeout(() => {
+            server.closeAllConnections();
+            r();
+          }, 2000).unref();
+        }),
+    );
+    const port = (server.address() as AddressInfo).port;
+    const h = host.includes(':') ? `[${host}]` : host;
+    urls[agent] = `http://${h}:${port}`;
+  }
+  return { servers, urls };
+}
+
+/** The OAuth authorisation server every agent origin mounts (registration per config). */
+function oauthServer(
+  o: AgentsServiceOptions,
+  pool: Pool,
+  profile: BrandProfile,
+  urls: Record<AgentKind, string>,
+): Promise<OAuthServer> {
+  const { config, logger } = o;
+  const schema = o.agentsSchema ?? DEFAULT_AGENTS_SCHEMA;
+  return createOAuthServer({
+    pool,
+    schema,
+    profile,
+    urls,
+    logger,
+    devLogin: devLoginFromConfig(config, pool, schema, o.announceDevLoginCode),
+    registration: {
+      open: config.SVC_OAUTH_OPEN_REGISTRATION === '1',
+      ...(config.SVC_OAUTH_INITIAL_ACCESS_TOKEN
+        ? { initialAccessToken: config.SVC_OAUTH_INITIAL_ACCESS_TOKEN }
+        : {}),
+    },
+  });
+}
+
+/** The agents' core on the sender's NotificationCore, with the deployment's settings. */
+function agentsCore(
+  o: AgentsServiceOptions,
+  w: {
+    pool: Pool;
+    profile: BrandProfile;
+    urls: Record<AgentKind, string>;
+    sender: SenderRuntime;
+    oauth: OAuthServer | null;
+  },
+): Promise<AgentsCore> {
+  const { config, logger } = o;
+  const { urls } = w;
+  const fromConfig = agentOptionsFromConfig(config);
+  return createAgentsCore({
+    pool: w.pool,
+    ...(o.agentsSchema ? { schema: o.agentsSchema } : {}),
+    profile: w.profile,
+    notifications: w.sender.notifications,
+    clockSpeed: fromConfig.clockSpeed,
+    settings: {
+      ...fromConfig.settings,
+      urls,
+      previewBaseUrl: `${urls.creative}/previews`,
+      webhookActivity: w.sender.activity,
+      brandJsonUrl: config.SVC_BRAND_JSON_URL ?? `${urls.sales}/.well-known/brand.json`,
+      // The demo deployment carries its test controller, for its demo (sandbox) principals.
+      testController: true,
+      ...(o.settings ?? {}),
+    },
+    ...(w.oauth ? { authKeys: w.oauth.authKeys() } : {}),
+    logger,
+    ...(o.pollIntervalMs ? { pollIntervalMs: o.pollIntervalMs } : {}),
+  });
+}
+
+/** Each agent's app (MCP, A2A, card, key documents, OAuth) on its listening server. */
+function mountAgents(w: {
+  servers: Record<AgentKind, Server>;
+  urls: Record<AgentKind, string>;
+  profile: BrandProfile;
+  core: AgentsCore;
+  keys: KeySet;
+  oauth: OAuthServer | null;
+  logger: Logger;
+}): void {
+  const { urls, profile, oauth } = w;
+  const brandAgents: BrandAgent[] = AGENT_KINDS.map((agent) => ({
+    type: agent,
+    url: urls[agent],
+    id: `${profile.brand}_${agent}_agent`,
+    jwks_uri: `${urls[agent]}/.well-known/jwks.json`,
+  }));
+  for (const agent of AGENT_KINDS) {
+    const extra: Koa.Middleware[] = oauth ? [oauth.middleware(agent)] : [];
+    const app = createAgentApp({
+      agent,
+      core: w.core,
+      profile,
+      keysRouter: keysRouter({ keys: w.keys, profile, agents: brandAgents }),
+      extra,
+      oauth: oauth !== null,
+      logger: w.logger,
+    });
+    w.servers[agent].on('request', app.callback());
   }
 }
 
@@ -440,45 +422,4 @@ async function backingRedis(config: Config, logger: Logger): Promise<RedisHandle
     return { url: configured, child: null, reason: null, stop: async () => {} };
   }
   return ensureRedis(DEFAULT_REDIS_URL, config.SVC_DATA_DIR, logger);
-}
-
-/** The seller's operator console (sender/console); a taken port is logged, not fatal. */
-async function startOperatorConsole(
-  o: AgentsServiceOptions,
-  w: {
-    pool: Pool;
-    queue: DeliveryQueue;
-    senderSchema: string;
-    logger: Logger;
-    /** The built-in provider (SVC_CONSOLE_AUTH=oidc signs operators in through it). */
-    oidcIssuer: string | null;
-    /** Its initial access token: the console registers itself as a client with it. */
-    oidcRegistrationToken: string | null;
-    oauthClients: OAuthClientAdmin | null;
-  },
-): Promise<RunningConsole | null> {
-  const port = o.ports?.console ?? (o.ports ? 0 : o.config.SVC_CONSOLE_PORT);
-  const fromConfig = consoleOidcFromConfig(o.config, w.oidcIssuer);
-  const oidc =
-    fromConfig && fromConfig.issuer === w.oidcIssuer && w.oidcRegistrationToken
-      ? { ...fromConfig, initialAccessToken: w.oidcRegistrationToken }
-      : fromConfig;
-  try {
-    return await startConsole({
-      pool: w.pool,
-      queue: w.queue,
-      schema: w.senderSchema,
-      dataDir: o.config.SVC_DATA_DIR,
-      host: o.config.SVC_HTTP_HOST,
-      port,
-      brand: o.config.SVC_BRAND,
-      logger: w.logger,
-      oidc,
-      ...(w.oauthClients ? { oauthClients: w.oauthClients } : {}),
-    });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-    w.logger.warn({ port }, 'operator console not started: port in use (set SVC_CONSOLE_PORT)');
-    return null;
-  }
 }

@@ -13,7 +13,7 @@ import type { AgentKind } from '../auth/principal.js';
 import { CREATIVE_STATUSES } from '../creative/library.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
-import { isSandboxPrincipal, putFixture, SESSION } from './sandbox.js';
+import { isSandboxPrincipal, putFixture, SESSION } from '../sandbox/fixtures.js';
 import {
   forceCreateMediaBuyArm,
   forceMediaBuyStatus,
@@ -24,7 +24,7 @@ import { ControllerSchema, type ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 import { forceUpstreamUnavailable } from './upstream.js';
 import { seedAccount } from './account-scenarios.js';
-import { CONTROLLER_SCENARIOS } from './scenarios.js';
+import { CONTROLLER_SCENARIOS } from '../sandbox/scenarios.js';
 
 const ACCOUNT_STATUSES = [
   'active',

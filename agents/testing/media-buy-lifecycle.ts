@@ -7,7 +7,7 @@
 import { TaskError } from '../../shared/errors/task-errors.js';
 import { TaskStore } from '../runtime/task-store.js';
 import type { TaskContext } from '../runtime/types.js';
-import { accrueBuy } from '../sales/delivery-simulator.js';
+import { accrueBuy } from '../sales/delivery/simulator.js';
 import {
   assignmentsOf,
   loadPackages,
@@ -15,11 +15,11 @@ import {
   round2,
   wireBuyStatus,
   type BuyRow,
-} from '../sales/media-buy-records.js';
-import { closeCreateTask } from '../sales/media-buy-update.js';
+} from '../sales/media-buys/records.js';
+import { closeCreateTask } from '../sales/media-buys/update.js';
 import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
-import { CREATE_ARM_KIND, putFixture, SESSION, type ForcedCreateArm } from './sandbox.js';
+import { CREATE_ARM_KIND, putFixture, SESSION, type ForcedCreateArm } from '../sandbox/fixtures.js';
 
 /** The published lifecycle graph (`enums/media-buy-status.json`): status -> legal next ones. */
 export const MEDIA_BUY_LIFECYCLE: Record<string, readonly string[]> = {

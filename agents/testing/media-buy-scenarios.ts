@@ -2,7 +2,7 @@
  * The media-buy scenarios of the sales agent's test controller: seed_media_buy and
  * simulate_delivery (sandbox callers only, checked by the controller before these run).
  */
-import type { DeliveryFinality } from '../sales/media-buy-records.js';
+import type { DeliveryFinality } from '../sales/media-buys/records.js';
 import type { TaskContext } from '../runtime/types.js';
 import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';

@@ -9,7 +9,7 @@
  * So they skip task ordering and terminal convergence; their delivery key is still claimed
  * once and their `notification_id` re-emissions are still tracked.
  */
-import { MEDIA_BUY_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
+import { MEDIA_BUY_NOTIFICATION_TYPES } from '../../shared/envelope/notification-types.js';
 import type { WebhookEvent } from '../../shared/envelope/parse.js';
 
 const CHANNEL_NOTIFICATION_TYPES: ReadonlySet<string> = new Set(MEDIA_BUY_NOTIFICATION_TYPES);

@@ -12,11 +12,57 @@ import { PortInUseError, UsageError, type Flags } from './flags.js';
 export { intFlag, parseListen, PortInUseError, UsageError, type Flags } from './flags.js';
 
 export function registerReceiverCommand(program: Command): void {
-  program
+  const command = program
     .command('receiver')
     .description(
       'Run the webhook receiver sidecar: verify, deduplicate, order, then forward each event to the app or enqueue it',
+    );
+  targetOptions(command);
+  limitOptions(command);
+  consoleOptions(command);
+  command
+    .addHelpText(
+      'after',
+      '\nExactly one of --forward, --queue or --publish; --forward stdout prints each event as a\n' +
+        'JSON line; --publish takes nats://, amqp(s):// or redis(s):// (receiver/README.md).\n' +
+        'DATABASE_URL holds the idempotency store, replay cache and queue (unset: an embedded\n' +
+        'PostgreSQL of its own under <SVC_DATA_DIR>/receiver, named at start-up);\n' +
+        'SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
+        '/_queue/ack). /healthz and /metrics are served on the same address (metric names:\n' +
+        'receiver/README.md).\n' +
+        '\nTracing: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,\n' +
+        "each delivery continues the sender's traceparent (spans gate, verify, claim, publish)\n" +
+        'and is exported over OTLP/HTTP; the app gets traceparent/tracestate with the event\n' +
+        '(forward request header, broker message header). Unset, nothing is traced and an\n' +
+        'incoming well-formed traceparent is handed on unchanged.',
     )
+    .action(runCommand);
+}
+
+/** Runs the sidecar; a bad setting exits 2, an unavailable service or taken port 1. */
+async function runCommand(flags: Flags): Promise<void> {
+  try {
+    const { runReceiver } = await import('./run.js');
+    await runReceiver(flags);
+  } catch (err) {
+    const name = (err as Error).name;
+    if (err instanceof UsageError || name === 'TrustFileError' || name === 'TracingConfigError') {
+      process.stderr.write(`svc receiver: ${(err as Error).message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    if (err instanceof ServiceUnavailableError || err instanceof PortInUseError) {
+      process.stderr.write(`svc receiver: ${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    throw err;
+  }
+}
+
+/** Where it listens, whom it trusts, where events go, and how keys are fetched. */
+function targetOptions(command: Command): void {
+  command
     .addOption(envOption('--listen <host:port>', 'address to listen on', 'SVC_RECEIVER_LISTEN'))
     .addOption(envOption('--trust <file>', 'trust file naming the senders', 'SVC_RECEIVER_TRUST'))
     .addOption(
@@ -63,7 +109,12 @@ export function registerReceiverCommand(program: Command): void {
         'SVC_RECEIVER_ALLOW_HTTP_LOOPBACK',
       ),
     )
-    .addOption(envOption('--wait <seconds>', 'wait for PostgreSQL', 'SVC_SERVICE_WAIT_SECONDS'))
+    .addOption(envOption('--wait <seconds>', 'wait for PostgreSQL', 'SVC_SERVICE_WAIT_SECONDS'));
+}
+
+/** Connection, body and head bounds (server-limits.ts), the commit mode, own origins. */
+function limitOptions(command: Command): void {
+  command
     .addOption(
       envOption(
         '--max-connections <n>',
@@ -119,7 +170,12 @@ export function registerReceiverCommand(program: Command): void {
         'wait for the WAL flush on every claim, nonce and done-mark',
         'SVC_RECEIVER_SYNCHRONOUS_COMMIT',
       ),
-    )
+    );
+}
+
+/** The operator console and its token. */
+function consoleOptions(command: Command): void {
+  command
     .addOption(
       plainOption(
         '--console-listen <host:port>',
@@ -140,43 +196,5 @@ export function registerReceiverCommand(program: Command): void {
         'operator console token (16+ characters); visible to every local user in the process list: prefer SVC_RECEIVER_CONSOLE_TOKEN or --console-token-file',
         'SVC_RECEIVER_CONSOLE_TOKEN, else credentials.json',
       ),
-    )
-    .addHelpText(
-      'after',
-      '\nExactly one of --forward, --queue or --publish; --forward stdout prints each event as a\n' +
-        'JSON line; --publish takes nats://, amqp(s):// or redis(s):// (receiver/README.md).\n' +
-        'DATABASE_URL holds the idempotency store, replay cache and queue (unset: an embedded\n' +
-        'PostgreSQL of its own under <SVC_DATA_DIR>/receiver, named at start-up);\n' +
-        'SVC_RECEIVER_QUEUE_TOKEN enables the queue pull API (/_queue/claim,\n' +
-        '/_queue/ack). /healthz and /metrics are served on the same address (metric names:\n' +
-        'receiver/README.md).\n' +
-        '\nTracing: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,\n' +
-        "each delivery continues the sender's traceparent (spans gate, verify, claim, publish)\n" +
-        'and is exported over OTLP/HTTP; the app gets traceparent/tracestate with the event\n' +
-        '(forward request header, broker message header). Unset, nothing is traced and an\n' +
-        'incoming well-formed traceparent is handed on unchanged.',
-    )
-    .action(async (flags: Flags) => {
-      try {
-        const { runReceiver } = await import('./run.js');
-        await runReceiver(flags);
-      } catch (err) {
-        const name = (err as Error).name;
-        if (
-          err instanceof UsageError ||
-          name === 'TrustFileError' ||
-          name === 'TracingConfigError'
-        ) {
-          process.stderr.write(`svc receiver: ${(err as Error).message}\n`);
-          process.exitCode = 2;
-          return;
-        }
-        if (err instanceof ServiceUnavailableError || err instanceof PortInUseError) {
-          process.stderr.write(`svc receiver: ${err.message}\n`);
-          process.exitCode = 1;
-          return;
-        }
-        throw err;
-      }
-    });
+    );
 }

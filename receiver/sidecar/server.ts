@@ -114,28 +114,7 @@ export class Sidecar {
   static async start(o: SidecarOptions): Promise<Sidecar> {
     const log = o.logger ?? silentLogger;
     const schema = o.schema ?? 'receiver';
-    let publisher: Publisher;
-    let queue: DurableQueue | null = null;
-    if ('publish' in o.target) {
-      const opened = await openBrokerPublisher(o.target.publish, {
-        brand: o.profile.brand,
-        ...(o.forwardTimeoutMs !== undefined ? { timeoutMs: o.forwardTimeoutMs } : {}),
-      });
-      for (const warning of opened.warnings)
-        log.warn({ event: 'publish_target', warning }, warning);
-      publisher = opened.publisher;
-    } else if ('forward' in o.target && o.target.forward === STDOUT_TARGET) {
-      publisher = new StdoutPublisher();
-    } else if ('forward' in o.target) {
-      publisher = new ForwardPublisher({
-        url: o.target.forward,
-        brand: o.profile.brand,
-        timeoutMs: o.forwardTimeoutMs,
-      });
-    } else {
-      queue = new DurableQueue({ pool: o.pool, schema, queue: o.target.queue });
-      publisher = queue;
-    }
+    const { publisher, queue } = await openPublisher(o, schema, log);
     // The sender's own trust value, else what it advertises, else the trust file default.
     const own = new Map(o.trust.senders.map((s) => [s.id, s.delivery_retry_horizon_seconds]));
     const horizon = (sender: string) =>
@@ -172,61 +151,7 @@ export class Sidecar {
     const purge = o.purgeIntervalMs ?? 60_000;
 
     const server = createServer();
-    // Bounds on slow or truncated requests and on connections: nothing can hold a socket
-    // forever, and each bound fires within a second of its value (see server-limits.ts).
-    const headersTimeoutMs = o.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
-    const shed = new Counter({
-      name: 'receiver_connections_shed_total',
-      help: 'Idle or excess connections closed to keep room for other clients (connection-guard.ts)',
-      labelNames: ['reason'],
-      registers: [metrics.registry],
-    });
-    let lastShedLog = 0;
-    limitServer(server, {
-      maxConnections: o.maxConnections,
-      maxConnectionsPerAddress: o.maxConnectionsPerAddress,
-      onShed: (reason) => {
-        shed.inc({ reason });
-        // One client holding too many connections: said at most every 10 s.
-        if (Date.now() - lastShedLog < 10_000) return;
-        lastShedLog = Date.now();
-        log.warn(
-          { event: 'connections_shed', reason },
-          reason === 'per_address'
-            ? 'a client address is at its connection cap: its idle connections are closed'
-            : 'near the connection cap: idle connections of the largest holder are closed',
-        );
-      },
-      headersTimeoutMs,
-      requestTimeoutMs:
-        o.requestTimeoutMs ??
-        headersTimeoutMs + (o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS) + 1_000,
-      keepAliveTimeoutMs: o.keepAliveTimeoutMs,
-    });
-    const dropped = new Counter({
-      name: 'receiver_connections_dropped_total',
-      help: 'Connections closed on arrival because maxConnections were open',
-      registers: [metrics.registry],
-    });
-    new Gauge({
-      name: 'receiver_body_bytes_in_flight',
-      help: 'Bytes of request bodies held (or reserved by their Content-Length) right now',
-      registers: [metrics.registry],
-      collect() {
-        this.set(receiver.bodyBudget.inFlight);
-      },
-    });
-    let lastDropLog = 0;
-    server.on('drop', () => {
-      dropped.inc();
-      // Over maxConnections: Node closed the connection on arrival. Logged at most every 10 s.
-      if (Date.now() - lastDropLog < 10_000) return;
-      lastDropLog = Date.now();
-      log.warn(
-        { event: 'connection_limit', maxConnections: server.maxConnections },
-        'connection limit reached: new connections are closed',
-      );
-    });
+    guardConnections(server, o, { metrics, receiver, log });
     if (purge > 0) {
       receiver.startPurging(purge);
       if (queue) {
@@ -255,26 +180,7 @@ export class Sidecar {
         res.end();
       });
     });
-    server.on('clientError', (err, socket) => {
-      // Malformed or oversized request heads, and the head and request timeouts: a specific
-      // status, then the connection closes. Never written into a response already under way.
-      const code = (err as NodeJS.ErrnoException).code;
-      const status =
-        code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-      if (socket.writable && !inFlight?.headersSent) {
-        const reason =
-          status === 431
-            ? 'Request Header Fields Too Large'
-            : status === 408
-              ? 'Request Timeout'
-              : 'Bad Request';
-        socket.end(
-          `HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
-          () => socket.destroy(),
-        );
-      } else socket.destroy();
-    });
+    answerClientErrors(server);
     // What the origins allow is said before the first delivery can arrive, so an operator
     // reading the log from the listening line on sees it.
     const said = describePublicOrigins(
@@ -351,4 +257,122 @@ export class Sidecar {
     })();
     return this.closing;
   }
+}
+
+/** Where verified events go: a broker, stdout, the app's URL, or the durable queue. */
+async function openPublisher(
+  o: SidecarOptions,
+  schema: string,
+  log: Logger,
+): Promise<{ publisher: Publisher; queue: DurableQueue | null }> {
+  if ('publish' in o.target) {
+    const opened = await openBrokerPublisher(o.target.publish, {
+      brand: o.profile.brand,
+      ...(o.forwardTimeoutMs !== undefined ? { timeoutMs: o.forwardTimeoutMs } : {}),
+    });
+    for (const warning of opened.warnings) log.warn({ event: 'publish_target', warning }, warning);
+    return { publisher: opened.publisher, queue: null };
+  } else if ('forward' in o.target && o.target.forward === STDOUT_TARGET) {
+    return { publisher: new StdoutPublisher(), queue: null };
+  } else if ('forward' in o.target) {
+    const publisher = new ForwardPublisher({
+      url: o.target.forward,
+      brand: o.profile.brand,
+      timeoutMs: o.forwardTimeoutMs,
+    });
+    return { publisher, queue: null };
+  } else {
+    const queue = new DurableQueue({ pool: o.pool, schema, queue: o.target.queue });
+    return { publisher: queue, queue };
+  }
+}
+
+/**
+ * Bounds on slow or truncated requests and on connections: nothing can hold a socket
+ * forever, and each bound fires within a second of its value (see server-limits.ts); what
+ * is shed or dropped is counted and logged at most every 10 s.
+ */
+function guardConnections(
+  server: Server,
+  o: SidecarOptions,
+  w: { metrics: ReceiverMetrics; receiver: WebhookReceiver; log: Logger },
+): void {
+  const { metrics, receiver, log } = w;
+  const headersTimeoutMs = o.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const shed = new Counter({
+    name: 'receiver_connections_shed_total',
+    help: 'Idle or excess connections closed to keep room for other clients (connection-guard.ts)',
+    labelNames: ['reason'],
+    registers: [metrics.registry],
+  });
+  let lastShedLog = 0;
+  limitServer(server, {
+    maxConnections: o.maxConnections,
+    maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+    onShed: (reason) => {
+      shed.inc({ reason });
+      // One client holding too many connections: said at most every 10 s.
+      if (Date.now() - lastShedLog < 10_000) return;
+      lastShedLog = Date.now();
+      log.warn(
+        { event: 'connections_shed', reason },
+        reason === 'per_address'
+          ? 'a client address is at its connection cap: its idle connections are closed'
+          : 'near the connection cap: idle connections of the largest holder are closed',
+      );
+    },
+    headersTimeoutMs,
+    requestTimeoutMs:
+      o.requestTimeoutMs ?? headersTimeoutMs + (o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS) + 1_000,
+    keepAliveTimeoutMs: o.keepAliveTimeoutMs,
+  });
+  const dropped = new Counter({
+    name: 'receiver_connections_dropped_total',
+    help: 'Connections closed on arrival because maxConnections were open',
+    registers: [metrics.registry],
+  });
+  new Gauge({
+    name: 'receiver_body_bytes_in_flight',
+    help: 'Bytes of request bodies held (or reserved by their Content-Length) right now',
+    registers: [metrics.registry],
+    collect() {
+      this.set(receiver.bodyBudget.inFlight);
+    },
+  });
+  let lastDropLog = 0;
+  server.on('drop', () => {
+    dropped.inc();
+    // Over maxConnections: Node closed the connection on arrival. Logged at most every 10 s.
+    if (Date.now() - lastDropLog < 10_000) return;
+    lastDropLog = Date.now();
+    log.warn(
+      { event: 'connection_limit', maxConnections: server.maxConnections },
+      'connection limit reached: new connections are closed',
+    );
+  });
+}
+
+/**
+ * Malformed or oversized request heads, and the head and request timeouts: a specific
+ * status, then the connection closes. Never written into a response already under way.
+ */
+function answerClientErrors(server: Server): void {
+  server.on('clientError', (err, socket) => {
+    const code = (err as NodeJS.ErrnoException).code;
+    const status =
+      code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (socket.writable && !inFlight?.headersSent) {
+      const reason =
+        status === 431
+          ? 'Request Header Fields Too Large'
+          : status === 408
+            ? 'Request Timeout'
+            : 'Bad Request';
+      socket.end(
+        `HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+        () => socket.destroy(),
+      );
+    } else socket.destroy();
+  });
 }

@@ -15,6 +15,7 @@ import {
 } from '../../shared/infra/pg.js';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { WEBHOOK_TASK_TYPES } from '../../shared/envelope/index.js';
+import { existsIn, NOTIFICATION_TYPES } from '../../shared/envelope/notification-types.js';
 import type { MediaBuyChannelsApi } from '../core/channels-api.js';
 import type { EventSink, OutboundEvent } from '../outbox/types.js';
 import type { ReportingClock } from './clock.js';
@@ -413,10 +414,10 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
         'notification_type',
       );
     }
-    if (type === 'window_update' && this.protocolVersion !== '3.2') {
+    if (!existsIn(type, this.protocolVersion)) {
       throw channelError(
         'VALIDATION_ERROR',
-        'window_update reports exist from protocol 3.2 on',
+        `${type} reports exist from protocol ${NOTIFICATION_TYPES[type].since} on`,
         supplied ? 'report.notification_type' : 'notification_type',
       );
     }

@@ -20,9 +20,9 @@ import type {
 } from './types.js';
 import { isLate } from './types.js';
 import type { SuppliedReport } from './supplied-report.js';
+import type { DeliveryNotificationType } from '../../shared/envelope/notification-types.js';
 
-export type ReportNotificationType =
-  'scheduled' | 'final' | 'delayed' | 'adjusted' | 'window_update';
+export type ReportNotificationType = DeliveryNotificationType;
 
 /** What a fire needs to know about the buy (a row of `channel_media_buys`). */
 export interface BuyChannels {

@@ -44,6 +44,13 @@ async function sendServices(config: Config, commandServices: CommandServicesOf) 
 }
 
 export function registerSenderCommands(program: Command): void {
+  registerKeysCommands(program);
+  registerWorkerCommand(program);
+  registerSendCommand(program);
+}
+
+/** `svc keys generate` and `svc keys jwks`. */
+function registerKeysCommands(program: Command): void {
   const keys = program.command('keys').description("The seller's webhook signing keys");
   keys
     .command('generate')
@@ -69,10 +76,65 @@ export function registerSenderCommands(program: Command): void {
         `${JSON.stringify(set.jwks(brandProfile(config.SVC_BRAND)), null, 2)}\n`,
       );
     });
+}
 
-  program
+type WorkerFlags = {
+  keys?: string;
+  concurrency?: number;
+  perOrigin?: number;
+  schema?: string;
+  prefix?: string;
+  metricsPort?: number;
+  metricsListen?: { host: string; port: number };
+  wait?: string;
+  durableClaims?: string;
+  shards?: string;
+};
+
+/** `svc worker`: its options (workerOptions), its help and its action (runWorker). */
+function registerWorkerCommand(program: Command): void {
+  const command = program
     .command('worker')
-    .description('Run a webhook delivery worker (run as many processes as wanted)')
+    .description('Run a webhook delivery worker (run as many processes as wanted)');
+  workerOptions(command)
+    .addHelpText(
+      'after',
+      '\nREDIS_CLUSTER_NODES=host:port,... (instead of REDIS_URL) runs on a Redis Cluster; the\n' +
+        'deliveries are spread over SVC_DISPATCH_SHARDS queues by destination origin.\n' +
+        '\nWith DATABASE_URL and REDIS_URL unset, the worker joins the svc start running on\n' +
+        'SVC_DATA_DIR (its embedded PostgreSQL, its Redis, its queue prefix and allow-list).\n' +
+        '\nTracing: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,\n' +
+        "each delivery's spans (dispatch, attempt, settle) are exported over OTLP/HTTP and each\n" +
+        'attempt carries a W3C traceparent header (outside the signature); unset, nothing is\n' +
+        'traced. The other OTEL_* variables (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS,\n' +
+        'OTEL_TRACES_SAMPLER...) apply as the OpenTelemetry SDK defines them.',
+    )
+    .action(async (opts: WorkerFlags) => {
+      flagsToEnv(opts, {
+        wait: 'SVC_SERVICE_WAIT_SECONDS',
+        durableClaims: 'SVC_WORKER_DURABLE_CLAIMS',
+      });
+      const config = loadConfigOrExit();
+      const { runWorker } = await import('./worker.js');
+      await runWorker(config, {
+        keysDir: opts.keys ?? keysDirOf(config),
+        concurrency: opts.concurrency ?? config.SVC_WORKER_CONCURRENCY,
+        perOrigin: opts.perOrigin ?? 16,
+        schema: opts.schema ?? 'sender',
+        ...(opts.prefix ? { prefix: opts.prefix } : {}),
+        ...(opts.metricsListen
+          ? { metricsListen: opts.metricsListen }
+          : opts.metricsPort
+            ? { metricsListen: { host: config.SVC_HTTP_HOST, port: opts.metricsPort } }
+            : {}),
+        ...(opts.shards ? { shards: opts.shards } : {}),
+      });
+    });
+}
+
+/** The worker's options: keys, concurrency, schema, queue prefix, metrics, shards. */
+function workerOptions(command: Command): Command {
+  return command
     .addOption(envOption('--keys <dir>', 'signing key directory', 'SVC_KEYS_DIR'))
     .addOption(
       envOption('--concurrency <n>', 'deliveries in flight', 'SVC_WORKER_CONCURRENCY').argParser(
@@ -125,54 +187,11 @@ export function registerSenderCommands(program: Command): void {
       '--shards <list>',
       'dispatch shards this worker consumes: all, or indexes and ranges of 0..SVC_DISPATCH_SHARDS-1 (e.g. 0-7,12); every shard needs a worker somewhere',
       'all',
-    )
-    .addHelpText(
-      'after',
-      '\nREDIS_CLUSTER_NODES=host:port,... (instead of REDIS_URL) runs on a Redis Cluster; the\n' +
-        'deliveries are spread over SVC_DISPATCH_SHARDS queues by destination origin.\n' +
-        '\nWith DATABASE_URL and REDIS_URL unset, the worker joins the svc start running on\n' +
-        'SVC_DATA_DIR (its embedded PostgreSQL, its Redis, its queue prefix and allow-list).\n' +
-        '\nTracing: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,\n' +
-        "each delivery's spans (dispatch, attempt, settle) are exported over OTLP/HTTP and each\n" +
-        'attempt carries a W3C traceparent header (outside the signature); unset, nothing is\n' +
-        'traced. The other OTEL_* variables (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS,\n' +
-        'OTEL_TRACES_SAMPLER...) apply as the OpenTelemetry SDK defines them.',
-    )
-    .action(
-      async (opts: {
-        keys?: string;
-        concurrency?: number;
-        perOrigin?: number;
-        schema?: string;
-        prefix?: string;
-        metricsPort?: number;
-        metricsListen?: { host: string; port: number };
-        wait?: string;
-        durableClaims?: string;
-        shards?: string;
-      }) => {
-        flagsToEnv(opts, {
-          wait: 'SVC_SERVICE_WAIT_SECONDS',
-          durableClaims: 'SVC_WORKER_DURABLE_CLAIMS',
-        });
-        const config = loadConfigOrExit();
-        const { runWorker } = await import('./worker.js');
-        await runWorker(config, {
-          keysDir: opts.keys ?? keysDirOf(config),
-          concurrency: opts.concurrency ?? config.SVC_WORKER_CONCURRENCY,
-          perOrigin: opts.perOrigin ?? 16,
-          schema: opts.schema ?? 'sender',
-          ...(opts.prefix ? { prefix: opts.prefix } : {}),
-          ...(opts.metricsListen
-            ? { metricsListen: opts.metricsListen }
-            : opts.metricsPort
-              ? { metricsListen: { host: config.SVC_HTTP_HOST, port: opts.metricsPort } }
-              : {}),
-          ...(opts.shards ? { shards: opts.shards } : {}),
-        });
-      },
     );
+}
 
+/** `svc send`: one test webhook through the real delivery path. */
+function registerSendCommand(program: Command): void {
   program
     .command('send')
     .description(

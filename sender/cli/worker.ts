@@ -6,7 +6,7 @@
 import type { Server } from 'node:http';
 import { brandProfile } from '../../shared/brand.js';
 import type { Config } from '../../shared/config.js';
-import { createLogger } from '../../shared/infra/logger.js';
+import { createLogger, type Logger } from '../../shared/infra/logger.js';
 import { commandServices } from '../../shared/infra/command-services.js';
 import { redactUrl } from '../../shared/infra/services.js';
 import { createPool } from '../../shared/infra/pg.js';
@@ -61,34 +61,8 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
     logger,
     redis: 'wait',
   });
-  const pool = createPool({
-    connectionString: services.databaseUrl,
-    max: 20,
-    applicationName: 'svc-worker',
-  });
-  await migrateSender(pool, schema);
-  const statePool = createStatePool(services.databaseUrl);
-  // The claim's WAL flush (sender/README.md, webhook_activity): the operator's trade.
-  const durableClaims = config.SVC_WORKER_DURABLE_CLAIMS === '1';
-  const redis = createRedis(services.redisUrl);
-  const workerRedis = createRedis(services.redisUrl);
-  const prefix =
-    o.prefix ?? services.queuePrefix ?? (await deploymentQueuePrefix(pool, schema, profile.brand));
-  const queue = new DeliveryQueue({
-    connection: redis,
-    prefix,
-    shards: config.SVC_DISPATCH_SHARDS,
-  });
-  const outbox = new Outbox({
-    pool,
-    queue,
-    schema,
-    statePool,
-    horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
-    retentionSeconds: config.SVC_RETENTION,
-    logger,
-    durableClaims,
-  });
+  const { pool, statePool, redis, workerRedis, prefix, queue, outbox, durableClaims } =
+    await workerStorage(config, o, services, logger);
   const activity = new ActivityLog({ pool, schema, logger });
   const metrics = new SenderMetrics();
   metrics.watchQueue(queue);
@@ -162,4 +136,47 @@ export async function runWorker(config: Config, o: WorkerCommandOptions): Promis
   // The spans of the last attempts go out before the process ends.
   await shutdownTracing();
   logger.info('delivery worker stopped');
+}
+
+/**
+ * The worker's storage: the migrated outbox on PostgreSQL (with the state pool its claims
+ * and settles run on) and the delivery queue on Redis, under the deployment's prefix.
+ */
+async function workerStorage(
+  config: Config,
+  o: WorkerCommandOptions,
+  services: Awaited<ReturnType<typeof commandServices>>,
+  logger: Logger,
+) {
+  const schema = o.schema ?? DEFAULT_SENDER_SCHEMA;
+  const profile = brandProfile(config.SVC_BRAND);
+  const pool = createPool({
+    connectionString: services.databaseUrl,
+    max: 20,
+    applicationName: 'svc-worker',
+  });
+  await migrateSender(pool, schema);
+  const statePool = createStatePool(services.databaseUrl);
+  // The claim's WAL flush (sender/README.md, webhook_activity): the operator's trade.
+  const durableClaims = config.SVC_WORKER_DURABLE_CLAIMS === '1';
+  const redis = createRedis(services.redisUrl);
+  const workerRedis = createRedis(services.redisUrl);
+  const prefix =
+    o.prefix ?? services.queuePrefix ?? (await deploymentQueuePrefix(pool, schema, profile.brand));
+  const queue = new DeliveryQueue({
+    connection: redis,
+    prefix,
+    shards: config.SVC_DISPATCH_SHARDS,
+  });
+  const outbox = new Outbox({
+    pool,
+    queue,
+    schema,
+    statePool,
+    horizonSeconds: config.SVC_RETRY_HORIZON_SECONDS,
+    retentionSeconds: config.SVC_RETENTION,
+    logger,
+    durableClaims,
+  });
+  return { pool, statePool, redis, workerRedis, prefix, queue, outbox, durableClaims };
 }

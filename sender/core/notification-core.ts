@@ -4,7 +4,7 @@
  * event a fresh CSPRNG key, and hands the envelopes to the outbox, which freezes their
  * bytes and dispatches them.
  */
-import { ACCOUNT_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
+import { ACCOUNT_NOTIFICATION_TYPES } from '../../shared/envelope/notification-types.js';
 import type { BrandProfile } from '../../shared/brand.js';
 import { buildA2aStatusUpdate, buildA2aTask, type A2aVersion } from '../../shared/envelope/a2a.js';
 import { buildMcpEnvelope } from '../../shared/envelope/mcp.js';
@@ -84,6 +84,21 @@ export class ChannelsNotConfiguredError extends SvcError {
 /** Account-surface notification types (supplement §6.7); anything else is refused there. */
 export { ACCOUNT_NOTIFICATION_TYPES };
 export type AccountNotificationType = (typeof ACCOUNT_NOTIFICATION_TYPES)[number];
+
+/**
+ * NotificationCore as a task runtime calls it, types only: the agents' runtime and its
+ * stand-ins (dry runs, recording tests) implement this, so the signatures live once, here.
+ */
+export type NotificationApi = Pick<
+  NotificationCore,
+  | 'taskStatusChanged'
+  | 'mediaBuyChannelsConfigured'
+  | 'impairmentObserved'
+  | 'mediaBuyTerminal'
+  | 'agentEvent'
+  | 'accountNotification'
+> &
+  Partial<Pick<NotificationCore, 'validateRegistration'>>;
 
 export interface NotificationCoreOptions extends TargetRules {
   pool: Pool;

@@ -5,19 +5,16 @@
  * BullMQ's delayed set under its fixed id, is only the dispatch. A job that stalls (its
  * worker died) runs again on the same row: same key, same bytes, next attempt number.
  */
-import { DelayedError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Logger } from '../../shared/infra/logger.js';
 import { silentLogger } from '../../shared/infra/logger.js';
-import { recordedUrl, type ActivityLog, type ActivityStatus } from '../activity/activity-log.js';
-import type { SenderMetrics } from '../metrics.js';
-import { keyPrefix } from '../outbox/keys.js';
+import { recordedUrl } from '../activity/activity-log.js';
 import type { ClaimedEvent, Outbox, SettleInput } from '../outbox/outbox.js';
 import { ClusterAnswerError } from '../../shared/infra/redis.js';
 import { DispatchRecovery } from './dispatch-recovery.js';
 import { parseShardSelection } from './shards.js';
 import { PausedOrigins } from './paused-origins.js';
 import { attemptHeaders, type Signer } from './authenticate.js';
-import { nextDelay, type BackoffOptions } from './backoff.js';
 import { classify, type AttemptResult, type Verdict } from './classify.js';
 import { OriginLimiter } from './origin-limiter.js';
 import { SpanKind, type Context, type Span } from '@opentelemetry/api';
@@ -38,110 +35,21 @@ import {
 } from './queue.js';
 import { Semaphore } from './semaphore.js';
 import { responseSnippet } from './snippet.js';
-import { Transport, type TransportOptions } from './transport.js';
+import { Transport } from './transport.js';
+import type { DeliveryWorkerOptions } from './worker-options.js';
+import {
+  activityStatus,
+  attemptLogLine,
+  authSecrets,
+  decideOutcome,
+  errorMessage,
+  httpStatus,
+} from './attempt-outcome.js';
 
-/** What the worker reports after each attempt (the `svc send` printout, tests). */
-export interface AttemptReport {
-  outboxId: string;
-  idempotencyKey: string;
-  attempt: number;
-  result: AttemptResult;
-  verdict: Verdict;
-  /** The state the row is left in. */
-  state: 'pending' | 'delivered' | 'stopped' | 'expired';
-  responseTimeMs: number;
-  /** Unix ms of the next attempt when state is pending. */
-  nextAttemptAt: number | null;
-}
-
-export interface DeliveryWorkerOptions extends TransportOptions {
-  outbox: Outbox;
-  signer: Signer;
-  connection: ConnectionOptions;
-  /**
-   * Ignored: the queues (base prefix, name, shard count) are the outbox's
-   * (`outbox.queue`), so a worker can never consume other queues than its outbox fills.
-   */
-  prefix?: string;
-  queueName?: string;
-  /**
-   * The dispatch shards this process consumes: indexes, or `all` / a list like `0-7,12`
-   * (default all). Every shard needs at least one worker somewhere.
-   */
-  shards?: readonly number[] | string;
-  /** BullMQ jobs in flight per process over all its shards (a batch job holds up to 50 rows); default 64. */
-  concurrency?: number;
-  /** Attempts of batch jobs in flight per process; default 256. */
-  maxInFlight?: number;
-  /** Attempts in flight per origin across all worker processes; default 16 (per process at most concurrency / 2). */
-  perOriginConcurrency?: number;
-  backoff?: BackoffOptions;
-  activity?: ActivityLog;
-  metrics?: SenderMetrics;
-  logger?: Logger;
-  /**
-   * BullMQ lock and stall check (default 4 s and 2 s): a killed worker's jobs run again
-   * elsewhere within ~6 s. Tests shorten them.
-   */
-  lockDurationMs?: number;
-  stalledIntervalMs?: number;
-  /**
-   * Claim lease of a row (default 4.5 s), renewed every third of it while the attempt runs:
-   * a killed worker's rows are free again within this long.
-   */
-  rowLeaseMs?: number;
-  /** How long a settle that fails (database restarting) is retried; default 30 s. */
-  settleRetryMs?: number;
-  /** Origin slot lease without renewal (default 3 s): how long a dead worker's slots stay taken. */
-  slotLeaseMs?: number;
-  /** How long a job waits for its row to become visible (caller's open transaction). */
-  visibilityWaitMs?: number;
-  /**
-   * Reconciler period and grace (default 5 s and 30 s: a backstop for jobs BullMQ dropped;
-   * Redis losses and failed dispatches have their own faster paths, and a shorter grace
-   * would double the jobs of a backlog that is merely slow); 0 disables the in-process
-   * reconciler and the Redis-loss check (every `recoveryCheckMs`, default 1 s).
-   */
-  reconcileEveryMs?: number;
-  reconcileGraceMs?: number;
-  recoveryCheckMs?: number;
-  /**
-   * Storage maintenance period (`Outbox.maintainStorage`: partitions created ahead, days
-   * past the retention dropped whole); 0 disables. Default 1 h.
-   */
-  storageEveryMs?: number;
-  onAttempt?: (report: AttemptReport) => void;
-  /**
-   * The worker met a condition it cannot run under (a single-node client answered by a
-   * Redis Cluster): it has stopped taking jobs and calls this once (unset: it logs the
-   * error as fatal); the process should exit.
-   */
-  onFatal?: (err: Error) => void;
-  /** Start consuming at once (default true); otherwise call `start()`. */
-  autorun?: boolean;
-  /**
-   * How long a job of a paused destination (console Pause) waits before it asks again
-   * (default 10 s), and how often the paused set is re-read (default 1 s).
-   */
-  pausedRecheckMs?: number;
-  pausedRefreshMs?: number;
-}
+export type { AttemptReport, DeliveryWorkerOptions } from './worker-options.js';
 
 type Step = { kind: 'done' } | { kind: 'later'; at: number };
 const DONE: Step = { kind: 'done' };
-
-function activityStatus(result: AttemptResult): Exclude<ActivityStatus, 'pending'> {
-  if (result.kind === 'response') {
-    return result.status >= 200 && result.status < 300 ? 'success' : 'failed';
-  }
-  return result.failure === 'timeout' ? 'timeout' : 'connection_error';
-}
-
-function errorMessage(result: AttemptResult, verdict: Verdict): string | null {
-  if (result.kind === 'error') return `${result.failure}: ${result.detail}`;
-  if (verdict.action === 'delivered') return null;
-  return verdict.reason;
-}
 
 export class DeliveryWorker {
   /** One BullMQ worker per consumed shard. */
@@ -523,31 +431,18 @@ export class DeliveryWorker {
     const metrics = this.options.metrics;
     const status = activityStatus(result);
 
-    let state: AttemptReport['state'];
-    let nextAt: number | null = null;
-    let delayMs: number | undefined;
-    let error: string | null = null;
-    if (verdict.action === 'delivered') {
-      state = 'delivered';
-    } else if (verdict.action === 'stop') {
-      state = 'stopped';
-      error = verdict.reason;
-    } else {
-      error = verdict.reason;
-      const delay = nextDelay(c.attempt, verdict.retryAfterMs, this.options.backoff);
-      const horizonEnd = c.firstAttemptAt + c.horizonSeconds * 1000;
-      const nowDb = c.dbNow + (completedAt.getTime() - firedAt.getTime());
-      if (nowDb + delay >= horizonEnd) {
-        state = 'expired';
-      } else {
-        state = 'pending';
-        delayMs = delay;
-        nextAt = Date.now() + delay;
-        metrics?.retries.inc();
-        if (result.kind === 'response' && result.status === 429) {
-          // Throttle this origin alone: its other jobs wait instead of hammering it.
-          this.limiter.pause(origin, verdict.retryAfterMs ?? delay);
-        }
+    const decided = decideOutcome(c, verdict, {
+      firedAt,
+      completedAt,
+      ...(this.options.backoff ? { backoff: this.options.backoff } : {}),
+    });
+    const { state, delayMs, error } = decided;
+    let nextAt = decided.nextAt;
+    if (state === 'pending' && verdict.action === 'retry') {
+      metrics?.retries.inc();
+      if (result.kind === 'response' && result.status === 429) {
+        // Throttle this origin alone: its other jobs wait instead of hammering it.
+        this.limiter.pause(origin, verdict.retryAfterMs ?? delayMs!);
       }
     }
     if (state !== 'pending') metrics?.deliveries.inc({ outcome: state });
@@ -599,28 +494,8 @@ export class DeliveryWorker {
       // Unsettled, the row is sent again once its lease (no longer renewed) ends.
       nextAt = Date.now() + this.leaseMs;
     }
-    // One info line per attempt outcome: where (origin only: a path may carry tokens), what
-    // came back, and when the next try is; never the body, headers or credentials.
-    this.logger.info(
-      {
-        event: 'webhook_attempt',
-        outboxId: c.id,
-        type: c.notificationType,
-        key: keyPrefix(c.idempotencyKey),
-        origin,
-        attempt: c.attempt,
-        status: httpStatus(result),
-        state,
-        ...(verdict.action === 'delivered' ? {} : { reason: verdict.reason }),
-        ...(nextAt !== null ? { next_attempt_at: new Date(nextAt).toISOString() } : {}),
-        ms: Math.round(elapsed),
-      },
-      `webhook ${state}: ${origin} attempt ${c.attempt}, ${
-        httpStatus(result) !== null
-          ? `HTTP ${httpStatus(result)}`
-          : (verdict as { reason: string }).reason
-      }${nextAt !== null ? `, next at ${new Date(nextAt).toISOString()}` : ''}`,
-    );
+    const line = attemptLogLine(c, { origin, result, verdict, state, nextAt, elapsed });
+    this.logger.info(line.fields, line.message);
     this.options.onAttempt?.({
       outboxId: c.id,
       idempotencyKey: c.idempotencyKey,
@@ -701,13 +576,4 @@ export class DeliveryWorker {
     await this.options.activity?.flush();
     await this.transport.close();
   }
-}
-
-/** This delivery's own credentials, masked in its response snippet. */
-function authSecrets(auth: ClaimedEvent['auth']): string[] {
-  return auth.mode === 'hmac' ? [auth.secret] : auth.mode === 'bearer' ? [auth.token] : [];
-}
-
-function httpStatus(result: AttemptResult): number | null {
-  return result.kind === 'response' ? result.status : null;
 }

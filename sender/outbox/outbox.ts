@@ -4,7 +4,6 @@
  * every attempt (and every worker that picks the row up after a crash) sends the same
  * bytes under the same key. Redis only carries the dispatch.
  */
-import pg from 'pg';
 import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, type Pool, type PoolClient } from '../../shared/infra/pg.js';
 import type { DeliveryQueue, DispatchItem } from '../delivery/queue.js';
@@ -25,110 +24,29 @@ import {
   redispatchAllPending,
   withTimeout,
 } from './redispatch.js';
-import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
 import {
   DEFAULT_RETENTION_SECONDS,
   dayBounds,
   maintainPartitions,
-  newIdSql,
   type MaintainResult,
 } from './partitions.js';
-import { originSql } from '../console/migrations.js';
-import type { DeliveryAuth, EventSink, OutboundEvent, WebhookChannel } from './types.js';
-import { SvcError } from '../../shared/errors/base.js';
+import type { EventSink, OutboundEvent } from './types.js';
+import { authOf, checkEvent, insertSql, originOf, type Statement } from './insert.js';
+import { preparedPools, STATE_STATEMENTS_IN_FLIGHT } from './state-pool.js';
+import {
+  DEFAULT_RETRY_HORIZON_SECONDS,
+  OutboxError,
+  type ClaimedEvent,
+  type ClaimMiss,
+  type OutboxState,
+  type PendingGroup,
+  type RecoveryRow,
+  type SettleInput,
+  type SettledAttempt,
+} from './rows.js';
 
-/** 24 h: the floor of the spec's retry horizon, used when the seller advertises none. */
-export const DEFAULT_RETRY_HORIZON_SECONDS = 86_400;
-
-export type OutboxState = 'pending' | 'delivered' | 'stopped' | 'expired';
-
-/** A row claimed for one attempt. */
-export interface ClaimedEvent {
-  id: string;
-  idempotencyKey: string;
-  body: Buffer;
-  url: string;
-  auth: DeliveryAuth;
-  channel: WebhookChannel;
-  notificationType: string;
-  notificationId: string | null;
-  mediaBuyId: string | null;
-  /** The buys an aggregated report covers; null for any other event. */
-  mediaBuyIds: string[] | null;
-  principalId: string | null;
-  subscriberId: string | null;
-  sequenceNumber: number | null;
-  /** 1-based number of this attempt. */
-  attempt: number;
-  /** Unix ms (database clock) of the first attempt: the horizon counts from it. */
-  firstAttemptAt: number;
-  horizonSeconds: number;
-  /** Unix ms, database clock, at claim time. */
-  dbNow: number;
-}
-
-/** Why a row could not be claimed now. */
-export type ClaimMiss =
-  | { kind: 'missing' } // not (yet) committed, or rolled back
-  | { kind: 'finished'; state: OutboxState }
-  | { kind: 'not_due'; notBefore: number }
-  | { kind: 'expired' };
-
-export interface SettleInput {
-  id: string;
-  state: OutboxState;
-  status: number | null;
-  error: string | null;
-  delayMs?: number;
-  /**
-   * The attempt's webhook_activity record, written in the settle's own statement: an
-   * attempt whose outcome is settled is recorded with it, whatever happens to the worker
-   * afterwards. Either way the settle closes the row's earlier `pending` records (their
-   * attempts were interrupted).
-   */
-  record?: SettledAttempt;
-}
-
-/** The outcome of one attempt as webhook_activity records it (the rest comes from the row). */
-export interface SettledAttempt {
-  attempt: number;
-  status: 'success' | 'failed' | 'timeout' | 'connection_error';
-  httpStatusCode: number | null;
-  responseTimeMs: number | null;
-  errorMessage: string | null;
-  /** Recorded URL (no query, no fragment). */
-  url: string;
-  firedAt: Date;
-  completedAt: Date;
-  /** The start of the receiver's answer, bounded and sanitised (delivery/snippet.ts). */
-  responseSnippet?: string | null;
-  /** The signing key's kid for RFC 9421 attempts; null for HMAC and Bearer. */
-  keyId?: string | null;
-}
-
-/** A pending delivery as the recovery after a Redis loss dispatches it again. */
-export interface RecoveryRow {
-  id: string;
-  targetUrl: string;
-  /** Until it is due, ms (negative when overdue). */
-  dueInMs: number;
-}
-
-/** Pending rows of one target URL due in the same second, as a dispatch recovery reads them. */
-export interface PendingGroup {
-  url: string;
-  dueInMs: number;
-  ids: string[];
-}
-
-export class OutboxError extends SvcError {
-  static override readonly code = 'ERR_OUTBOX';
-
-  constructor(message: string) {
-    super(message);
-    this.name = 'OutboxError';
-  }
-}
+export { createStatePool } from './state-pool.js';
+export * from './rows.js';
 
 export interface OutboxOptions {
   pool: Pool;
@@ -161,111 +79,6 @@ export interface OutboxOptions {
 }
 
 const SETTLE_LINGER_MS = 10;
-
-/** Claims and settles run at most this many statements at once (two batchers of 2). */
-const STATE_STATEMENTS_IN_FLIGHT = 4;
-
-/**
- * A pool whose sessions commit without waiting for the WAL flush (see `statePool`). It
- * keeps the connections claims and settles use open when idle: a burst after a quiet
- * spell should not wait on connection set-up.
- */
-export function createStatePool(connectionString: string, max = 8): Pool {
-  const pool = new pg.Pool({
-    connectionString,
-    max,
-    min: Math.min(max, STATE_STATEMENTS_IN_FLIGHT),
-    application_name: 'svc-sender-state',
-    // Generic plans (see `Outbox.statements`): each statement is planned once per session,
-    // over every partition, and pruned to its ids' days when it starts. No sequential
-    // scans: every statement here names its rows by id, so an index scan is right whatever
-    // a fresh partition's statistics say (a generic plan made on a nearly empty day would
-    // otherwise keep scanning it as it grows). No nested loops: a generic plan guesses 10
-    // ids, and a nested loop over a batch's ids re-ran the partition pruning for every row
-    // (a fifth of the backend's CPU) where a hash join prunes once. No JIT: the disabled
-    // nested loop (the one-row join of the durable commit's setting) prices these
-    // statements far above the JIT threshold, and compiling took a second each.
-    options: [
-      '-c synchronous_commit=off',
-      '-c plan_cache_mode=force_generic_plan',
-      '-c enable_seqscan=off',
-      '-c enable_nestloop=off',
-      '-c jit=off',
-    ].join(' '),
-  });
-  pool.on('error', () => {});
-  preparedPools.add(pool);
-  return pool;
-}
-
-/** Pools made by `createStatePool`: the ones the claims and settles run prepared on. */
-const preparedPools = new WeakSet<Pool>();
-
-function checkEvent(e: OutboundEvent): void {
-  if (!IDEMPOTENCY_KEY_PATTERN.test(e.idempotencyKey)) {
-    throw new OutboxError(`idempotency key does not match ${IDEMPOTENCY_KEY_PATTERN}`);
-  }
-  try {
-    new URL(e.target.url);
-  } catch {
-    throw new OutboxError('target url is not a valid URL');
-  }
-  const buys: unknown = e.mediaBuyIds;
-  if (
-    buys !== undefined &&
-    (!Array.isArray(buys) ||
-      buys.length === 0 ||
-      buys.some((b) => typeof b !== 'string' || b.length === 0))
-  ) {
-    throw new OutboxError('mediaBuyIds must be a non-empty array of non-empty strings');
-  }
-}
-
-function originOf(url: string): string {
-  return new URL(url).origin;
-}
-
-function authOf(mode: string, secret: string | null): DeliveryAuth {
-  if (mode === 'hmac') return { mode: 'hmac', secret: secret ?? '' };
-  if (mode === 'bearer') return { mode: 'bearer', token: secret ?? '' };
-  return { mode: 'rfc9421' };
-}
-
-/** A statement as node-postgres takes it: named (prepared per session) or not. */
-type Statement = { name: string | undefined; text: string };
-
-/**
- * The enqueue's INSERT ($1..$13 and $15 (the task type) one array element per event, $14 the
- * horizon, $16 the buys as JSON text when `buys`): the event written once to outbox_event, its delivery
- * state to the narrow outbox_delivery (storage-migration.ts). Without `buys` it runs as it
- * did before the column of buys existed.
- */
-function insertSql(s: string, buys: boolean): string {
-  return `
-      WITH x AS (
-        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${buys ? ', mbs' : ''}
-          FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
-                      $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
-                      $13::text[], $15::text[]${buys ? ', $16::text[]' : ''})
-            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt, ${buys ? 'mbs, ' : ''}ord)
-          ORDER BY ord
-      ), e AS (
-        INSERT INTO ${s}.outbox_event (id, idempotency_key, body, target_url, auth_mode,
-          auth_secret, channel, notification_type, notification_id, media_buy_id, principal_id,
-          task_id, sequence_number, subscriber_id, task_type${buys ? ', media_buy_ids' : ''})
-        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${
-          buys
-            ? `,
-               CASE WHEN mbs IS NOT NULL
-                 THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END`
-            : ''
-        }
-          FROM x
-      )
-      INSERT INTO ${s}.outbox_delivery (id, created_at, origin, horizon_seconds)
-        SELECT id, now(), ${originSql('u')}, $14 FROM x
-      RETURNING id::text`;
-}
 
 export class Outbox implements EventSink {
   readonly pool: Pool;

@@ -7,7 +7,7 @@
 import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../delivery/queue.js';
-import type { RecoveryRow } from './outbox.js';
+import type { RecoveryRow } from './rows.js';
 
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

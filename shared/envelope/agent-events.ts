@@ -1,7 +1,8 @@
 /**
  * Account- and agent-level webhook payloads (supplement §6.7): event-specific closed
  * shapes, not MCP envelopes. Only the members the supplement names are modelled; which
- * members beyond the named ones are optional is marked there with `?`.
+ * members beyond the named ones are optional is marked there with `?`. Which types exist
+ * on which surface: notification-types.ts.
  */
 import { z } from 'zod';
 import { IDEMPOTENCY_KEY_PATTERN, NOTIFICATION_ID_PATTERN } from './mcp.js';
@@ -57,30 +58,3 @@ export const CreativeStatusChangedSchema = z.strictObject({
   reason_detail: z.string().optional(),
   initiator: z.unknown(),
 });
-
-/** Notification types by the surface that may register them (§6.7 anchors). */
-export const MEDIA_BUY_NOTIFICATION_TYPES = [
-  'scheduled',
-  'final',
-  'delayed',
-  'adjusted',
-  'window_update',
-  'impairment',
-] as const;
-export const ACCOUNT_NOTIFICATION_TYPES = [
-  'creative.status_changed',
-  'creative.assignment_changed',
-  'indicators.changed',
-  'creative.purged',
-  'account.status_changed',
-  'product.created',
-  'product.updated',
-  'product.priced',
-  'product.removed',
-  'signal.created',
-  'signal.updated',
-  'signal.priced',
-  'signal.removed',
-  'wholesale_feed.bulk_change',
-] as const;
-export const AGENT_NOTIFICATION_TYPES = ['capabilities.changed'] as const;

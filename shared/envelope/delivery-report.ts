@@ -4,15 +4,7 @@
  * whole POST body is invalid (the envelope parser names the missing members).
  */
 import { z } from 'zod';
-
-export const DELIVERY_NOTIFICATION_TYPES = [
-  'scheduled',
-  'final',
-  'delayed',
-  'adjusted',
-  'window_update', // 3.2 only
-] as const;
-export type DeliveryNotificationType = (typeof DELIVERY_NOTIFICATION_TYPES)[number];
+import { DELIVERY_NOTIFICATION_TYPES } from './notification-types.js';
 
 /** The buy's lifecycle/reporting state in a row; never the envelope's task status. */
 export const DELIVERY_ROW_STATUSES = [

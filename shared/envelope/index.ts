@@ -9,3 +9,4 @@ export * from './impairment.js';
 export * from './channel-config.js';
 export * from './activity-record.js';
 export * from './agent-events.js';
+export * from './notification-types.js';

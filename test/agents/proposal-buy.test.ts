@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { errorResponse } from '../../agents/runtime/errors.js';
-import { splitBudget } from '../../agents/sales/media-buy-proposal.js';
+import { splitBudget } from '../../agents/sales/media-buys/proposal.js';
 import { brandProfile } from '../../shared/brand.js';
 import { buyer, harness, START, type Harness } from './support/core.js';
 

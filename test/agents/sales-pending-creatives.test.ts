@@ -1,5 +1,5 @@
 /**
- * Creative references that arrive before the creative (agents/sales/creative-assignments.ts):
+ * Creative references that arrive before the creative (agents/sales/creatives/assignments.ts):
  * create_media_buy and update_media_buy may name a creative the buyer has not synced yet;
  * the buy stays pending_creatives until sync_creatives brings it, then carries it.
  */
@@ -7,7 +7,7 @@ import t from 'tap';
 import {
   assignCreatives,
   resolvePendingAssignments,
-} from '../../agents/sales/creative-assignments.js';
+} from '../../agents/sales/creatives/assignments.js';
 import { buyer, harness, START } from './support/core.js';
 import { CREATIVE_AGENT_URL as CREATIVE, displayCreative as display } from './support/creatives.js';
 

@@ -479,7 +479,7 @@ t.test(
 );
 
 t.test('a sandbox account is confirmed at once; other requests still await approval', async (t) => {
-  const { markDemoPrincipalsSandbox } = await import('../../agents/testing/sandbox.js');
+  const { markDemoPrincipalsSandbox } = await import('../../agents/sandbox/fixtures.js');
   const h = await harness(t, { settings: { testController: true } });
   await markDemoPrincipalsSandbox(h.pool, h.schema);
   const c = buyer(h);
@@ -543,7 +543,7 @@ t.test(
   'the sales format listing: cursor pages; a sandbox session lists its seeded formats',
   async (t) => {
     const { markDemoPrincipalsSandbox, putFixture, SESSION } =
-      await import('../../agents/testing/sandbox.js');
+      await import('../../agents/sandbox/fixtures.js');
     const h = await harness(t, { settings: { testController: true } });
     const c = buyer(h);
     const all = await h.ok('sales', 'list_creative_formats', {}, c);

@@ -669,7 +669,7 @@ async function sandboxBuy(
 
 t.test('force_media_buy_status: along the published lifecycle graph only', async (t) => {
   const h = await harness(t, { testController: true });
-  const { markDemoPrincipalsSandbox } = await import('../../../agents/testing/sandbox.js');
+  const { markDemoPrincipalsSandbox } = await import('../../../agents/sandbox/fixtures.js');
   await markDemoPrincipalsSandbox(h.pool, h.schema);
   const c = buyer(h);
   const force = (params: Record<string, unknown>) =>
@@ -774,7 +774,7 @@ t.test('force_media_buy_status: along the published lifecycle graph only', async
 
 t.test('force_create_media_buy_arm: the next create answers submitted, once', async (t) => {
   const h = await harness(t, { testController: true });
-  const { markDemoPrincipalsSandbox } = await import('../../../agents/testing/sandbox.js');
+  const { markDemoPrincipalsSandbox } = await import('../../../agents/sandbox/fixtures.js');
   await markDemoPrincipalsSandbox(h.pool, h.schema);
   const c = buyer(h);
   const arm = (params: Record<string, unknown>) =>
@@ -834,7 +834,7 @@ t.test('force_create_media_buy_arm: the next create answers submitted, once', as
 
 t.test('force_create_media_buy_arm input-required: answer, tasks/get, webhook', async (t) => {
   const h = await harness(t, { testController: true });
-  const { markDemoPrincipalsSandbox } = await import('../../../agents/testing/sandbox.js');
+  const { markDemoPrincipalsSandbox } = await import('../../../agents/sandbox/fixtures.js');
   await markDemoPrincipalsSandbox(h.pool, h.schema);
   const c = buyer(h);
   t.same(
@@ -895,7 +895,7 @@ t.test('force_create_media_buy_arm input-required: answer, tasks/get, webhook', 
 
 t.test('simulate_budget_spend: reported spend up to a share of the budget', async (t) => {
   const h = await harness(t, { testController: true });
-  const { markDemoPrincipalsSandbox } = await import('../../../agents/testing/sandbox.js');
+  const { markDemoPrincipalsSandbox } = await import('../../../agents/sandbox/fixtures.js');
   await markDemoPrincipalsSandbox(h.pool, h.schema);
   const c = buyer(h);
   const spend = (params: Record<string, unknown>) =>

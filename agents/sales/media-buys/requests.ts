@@ -10,9 +10,9 @@ import {
   DateSchema,
   DateTimeSchema,
   requireIdempotencyKey,
-} from '../runtime/validation.js';
-import { PaginationRequestSchema } from './cursor.js';
-import { MeasurementTermsSchema } from './media-buy-terms.js';
+} from '../../runtime/validation.js';
+import { PaginationRequestSchema } from '../cursor.js';
+import { MeasurementTermsSchema } from './terms.js';
 
 export const positive = (what: string) =>
   z.number({ error: `${what} must be a number` }).refine((n) => n > 0 && Number.isFinite(n), {

@@ -1,6 +1,7 @@
 /**
- * Sandbox state: which principals are test buyers (`principals.sandbox`), and the fixtures
- * the test controller seeded for them, per account (`sandbox_fixtures`). A sandbox
+ * Sandbox state, read by the tasks and written by the test controller (agents/testing/):
+ * which principals are test buyers (`principals.sandbox`), and the fixtures the test
+ * controller seeded for them, per account (`sandbox_fixtures`). A sandbox
  * principal's accounts are its sandbox accounts; a production principal has none, so
  * nothing seeded or forced can ever reach production data.
  */

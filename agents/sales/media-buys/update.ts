@@ -4,14 +4,14 @@
  * (media-buy-requests.ts); each change is applied in the call's transaction, delivery is
  * settled up to now first, and the buy's revision goes up by one.
  */
-import { taskError, type AnyTaskErrorCode } from '../runtime/errors.js';
-import type { AgentClock } from '../runtime/clock.js';
-import type { TaskStore } from '../runtime/task-store.js';
-import type { AgentNotifications, HandlerOutcome, TaskContext } from '../runtime/types.js';
-import type { PoolClient } from '../../shared/infra/pg.js';
-import { assignCreatives } from './creative-assignments.js';
-import { accrueBuy } from './delivery-simulator.js';
-import { checkReportingWebhook, echoKey, productsById } from './media-buy-create.js';
+import { taskError, type AnyTaskErrorCode } from '../../runtime/errors.js';
+import type { AgentClock } from '../../runtime/clock.js';
+import type { TaskStore } from '../../runtime/task-store.js';
+import type { AgentNotifications, HandlerOutcome, TaskContext } from '../../runtime/types.js';
+import type { PoolClient } from '../../../shared/infra/pg.js';
+import { assignCreatives } from '../creatives/assignments.js';
+import { accrueBuy } from '../delivery/simulator.js';
+import { checkReportingWebhook, echoKey, productsById } from './create.js';
 import {
   loadBuy,
   loadPackages,
@@ -19,13 +19,9 @@ import {
   TERMINAL_BUY,
   type BuyRow,
   type PackageRow,
-} from './media-buy-records.js';
-import {
-  updateIntent,
-  type UpdateIntent,
-  type UpdateMediaBuyRequest,
-} from './media-buy-requests.js';
-import { buyResponse } from './media-buy-views.js';
+} from './records.js';
+import { updateIntent, type UpdateIntent, type UpdateMediaBuyRequest } from './requests.js';
+import { buyResponse } from './views.js';
 
 const TRANSITIONS: Record<string, string[]> = {
   pending: ['canceled'],

@@ -9,19 +9,15 @@
  *   media-buy-records.ts   rows, loaders, published status mapping
  *   media-buy-operator.ts  approve, reject, reporting delays, impairments
  */
-import type { TaskRegistry } from '../runtime/registry.js';
-import type { TaskStore } from '../runtime/task-store.js';
-import { advanceCreate, cancelCreate, createMediaBuy } from './media-buy-create.js';
-import {
-  CreateMediaBuySchema,
-  GetMediaBuysSchema,
-  UpdateMediaBuySchema,
-} from './media-buy-requests.js';
-import { withProposalPackages } from './media-buy-proposal.js';
-import { updateMediaBuy } from './media-buy-update.js';
-import { getMediaBuys } from './media-buy-views.js';
+import type { TaskRegistry } from '../../runtime/registry.js';
+import type { TaskStore } from '../../runtime/task-store.js';
+import { advanceCreate, cancelCreate, createMediaBuy } from './create.js';
+import { CreateMediaBuySchema, GetMediaBuysSchema, UpdateMediaBuySchema } from './requests.js';
+import { withProposalPackages } from './proposal.js';
+import { updateMediaBuy } from './update.js';
+import { getMediaBuys } from './views.js';
 
-export { MediaBuyOperator } from './media-buy-operator.js';
+export { MediaBuyOperator } from './operator.js';
 
 export function registerMediaBuyTasks(registry: TaskRegistry, tasks: TaskStore): void {
   registry.add({

@@ -7,8 +7,8 @@
  * of them or none.
  */
 import { z } from 'zod';
-import { briefTerms } from '../runtime/ranking.js';
-import type { TaskContext } from '../runtime/types.js';
+import { briefTerms } from '../../runtime/ranking.js';
+import type { TaskContext } from '../../runtime/types.js';
 import type { ProductRow } from './catalog.js';
 import { commitProposals, liveProposals, wireProposal, type StoredProposal } from './proposals.js';
 

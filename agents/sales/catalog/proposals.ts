@@ -10,7 +10,7 @@
  * buying_mode) has none, and its callers keep the write-free catalog read.
  */
 import { randomBytes } from 'node:crypto';
-import type { TaskContext } from '../runtime/types.js';
+import type { TaskContext } from '../../runtime/types.js';
 import type { ProductRow } from './catalog.js';
 import { isAuction, minimumBudget, type PricingOption } from './pricing.js';
 

@@ -14,16 +14,12 @@
  * PROPOSAL_NOT_COMMITTED (a draft), INVALID_STATE (already executed); BUDGET_TOO_LOW
  * (`total_budget.amount`) when an allocation's share is under its option's minimum.
  */
-import { taskError } from '../runtime/errors.js';
-import type { TaskContext } from '../runtime/types.js';
-import type {
-  CreateMediaBuyInput,
-  CreateMediaBuyRequest,
-  PackageRequest,
-} from './media-buy-requests.js';
-import { productsById } from './media-buy-create.js';
-import { isAuction, minimumBudget } from './pricing.js';
-import type { ProposalData } from './proposals.js';
+import { taskError } from '../../runtime/errors.js';
+import type { TaskContext } from '../../runtime/types.js';
+import type { CreateMediaBuyInput, CreateMediaBuyRequest, PackageRequest } from './requests.js';
+import { productsById } from './create.js';
+import { isAuction, minimumBudget } from '../catalog/pricing.js';
+import type { ProposalData } from '../catalog/proposals.js';
 
 interface Row {
   status: 'draft' | 'committed';

@@ -4,16 +4,16 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { canonicalJson } from '../../shared/json/canonical.js';
-import { ASSET_TYPES, resolveFormat, type FormatRow } from '../creative/formats.js';
-import { canonicalFormat } from '../creative/canonical.js';
-import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
-import { protocolError, taskError, TaskError } from '../runtime/errors.js';
-import type { TaskRegistry } from '../runtime/registry.js';
-import type { TaskContext } from '../runtime/types.js';
-import { FormatIdSchema, requireIdempotencyKey } from '../runtime/validation.js';
-import { emitAccountEvent } from './accounts.js';
-import { resolvePendingAssignments } from './creative-assignments.js';
+import { canonicalJson } from '../../../shared/json/canonical.js';
+import { ASSET_TYPES, resolveFormat, type FormatRow } from '../../creative/formats.js';
+import { canonicalFormat } from '../../creative/canonical.js';
+import { decodeCursor, pageInfo, PaginationRequestSchema } from '../cursor.js';
+import { protocolError, taskError, TaskError } from '../../runtime/errors.js';
+import type { TaskRegistry } from '../../runtime/registry.js';
+import type { TaskContext } from '../../runtime/types.js';
+import { FormatIdSchema, requireIdempotencyKey } from '../../runtime/validation.js';
+import { emitAccountEvent } from '../accounts/accounts.js';
+import { resolvePendingAssignments } from './assignments.js';
 
 export const AssetSchema = z.looseObject({
   asset_type: z.enum(ASSET_TYPES),

@@ -7,7 +7,7 @@
  * echoed on it.
  */
 import { z } from 'zod';
-import { taskError, type AnyTaskErrorCode } from '../runtime/errors.js';
+import { taskError, type AnyTaskErrorCode } from '../../runtime/errors.js';
 
 /** The published code (not among the spec digest's codes); a 400-class refusal. */
 const TERMS_REJECTED = 'TERMS_REJECTED' as AnyTaskErrorCode;

@@ -4,11 +4,11 @@
  * end time, into hourly buckets. Pure arithmetic, no randomness: the same clock gives the
  * same numbers. A buy whose end time has passed completes (final report via the sender).
  */
-import { withTransaction, type Pool, type PoolClient } from '../../shared/infra/pg.js';
-import type { AgentClock } from '../runtime/clock.js';
-import type { AgentNotifications } from '../runtime/types.js';
-import { loadPackages, type BuyRow, type PackageRow } from './media-buy-records.js';
-import { isFlatRate } from './pricing.js';
+import { withTransaction, type Pool, type PoolClient } from '../../../shared/infra/pg.js';
+import type { AgentClock } from '../../runtime/clock.js';
+import type { AgentNotifications } from '../../runtime/types.js';
+import { loadPackages, type BuyRow, type PackageRow } from '../media-buys/records.js';
+import { isFlatRate } from '../catalog/pricing.js';
 
 const HOUR = 3600_000;
 /** Flat-fee inventory is counted at this notional CPM. */

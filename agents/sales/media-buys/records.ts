@@ -4,9 +4,9 @@
  * `media-buy-status` of each (`wireBuyStatus`).
  */
 import { randomUUID } from 'node:crypto';
-import type { PoolClient } from '../../shared/infra/pg.js';
-import { taskError } from '../runtime/errors.js';
-import { publishedPricingModel } from './pricing.js';
+import type { PoolClient } from '../../../shared/infra/pg.js';
+import { taskError } from '../../runtime/errors.js';
+import { publishedPricingModel } from '../catalog/pricing.js';
 
 export const BUY_STATUSES = [
   'pending',

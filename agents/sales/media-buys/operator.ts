@@ -2,15 +2,15 @@
  * Operator actions on media buys (`svc approve`, `svc reject`, reporting delays,
  * impairments): each in its own transaction, ending the create task where it applies.
  */
-import { withTransaction, type Pool, type PoolClient } from '../../shared/infra/pg.js';
-import type { AgentClock } from '../runtime/clock.js';
-import { taskError } from '../runtime/errors.js';
-import type { TaskStore } from '../runtime/task-store.js';
-import type { AgentNotifications } from '../runtime/types.js';
-import { activateBuy } from './media-buy-create.js';
-import { loadBuy, lockBuyAndTask } from './media-buy-records.js';
-import { closeCreateTask } from './media-buy-update.js';
-import { buyResponse } from './media-buy-views.js';
+import { withTransaction, type Pool, type PoolClient } from '../../../shared/infra/pg.js';
+import type { AgentClock } from '../../runtime/clock.js';
+import { taskError } from '../../runtime/errors.js';
+import type { TaskStore } from '../../runtime/task-store.js';
+import type { AgentNotifications } from '../../runtime/types.js';
+import { activateBuy } from './create.js';
+import { loadBuy, lockBuyAndTask } from './records.js';
+import { closeCreateTask } from './update.js';
+import { buyResponse } from './views.js';
 
 /** Operator actions on buys (`svc approve`, `svc reject`, impairments). */
 export class MediaBuyOperator {

@@ -13,8 +13,8 @@
  * by another principal is treated exactly like an unknown one (error-code.json: never
  * distinguish "exists in another tenant" from "does not exist").
  */
-import { TERMINAL_BUY } from './media-buy-records.js';
-import type { TaskContext } from '../runtime/types.js';
+import { TERMINAL_BUY } from '../media-buys/records.js';
+import type { TaskContext } from '../../runtime/types.js';
 
 /**
  * Replaces a package's creatives: the principal's existing creatives are assigned, the

@@ -5,25 +5,25 @@
  * the buy lands on the task's completion result). The background steps walk the task
  * from review to approval; a canceled task cancels the pending buy.
  */
-import { ReportingWebhookSchema } from '../../shared/envelope/channel-config.js';
-import type { PoolClient } from '../../shared/infra/pg.js';
-import { taskError } from '../runtime/errors.js';
-import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../runtime/types.js';
-import { fieldPath } from '../runtime/validation.js';
-import { isSandboxPrincipal, takeForcedCreateArm } from '../testing/sandbox.js';
-import { productRow, type ProductRow } from './catalog.js';
-import { assignCreatives } from './creative-assignments.js';
-import { loadBuy, newMediaBuyId, newPackageId, type BuyRow } from './media-buy-records.js';
+import { ReportingWebhookSchema } from '../../../shared/envelope/channel-config.js';
+import type { PoolClient } from '../../../shared/infra/pg.js';
+import { taskError } from '../../runtime/errors.js';
+import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../../runtime/types.js';
+import { fieldPath } from '../../runtime/validation.js';
+import { isSandboxPrincipal, takeForcedCreateArm } from '../../sandbox/fixtures.js';
+import { productRow, type ProductRow } from '../catalog/catalog.js';
+import { assignCreatives } from '../creatives/assignments.js';
+import { loadBuy, newMediaBuyId, newPackageId, type BuyRow } from './records.js';
 import {
   endInstant,
   packageCreativeIds,
   startInstant,
   type CreateMediaBuyRequest,
   type PackageRequest,
-} from './media-buy-requests.js';
-import { checkMeasurementTerms } from './media-buy-terms.js';
-import { buyResponse } from './media-buy-views.js';
-import { clearingRate, isAuction, minimumBudget, type PricingOption } from './pricing.js';
+} from './requests.js';
+import { checkMeasurementTerms } from './terms.js';
+import { buyResponse } from './views.js';
+import { clearingRate, isAuction, minimumBudget, type PricingOption } from '../catalog/pricing.js';
 
 /** `reporting_webhook` accepted for the buy, or INVALID_REQUEST naming the member. */
 export function checkReportingWebhook(

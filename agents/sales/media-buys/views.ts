@@ -4,9 +4,9 @@
  * `media-buy-status` values (`wireBuyStatus`); a buy awaiting seller approval is
  * provisional (`confirmed_at: null`).
  */
-import type { PoolClient } from '../../shared/infra/pg.js';
-import type { TaskContext } from '../runtime/types.js';
-import { decodeCursor, pageInfo } from './cursor.js';
+import type { PoolClient } from '../../../shared/infra/pg.js';
+import type { TaskContext } from '../../runtime/types.js';
+import { decodeCursor, pageInfo } from '../cursor.js';
 import {
   assignmentsOf,
   loadPackages,
@@ -17,8 +17,8 @@ import {
   withoutCredentials,
   type BuyRow,
   type PackageRow,
-} from './media-buy-records.js';
-import { internalStatuses, type GetMediaBuysRequest } from './media-buy-requests.js';
+} from './records.js';
+import { internalStatuses, type GetMediaBuysRequest } from './requests.js';
 
 /** The release whose buyers read a buy's status from top-level `status`. */
 export const LEGACY_STATUS_RELEASE = '3.0';

@@ -5,21 +5,21 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { Pool, PoolClient } from '../../shared/infra/pg.js';
-import type { AgentClock } from '../runtime/clock.js';
-import { taskError } from '../runtime/errors.js';
-import type { TaskRegistry } from '../runtime/registry.js';
-import type { AgentNotifications, TaskContext } from '../runtime/types.js';
-import { DateSchema, RequiredIdempotencyKeySchema } from '../runtime/validation.js';
-import { accrueBuy } from './delivery-simulator.js';
+import type { Pool, PoolClient } from '../../../shared/infra/pg.js';
+import type { AgentClock } from '../../runtime/clock.js';
+import { taskError } from '../../runtime/errors.js';
+import type { TaskRegistry } from '../../runtime/registry.js';
+import type { AgentNotifications, TaskContext } from '../../runtime/types.js';
+import { DateSchema, RequiredIdempotencyKeySchema } from '../../runtime/validation.js';
+import { accrueBuy } from './simulator.js';
 import {
   loadBuy,
   loadPackages,
   round2,
   type BuyRow,
   type PackageRow,
-} from './media-buy-records.js';
-import { publishedPricingModel } from './pricing.js';
+} from '../media-buys/records.js';
+import { publishedPricingModel } from '../catalog/pricing.js';
 
 const GRANULARITIES = ['hourly', 'daily', 'weekly', 'monthly'] as const;
 

@@ -3,24 +3,24 @@
  * catalog without credentials), list_authorized_properties, list_creative_formats.
  */
 import { z } from 'zod';
-import { hasPermission } from '../auth/principal.js';
+import { hasPermission } from '../../auth/principal.js';
 import {
   allFormats,
   formatDefinition,
   GENERIC_FORMAT_IDS,
   pickFormats,
   type FormatRow,
-} from '../creative/formats.js';
-import { formatDeclaration } from '../creative/canonical.js';
-import { paginate, PaginationRequestSchema } from '../common/pagination.js';
-import { briefTerms, score } from '../runtime/ranking.js';
-import { taskError } from '../runtime/errors.js';
-import { sandboxFixtures, SESSION } from '../testing/sandbox.js';
-import type { TaskRegistry } from '../runtime/registry.js';
-import type { AgentSettings } from '../runtime/settings.js';
-import type { TaskContext } from '../runtime/types.js';
-import { BrandManifestSchema, FormatIdSchema } from '../runtime/validation.js';
-import { takeStaleResponse } from '../testing/upstream.js';
+} from '../../creative/formats.js';
+import { formatDeclaration } from '../../creative/canonical.js';
+import { paginate, PaginationRequestSchema } from '../../common/pagination.js';
+import { briefTerms, score } from '../../runtime/ranking.js';
+import { taskError } from '../../runtime/errors.js';
+import { sandboxFixtures, SESSION } from '../../sandbox/fixtures.js';
+import type { TaskRegistry } from '../../runtime/registry.js';
+import type { AgentSettings } from '../../runtime/settings.js';
+import type { TaskContext } from '../../runtime/types.js';
+import { BrandManifestSchema, FormatIdSchema } from '../../runtime/validation.js';
+import { takeStaleResponse } from '../../sandbox/stale-response.js';
 import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
 import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';

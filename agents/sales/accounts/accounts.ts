@@ -4,19 +4,20 @@
  * = unchanged, [] = clear, array = full replacement keyed by subscriber_id), write-only
  * `authentication`, paused entries kept but never fired.
  */
-import { checkSubscriberUrls } from '../common/subscriber-urls.js';
+import { checkSubscriberUrls } from '../../common/subscriber-urls.js';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { decodeCursor, pageInfo, PaginationRequestSchema } from './cursor.js';
-import { canonicalJson } from '../../shared/json/canonical.js';
-import { ACCOUNT_NOTIFICATION_TYPES } from '../../shared/envelope/agent-events.js';
-import { LegacyAuthenticationSchema } from '../../shared/envelope/channel-config.js';
-import { proveSubscribers, type SubscriberEntry } from '../common/subscriber-proof.js';
-import { protocolError, taskError } from '../runtime/errors.js';
-import { TaskError } from '../../shared/errors/task-errors.js';
-import { requireIdempotencyKey } from '../runtime/validation.js';
-import type { TaskRegistry } from '../runtime/registry.js';
-import type { AgentNotifications, TaskContext } from '../runtime/types.js';
+import { decodeCursor, pageInfo, PaginationRequestSchema } from '../cursor.js';
+import { canonicalJson } from '../../../shared/json/canonical.js';
+import { ACCOUNT_NOTIFICATION_TYPES } from '../../../shared/envelope/notification-types.js';
+import { LegacyAuthenticationSchema } from '../../../shared/envelope/channel-config.js';
+import { proveSubscribers, type SubscriberEntry } from '../../common/subscriber-proof.js';
+import { protocolError, taskError } from '../../runtime/errors.js';
+import { TaskError } from '../../../shared/errors/task-errors.js';
+import { requireIdempotencyKey } from '../../runtime/validation.js';
+import type { TaskRegistry } from '../../runtime/registry.js';
+import type { AgentNotifications, TaskContext } from '../../runtime/types.js';
+import type { AccountNotificationType } from '../../../sender/index.js';
 
 /** Event types an account-level subscriber may register (supplement §6.7). */
 export const ACCOUNT_EVENT_TYPES = ACCOUNT_NOTIFICATION_TYPES;
@@ -296,7 +297,7 @@ export async function emitAccountEvent(
     principal: TaskContext['principal'];
     notifications: AgentNotifications;
   },
-  type: 'creative.status_changed' | 'creative.assignment_changed' | 'account.status_changed',
+  type: AccountNotificationType,
   notificationId: string,
   fields: Record<string, unknown>,
 ): Promise<void> {

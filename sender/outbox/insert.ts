@@ -1,0 +1,75 @@
+/**
+ * The enqueue's side of the outbox: an event's checks before it is written, and the one
+ * INSERT that writes a batch of events and their delivery state (storage-migration.ts).
+ */
+import { originSql } from '../console/migrations.js';
+import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
+import { newIdSql } from './partitions.js';
+import { OutboxError } from './rows.js';
+import type { DeliveryAuth, OutboundEvent } from './types.js';
+
+export function checkEvent(e: OutboundEvent): void {
+  if (!IDEMPOTENCY_KEY_PATTERN.test(e.idempotencyKey)) {
+    throw new OutboxError(`idempotency key does not match ${IDEMPOTENCY_KEY_PATTERN}`);
+  }
+  try {
+    new URL(e.target.url);
+  } catch {
+    throw new OutboxError('target url is not a valid URL');
+  }
+  const buys: unknown = e.mediaBuyIds;
+  if (
+    buys !== undefined &&
+    (!Array.isArray(buys) ||
+      buys.length === 0 ||
+      buys.some((b) => typeof b !== 'string' || b.length === 0))
+  ) {
+    throw new OutboxError('mediaBuyIds must be a non-empty array of non-empty strings');
+  }
+}
+
+export function originOf(url: string): string {
+  return new URL(url).origin;
+}
+
+export function authOf(mode: string, secret: string | null): DeliveryAuth {
+  if (mode === 'hmac') return { mode: 'hmac', secret: secret ?? '' };
+  if (mode === 'bearer') return { mode: 'bearer', token: secret ?? '' };
+  return { mode: 'rfc9421' };
+}
+
+/** A statement as node-postgres takes it: named (prepared per session) or not. */
+export type Statement = { name: string | undefined; text: string };
+
+/**
+ * The enqueue's INSERT ($1..$13 and $15 (the task type) one array element per event, $14 the
+ * horizon, $16 the buys as JSON text when `buys`): the event written once to outbox_event, its delivery
+ * state to the narrow outbox_delivery (storage-migration.ts). Without `buys` it runs as it
+ * did before the column of buys existed.
+ */
+export function insertSql(s: string, buys: boolean): string {
+  return `
+      WITH x AS (
+        SELECT ${newIdSql(s)} AS id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${buys ? ', mbs' : ''}
+          FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[],
+                      $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[],
+                      $13::text[], $15::text[]${buys ? ', $16::text[]' : ''})
+            WITH ORDINALITY AS x(k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt, ${buys ? 'mbs, ' : ''}ord)
+          ORDER BY ord
+      ), e AS (
+        INSERT INTO ${s}.outbox_event (id, idempotency_key, body, target_url, auth_mode,
+          auth_secret, channel, notification_type, notification_id, media_buy_id, principal_id,
+          task_id, sequence_number, subscriber_id, task_type${buys ? ', media_buy_ids' : ''})
+        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${
+          buys
+            ? `,
+               CASE WHEN mbs IS NOT NULL
+                 THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END`
+            : ''
+        }
+          FROM x
+      )
+      INSERT INTO ${s}.outbox_delivery (id, created_at, origin, horizon_seconds)
+        SELECT id, now(), ${originSql('u')}, $14 FROM x
+      RETURNING id::text`;
+}
