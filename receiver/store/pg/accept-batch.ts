@@ -37,6 +37,10 @@ const FRESH_COLS = 'owner, bounded, keyid, cap_check';
 function doneMarks(s: string): string {
   return `
       IF cardinality(d_key) > 0 THEN
+        -- Planned (once per session) without a sequential scan: built while the table was
+        -- small, that plan read the whole table on every call as it grew.
+        SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)
+          INTO v_seqscan;
         RETURN QUERY
         WITH done AS (
           UPDATE ${s}.idempotency_keys k
@@ -51,6 +55,7 @@ function doneMarks(s: string): string {
                CASE WHEN done.i IS NULL THEN 'lost' ELSE 'completed' END,
                t.gen, NULL::text, NULL::text, NULL::boolean
         FROM unnest(d_gen) WITH ORDINALITY AS t(gen, i) LEFT JOIN done ON done.i = t.i;
+        PERFORM set_config('enable_seqscan', v_seqscan, true);
       END IF;`;
 }
 
@@ -269,7 +274,7 @@ export function acceptBatchFunction(s: string): string {
     RETURNS TABLE (ord integer, result text, generation integer, outcome text,
                    decision text, re_emission boolean)
     LANGUAGE plpgsql AS $fn$
-    DECLARE r record; a record; o record;
+    DECLARE r record; a record; o record; v_seqscan text;
       v_nonce_ok bigint[];   -- NULL: every set-path nonce went in
       v_fresh text[];        -- NULL: every candidate key was new
       v_short boolean; v_in_keyid text[]; v_in_nonce text[];
@@ -278,8 +283,6 @@ export function acceptBatchFunction(s: string): string {
       v_keyids text[] := '{}'; v_senders text[];
     BEGIN
       PERFORM set_config('plan_cache_mode', 'force_generic_plan', true),
-        set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
-        set_config('enable_mergejoin', 'off', true),
         CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;
       ${doneMarks(s)}
       IF cardinality(a_key) = 0 THEN
