@@ -37,10 +37,6 @@ const FRESH_COLS = 'owner, bounded, keyid, cap_check';
 function doneMarks(s: string): string {
   return `
       IF cardinality(d_key) > 0 THEN
-        -- Planned (once per session) without a sequential scan: built while the table was
-        -- small, that plan read the whole table on every call as it grew.
-        SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)
-          INTO v_seqscan;
         RETURN QUERY
         WITH done AS (
           UPDATE ${s}.idempotency_keys k
@@ -55,7 +51,6 @@ function doneMarks(s: string): string {
                CASE WHEN done.i IS NULL THEN 'lost' ELSE 'completed' END,
                t.gen, NULL::text, NULL::text, NULL::boolean
         FROM unnest(d_gen) WITH ORDINALITY AS t(gen, i) LEFT JOIN done ON done.i = t.i;
-        PERFORM set_config('enable_seqscan', v_seqscan, true);
       END IF;`;
 }
 
@@ -71,8 +66,7 @@ function nonceInserts(s: string): string {
           ORDER BY t.keyid, t.nonce, t.i`;
   // Guarded: without a colocated replay cache no row has a nonce, and replay_nonces may not exist.
   return `
-      IF EXISTS (SELECT 1 FROM unnest(a_keyid, a_cap_check) AS t(keyid, cap_check)
-                 WHERE t.keyid IS NOT NULL AND NOT t.cap_check) THEN
+      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN
       WITH input AS (${input}
       ), ins AS (
         INSERT INTO ${s}.replay_nonces AS rn (keyid, nonce, expires_at, shard)
@@ -119,8 +113,9 @@ function newKeyInserts(s: string): string {
       )
       SELECT CASE WHEN count(*) = (SELECT count(*) FROM cand) THEN NULL
                   ELSE coalesce(array_agg(ins.owner), '{}') END,
-             coalesce(array_agg(ins.sender), '{}')
-        INTO v_fresh, v_senders
+             coalesce(array_agg(ins.sender), '{}'),
+             count(*) = cardinality(a_key)
+        INTO v_fresh, v_senders, v_all_fresh
       FROM ins;`;
 }
 
@@ -202,16 +197,25 @@ const SET_RE_EMISSION = `(cardinality(v_re_nid) > 0 AND EXISTS (SELECT 1
 function freshResults(): string {
   return `
       v_left := v_task_left || v_nid_left;
-      RETURN QUERY
-      SELECT t.i::integer, 'claimed'::text, 1, NULL::text, 'current'::text, ${SET_RE_EMISSION}
-      FROM unnest(a_sender, a_nid, ${FRESH_ARGS})
-        WITH ORDINALITY AS t(sender, nid, ${FRESH_COLS}, i)
-      WHERE ${FRESH} AND NOT (t.i = ANY (v_left));`;
+      IF v_all_fresh AND cardinality(v_left) = 0 AND cardinality(v_re_nid) = 0 THEN
+        -- The common batch: every row claimed, observed and current; nothing row by row.
+        RETURN QUERY SELECT i::integer, 'claimed'::text, 1, NULL::text, 'current'::text, false
+          FROM generate_series(1, cardinality(a_key)) AS i;
+      ELSE
+        RETURN QUERY
+        SELECT t.i::integer, 'claimed'::text, 1, NULL::text, 'current'::text,
+               ${SET_RE_EMISSION}
+        FROM unnest(a_sender, a_nid, ${FRESH_ARGS})
+          WITH ORDINALITY AS t(sender, nid, ${FRESH_COLS}, i)
+        WHERE ${FRESH} AND NOT (t.i = ANY (v_left));
+      END IF;`;
 }
 
 /** The rest, row by row: replays, left-over observations and the accept_one cases. */
 function rowByRow(s: string): string {
   return `
+      IF NOT v_all_fresh OR cardinality(v_left) > 0 THEN
+      PERFORM set_config('enable_seqscan', v_seqscan, true);
       FOR r IN SELECT t.*, ${NONCE_OK} AS nonce_ok, ${FRESH} AS fresh, ${SET_RE_EMISSION} AS re
           FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key, a_fp, a_owner,
             a_retention, a_bounded, a_task_id, a_at, a_status, a_terminal, a_term_fp,
@@ -241,7 +245,8 @@ function rowByRow(s: string): string {
           RETURN QUERY SELECT r.i::integer, a.result, a.generation, a.outcome, a.decision,
             a.re_emission;
         END IF;
-      END LOOP;`;
+      END LOOP;
+      END IF;`;
 }
 
 /** Counters last, in key order: no batch waits on a counter while holding one. */
@@ -274,7 +279,7 @@ export function acceptBatchFunction(s: string): string {
     RETURNS TABLE (ord integer, result text, generation integer, outcome text,
                    decision text, re_emission boolean)
     LANGUAGE plpgsql AS $fn$
-    DECLARE r record; a record; o record; v_seqscan text;
+    DECLARE r record; a record; o record; v_seqscan text; v_all_fresh boolean;
       v_nonce_ok bigint[];   -- NULL: every set-path nonce went in
       v_fresh text[];        -- NULL: every candidate key was new
       v_short boolean; v_in_keyid text[]; v_in_nonce text[];
@@ -282,8 +287,14 @@ export function acceptBatchFunction(s: string): string {
       v_re_sender text[]; v_re_nid text[];
       v_keyids text[] := '{}'; v_senders text[];
     BEGIN
-      PERFORM set_config('plan_cache_mode', 'force_generic_plan', true),
-        CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;
+      -- The done-mark is planned (once per session) without a sequential scan: built while
+      -- the table was small, its plan read the whole table on every call as it grew. The
+      -- row-by-row path gets the setting back (its cap read wants the scan).
+      SELECT current_setting('enable_seqscan'),
+             set_config('plan_cache_mode', 'force_generic_plan', true),
+             set_config('enable_seqscan', 'off', true),
+             CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END
+        INTO v_seqscan;
       ${doneMarks(s)}
       IF cardinality(a_key) = 0 THEN
         RETURN;
