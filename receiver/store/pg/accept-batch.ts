@@ -125,6 +125,8 @@ function newKeyInserts(s: string): string {
  */
 function notificationUpsert(s: string): string {
   return `
+      v_nid_left := '{}'; v_re_sender := '{}'; v_re_nid := '{}';
+      IF cardinality(array_remove(a_nid, NULL)) > 0 THEN
       WITH input AS (
         SELECT t.sender, t.nid, t.key, t.retention, t.i,
                count(*) OVER (PARTITION BY t.sender, t.nid) AS dups
@@ -143,7 +145,8 @@ function notificationUpsert(s: string): string {
              coalesce(array_agg(ins.sender) FILTER (WHERE NOT ins.inserted), '{}'),
              coalesce(array_agg(ins.notification_id) FILTER (WHERE NOT ins.inserted), '{}')
         INTO v_nid_left, v_re_sender, v_re_nid
-      FROM ins;`;
+      FROM ins;
+      END IF;`;
 }
 
 /**
@@ -154,6 +157,8 @@ function notificationUpsert(s: string): string {
 function taskUpsert(s: string): string {
   const single = 'NOT c.terminal AND c.at IS NOT NULL AND c.dups = 1';
   return `
+      v_task_left := '{}';
+      IF cardinality(array_remove(a_task_id, NULL)) > 0 THEN
       WITH c AS (
         SELECT t.sender, t.task_id, t.key, t.at, t.status, t.retention, t.terminal, t.i,
                ${FRESH} AS fresh, count(*) OVER (PARTITION BY t.sender, t.task_id) AS dups
@@ -185,7 +190,8 @@ function taskUpsert(s: string): string {
                   ELSE (SELECT coalesce(array_agg(x.i), '{}') FROM single x
                         WHERE NOT EXISTS (SELECT 1 FROM up u
                           WHERE u.sender = x.sender AND u.task_id = x.task_id)) END
-        INTO v_task_left;`;
+        INTO v_task_left;
+      END IF;`;
 }
 
 /** A fresh claim's re-emission flag as the set upsert found it. */
@@ -251,13 +257,27 @@ function rowByRow(s: string): string {
 
 /** Counters last, in key order: no batch waits on a counter while holding one. */
 function counters(s: string): string {
+  // Both in one statement when both move (always in the same order, so no two batches wait
+  // on each other's counters); apart otherwise (replay_counts may not exist).
   return `
-      IF cardinality(v_keyids) > 0 THEN
+      IF cardinality(v_keyids) > 0 AND cardinality(v_senders) > 0 THEN
+        WITH rc AS (
+          INSERT INTO ${s}.replay_counts AS c (keyid, shard, n)
+          SELECT k, p_shard, count(*) FROM unnest(v_keyids) AS k GROUP BY k ORDER BY k
+          ON CONFLICT (keyid, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+          RETURNING 1
+        ), sc AS (
+          INSERT INTO ${s}.sender_key_counts AS c (sender, shard, n)
+          SELECT k, p_shard, count(*) FROM unnest(v_senders) AS k GROUP BY k ORDER BY k
+          ON CONFLICT (sender, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+          RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM rc) + (SELECT count(*) FROM sc) INTO v_moved;
+      ELSIF cardinality(v_keyids) > 0 THEN
         INSERT INTO ${s}.replay_counts AS c (keyid, shard, n)
         SELECT k, p_shard, count(*) FROM unnest(v_keyids) AS k GROUP BY k ORDER BY k
         ON CONFLICT (keyid, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
-      END IF;
-      IF cardinality(v_senders) > 0 THEN
+      ELSIF cardinality(v_senders) > 0 THEN
         INSERT INTO ${s}.sender_key_counts AS c (sender, shard, n)
         SELECT k, p_shard, count(*) FROM unnest(v_senders) AS k GROUP BY k ORDER BY k
         ON CONFLICT (sender, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
@@ -279,7 +299,7 @@ export function acceptBatchFunction(s: string): string {
     RETURNS TABLE (ord integer, result text, generation integer, outcome text,
                    decision text, re_emission boolean)
     LANGUAGE plpgsql AS $fn$
-    DECLARE r record; a record; o record; v_seqscan text; v_all_fresh boolean;
+    DECLARE r record; a record; o record; v_seqscan text; v_all_fresh boolean; v_moved bigint;
       v_nonce_ok bigint[];   -- NULL: every set-path nonce went in
       v_fresh text[];        -- NULL: every candidate key was new
       v_short boolean; v_in_keyid text[]; v_in_nonce text[];

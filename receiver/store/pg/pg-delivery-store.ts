@@ -104,7 +104,7 @@ export class PgDeliveryStore implements DeliveryStore {
     );
     // At most four statements in flight: under load the calls that wait leave together,
     // so the batch grows with the load instead of the number of commits.
-    this.batcher = new MicroBatcher((ops) => this.runBatch(ops), 128, 4);
+    this.batcher = new MicroBatcher((ops) => this.runBatch(ops), 128, 2);
   }
 
   /** Creates or upgrades every table and function of the receiver's schema. */
