@@ -205,8 +205,12 @@ function freshResults(): string {
       v_left := v_task_left || v_nid_left;
       IF v_all_fresh AND cardinality(v_left) = 0 AND cardinality(v_re_nid) = 0 THEN
         -- The common batch: every row claimed, observed and current; nothing row by row.
-        RETURN QUERY SELECT i::integer, 'claimed'::text, 1, NULL::text, 'current'::text, false
-          FROM generate_series(1, cardinality(a_key)) AS i;
+        result := 'claimed'; generation := 1; outcome := NULL; decision := 'current';
+        re_emission := false;
+        FOR j IN 1 .. cardinality(a_key) LOOP
+          ord := j;
+          RETURN NEXT;
+        END LOOP;
       ELSE
         RETURN QUERY
         SELECT t.i::integer, 'claimed'::text, 1, NULL::text, 'current'::text,
@@ -221,7 +225,7 @@ function freshResults(): string {
 function rowByRow(s: string): string {
   return `
       IF NOT v_all_fresh OR cardinality(v_left) > 0 THEN
-      PERFORM set_config('enable_seqscan', v_seqscan, true);
+      v_set := set_config('enable_seqscan', v_seqscan, true);
       FOR r IN SELECT t.*, ${NONCE_OK} AS nonce_ok, ${FRESH} AS fresh, ${SET_RE_EMISSION} AS re
           FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key, a_fp, a_owner,
             a_retention, a_bounded, a_task_id, a_at, a_status, a_terminal, a_term_fp,
@@ -300,6 +304,7 @@ export function acceptBatchFunction(s: string): string {
                    decision text, re_emission boolean)
     LANGUAGE plpgsql AS $fn$
     DECLARE r record; a record; o record; v_seqscan text; v_all_fresh boolean; v_moved bigint;
+      v_set text;
       v_nonce_ok bigint[];   -- NULL: every set-path nonce went in
       v_fresh text[];        -- NULL: every candidate key was new
       v_short boolean; v_in_keyid text[]; v_in_nonce text[];
@@ -309,12 +314,14 @@ export function acceptBatchFunction(s: string): string {
     BEGIN
       -- The done-mark is planned (once per session) without a sequential scan: built while
       -- the table was small, its plan read the whole table on every call as it grew. The
-      -- row-by-row path gets the setting back (its cap read wants the scan).
-      SELECT current_setting('enable_seqscan'),
-             set_config('plan_cache_mode', 'force_generic_plan', true),
-             set_config('enable_seqscan', 'off', true),
-             CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END
-        INTO v_seqscan;
+      -- row-by-row path gets the setting back (its cap read wants the scan). Assignments, not
+      -- statements: PL/pgSQL evaluates a plain expression without the executor.
+      v_seqscan := current_setting('enable_seqscan');
+      v_set := set_config('plan_cache_mode', 'force_generic_plan', true);
+      v_set := set_config('enable_seqscan', 'off', true);
+      IF p_async THEN
+        v_set := set_config('synchronous_commit', 'off', true);
+      END IF;
       ${doneMarks(s)}
       IF cardinality(a_key) = 0 THEN
         RETURN;
