@@ -164,6 +164,26 @@ t.test('postgres: the migration counts the keys already stored', async (t) => {
   t.equal(await store.senderKeyCount('old-9'), 0);
 });
 
+t.test('postgres: store_002 replaces accept_batch under stored state', async (t) => {
+  const { pool: p2, schema: s2 } = testDatabase(t, 'rstore002');
+  await migrate(
+    p2,
+    s2,
+    RECEIVER_MIGRATIONS.filter((m) => m.id !== 'store_002_accept_batch_set_based'),
+  );
+  const store = new PgDeliveryStore({ pool: p2, schema: s2, protocolVersion: '3.2' });
+  const done = await store.accept(delivery('up', 'k-done'));
+  const open = await store.accept(delivery('up', 'k-open'));
+  if (done.kind !== 'claimed' || open.kind !== 'claimed') throw new Error('not claimed');
+  t.equal(await store.complete(done.claim, 'published'), true);
+  await migrate(p2, s2, RECEIVER_MIGRATIONS);
+  t.same(await store.accept(delivery('up', 'k-done')), { kind: 'done', outcome: 'published' });
+  t.same(await store.accept(delivery('up', 'k-open')), { kind: 'in_flight' });
+  t.equal(await store.complete(open.claim, 'published'), true, 'the old claim completes');
+  t.equal((await store.accept(delivery('up', 'k-new'))).kind, 'claimed');
+  t.equal(await store.senderKeyCount('up'), 3);
+});
+
 t.test('memory: refuses a nonce (it holds no replay cache)', async (t) => {
   const store = new MemoryDeliveryStore({ protocolVersion: '3.2' });
   t.equal(store.burnsNonces(), false);
