@@ -125,7 +125,7 @@ const observation = (i: number) => ({
   notificationId: `n-${i}-${randomUUID()}`,
 });
 
-/** This tree: one `accept` (nonce, claim, observation) and one `complete` per event. */
+/** This tree: step 9a's cap read, one `accept` (nonce, claim, observation), one `complete`. */
 async function thisTree(pool: Pool, schema: string): Promise<Run> {
   const replay = new PgReplayStore(pool, { schema, asyncCommit: true });
   await replay.migrate();
@@ -133,6 +133,9 @@ async function thisTree(pool: Pool, schema: string): Promise<Run> {
   await store.migrate();
   store.burnsNonces(replay);
   return async (i) => {
+    // Step 9a, as the pipeline runs it before the claim: its count, cached for a second,
+    // is what lets the claim insert the nonce without reading the counters.
+    if (await replay.atCap('kid')) throw new Error('at the cap');
     const out = await store.accept({
       sender: 's',
       key: `key-${i}-${randomUUID()}`,

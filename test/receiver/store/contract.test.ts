@@ -96,6 +96,56 @@ t.test('postgres: the nonce is inserted in the claim statement', async (t) => {
   t.equal(await store.senderKeyCount('s-n'), 4);
 });
 
+t.test('postgres: one batch on the set path, with every case that leaves it', async (t) => {
+  // The keyid's cap read is cached (far under the cap), so the nonces go in the set insert.
+  const replay = new PgReplayStore(pool, { schema, atCapCacheMs: 600_000 });
+  await replay.migrate();
+  const store = new PgDeliveryStore({ pool, schema, protocolVersion: '3.2' });
+  t.equal(store.burnsNonces(replay), true);
+  t.equal(await replay.atCap('kid-set'), false);
+  const s = `set-${process.pid}`;
+  const at = (sec: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, sec)).toISOString();
+  const d = (key: string, nonce: string, o: Partial<AcceptInput['observation']> = {}) => ({
+    ...delivery(s, key),
+    observation: { ...delivery(s, key).observation, ...o },
+    nonce: { keyid: 'kid-set', nonce, ttlSeconds: 300 },
+  });
+  // Stored before the batch: a nonce, a done key, a task at 20 s, a notification_id.
+  await store.accept(d('pre-1', 'pre-n', { taskId: 'tk-a', status: 'working', at: at(20) }));
+  const pre = await store.accept(d('pre-2', 'pre-n2', { notificationId: 'nid-pre' }));
+  if (pre.kind === 'claimed') await store.complete(pre.claim, 'published');
+  const before = await replay.liveCount('kid-set');
+  const count = await store.senderKeyCount(s);
+  const out = await Promise.all([
+    store.accept(d('k-1', 'n-1', { taskId: 'tk-b', status: 'working', at: at(5) })), // fresh
+    store.accept(d('k-2', 'pre-n')), // nonce already stored
+    store.accept(d('k-3', 'n-3')), // same nonce twice in the batch:
+    store.accept(d('k-4', 'n-3')), //   the first wins
+    store.accept(d('pre-2', 'n-5')), // key already done
+    store.accept(d('k-6', 'n-6', { taskId: 'tk-a', status: 'working', at: at(10) })), // older
+    store.accept(d('k-7', 'n-7', { taskId: 'tk-c', status: 'working', at: at(1) })), // a task
+    store.accept(d('k-8', 'n-8', { taskId: 'tk-c', status: 'working', at: at(2) })), //   twice
+    store.accept(d('k-9', 'n-9', { notificationId: 'nid-pre' })), // a re-emission
+    store.accept(d('k-10', 'n-10', { notificationId: 'nid-x' })), // a notification_id
+    store.accept(d('k-11', 'n-11', { notificationId: 'nid-x' })), //   twice
+    store.accept(d('k-12', 'n-12', { taskId: 'tk-d', status: 'completed', at: at(3) })),
+  ]);
+  const view = out.map((o) =>
+    o.kind === 'claimed' ? `${o.decision}${o.reEmission ? ' re' : ''}` : o.kind,
+  );
+  t.same(view.slice(0, 6), ['current', 'replayed', 'current', 'replayed', 'done', 'stale']);
+  t.equal(view[7], 'current', 'a task twice: the newer is current whichever goes first');
+  t.same(view.slice(8), ['current re', 'current', 'current re', 'terminal_won']);
+  t.equal(await replay.liveCount('kid-set'), before + 10, 'ten nonces went in (not k-2, k-4)');
+  t.equal(await store.senderKeyCount(s), count + 9, 'nine keys claimed and counted');
+  const { rows } = await pool.query(
+    `SELECT expires_at - now() > interval '23 hours 59 minutes' AS kept FROM ${schema}.task_state
+     WHERE sender = $1`,
+    [s],
+  );
+  t.ok(rows.length === 4 && rows.every((r) => r.kept), 'task rows kept for their retention');
+});
+
 t.test('postgres: the migration counts the keys already stored', async (t) => {
   const { pool: p2, schema: s2 } = testDatabase(t, 'rstoremig');
   const before = RECEIVER_MIGRATIONS.filter((m) => !m.id.startsWith('store_'));
@@ -112,6 +162,26 @@ t.test('postgres: the migration counts the keys already stored', async (t) => {
   await store.accept(delivery('old-1', 'new-key'));
   t.equal(await store.senderKeyCount('old-1'), 1001);
   t.equal(await store.senderKeyCount('old-9'), 0);
+});
+
+t.test('postgres: store_002 replaces accept_batch under stored state', async (t) => {
+  const { pool: p2, schema: s2 } = testDatabase(t, 'rstore002');
+  await migrate(
+    p2,
+    s2,
+    RECEIVER_MIGRATIONS.filter((m) => m.id !== 'store_002_accept_batch_set_based'),
+  );
+  const store = new PgDeliveryStore({ pool: p2, schema: s2, protocolVersion: '3.2' });
+  const done = await store.accept(delivery('up', 'k-done'));
+  const open = await store.accept(delivery('up', 'k-open'));
+  if (done.kind !== 'claimed' || open.kind !== 'claimed') throw new Error('not claimed');
+  t.equal(await store.complete(done.claim, 'published'), true);
+  await migrate(p2, s2, RECEIVER_MIGRATIONS);
+  t.same(await store.accept(delivery('up', 'k-done')), { kind: 'done', outcome: 'published' });
+  t.same(await store.accept(delivery('up', 'k-open')), { kind: 'in_flight' });
+  t.equal(await store.complete(open.claim, 'published'), true, 'the old claim completes');
+  t.equal((await store.accept(delivery('up', 'k-new'))).kind, 'claimed');
+  t.equal(await store.senderKeyCount('up'), 3);
 });
 
 t.test('memory: refuses a nonce (it holds no replay cache)', async (t) => {
