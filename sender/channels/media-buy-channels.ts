@@ -60,6 +60,7 @@ import {
   type DeliveryDataSource,
   type Impairment,
   type ReportingFrequency,
+  type ReportingWebhook,
   type TerminalBuyStatus,
 } from './types.js';
 
@@ -263,70 +264,101 @@ export class MediaBuyChannels implements MediaBuyChannelsApi {
           [id, push === null ? null : JSON.stringify(push), push?.url ?? null, new Date(now)],
         );
       }
-      if (reporting !== undefined) {
-        await c.query(
-          `UPDATE ${s}.channel_media_buys SET reporting_config = $2::jsonb,
-             reporting_previous_url = CASE WHEN reporting_config IS NOT NULL
-               AND reporting_config->>'url' IS DISTINCT FROM $3 THEN reporting_config->>'url'
-               ELSE reporting_previous_url END,
-             reporting_updated_at = $4
-           WHERE media_buy_id = $1`,
-          [
-            id,
-            reporting === null ? null : JSON.stringify(reporting),
-            reporting?.url ?? null,
-            new Date(now),
-          ],
-        );
-        if (reporting === null) {
-          await c.query(`DELETE FROM ${s}.channel_report_schedules WHERE media_buy_id = $1`, [id]);
-        } else {
-          const current = await this.schedule(c, id);
-          if (!current || current.frequency !== reporting.reporting_frequency) {
-            const freq = reporting.reporting_frequency;
-            // The first period is the one containing now, or the flight's start if later.
-            const first = periodStartContaining(freq, Math.max(now, start ?? now));
-            await c.query(
-              `INSERT INTO ${s}.channel_report_schedules
-                 (media_buy_id, frequency, period_start, next_fire_at, delayed_sent)
-               VALUES ($1, $2, $3, $3, false)
-               ON CONFLICT (media_buy_id) DO UPDATE SET frequency = excluded.frequency,
-                 period_start = excluded.period_start, next_fire_at = excluded.next_fire_at,
-                 delayed_sent = false`,
-              [id, freq, new Date(first)],
-            );
-            await c.query(
-              `UPDATE ${s}.channel_media_buys SET reporting_from = coalesce(reporting_from, $2)
-               WHERE media_buy_id = $1`,
-              [id, new Date(first)],
-            );
-          }
-        }
-      }
-      // The open period's fire time follows the flight end and the delay as they are now;
-      // a schedule that has not begun follows a moved flight start.
-      const schedule = await this.schedule(c, id);
-      if (schedule && flightStart !== undefined && schedule.period_start.getTime() > now) {
-        const first = periodStartContaining(schedule.frequency, Math.max(now, start ?? now));
-        schedule.period_start = new Date(first);
-        await c.query(
-          `UPDATE ${s}.channel_report_schedules SET period_start = $2 WHERE media_buy_id = $1`,
-          [id, schedule.period_start],
-        );
-        await c.query(
-          `UPDATE ${s}.channel_media_buys SET reporting_from = $2 WHERE media_buy_id = $1`,
-          [id, schedule.period_start],
-        );
-      }
-      if (schedule && !schedule.delayed_sent) {
-        const b = { ...buy, expected_delay_minutes: delay ?? buy.expected_delay_minutes };
-        const fireAt = this.fireTime(b, schedule.frequency, schedule.period_start.getTime());
-        await c.query(
-          `UPDATE ${s}.channel_report_schedules SET next_fire_at = $2 WHERE media_buy_id = $1`,
-          [id, new Date(fireAt)],
-        );
-      }
+      if (reporting !== undefined) await this.storeReporting(c, id, reporting, now, start);
+      await this.followFlightAndDelay(c, { id, buy, flightStart, start, delay, now });
     });
+  }
+
+  /**
+   * The buy's `reporting_webhook` (null clears it with its schedule); a new or changed
+   * frequency starts the schedule at the period containing now, or the flight's start.
+   */
+  private async storeReporting(
+    c: PoolClient,
+    id: string,
+    reporting: ReportingWebhook | null,
+    now: number,
+    start: number | null | undefined,
+  ): Promise<void> {
+    const s = this.schema;
+    await c.query(
+      `UPDATE ${s}.channel_media_buys SET reporting_config = $2::jsonb,
+         reporting_previous_url = CASE WHEN reporting_config IS NOT NULL
+           AND reporting_config->>'url' IS DISTINCT FROM $3 THEN reporting_config->>'url'
+           ELSE reporting_previous_url END,
+         reporting_updated_at = $4
+       WHERE media_buy_id = $1`,
+      [
+        id,
+        reporting === null ? null : JSON.stringify(reporting),
+        reporting?.url ?? null,
+        new Date(now),
+      ],
+    );
+    if (reporting === null) {
+      await c.query(`DELETE FROM ${s}.channel_report_schedules WHERE media_buy_id = $1`, [id]);
+    } else {
+      const current = await this.schedule(c, id);
+      if (!current || current.frequency !== reporting.reporting_frequency) {
+        const freq = reporting.reporting_frequency;
+        // The first period is the one containing now, or the flight's start if later.
+        const first = periodStartContaining(freq, Math.max(now, start ?? now));
+        await c.query(
+          `INSERT INTO ${s}.channel_report_schedules
+             (media_buy_id, frequency, period_start, next_fire_at, delayed_sent)
+           VALUES ($1, $2, $3, $3, false)
+           ON CONFLICT (media_buy_id) DO UPDATE SET frequency = excluded.frequency,
+             period_start = excluded.period_start, next_fire_at = excluded.next_fire_at,
+             delayed_sent = false`,
+          [id, freq, new Date(first)],
+        );
+        await c.query(
+          `UPDATE ${s}.channel_media_buys SET reporting_from = coalesce(reporting_from, $2)
+           WHERE media_buy_id = $1`,
+          [id, new Date(first)],
+        );
+      }
+    }
+  }
+
+  /**
+   * The open period's fire time follows the flight end and the delay as they are now; a
+   * schedule that has not begun follows a moved flight start.
+   */
+  private async followFlightAndDelay(
+    c: PoolClient,
+    w: {
+      id: string;
+      buy: BuyRow;
+      flightStart: number | null | undefined;
+      start: number | null | undefined;
+      delay: number | undefined;
+      now: number;
+    },
+  ): Promise<void> {
+    const { id, buy, flightStart, start, delay, now } = w;
+    const s = this.schema;
+    const schedule = await this.schedule(c, id);
+    if (schedule && flightStart !== undefined && schedule.period_start.getTime() > now) {
+      const first = periodStartContaining(schedule.frequency, Math.max(now, start ?? now));
+      schedule.period_start = new Date(first);
+      await c.query(
+        `UPDATE ${s}.channel_report_schedules SET period_start = $2 WHERE media_buy_id = $1`,
+        [id, schedule.period_start],
+      );
+      await c.query(
+        `UPDATE ${s}.channel_media_buys SET reporting_from = $2 WHERE media_buy_id = $1`,
+        [id, schedule.period_start],
+      );
+    }
+    if (schedule && !schedule.delayed_sent) {
+      const b = { ...buy, expected_delay_minutes: delay ?? buy.expected_delay_minutes };
+      const fireAt = this.fireTime(b, schedule.frequency, schedule.period_start.getTime());
+      await c.query(
+        `UPDATE ${s}.channel_report_schedules SET next_fire_at = $2 WHERE media_buy_id = $1`,
+        [id, new Date(fireAt)],
+      );
+    }
   }
 
   // ---------------------------------------------------------------- impairments
