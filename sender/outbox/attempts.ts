@@ -194,6 +194,9 @@ export async function closeInterruptedAttempts(
  * row's state, its attempt's activity record (even when another job finished the row
  * meanwhile: the attempt did reach the wire), the clearing of the attempt's open mark, and
  * the closing of records left pending by interrupted earlier attempts, in one statement.
+ * $16, $17: the ids' days. $18: whether any row settles a retry or has no record, the only
+ * rows with earlier records to close; false skips that part's index probes (one per id)
+ * as the plan starts (a batch of first attempts, nearly every settle).
  */
 export function settleSql(s: string): string {
   return `WITH v AS (
@@ -223,7 +226,7 @@ export function settleSql(s: string): string {
             SET status = 'timeout', error_message = 'attempt_interrupted',
                 completed_at = coalesce(v.fired, now())
            FROM v
-          WHERE (v.attempt IS NULL OR v.attempt > 1)
+          WHERE $18::boolean AND (v.attempt IS NULL OR v.attempt > 1)
             AND a.outbox_id = v.id AND a.outbox_id = ANY($1::bigint[]) AND a.status = 'pending'
             AND a.outbox_id >= $16::bigint AND a.outbox_id < $17::bigint
             AND (v.attempt IS NULL OR a.attempt < v.attempt)
