@@ -29,8 +29,10 @@ import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
 import {
   DEFAULT_RETENTION_SECONDS,
   dayBounds,
+  dayOfId,
   maintainPartitions,
   newIdSql,
+  suffixOf,
   type MaintainResult,
 } from './partitions.js';
 import { originSql } from '../console/migrations.js';
@@ -234,6 +236,36 @@ function authOf(mode: string, secret: string | null): DeliveryAuth {
 /** A statement as node-postgres takes it: named (prepared per session) or not. */
 type Statement = { name: string | undefined; text: string };
 
+type DayStatements = Record<'quickClaim' | 'settle', Statement>;
+
+/** A row as either claim statement returns it (attempts.ts `claimedColumns`). */
+interface ClaimRow {
+  id: string;
+  idempotency_key: string;
+  body: Buffer;
+  target_url: string;
+  auth_mode: string;
+  auth_secret: string | null;
+  channel: WebhookChannel;
+  notification_type: string;
+  notification_id: string | null;
+  media_buy_id: string | null;
+  media_buy_ids: string[] | null;
+  principal_id: string | null;
+  subscriber_id: string | null;
+  sequence_number: number | null;
+  attempts: number;
+  horizon_seconds: number;
+  first_ms: number;
+  now_ms: number;
+}
+
+/** Days whose statements an Outbox keeps (today, yesterday's retries, a few older ones). */
+const DAY_STATEMENTS_KEPT = 8;
+
+/** node-postgres's error for a relation that does not exist (a day's partition dropped). */
+const UNDEFINED_TABLE = '42P01';
+
 /**
  * The enqueue's INSERT ($1..$13 and $15 (the task type) one array element per event, $14 the
  * horizon, $18 the buys as JSON text when `buys`): the event written once to outbox_event, its delivery
@@ -295,6 +327,10 @@ export class Outbox implements EventSink {
    * still small kept scanning it as it grew (1-worker throughput halved in `bench sender`).
    */
   private readonly statements: Record<'quickClaim' | 'claim' | 'settle', Statement>;
+  /** The quick claim and the settle on one day's partitions, by day (`statementsFor`). */
+  private readonly dayStatements = new Map<number, DayStatements>();
+  private readonly stmt: (label: string, text: string) => Statement;
+  private readonly durable: boolean;
   /** The enqueue's INSERT, without and with the column of buys (see `insertSql`). */
   private readonly insertStatements: [Statement, Statement];
 
@@ -307,6 +343,8 @@ export class Outbox implements EventSink {
     const named = preparedPools.has(this.statePool);
     const stmt = (label: string, text: string): Statement =>
       named ? prepared(label, text) : { name: undefined, text };
+    this.stmt = stmt;
+    this.durable = durable;
     this.statements = {
       quickClaim: stmt('outbox_quick_claim', quickClaimSql(this.schema, durable)),
       claim: stmt('outbox_claim', claimSql(this.schema, durable)),
@@ -554,11 +592,12 @@ export class Outbox implements EventSink {
     // The quick claim (attempts.ts) takes every row whose previous attempt is settled; the
     // rest (a dead worker's open attempt to record, or not claimable at all) go through the
     // full claim, which records that attempt as interrupted in its own durable commit.
-    const { rows } = await db.query({
-      ...this.statements.quickClaim,
-      values: [ids, leases, ...dayBounds(ids)],
-    });
-    const got = new Set<string>(rows.map((r: { id: string }) => r.id));
+    const { rows } = await this.onDay<ClaimRow>(db, ids, 'quickClaim', [
+      ids,
+      leases,
+      ...dayBounds(ids),
+    ]);
+    const got = new Set<string>(rows.map((r) => r.id));
     const rest = items.filter((i) => !got.has(i.id));
     if (rest.length > 0) {
       const restIds = rest.map((i) => i.id);
@@ -599,6 +638,51 @@ export class Outbox implements EventSink {
   }
 
   /**
+   * Runs the quick claim or the settle for `ids`: on their day's partitions when they are
+   * all of one day (nearly every batch: a worker's jobs are mostly the day's rows), else
+   * (several days, the legacy partition, none) on the parents. On the parents a generic
+   * plan starts by locking, pruning and setting up every partition of the three tables (a
+   * month of days: about a hundred); on one day's tables it has one of each, and an
+   * insert no tuple to route. A day whose partition is gone (dropped by retention) has no
+   * rows either: the parents' statement answers for it.
+   */
+  private async onDay<R extends pg.QueryResultRow>(
+    db: Pool | PoolClient,
+    ids: readonly string[],
+    kind: 'quickClaim' | 'settle',
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    const day = ids.length > 0 ? dayOfId(ids[0]!) : 0;
+    const oneDay = day > 0 && ids.every((id) => dayOfId(id) === day);
+    if (!oneDay) return db.query<R>({ ...this.statements[kind], values });
+    try {
+      return await db.query<R>({ ...this.statementsOf(day)[kind], values });
+    } catch (err) {
+      if ((err as { code?: string }).code !== UNDEFINED_TABLE) throw err;
+      return db.query<R>({ ...this.statements[kind], values });
+    }
+  }
+
+  private statementsOf(day: number): DayStatements {
+    let s = this.dayStatements.get(day);
+    if (!s) {
+      const suffix = suffixOf(day);
+      s = {
+        quickClaim: this.stmt(
+          `outbox_quick_claim_${suffix}`,
+          quickClaimSql(this.schema, this.durable, suffix),
+        ),
+        settle: this.stmt(`outbox_settle_${suffix}`, settleSql(this.schema, suffix)),
+      };
+      this.dayStatements.set(day, s);
+      if (this.dayStatements.size > DAY_STATEMENTS_KEPT) {
+        this.dayStatements.delete(this.dayStatements.keys().next().value!);
+      }
+    }
+    return s;
+  }
+
+  /**
    * Records an attempt's outcome. For `pending` the next attempt is `delayMs` from now
    * (database clock); resolves to that time in Unix ms.
    */
@@ -614,9 +698,11 @@ export class Outbox implements EventSink {
       items.map((i) => (i.record ? f(i.record) : null));
     // One statement (attempts.ts settleSql).
     const ids = items.map((i) => i.id);
-    const { rows } = await (client ?? this.statePool).query<{ id: string; next_ms: number }>({
-      ...this.statements.settle,
-      values: [
+    const { rows } = await this.onDay<{ id: string; next_ms: number }>(
+      client ?? this.statePool,
+      ids,
+      'settle',
+      [
         ids,
         items.map((i) => i.state),
         items.map((i) => i.status),
@@ -635,7 +721,7 @@ export class Outbox implements EventSink {
         ...dayBounds(ids),
         items.some((i) => !i.record || i.record.attempt > 1),
       ],
-    });
+    );
     const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));
     return items.map((i) => byId.get(i.id) ?? null);
   }
