@@ -78,7 +78,9 @@ t.test('078 on a partitioned deployment with deliveries in flight', async (t) =>
   const state = createStatePool(DATABASE_URL, 2);
   t.teardown(() => state.end());
   const before = new Outbox({ pool, statePool: state, queue, schema });
-  const ids = await before.enqueue(Array.from({ length: 6 }, (_, i) => event(`ord_${i}_key_padding`, i)));
+  const ids = await before.enqueue(
+    Array.from({ length: 6 }, (_, i) => event(`ord_${i}_key_padding`, i)),
+  );
   const delivered = await before.claim(ids[0]!, 60_000);
   t.ok('body' in delivered, 'claimed before the migration');
   await before.settle(ids[0]!, { state: 'delivered', status: 200, error: null, record: record(1) });
