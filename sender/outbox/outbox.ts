@@ -18,6 +18,7 @@ import {
   settleSql,
 } from './attempts.js';
 import { Batcher } from './batcher.js';
+import { DayStatements, insertSql, type ClaimRow, type Statement } from './statements.js';
 import { prepared } from '../../shared/infra/prepared.js';
 import {
   DispatchRetry,
@@ -29,13 +30,9 @@ import { IDEMPOTENCY_KEY_PATTERN } from './keys.js';
 import {
   DEFAULT_RETENTION_SECONDS,
   dayBounds,
-  dayOfId,
   maintainPartitions,
-  newIdSql,
-  suffixOf,
   type MaintainResult,
 } from './partitions.js';
-import { originSql } from '../console/migrations.js';
 import type { DeliveryAuth, EventSink, OutboundEvent, WebhookChannel } from './types.js';
 import { SvcError } from '../../shared/errors/base.js';
 
@@ -233,76 +230,6 @@ function authOf(mode: string, secret: string | null): DeliveryAuth {
   return { mode: 'rfc9421' };
 }
 
-/** A statement as node-postgres takes it: named (prepared per session) or not. */
-type Statement = { name: string | undefined; text: string };
-
-type DayStatements = Record<'quickClaim' | 'settle', Statement>;
-
-/** A row as either claim statement returns it (attempts.ts `claimedColumns`). */
-interface ClaimRow {
-  id: string;
-  idempotency_key: string;
-  body: Buffer;
-  target_url: string;
-  auth_mode: string;
-  auth_secret: string | null;
-  channel: WebhookChannel;
-  notification_type: string;
-  notification_id: string | null;
-  media_buy_id: string | null;
-  media_buy_ids: string[] | null;
-  principal_id: string | null;
-  subscriber_id: string | null;
-  sequence_number: number | null;
-  attempts: number;
-  horizon_seconds: number;
-  first_ms: number;
-  now_ms: number;
-}
-
-/** Days whose statements an Outbox keeps (today, yesterday's retries, a few older ones). */
-const DAY_STATEMENTS_KEPT = 8;
-
-/** node-postgres's error for a relation that does not exist (a day's partition dropped). */
-const UNDEFINED_TABLE = '42P01';
-
-/**
- * The enqueue's INSERT ($1..$13 and $15 (the task type) one array element per event, $14 the
- * horizon, $18 the buys as JSON text when `buys`): the event written once to outbox_event, its delivery
- * state to the narrow outbox_delivery (storage-migration.ts). Without `buys` it runs as it
- * did before the column of buys existed. The bodies come as one bytea ($16, every body's
- * bytes in a row, sent in binary) cut at $2 (offsets) and $17 (lengths): a bytea[] goes as
- * hex text that PostgreSQL's array parser reads a character at a time, an eighth of the
- * insert's backend CPU (issue 19).
- */
-function insertSql(s: string, buys: boolean): string {
-  return `
-      WITH x AS (
-        SELECT ${newIdSql(s)} AS id, k, substring($16::bytea from bo + 1 for bl) AS b, u, m, sc,
-               c, t, n, mb, p, tk, sq, sb, tt${buys ? ', mbs' : ''}
-          FROM unnest($1::text[], $2::int[], $17::int[], $3::text[], $4::text[], $5::text[],
-                      $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-                      $12::int[], $13::text[], $15::text[]${buys ? ', $18::text[]' : ''})
-            WITH ORDINALITY AS x(k, bo, bl, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt, ${buys ? 'mbs, ' : ''}ord)
-          ORDER BY ord
-      ), e AS (
-        INSERT INTO ${s}.outbox_event (id, idempotency_key, body, target_url, auth_mode,
-          auth_secret, channel, notification_type, notification_id, media_buy_id, principal_id,
-          task_id, sequence_number, subscriber_id, task_type${buys ? ', media_buy_ids' : ''})
-        SELECT id, k, b, u, m, sc, c, t, n, mb, p, tk, sq, sb, tt${
-          buys
-            ? `,
-               CASE WHEN mbs IS NOT NULL
-                 THEN ARRAY(SELECT jsonb_array_elements_text(mbs::jsonb)) END`
-            : ''
-        }
-          FROM x
-      )
-      INSERT INTO ${s}.outbox_delivery (id, created_at, origin, horizon_seconds)
-        SELECT id, now(), ${originSql('u')}, $14 FROM x
-      RETURNING id::text`;
-}
-
 export class Outbox implements EventSink {
   readonly pool: Pool;
   private readonly statePool: Pool;
@@ -327,10 +254,8 @@ export class Outbox implements EventSink {
    * still small kept scanning it as it grew (1-worker throughput halved in `bench sender`).
    */
   private readonly statements: Record<'quickClaim' | 'claim' | 'settle', Statement>;
-  /** The quick claim and the settle on one day's partitions, by day (`statementsFor`). */
-  private readonly dayStatements = new Map<number, DayStatements>();
-  private readonly stmt: (label: string, text: string) => Statement;
-  private readonly durable: boolean;
+  /** The quick claim and the settle, on one day's partitions when a batch is one day's. */
+  private readonly days: DayStatements;
   /** The enqueue's INSERT, without and with the column of buys (see `insertSql`). */
   private readonly insertStatements: [Statement, Statement];
 
@@ -343,13 +268,15 @@ export class Outbox implements EventSink {
     const named = preparedPools.has(this.statePool);
     const stmt = (label: string, text: string): Statement =>
       named ? prepared(label, text) : { name: undefined, text };
-    this.stmt = stmt;
-    this.durable = durable;
     this.statements = {
       quickClaim: stmt('outbox_quick_claim', quickClaimSql(this.schema, durable)),
       claim: stmt('outbox_claim', claimSql(this.schema, durable)),
       settle: stmt('outbox_settle', settleSql(this.schema)),
     };
+    this.days = new DayStatements(this.statements, (suffix) => ({
+      quickClaim: stmt(`outbox_quick_claim_${suffix}`, quickClaimSql(this.schema, durable, suffix)),
+      settle: stmt(`outbox_settle_${suffix}`, settleSql(this.schema, suffix)),
+    }));
     // An INSERT from parameters has no rows to find: its generic plan is the custom one,
     // on any pool, so it is always prepared (parsed and planned once per session).
     this.insertStatements = [
@@ -592,7 +519,7 @@ export class Outbox implements EventSink {
     // The quick claim (attempts.ts) takes every row whose previous attempt is settled; the
     // rest (a dead worker's open attempt to record, or not claimable at all) go through the
     // full claim, which records that attempt as interrupted in its own durable commit.
-    const { rows } = await this.onDay<ClaimRow>(db, ids, 'quickClaim', [
+    const { rows } = await this.days.run<ClaimRow>(db, ids, 'quickClaim', [
       ids,
       leases,
       ...dayBounds(ids),
@@ -638,51 +565,6 @@ export class Outbox implements EventSink {
   }
 
   /**
-   * Runs the quick claim or the settle for `ids`: on their day's partitions when they are
-   * all of one day (nearly every batch: a worker's jobs are mostly the day's rows), else
-   * (several days, the legacy partition, none) on the parents. On the parents a generic
-   * plan starts by locking, pruning and setting up every partition of the three tables (a
-   * month of days: about a hundred); on one day's tables it has one of each, and an
-   * insert no tuple to route. A day whose partition is gone (dropped by retention) has no
-   * rows either: the parents' statement answers for it.
-   */
-  private async onDay<R extends pg.QueryResultRow>(
-    db: Pool | PoolClient,
-    ids: readonly string[],
-    kind: 'quickClaim' | 'settle',
-    values: unknown[],
-  ): Promise<pg.QueryResult<R>> {
-    const day = ids.length > 0 ? dayOfId(ids[0]!) : 0;
-    const oneDay = day > 0 && ids.every((id) => dayOfId(id) === day);
-    if (!oneDay) return db.query<R>({ ...this.statements[kind], values });
-    try {
-      return await db.query<R>({ ...this.statementsOf(day)[kind], values });
-    } catch (err) {
-      if ((err as { code?: string }).code !== UNDEFINED_TABLE) throw err;
-      return db.query<R>({ ...this.statements[kind], values });
-    }
-  }
-
-  private statementsOf(day: number): DayStatements {
-    let s = this.dayStatements.get(day);
-    if (!s) {
-      const suffix = suffixOf(day);
-      s = {
-        quickClaim: this.stmt(
-          `outbox_quick_claim_${suffix}`,
-          quickClaimSql(this.schema, this.durable, suffix),
-        ),
-        settle: this.stmt(`outbox_settle_${suffix}`, settleSql(this.schema, suffix)),
-      };
-      this.dayStatements.set(day, s);
-      if (this.dayStatements.size > DAY_STATEMENTS_KEPT) {
-        this.dayStatements.delete(this.dayStatements.keys().next().value!);
-      }
-    }
-    return s;
-  }
-
-  /**
    * Records an attempt's outcome. For `pending` the next attempt is `delayMs` from now
    * (database clock); resolves to that time in Unix ms.
    */
@@ -698,7 +580,7 @@ export class Outbox implements EventSink {
       items.map((i) => (i.record ? f(i.record) : null));
     // One statement (attempts.ts settleSql).
     const ids = items.map((i) => i.id);
-    const { rows } = await this.onDay<{ id: string; next_ms: number }>(
+    const { rows } = await this.days.run<{ id: string; next_ms: number }>(
       client ?? this.statePool,
       ids,
       'settle',
