@@ -7,7 +7,12 @@ import { consoleMigrations } from './console/migrations.js';
 import { consoleSearchMigrations } from './console/search-migrations.js';
 import { partitionedOutbox } from './outbox/storage-migration.js';
 import { dueIndex } from './outbox/due-migration.js';
-import { finishLegacyPartition, maintainPartitions } from './outbox/partitions.js';
+import { ascendingIndexes } from './outbox/index-order-migration.js';
+import {
+  finishLegacyPartition,
+  maintainPartitions,
+  nameAllPartitions,
+} from './outbox/partitions.js';
 
 export const DEFAULT_SENDER_SCHEMA = 'sender';
 
@@ -153,8 +158,11 @@ export async function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA):
     dueIndex,
     // The console's search columns and indexes, and paused destinations (issue 26).
     ...consoleSearchMigrations,
+    // The list indexes ascending, the delivery pages' fillfactor (issue 19's CPU per delivery).
+    ascendingIndexes,
   ]);
   if (applied.includes(partitionedOutbox.id)) await finishLegacyPartition(pool, schema);
+  else if (applied.includes(ascendingIndexes.id)) await nameAllPartitions(pool, schema);
   await maintainPartitions(pool, schema);
   return applied;
 }

@@ -56,6 +56,16 @@ export function pendingById(alias: string): string {
   return `${alias}.state || '' = 'pending'`;
 }
 
+/**
+ * A table of the outbox: the partitioned parent, or with `day` (a partition's suffix,
+ * `p20261128`) that day's partition itself. A statement whose rows are all of one day runs
+ * on the day's tables: no partitions to lock, prune and set up as it starts (with a month
+ * of days, three tables of them), no tuple routing (see `Outbox.statementsFor`).
+ */
+export function table(schema: string, name: string, day?: string): string {
+  return day ? `${schema}.${name}_${day}` : `${schema}.${name}`;
+}
+
 /** What either claim statement returns of each row it claimed (`id`: the row's id column). */
 const claimedColumns = (
   id: string,
@@ -81,12 +91,18 @@ const EVENT_COLUMNS = `e.idempotency_key, e.body, e.target_url, e.auth_mode, e.a
  * backlog: 97 ms per 50-row quick claim against 1.7 ms; 1-worker throughput halved in
  * `bench sender`).
  */
-function claimUpdate(s: string, durable: boolean, from: string, where: string): string {
-  return `UPDATE ${s}.outbox_delivery o
+function claimUpdate(
+  s: string,
+  durable: boolean,
+  from: string,
+  where: string,
+  day?: string,
+): string {
+  return `UPDATE ${table(s, 'outbox_delivery', day)} o
             SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, now()),
                 next_attempt_at = now() + v.lease * interval '1 millisecond',
                 attempt_started_at = now()
-           FROM ${from}, ${s}.outbox_event e${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
+           FROM ${from}, ${table(s, 'outbox_event', day)} e${durable ? ", (SELECT set_config('synchronous_commit', 'on', true)) AS durable" : ''}
           WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND ${pendingById('o')}${where}
             AND o.id >= $3::bigint AND o.id < $4::bigint
             AND e.id = o.id AND e.id = ANY($1::bigint[]) AND e.id >= $3::bigint AND e.id < $4::bigint
@@ -104,12 +120,13 @@ function claimUpdate(s: string, durable: boolean, from: string, where: string): 
  * request goes on the wire only after the commit's WAL flush, so a database crash cannot
  * forget an attempt that was sent.
  */
-export function quickClaimSql(schema: string, durable: boolean): string {
+export function quickClaimSql(schema: string, durable: boolean, day?: string): string {
   const update = claimUpdate(
     schema,
     durable,
     'unnest($1::bigint[], $2::int[]) AS v(id, lease)',
     '\n            AND o.attempt_started_at IS NULL',
+    day,
   );
   return `${update}\n          RETURNING ${claimedColumns('o.id')}`;
 }
@@ -194,8 +211,14 @@ export async function closeInterruptedAttempts(
  * row's state, its attempt's activity record (even when another job finished the row
  * meanwhile: the attempt did reach the wire), the clearing of the attempt's open mark, and
  * the closing of records left pending by interrupted earlier attempts, in one statement.
+ * $16, $17: the ids' days. With `day`, on that day's partitions (`table`). $18: whether any row settles a retry or has no record, the only
+ * rows with earlier records to close; false skips that part's index probes (one per id)
+ * as the plan starts (a batch of first attempts, nearly every settle).
  */
-export function settleSql(s: string): string {
+export function settleSql(s: string, day?: string): string {
+  const delivery = table(s, 'outbox_delivery', day);
+  const activity = table(s, 'webhook_activity', day);
+  const event = table(s, 'outbox_event', day);
   return `WITH v AS (
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[],
              $6::int[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[],
@@ -203,7 +226,7 @@ export function settleSql(s: string): string {
            AS v(id, state, status, error, delay, attempt, rstatus, rcode, rtime, rerror, url,
                 fired, done, snippet, kid)
        ), settled AS (
-         UPDATE ${s}.outbox_delivery o
+         UPDATE ${delivery} o
             SET state = v.state, last_status = v.status, last_error = v.error,
                 completed_at = CASE WHEN v.state = 'pending' THEN NULL ELSE now() END,
                 -- The attempt is recorded here: no longer open (unless a later claim's is).
@@ -219,16 +242,16 @@ export function settleSql(s: string): string {
           RETURNING o.id::text AS id,
             (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms
        ), interrupted AS (
-         UPDATE ${s}.webhook_activity a
+         UPDATE ${activity} a
             SET status = 'timeout', error_message = 'attempt_interrupted',
                 completed_at = coalesce(v.fired, now())
            FROM v
-          WHERE (v.attempt IS NULL OR v.attempt > 1)
+          WHERE $18::boolean AND (v.attempt IS NULL OR v.attempt > 1)
             AND a.outbox_id = v.id AND a.outbox_id = ANY($1::bigint[]) AND a.status = 'pending'
             AND a.outbox_id >= $16::bigint AND a.outbox_id < $17::bigint
             AND (v.attempt IS NULL OR a.attempt < v.attempt)
        ), recorded AS (
-         INSERT INTO ${s}.webhook_activity AS a (outbox_id, media_buy_id, media_buy_ids,
+         INSERT INTO ${activity} AS a (outbox_id, media_buy_id, media_buy_ids,
            principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
            sequence_number, attempt, status, url, http_status_code, response_time_ms,
            payload_size_bytes, error_message, fired_at, completed_at, response_snippet,
@@ -237,7 +260,7 @@ export function settleSql(s: string): string {
                 e.principal_id, e.subscriber_id, e.idempotency_key, e.notification_id,
                 e.notification_type, e.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
                 v.rtime, octet_length(e.body), v.rerror, v.fired, v.done, v.snippet, v.kid
-           FROM v JOIN ${s}.outbox_event e ON e.id = v.id AND e.id = ANY($1::bigint[])
+           FROM v JOIN ${event} e ON e.id = v.id AND e.id = ANY($1::bigint[])
             AND e.id >= $16::bigint AND e.id < $17::bigint
           WHERE v.attempt IS NOT NULL
          ON CONFLICT (outbox_id, attempt) DO UPDATE

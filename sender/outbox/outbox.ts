@@ -31,7 +31,8 @@ import {
   type MaintainResult,
 } from './partitions.js';
 import type { EventSink, OutboundEvent } from './types.js';
-import { authOf, checkEvent, insertSql, originOf, type Statement } from './insert.js';
+import { authOf, checkEvent, insertSql, originOf } from './insert.js';
+import { DayStatements, type ClaimRow, type Statement } from './statements.js';
 import { preparedPools, STATE_STATEMENTS_IN_FLIGHT } from './state-pool.js';
 import {
   DEFAULT_RETRY_HORIZON_SECONDS,
@@ -105,6 +106,9 @@ export class Outbox implements EventSink {
    */
   private readonly statements: Record<'quickClaim' | 'claim' | 'settle', Statement>;
   /** The enqueue's INSERT, without and with the column of buys (see `insertSql`). */
+  /** The quick claim and the settle, on one day's partitions when a batch is one day's. */
+  private readonly days: DayStatements;
+  /** The enqueue's INSERT, without and with the column of buys (see `insertSql`). */
   private readonly insertStatements: [Statement, Statement];
 
   constructor(options: OutboxOptions) {
@@ -121,6 +125,10 @@ export class Outbox implements EventSink {
       claim: stmt('outbox_claim', claimSql(this.schema, durable)),
       settle: stmt('outbox_settle', settleSql(this.schema)),
     };
+    this.days = new DayStatements(this.statements, (suffix) => ({
+      quickClaim: stmt(`outbox_quick_claim_${suffix}`, quickClaimSql(this.schema, durable, suffix)),
+      settle: stmt(`outbox_settle_${suffix}`, settleSql(this.schema, suffix)),
+    }));
     // An INSERT from parameters has no rows to find: its generic plan is the custom one,
     // on any pool, so it is always prepared (parsed and planned once per session).
     this.insertStatements = [
@@ -227,6 +235,8 @@ export class Outbox implements EventSink {
     const cols = {
       key: [] as string[],
       body: [] as Buffer[],
+      offset: [] as number[],
+      length: [] as number[],
       url: [] as string[],
       mode: [] as string[],
       secret: [] as (string | null)[],
@@ -243,11 +253,16 @@ export class Outbox implements EventSink {
     };
     const origins: string[] = [];
     const traces = events.some((e) => e.trace) ? events.map((e) => e.trace) : undefined;
+    let bytes = 0;
     for (const e of events) {
       origins.push(originOf(e.target.url));
       cols.key.push(e.idempotencyKey);
       // Serialised once, here: these bytes are what every attempt sends and signs.
-      cols.body.push(Buffer.from(JSON.stringify(e.payload), 'utf8'));
+      const body = Buffer.from(JSON.stringify(e.payload), 'utf8');
+      cols.offset.push(bytes);
+      cols.length.push(body.length);
+      cols.body.push(body);
+      bytes += body.length;
       cols.url.push(e.target.url);
       cols.mode.push(e.target.auth.mode);
       cols.secret.push(
@@ -273,7 +288,7 @@ export class Outbox implements EventSink {
     const buys = cols.buys.some((b) => b !== null);
     const params: unknown[] = [
       cols.key,
-      cols.body,
+      cols.offset,
       cols.url,
       cols.mode,
       cols.secret,
@@ -287,6 +302,8 @@ export class Outbox implements EventSink {
       cols.sub,
       this.horizonSeconds,
       cols.taskType,
+      Buffer.concat(cols.body, bytes),
+      cols.length,
     ];
     if (buys) params.push(cols.buys);
     let rows: Array<{ id: string }>;
@@ -356,11 +373,12 @@ export class Outbox implements EventSink {
     // The quick claim (attempts.ts) takes every row whose previous attempt is settled; the
     // rest (a dead worker's open attempt to record, or not claimable at all) go through the
     // full claim, which records that attempt as interrupted in its own durable commit.
-    const { rows } = await db.query({
-      ...this.statements.quickClaim,
-      values: [ids, leases, ...dayBounds(ids)],
-    });
-    const got = new Set<string>(rows.map((r: { id: string }) => r.id));
+    const { rows } = await this.days.run<ClaimRow>(db, ids, 'quickClaim', [
+      ids,
+      leases,
+      ...dayBounds(ids),
+    ]);
+    const got = new Set<string>(rows.map((r) => r.id));
     const rest = items.filter((i) => !got.has(i.id));
     if (rest.length > 0) {
       const restIds = rest.map((i) => i.id);
@@ -416,9 +434,11 @@ export class Outbox implements EventSink {
       items.map((i) => (i.record ? f(i.record) : null));
     // One statement (attempts.ts settleSql).
     const ids = items.map((i) => i.id);
-    const { rows } = await (client ?? this.statePool).query<{ id: string; next_ms: number }>({
-      ...this.statements.settle,
-      values: [
+    const { rows } = await this.days.run<{ id: string; next_ms: number }>(
+      client ?? this.statePool,
+      ids,
+      'settle',
+      [
         ids,
         items.map((i) => i.state),
         items.map((i) => i.status),
@@ -435,8 +455,9 @@ export class Outbox implements EventSink {
         rec((r) => r.responseSnippet ?? null),
         rec((r) => r.keyId ?? null),
         ...dayBounds(ids),
+        items.some((i) => !i.record || i.record.attempt > 1),
       ],
-    });
+    );
     const byId = new Map<string, number>(rows.map((r) => [r.id, r.next_ms]));
     return items.map((i) => byId.get(i.id) ?? null);
   }
