@@ -176,12 +176,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.1.19/protocols/media-buy/scenarios/delivery_reporting.yaml:274: ours, not fixed yet: the step buys products[2] of the storyboard's brief; in a full seeded run the sandbox buyer's products seeded by earlier storyboards share that ranking and products[2] is one whose create is refused (no media_buy_id; passes when the storyboard runs alone, STORYBOARDS_IDS)",
   },
-  'sales:media_buy_seller/delivery_reporting/get_viewability_delivery': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/delivery_reporting.yaml:327: ours, not fixed yet: Field not found at path: media_buy_deliveries[0].totals.viewability',
-  },
   'sales:media_buy_seller/get_products_async/force_get_products_submitted': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
@@ -217,12 +211,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     modes: ['seeded', 'unseeded'],
     evidence:
       "3.1.19/protocols/media-buy/scenarios/invalid_transitions.yaml:153: ours, not fixed yet: the step buys products[0] of its brief ('Display inventory on outdoor lifestyle content', is_fixed_price) with a fixed budget of 5000; our ranking puts the flat-rate homepage takeover (25000 fee, VALIDATION_ERROR budget) first unless a seeded lifestyle product outranks it (order-dependent in seeded runs)",
-  },
-  'sales:media_buy_seller/package_correlation_legacy_fallback/get_seeded_legacy_buy': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/package_correlation_legacy_fallback.yaml:68: ours, not fixed yet: Expected "pkg_legacy_context_only", got undefined',
   },
   'sales:media_buy_seller/portfolio_routing_scope/query_declared_channel': {
     releases: ['3.2.0-beta.5'],
@@ -260,11 +248,11 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:166: runner: the storyboard's creatives name formats of the placeholder host https://your-platform.example.com (issue #20 'What is not ours'); the seller answers FORMAT_NOT_SUPPORTED for a foreign agent_url before any provenance check. 3.2.0-beta.5: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical creative before sending it",
   },
-  'sales:media_buy_seller/read_filter_behavior/seed_delivery_before_range': {
+  'sales:media_buy_seller/read_filter_behavior/get_filtered_delivery': {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/media-buy/scenarios/read_filter_behavior.yaml:143: ours, not fixed yet: Expected one of [true], got false',
+      "3.2.0-beta.5/protocols/media-buy/scenarios/read_filter_behavior.yaml:212: runner: the step expects 3.2's half-open range (end_date exclusive, get-media-buy-delivery-request.json); 6.11.0's client is pinned to 3.0 and sends adcp_major_version 3 without adcp_version (protocols/index.js buildVersionEnvelope), which version negotiation serves as 3.0, whose end_date is an inclusive day; the 3.2 range (unpinned or pinned 3.2: the April 15 row only, reporting_period.end the exclusive boundary, equal bounds VALIDATION_ERROR at start_date) is asserted in test/agents/sales-published.test.ts",
   },
   'sales:media_buy_seller/revenue_share_pricing/seed_pricing_option.affiliate_content_commerce.affiliate_purchase_4pct':
     {
@@ -290,12 +278,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     modes: ['seeded'],
     evidence:
       '3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:365: ours, not fixed yet: Field not found at path: products[0].expires_at',
-  },
-  'sales:media_buy_seller/vendor_metric_accountability/get_delivery_with_vendor_metrics': {
-    releases: ['3.1.19'],
-    modes: ['seeded'],
-    evidence:
-      "3.1.19/protocols/media-buy/scenarios/vendor_metric_accountability.yaml:280: ours, not fixed yet: simulate_delivery does not take params.vendor_metric_values and delivery reports no by_package[].vendor_metric_values (reached once the seeded product's vendor_metrics filter matched)",
   },
   'sales:stale_response_advisory/stale_response_wire_placement': {
     releases: ['3.1.19', '3.2.0-beta.5'],

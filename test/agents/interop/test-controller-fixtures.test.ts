@@ -1,0 +1,198 @@
+/**
+ * comply_test_controller fixtures the 3.1.19 / 3.2.0-beta.5 storyboards seed and read back
+ * (issue #20): a seeded buy's packages as the fixture gives them (a legacy package without
+ * product or pricing option, with the buyer's context), delivery booked on a given day,
+ * and the measurement simulate_delivery states (viewability, vendor_metric_values) on the
+ * delivery report. Every malformed form is refused INVALID_PARAMS with nothing stored.
+ */
+import t from 'tap';
+import { brandProfile } from '../../../shared/brand.js';
+import { buyer, harness as coreHarness } from '../support/core.js';
+
+const adcp = brandProfile('adcp');
+const sandbox = { brand: { domain: 'acme.example' }, operator: 'acme.example', sandbox: true };
+
+async function setUp(t: Parameters<typeof coreHarness>[0]) {
+  const h = await coreHarness(t, { profile: adcp, settings: { testController: true } });
+  const c = buyer(h);
+  const control = (scenario: string, params: Record<string, unknown>) =>
+    h.ok('sales', 'comply_test_controller', { scenario, account: sandbox, params }, c);
+  return { h, c, control };
+}
+
+t.test('seed_media_buy keeps the fixture packages, legacy ones included', async (t) => {
+  const { h, c, control } = await setUp(t);
+  // package_correlation_legacy_fallback.yaml's fixture: no product_id, a package context.
+  t.match(
+    await control('seed_media_buy', {
+      media_buy_id: 'legacy_buy',
+      fixture: {
+        status: 'active',
+        currency: 'USD',
+        context: { correlation_id: 'legacy-buy' },
+        packages: [
+          { package_id: 'pkg_legacy', budget: 5000, context: { buyer_ref: 'line-001' } },
+          { package_id: 'pkg_second', product_id: 'prod_x', pricing_option_id: 'po_x' },
+        ],
+      },
+    }),
+    { success: true },
+  );
+  const got = await h.ok('sales', 'get_media_buys', { media_buy_ids: ['legacy_buy'] }, c);
+  const buy = (got.media_buys as Array<Record<string, unknown>>)[0]!;
+  t.same(buy.context, { correlation_id: 'legacy-buy' }, 'the buy context');
+  const [legacy, second] = buy.packages as Array<Record<string, unknown>>;
+  t.match(legacy, { package_id: 'pkg_legacy', budget: 5000, context: { buyer_ref: 'line-001' } });
+  t.notOk('product_id' in legacy! || 'pricing_option_id' in legacy!, 'the legacy shape');
+  t.match(second, { package_id: 'pkg_second', product_id: 'prod_x', pricing_option_id: 'po_x' });
+  t.equal(buy.total_budget, 5000);
+
+  // A re-seed replaces the packages; a fixture without packages keeps them.
+  await control('seed_media_buy', {
+    media_buy_id: 'legacy_buy',
+    fixture: { packages: [{ package_id: 'pkg_only', budget: 10 }] },
+  });
+  await control('seed_media_buy', { media_buy_id: 'legacy_buy', fixture: { status: 'paused' } });
+  const again = await h.ok('sales', 'get_media_buys', { media_buy_ids: ['legacy_buy'] }, c);
+  t.same(
+    (
+      (again.media_buys as Array<{ packages: Array<{ package_id: string }> }>)[0]!.packages ?? []
+    ).map((p) => p.package_id),
+    ['pkg_only'],
+  );
+
+  // A package id another buy holds is refused, and the buy is left as it was.
+  await control('seed_media_buy', { media_buy_id: 'other_buy' });
+  t.match(
+    await control('seed_media_buy', {
+      media_buy_id: 'other_buy',
+      fixture: { status: 'paused', packages: [{ package_id: 'pkg_only' }] },
+    }),
+    { success: false, error: 'FORBIDDEN' },
+  );
+  const { rows } = await h.pool.query<{ status: string }>(
+    `SELECT status FROM ${h.schema}.media_buys WHERE media_buy_id = 'other_buy'`,
+  );
+  t.equal(rows[0]!.status, 'active', 'nothing of the refused seed stored');
+
+  for (const [name, packages] of [
+    ['not an array', { package_id: 'p' }],
+    ['an entry not an object', ['p']],
+    ['no package id', [{ budget: 1 }]],
+    ['package id with a space', [{ package_id: 'a b' }]],
+    ['product id not a string', [{ package_id: 'p', product_id: 7 }]],
+    ['negative budget', [{ package_id: 'p', budget: -1 }]],
+    ['budget not a number', [{ package_id: 'p', budget: '10' }]],
+    ['context not an object', [{ package_id: 'p', context: 'x' }]],
+    ['buyer_ref not a string', [{ package_id: 'p', buyer_ref: 1 }]],
+    ['assignments not a list', [{ package_id: 'p', creative_assignments: 'c' }]],
+    ['assignment not an id', [{ package_id: 'p', creative_assignments: [{ creative_id: 1 }] }]],
+    ['repeated package id', [{ package_id: 'p' }, { package_id: 'p' }]],
+    ['too many', Array.from({ length: 51 }, (_, i) => ({ package_id: `p${i}` }))],
+  ] as const) {
+    t.match(
+      await control('seed_media_buy', { media_buy_id: 'refused_buy', fixture: { packages } }),
+      { success: false, error: 'INVALID_PARAMS' },
+      name,
+    );
+  }
+  t.match(
+    await control('seed_media_buy', { media_buy_id: 'refused_buy', fixture: { context: [] } }),
+    { success: false, error: 'INVALID_PARAMS' },
+    'buy context not an object',
+  );
+  const stored = await h.pool.query(
+    `SELECT 1 FROM ${h.schema}.media_buys WHERE media_buy_id = 'refused_buy'`,
+  );
+  t.equal(stored.rowCount, 0, 'nothing stored by a refused seed');
+});
+
+t.test('simulate_delivery on a day, with viewability and vendor metrics', async (t) => {
+  const { h, c, control } = await setUp(t);
+  await control('seed_media_buy', {
+    media_buy_id: 'm_buy',
+    fixture: {
+      start_time: '2099-01-01T00:00:00Z',
+      end_time: '2099-12-31T00:00:00Z',
+      packages: [{ package_id: 'm_pkg', budget: 1000 }],
+    },
+  });
+  const report = async (extra: Record<string, unknown> = {}) => {
+    const r = await h.ok(
+      'sales',
+      'get_media_buy_delivery',
+      { media_buy_ids: ['m_buy'], ...extra },
+      c,
+    );
+    return (r.media_buy_deliveries as Array<Record<string, unknown>>)[0]!;
+  };
+  const before = await report();
+  t.notOk('viewability' in (before.totals as object), 'nothing stated: no viewability');
+
+  const viewability = {
+    measurable_impressions: 74000,
+    viewable_impressions: 59200,
+    viewable_rate: 0.8,
+    viewed_seconds: 4.3,
+    standard: 'mrc',
+  };
+  const vendorMetric = {
+    vendor: { domain: 'attentionvendor.example' },
+    metric_id: 'attention_units',
+    value: 4.2,
+    unit: 'score',
+    measurable_impressions: 72000,
+  };
+  const good = { media_buy_id: 'm_buy', impressions: 80000 };
+  for (const [name, params] of [
+    ['viewability not an object', { viewability: 0.8 }],
+    ['viewable above measurable', { viewability: { ...viewability, viewable_impressions: 80000 } }],
+    ['rate above 1', { viewability: { ...viewability, viewable_rate: 1.2 } }],
+    ['negative seconds', { viewability: { ...viewability, viewed_seconds: -1 } }],
+    ['unknown standard', { viewability: { ...viewability, standard: 'iab' } }],
+    ['vendor without a domain', { viewability: { ...viewability, vendor: { name: 'x' } } }],
+    ['no measurable impressions', { viewability: { viewable_impressions: 1 } }],
+    ['vendor metrics not an array', { vendor_metric_values: vendorMetric }],
+    ['no vendor metrics', { vendor_metric_values: [] }],
+    ['metric without vendor', { vendor_metric_values: [{ ...vendorMetric, vendor: undefined }] }],
+    ['metric id upper case', { vendor_metric_values: [{ ...vendorMetric, metric_id: 'Attn' }] }],
+    ['value not a number', { vendor_metric_values: [{ ...vendorMetric, value: '4.2' }] }],
+    ['empty unit', { vendor_metric_values: [{ ...vendorMetric, unit: '' }] }],
+    [
+      'negative coverage',
+      { vendor_metric_values: [{ ...vendorMetric, measurable_impressions: -1 }] },
+    ],
+    ['delivery date not a date', { delivery_date: '2099-02-30' }],
+    ['delivery date a time', { delivery_date: '2099-02-01T00:00:00Z' }],
+  ] as const) {
+    t.match(
+      await control('simulate_delivery', { ...good, ...params }),
+      { success: false, error: 'INVALID_PARAMS' },
+      name,
+    );
+  }
+  const refused = await report();
+  t.same(refused.totals, before.totals, 'refused calls booked nothing');
+  t.notOk('viewability' in (refused.totals as object), 'and stated nothing');
+
+  t.match(
+    await control('simulate_delivery', {
+      ...good,
+      delivery_date: '2099-04-15',
+      viewability,
+      vendor_metric_values: [vendorMetric],
+    }),
+    { success: true },
+  );
+  const row = await report();
+  t.same((row.totals as Record<string, unknown>).viewability, viewability, 'on the totals');
+  const pkg = (row.by_package as Array<Record<string, unknown>>)[0]!;
+  t.same(pkg.viewability, viewability, 'on the package measured');
+  t.same(pkg.vendor_metric_values, [vendorMetric]);
+
+  // Booked on 2099-04-15: a half-open range of that day holds it, the next day nothing.
+  const day = await report({ start_date: '2099-04-15', end_date: '2099-04-16' });
+  t.match(day.totals, { impressions: 80000 });
+  const next = await report({ start_date: '2099-04-16', end_date: '2099-04-17' });
+  t.match(next.totals, { impressions: 0 });
+});
