@@ -22,7 +22,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/creative/scenarios/asset_type_filtering.yaml:141: ours, not fixed yet: Expected 2, got 5',
+      '3.2.0-beta.5/protocols/creative/scenarios/asset_type_filtering.yaml:141: runner: the answer holds exactly the two published-post fixtures, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json (schema_id /schemas/3.0.6/...), which has no published_post asset and requires format_id, so the canonical fixture fails it; every step of the storyboard (OR within asset_types, AND with format_ids, zip, no audio) is asserted in test/agents/interop/test-controller-fixtures.test.ts',
   },
   'creative:creative/canonical_supported_formats/build_image_capability': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -46,25 +46,25 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: context_outputs path "governance.creative_features[0].feature_id" (key "creative_feature_id") did not resolve to a usable value',
+      "3.1.19/protocols/creative/scenarios/evaluator_auth.yaml:101 (3.2.0-beta.5 the same): spec conflict: the unconditional first step captures governance.creative_features[0].feature_id, which only a governance agent has (get-adcp-capabilities-response.json governance: 'Only present if governance is in supported_protocols'); the storyboard means agents without evaluator support to skip the rest (:72-74, its skip_if tests !context.creative_feature_id :171), but its own storyboard-schema.yaml (:815-820) makes an unresolvable capture a failure of this step (capture_path_not_resolvable). The step's validations (schema, context echo) and supports_evaluator false with a build capability_id are asserted in test/agents/canonical-formats.test.ts",
   },
   'creative:creative/native_in_feed/reject_cta_not_in_enum': {
     releases: ['3.1.19'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:357: ours, not fixed yet: Expected error code "CREATIVE_VALUE_NOT_ALLOWED", got "undefined"',
+      "3.1.19/protocols/creative/scenarios/native_in_feed.yaml:357: runner: the creative names format_id {agent_url: https://your-platform.example.com, id: native_in_feed}, which the storyboard itself calls a placeholder to substitute with a format of the agent's list_creative_formats answer (:95-99; issue #20 'What is not ours'); 6.11.0 sends it as is, and the creative agent answers that creative FORMAT_NOT_SUPPORTED (a foreign agent_url) in creatives[0].errors, before any cta outside cta_values check",
   },
   'creative:creative/native_in_feed/reject_image_wrong_size': {
     releases: ['3.1.19'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:304: ours, not fixed yet: Expected one of ["VALIDATION_ERROR","INVALID_REQUEST"], got undefined',
+      "3.1.19/protocols/creative/scenarios/native_in_feed.yaml:304: runner: the creative names format_id {agent_url: https://your-platform.example.com, id: native_in_feed}, which the storyboard itself calls a placeholder to substitute with a format of the agent's list_creative_formats answer (:95-99; issue #20 'What is not ours'); 6.11.0 sends it as is, and the creative agent answers that creative FORMAT_NOT_SUPPORTED (a foreign agent_url) in creatives[0].errors, before any main_image size not declared check",
   },
   'creative:creative/native_in_feed/reject_title_too_long': {
     releases: ['3.1.19'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:250: ours, not fixed yet: Expected one of ["VALIDATION_ERROR","INVALID_REQUEST"], got undefined',
+      "3.1.19/protocols/creative/scenarios/native_in_feed.yaml:250: runner: the creative names format_id {agent_url: https://your-platform.example.com, id: native_in_feed}, which the storyboard itself calls a placeholder to substitute with a format of the agent's list_creative_formats answer (:95-99; issue #20 'What is not ours'); 6.11.0 sends it as is, and the creative agent answers that creative FORMAT_NOT_SUPPORTED (a foreign agent_url) in creatives[0].errors, before any title over title_max_chars check",
   },
   'creative:creative/native_in_feed/sync_full_bundle': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -76,7 +76,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.2.0-beta.5/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: Expected "rfc4647_lookup", got undefined',
+      "3.2.0-beta.5/protocols/creative/scenarios/native_localization.yaml:44: spec conflict: materialized localization is an optional capability (get-adcp-capabilities-response.json creative.localization: 'Omit this object when localization is unsupported'), and this agent does not implement it (no locale variants in its library), so it omits the block; the storyboard has no requires_capability gate on creative.localization (it names localization only in agent.capabilities, :26) and checks locale_matching at :67, so it grades every creative library as if it claimed it. That no localization is claimed is asserted in test/agents/canonical-formats.test.ts",
   },
   'creative:creative/native_localization/sync_localized_image': {
     releases: ['3.2.0-beta.5'],
@@ -125,14 +125,14 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
       releases: ['3.2.0-beta.5'],
       modes: ['seeded'],
       evidence:
-        '?: ours, not fixed yet: UNKNOWN_SCENARIO: scenario seed_media_buy is not supported; list_scenarios names the supported ones',
+        "3.2.0-beta.5/protocols/creative/scenarios/list_creatives_filter_behavior.yaml:13: spec conflict: the storyboard is a sales agent's (title :4 'Sales agent applies deterministic creative filters', category media_buy_seller, agent.capabilities sells_media :26; its fixtures seed media buys :60 and list_creatives filters by media_buy_ids), but its only gate is requires_capability creative.has_creative_library (:13), which a creative agent's library also declares; a creative agent holds no media buys, so its controller answers seed_media_buy UNKNOWN_SCENARIO (list_scenarios)",
     },
   'creative:media_buy_seller/list_creatives_filter_behavior/seed_media_buy.creative_filter_target_buy':
     {
       releases: ['3.2.0-beta.5'],
       modes: ['seeded'],
       evidence:
-        '?: ours, not fixed yet: UNKNOWN_SCENARIO: scenario seed_media_buy is not supported; list_scenarios names the supported ones',
+        "3.2.0-beta.5/protocols/creative/scenarios/list_creatives_filter_behavior.yaml:13: spec conflict: the storyboard is a sales agent's (title :4 'Sales agent applies deterministic creative filters', category media_buy_seller, agent.capabilities sells_media :26; its fixtures seed media buys :60 and list_creatives filters by media_buy_ids), but its only gate is requires_capability creative.has_creative_library (:13), which a creative agent's library also declares; a creative agent holds no media buys, so its controller answers seed_media_buy UNKNOWN_SCENARIO (list_scenarios)",
     },
   'creative:webhook_emission/assert_synchronous_completion_handled': {
     releases: ['3.1.19', '3.2.0-beta.5'],

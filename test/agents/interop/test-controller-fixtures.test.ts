@@ -196,3 +196,154 @@ t.test('simulate_delivery on a day, with viewability and vendor metrics', async 
   const next = await report({ start_date: '2099-04-16', end_date: '2099-04-17' });
   t.match(next.totals, { impressions: 0 });
 });
+
+t.test('creative library: seeded manifests, filtered by asset type', async (t) => {
+  const h = await coreHarness(t, { profile: adcp, settings: { testController: true } });
+  const c = buyer(h, 'creative');
+  const seed = (creative_id: string, fixture: unknown) =>
+    h.ok(
+      'creative',
+      'comply_test_controller',
+      { scenario: 'seed_creative', account: sandbox, params: { creative_id, fixture } },
+      c,
+    );
+  // asset_type_filtering.yaml's fixtures (3.2.0-beta.5), abridged.
+  const theirs = { agent_url: 'https://creative.example.com', id: 'existing_post' };
+  const canonicalRef = {
+    scope: 'publisher',
+    publisher_domain: 'community.example',
+    format_option_id: 'existing_published_post',
+  };
+  const fixtures: Record<string, unknown> = {
+    asset_filter_published_mixed: {
+      format_id: theirs,
+      manifest: {
+        format_id: theirs,
+        assets: {
+          published_post: { asset_type: 'published_post', post_url: 'https://c.example/p/1' },
+          landing_page_url: { asset_type: 'url', url: 'https://acme.example/p' },
+        },
+      },
+    },
+    asset_filter_published_canonical: {
+      format_kind: 'video_hosted',
+      format_option_ref: canonicalRef,
+      manifest: {
+        format_kind: 'video_hosted',
+        format_option_ref: canonicalRef,
+        assets: {
+          published_post: {
+            asset_type: 'published_post',
+            platform: 'community',
+            platform_post_id: 'p-2',
+          },
+        },
+      },
+    },
+    asset_filter_image: {
+      format_id: theirs,
+      manifest: {
+        assets: {
+          image: { asset_type: 'image', url: 'https://cdn.example/i.png', width: 300, height: 250 },
+        },
+      },
+    },
+    asset_filter_zip_bundle: {
+      format_id: { agent_url: 'https://creative.example.com', id: 'html5_bundle' },
+      manifest: {
+        assets: {
+          bundle: {
+            asset_type: 'zip',
+            url: 'https://cdn.example/b.zip',
+            mime_type: 'application/zip',
+          },
+        },
+      },
+    },
+    asset_filter_nested_card_image: {
+      format_kind: 'image_carousel',
+      manifest: {
+        format_kind: 'image_carousel',
+        assets: {
+          cards: [
+            {
+              asset_type: 'card',
+              media: { asset_type: 'image', url: 'https://cdn.example/c.png' },
+            },
+          ],
+        },
+      },
+    },
+  };
+  for (const [id, fixture] of Object.entries(fixtures)) {
+    t.match(await seed(id, { name: id, status: 'approved', ...(fixture as object) }), {
+      success: true,
+    });
+  }
+  const list = async (filters: Record<string, unknown>) => {
+    const r = await h.ok(
+      'creative',
+      'list_creatives',
+      { filters: { creative_ids: Object.keys(fixtures), ...filters } },
+      c,
+    );
+    return r as unknown as {
+      creatives: Array<Record<string, unknown>>;
+      query_summary: { total_matching: number; returned: number };
+    };
+  };
+  const ids = (r: Awaited<ReturnType<typeof list>>) => r.creatives.map((x) => x.creative_id);
+
+  // published_post_or_audio: OR within the field, mixed assets match, canonical identity kept.
+  const posts = await list({ asset_types: ['published_post', 'audio'] });
+  t.same(posts.query_summary, { total_matching: 2, returned: 2 });
+  t.same(ids(posts), ['asset_filter_published_mixed', 'asset_filter_published_canonical']);
+  const [mixed, canonical] = posts.creatives;
+  t.same(mixed!.format_id, theirs, 'a foreign format id as seeded');
+  t.match(mixed!.assets, { landing_page_url: { asset_type: 'url' } }, 'the companion url kept');
+  t.match(canonical, {
+    format_kind: 'video_hosted',
+    format_option_ref: { format_option_id: 'existing_published_post' },
+    assets: { published_post: { asset_type: 'published_post' } },
+  });
+  t.notOk('format_id' in canonical!, 'no fabricated format_id');
+  // published_post_and_format: AND across fields (the foreign format id matches as given).
+  const both = await list({ asset_types: ['published_post'], format_ids: [theirs] });
+  t.same(ids(both), ['asset_filter_published_mixed']);
+  // zip_bundle, no_audio_assets; a nested image in cards[] never matches.
+  const zip = await list({ asset_types: ['zip'] });
+  t.same(ids(zip), ['asset_filter_zip_bundle']);
+  t.match(zip.creatives[0]!.assets, { bundle: { asset_type: 'zip' } });
+  t.same((await list({ asset_types: ['audio'] })).query_summary, {
+    total_matching: 0,
+    returned: 0,
+  });
+  t.same(ids(await list({ asset_types: ['image'] })), ['asset_filter_image']);
+
+  for (const [name, asset_types] of [
+    ['empty', []],
+    ['not a list', 'image'],
+    ['unknown type', ['hologram']],
+  ] as const) {
+    const e = await h.err('creative', 'list_creatives', { filters: { asset_types } }, c);
+    t.match(e, { code: 'VALIDATION_ERROR' }, `asset_types ${name}`);
+  }
+  for (const [name, fixture] of [
+    ['format_kind not a kind', { format_kind: 'Video Hosted' }],
+    ['format_option_ref not an object', { format_kind: 'image', format_option_ref: 'x' }],
+    ['format_id not an object', { format_id: 'display_300x250' }],
+    ['format_id agent_url not a string', { format_id: { agent_url: 1, id: 'x' } }],
+    ['manifest not an object', { manifest: [] }],
+    ['assets not an object', { manifest: { assets: 'x' } }],
+  ] as const) {
+    t.match(
+      await seed('refused_creative', fixture),
+      { success: false, error: 'INVALID_PARAMS' },
+      name,
+    );
+  }
+  const stored = await h.pool.query(
+    `SELECT 1 FROM ${h.schema}.creative_library WHERE creative_id = 'refused_creative'`,
+  );
+  t.equal(stored.rowCount, 0, 'nothing stored by a refused seed');
+});
