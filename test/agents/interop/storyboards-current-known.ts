@@ -150,7 +150,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/universal/billing-gate-dispatch.yaml:282: ours, not fixed yet: Expected "failed", got "created"',
+      '3.1.19/universal/billing-gate-dispatch.yaml:282: ours, not fixed yet: Expected "failed", got "created": the test kit declares the calling buyer agent passthrough-only (test-kits/billing-gate-runner.yaml:119, commercial_relationship) and this seller advertises agent billing, so billing: agent must fail per account with BILLING_NOT_PERMITTED_FOR_AGENT (details rejected_billing, suggested_billing); principals here have no commercial-relationship record, and the harness runs the storyboard with the demo buyer\'s key, not a passthrough-only principal\'s',
   },
   'sales:idempotency/create_media_buy_replay': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -180,7 +180,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:65: ours, not fixed yet: Expected one of [true], got false',
+      '3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:65: ours, not fixed yet: Expected one of [true], got false: the controller has no force_get_products_arm (UNKNOWN_SCENARIO); the storyboard then needs get_products answered submitted with the forced task_id, list_tasks (:11, not a task of this agent) and force_task_completion (:25, not implemented)',
   },
   'sales:media_buy_seller/get_products_async/get_products_submitted': {
     releases: ['3.1.19'],
@@ -198,7 +198,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:55: ours, not fixed yet: Expected true, got false',
+      "3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:55: ours, not fixed yet: Expected true, got false: the controller has no force_get_products_arm (UNKNOWN_SCENARIO) with arm rejected (reason, suggestions) for the next get_products to answer GetProductsRejected (status rejected, no products); that branch exists in 3.2.0-beta.5 only (media-buy/get-products-rejected.json), so the response hook's both-releases check needs it served to 3.2 requests only",
   },
   'sales:media_buy_seller/get_products_rejected/get_products_rejected': {
     releases: ['3.2.0-beta.5'],
