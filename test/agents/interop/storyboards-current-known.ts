@@ -134,6 +134,18 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
       evidence:
         "3.2.0-beta.5/protocols/creative/scenarios/list_creatives_filter_behavior.yaml:13: spec conflict: the storyboard is a sales agent's (title :4 'Sales agent applies deterministic creative filters', category media_buy_seller, agent.capabilities sells_media :26; its fixtures seed media buys :60 and list_creatives filters by media_buy_ids), but its only gate is requires_capability creative.has_creative_library (:13), which a creative agent's library also declares; a creative agent holds no media buys, so its controller answers seed_media_buy UNKNOWN_SCENARIO (list_scenarios)",
     },
+  'creative:pagination_integrity/first_page': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/universal/pagination-integrity.yaml:127: runner: the storyboard's own creative fixtures are canonical (format_kind image, pagination-integrity.yaml:63-77) and are answered so, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json, which requires format_id on every creative; the step's expectations (two of three, has_more, a cursor to the third) are asserted at both agents in test/agents/interop/test-controller-fixtures.test.ts",
+  },
+  'creative:read_tool_idempotency/list_creatives_with_idempotency_key': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/universal/read-tool-idempotency.yaml:226: runner: the storyboard's own creative fixtures are canonical (format_kind image, pagination-integrity.yaml:63-77) and are answered so, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json, which requires format_id on every creative; the step's expectations (creatives with idempotency_key and context echoed) are asserted at both agents in test/agents/interop/test-controller-fixtures.test.ts",
+  },
   'creative:webhook_emission/assert_synchronous_completion_handled': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
@@ -278,6 +290,18 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     modes: ['seeded'],
     evidence:
       '3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:365: ours, not fixed yet: Field not found at path: products[0].expires_at',
+  },
+  'sales:pagination_integrity/first_page': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/universal/pagination-integrity.yaml:127: runner: the storyboard's own creative fixtures are canonical (format_kind image, pagination-integrity.yaml:63-77) and are answered so, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json, which requires format_id on every creative; the step's expectations (two of three, has_more, a cursor to the third) are asserted at both agents in test/agents/interop/test-controller-fixtures.test.ts",
+  },
+  'sales:read_tool_idempotency/list_creatives_with_idempotency_key': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/universal/read-tool-idempotency.yaml:226: runner: the storyboard's own creative fixtures are canonical (format_kind image, pagination-integrity.yaml:63-77) and are answered so, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json, which requires format_id on every creative; the step's expectations (creatives with idempotency_key and context echoed) are asserted at both agents in test/agents/interop/test-controller-fixtures.test.ts",
   },
   'sales:stale_response_advisory/stale_response_wire_placement': {
     releases: ['3.1.19', '3.2.0-beta.5'],

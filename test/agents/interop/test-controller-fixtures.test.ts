@@ -347,3 +347,67 @@ t.test('creative library: seeded manifests, filtered by asset type', async (t) =
   );
   t.equal(stored.rowCount, 0, 'nothing stored by a refused seed');
 });
+
+t.test('canonical creatives seeded at either agent page and read back canonical', async (t) => {
+  const h = await coreHarness(t, { profile: adcp, settings: { testController: true } });
+  // pagination-integrity.yaml / read-tool-idempotency.yaml (3.2.0-beta.5): three
+  // format_kind image fixtures, paged two at a time; a read with 3.1 envelope fields.
+  for (const agent of ['sales', 'creative'] as const) {
+    const c = buyer(h, agent);
+    const ids = [1, 2, 3].map((i) => `pagination_integrity_creative_${i}`);
+    for (const creative_id of ids) {
+      t.match(
+        await h.ok(
+          agent,
+          'comply_test_controller',
+          {
+            scenario: 'seed_creative',
+            account: sandbox,
+            params: { creative_id, fixture: { status: 'approved', format_kind: 'image' } },
+          },
+          c,
+        ),
+        { success: true },
+      );
+    }
+    const first = await h.ok(
+      agent,
+      'list_creatives',
+      { filters: { creative_ids: ids }, pagination: { max_results: 2 } },
+      c,
+    );
+    const page = first.creatives as Array<Record<string, unknown>>;
+    t.equal(page.length, 2, `${agent}: two of three`);
+    t.match(first.pagination, { has_more: true, cursor: String });
+    t.match(page[0], { format_kind: 'image' }, `${agent}: canonical identity`);
+    t.notOk('format_id' in page[0]!, `${agent}: no fabricated format_id`);
+    const rest = await h.ok(
+      agent,
+      'list_creatives',
+      {
+        filters: { creative_ids: ids },
+        pagination: { max_results: 2, cursor: (first.pagination as { cursor: string }).cursor },
+      },
+      c,
+    );
+    t.same(
+      (rest.creatives as Array<{ creative_id: string }>).map((x) => x.creative_id),
+      [ids[2]],
+    );
+    const context = { correlation_id: 'read_tool_idempotency--list_creatives_with_key' };
+    const withKey = await h.ok(
+      agent,
+      'list_creatives',
+      {
+        idempotency_key: '0b1f5c3e-2f4a-4c1e-9a77-0c5d2f8e9a10',
+        include_snapshot: false,
+        pagination: { max_results: 10 },
+        context,
+        ext: { adcp: { storyboard: 'read_tool_idempotency', probe: 'list_creatives' } },
+      },
+      c,
+    );
+    t.ok(Array.isArray(withKey.creatives), `${agent}: creatives with an idempotency_key`);
+    t.same(withKey.context, context);
+  }
+});
