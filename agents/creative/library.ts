@@ -19,7 +19,27 @@ import { protocolError, taskError, TaskError } from '../runtime/errors.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { FormatIdSchema, RequiredIdempotencyKeySchema } from '../runtime/validation.js';
-import { FORMAT_TYPES, sameAgentUrl, type FormatRow } from './formats.js';
+import { FORMAT_TYPES, type FormatRow } from './formats.js';
+
+/** The published asset-content-type enum (3.2.0-beta.5, a superset of 3.1.19's). */
+const ASSET_CONTENT_TYPES = [
+  'image',
+  'video',
+  'audio',
+  'text',
+  'markdown',
+  'html',
+  'css',
+  'javascript',
+  'zip',
+  'vast',
+  'daast',
+  'url',
+  'webhook',
+  'brief',
+  'catalog',
+  'published_post',
+] as const;
 
 /** Library creatives need no review here: a stored creative is `approved` at once. */
 const STORED = 'approved';
@@ -55,6 +75,8 @@ const ListLibrarySchema = z.looseObject({
       name_contains: z.string().min(1).max(200).optional(),
       /** The spec's older filter by format type. */
       format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
+      /** 3.2: an asset type directly in the top-level `assets` map (asset-content-type.json). */
+      asset_types: z.array(z.enum(ASSET_CONTENT_TYPES)).min(1).max(16).optional(),
     })
     .optional(),
   pagination: PaginationRequestSchema.optional(),
@@ -152,24 +174,29 @@ async function listLibrary(params: z.output<typeof ListLibrarySchema>, ctx: Task
   const f = params.filters ?? {};
   const limit = params.pagination?.max_results ?? 50;
   const offset = decodeCursor(params.pagination?.cursor);
-  const agentUrl = ctx.settings.urls.creative;
-  // A format of another creative agent matches nothing stored here.
-  const formatIds = f.format_ids
-    ?.filter((id) => sameAgentUrl(id.agent_url, agentUrl))
-    .map((id) => id.id);
+  // A format id is its agent and id (ours, or another agent's a seeded fixture names);
+  // agent URLs compare as formats.ts sameAgentUrl does: no case, no trailing slash.
+  const norm = (u: string) => u.replace(/\/+$/, '').toLowerCase();
+  const formatKeys = f.format_ids?.map((id) => `${norm(id.agent_url)} ${id.id}`);
   const args = [
     ctx.principal!.principal_id,
     f.statuses ?? null,
     f.creative_ids ?? null,
-    formatIds ?? null,
+    formatKeys ?? null,
     f.name_contains ? `%${f.name_contains.replace(/[\\%_]/g, (m) => `\\${m}`)}%` : null,
     f.format_types ?? null,
+    f.asset_types ?? null,
   ];
+  // asset_types: an object directly in the top-level assets map carries one of the types
+  // (not array-valued slots, not nested assets such as cards[].media).
   const where = `c.principal_id = $1 AND ($2::text[] IS NULL OR c.status = ANY($2))
      AND ($3::text[] IS NULL OR c.creative_id = ANY($3))
-     AND ($4::text[] IS NULL OR c.format_id->>'id' = ANY($4))
+     AND ($4::text[] IS NULL
+       OR rtrim(lower(c.format_id->>'agent_url'), '/') || ' ' || (c.format_id->>'id') = ANY($4))
      AND ($5::text IS NULL OR c.name ILIKE $5)
-     AND ($6::text[] IS NULL OR c.format_type = ANY($6))`;
+     AND ($6::text[] IS NULL OR c.format_type = ANY($6))
+     AND ($7::text[] IS NULL OR EXISTS (SELECT 1 FROM jsonb_each(c.assets) a
+           WHERE jsonb_typeof(a.value) = 'object' AND a.value->>'asset_type' = ANY($7)))`;
   const { rows: countRows } = await ctx.db.query<{ n: string }>(
     `SELECT count(*) AS n FROM ${s}.creative_library c WHERE ${where}`,
     args,
@@ -177,7 +204,7 @@ async function listLibrary(params: z.output<typeof ListLibrarySchema>, ctx: Task
   const { rows } = await ctx.db.query<Record<string, unknown>>(
     `SELECT c.*, f.width AS format_width, f.height AS format_height
        FROM ${s}.creative_library c LEFT JOIN ${s}.formats f ON f.format_id = c.format_id->>'id'
-      WHERE ${where} ORDER BY c.created_at, c.creative_id LIMIT $7 OFFSET $8`,
+      WHERE ${where} ORDER BY c.created_at, c.creative_id LIMIT $8 OFFSET $9`,
     [...args, limit, offset],
   );
   const total = Number(countRows[0]?.n ?? 0);

@@ -348,6 +348,25 @@ AGENT_MIGRATIONS.push({
   sql: (s) => `ALTER TABLE ${s}.media_buys ADD COLUMN delivery_finality jsonb;`,
 });
 
+// Measurement a buy's delivery reports beside its counts (3.1 delivery-metrics): the
+// viewability block and vendor_metric_values a measurement vendor attested, on the package
+// they were measured on. Null until stated: rows carry neither member, as before.
+AGENT_MIGRATIONS.push({
+  id: '011_delivery_measurement',
+  sql: (s) => `ALTER TABLE ${s}.media_buys ADD COLUMN delivery_measurement jsonb;`,
+});
+
+// Seeded (sandbox) buys keep their fixture's packages as given: a legacy package may name
+// no product or pricing option (get_media_buys then omits them), and a package carries
+// the buyer's context it was created with.
+AGENT_MIGRATIONS.push({
+  id: '012_seeded_packages',
+  sql: (s) => `
+    ALTER TABLE ${s}.packages ALTER COLUMN product_id DROP NOT NULL;
+    ALTER TABLE ${s}.packages ALTER COLUMN pricing_option_id DROP NOT NULL;
+    ALTER TABLE ${s}.packages ADD COLUMN context jsonb;`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

@@ -11,6 +11,7 @@
  */
 import type { AgentKind } from '../auth/principal.js';
 import { CREATIVE_STATUSES } from '../creative/library.js';
+import { storedFormatRef } from '../sales/creatives/creatives.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { isSandboxPrincipal, putFixture, SESSION } from '../sandbox/fixtures.js';
@@ -305,6 +306,58 @@ async function seedPricingOption(req: ControllerRequest, ctx: TaskContext) {
   return { success: true, message: `pricing option ${optionId} seeded on ${productId}` };
 }
 
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A creative fixture's format, as stored (storedFormatRef's forms): its legacy `format_id`
+ * as given (an agent's URL and id), or its canonical `format_kind` with the
+ * `format_option_ref` it names; neither is our display_300x250. The format type follows a
+ * canonical's channel. A string when malformed.
+ */
+function fixtureFormatRef(
+  fixture: Record<string, unknown>,
+  agentUrl: string,
+): { stored: Record<string, unknown>; type: string } | string {
+  const manifest = isPlainObject(fixture.manifest) ? fixture.manifest : {};
+  const kind = fixture.format_kind ?? manifest.format_kind;
+  const fid = fixture.format_id ?? manifest.format_id;
+  if (kind !== undefined) {
+    if (typeof kind !== 'string' || !/^[a-z][a-z0-9_]{0,63}$/.test(kind)) {
+      return 'params.fixture.format_kind must be a canonical format kind (image, video_hosted...)';
+    }
+    const option = fixture.format_option_ref ?? manifest.format_option_ref;
+    if (option !== undefined && !isPlainObject(option)) {
+      return 'params.fixture.format_option_ref must be an object';
+    }
+    const type = kind.startsWith('video')
+      ? 'video'
+      : kind.startsWith('audio')
+        ? 'audio'
+        : 'display';
+    return {
+      stored: storedFormatRef({ format_kind: kind, format_option_ref: option }) as Record<
+        string,
+        unknown
+      >,
+      type,
+    };
+  }
+  if (fid === undefined)
+    return { stored: { agent_url: agentUrl, id: 'display_300x250' }, type: 'display' };
+  // A format id without its agent is one of ours (the storyboards' fixtures name only the id).
+  if (
+    !isPlainObject(fid) ||
+    (fid.agent_url !== undefined && typeof fid.agent_url !== 'string') ||
+    typeof fid.id !== 'string' ||
+    fid.id === '' ||
+    fid.id.length > 255
+  ) {
+    return 'params.fixture.format_id must be {agent_url, id}';
+  }
+  return { stored: { agent_url: fid.agent_url ?? agentUrl, id: fid.id }, type: 'display' };
+}
+
 /** A library creative of the caller's, as the fixture describes it (upsert). */
 async function seedCreative(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};
@@ -323,11 +376,14 @@ async function seedCreative(req: ControllerRequest, ctx: TaskContext) {
       `params.fixture.status must be one of ${CREATIVE_STATUSES.join(', ')}`,
     );
   }
-  const fid = (fixture.format_id ?? {}) as { agent_url?: unknown; id?: unknown };
-  const formatId = {
-    agent_url: typeof fid.agent_url === 'string' ? fid.agent_url : ctx.settings.urls.creative,
-    id: typeof fid.id === 'string' ? fid.id : 'display_300x250',
-  };
+  const ref = fixtureFormatRef(fixture, ctx.settings.urls.creative);
+  if (typeof ref === 'string') return refuse('INVALID_PARAMS', ref);
+  // The manifest's assets (the 3.2 fixtures nest them under `manifest`), else the fixture's.
+  const manifest = fixture.manifest ?? {};
+  const assets = fixture.assets ?? (manifest as { assets?: unknown }).assets ?? {};
+  if (!isPlainObject(manifest) || !isPlainObject(assets)) {
+    return refuse('INVALID_PARAMS', 'params.fixture.manifest and its assets must be objects');
+  }
   // The creative agent seeds its own library, which stores the published status words.
   const library = ctx.agent === 'creative';
   const table = library ? 'creative_library' : 'creatives';
@@ -335,15 +391,15 @@ async function seedCreative(req: ControllerRequest, ctx: TaskContext) {
     `INSERT INTO ${ctx.schema}.${table} (principal_id, creative_id, name, format_id, format_type, assets, status)
      VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (principal_id, creative_id) DO UPDATE SET name = EXCLUDED.name,
-       format_id = EXCLUDED.format_id, assets = EXCLUDED.assets, status = EXCLUDED.status,
+       format_id = EXCLUDED.format_id, format_type = EXCLUDED.format_type, assets = EXCLUDED.assets, status = EXCLUDED.status,
        updated_at = now()`,
     [
       ctx.principal!.principal_id,
       creativeId,
       typeof fixture.name === 'string' ? fixture.name.slice(0, 500) : creativeId,
-      JSON.stringify(formatId),
-      'display',
-      JSON.stringify(fixture.assets ?? {}),
+      JSON.stringify(ref.stored),
+      ref.type,
+      JSON.stringify(assets),
       library ? status : internalCreative(status),
     ],
   );

@@ -2,7 +2,7 @@
  * The media-buy scenarios of the sales agent's test controller: seed_media_buy and
  * simulate_delivery (sandbox callers only, checked by the controller before these run).
  */
-import type { DeliveryFinality } from '../sales/media-buys/records.js';
+import type { DeliveryFinality, DeliveryMeasurement } from '../sales/media-buys/records.js';
 import type { TaskContext } from '../runtime/types.js';
 import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
@@ -20,9 +20,149 @@ const SEED_BUY_STATUS: Record<string, string> = {
   canceled: 'canceled',
 };
 
+const ID = /^[A-Za-z0-9_.:-]{1,255}$/;
+
+/** A seeded buy's package, as its fixture gives it (ids, budget, the buyer's context). */
+interface SeedPackage {
+  package_id: string;
+  product_id: string | null;
+  pricing_option_id: string | null;
+  budget: number;
+  buyer_ref: string | null;
+  context: Record<string, unknown> | null;
+  creative_ids: string[];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** One `fixture.packages[i]`, or the refusal's detail. */
+function seedPackage(raw: unknown, i: number): SeedPackage | string {
+  const at = `params.fixture.packages[${i}]`;
+  if (!isObject(raw)) return `${at} must be an object`;
+  const id = (k: string): string | null | undefined =>
+    raw[k] === undefined
+      ? null
+      : typeof raw[k] === 'string' && ID.test(raw[k])
+        ? raw[k]
+        : undefined;
+  const [packageId, productId, optionId] = [
+    id('package_id'),
+    id('product_id'),
+    id('pricing_option_id'),
+  ];
+  if (!packageId) return `${at}.package_id (letters, digits, _ . : -) is required`;
+  if (productId === undefined || optionId === undefined) {
+    return `${at}.product_id and .pricing_option_id must be ids (letters, digits, _ . : -)`;
+  }
+  const budget = raw.budget ?? 0;
+  if (typeof budget !== 'number' || !Number.isFinite(budget) || budget < 0) {
+    return `${at}.budget must be a number >= 0`;
+  }
+  if (raw.context !== undefined && !isObject(raw.context)) return `${at}.context must be an object`;
+  const buyerRef = raw.buyer_ref ?? null;
+  if (buyerRef !== null && (typeof buyerRef !== 'string' || buyerRef.length > 255)) {
+    return `${at}.buyer_ref must be a string (at most 255 characters)`;
+  }
+  // Published assignments are {creative_id}; the storyboards' fixtures also list bare ids.
+  const assignments = raw.creative_assignments ?? [];
+  const creativeIds = Array.isArray(assignments)
+    ? assignments.map((a: unknown) => (isObject(a) ? a.creative_id : a))
+    : null;
+  if (
+    !creativeIds ||
+    creativeIds.length > 100 ||
+    !creativeIds.every((c) => typeof c === 'string' && c !== '' && c.length <= 255)
+  ) {
+    return `${at}.creative_assignments must list creative ids (at most 100)`;
+  }
+  return {
+    package_id: packageId,
+    product_id: productId,
+    pricing_option_id: optionId,
+    budget,
+    buyer_ref: buyerRef,
+    context: (raw.context as Record<string, unknown> | undefined) ?? null,
+    creative_ids: creativeIds as string[],
+  };
+}
+
+/** `fixture.packages` (absent: none), or the refusal's detail. */
+function seedPackages(raw: unknown): SeedPackage[] | string {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw) || raw.length > 50) {
+    return 'params.fixture.packages must be an array (at most 50)';
+  }
+  const out: SeedPackage[] = [];
+  for (const [i, r] of raw.entries()) {
+    const pkg = seedPackage(r, i);
+    if (typeof pkg === 'string') return pkg;
+    if (out.some((o) => o.package_id === pkg.package_id)) {
+      return `params.fixture.packages[${i}].package_id repeats another package's`;
+    }
+    out.push(pkg);
+  }
+  return out;
+}
+
 /**
- * A media buy of the caller's without packages, as the fixture describes it (status,
- * currency, flight): enough for get_media_buys and the lifecycle tasks to find it. Upsert
+ * The seeded buy's packages, replacing any it had: the pricing model and rate are those of
+ * the named pricing option when the caller's product has one (else CPM at 0), and only
+ * creatives the caller has are assigned. False when a package id is another buy's.
+ */
+async function storeSeedPackages(
+  ctx: TaskContext,
+  mediaBuyId: string,
+  packages: SeedPackage[],
+): Promise<boolean> {
+  const s = ctx.schema;
+  const { rows: taken } = await ctx.db.query(
+    `SELECT 1 FROM ${s}.packages WHERE package_id = ANY($1) AND media_buy_id <> $2`,
+    [packages.map((p) => p.package_id), mediaBuyId],
+  );
+  if (taken.length > 0) return false;
+  await ctx.db.query(`DELETE FROM ${s}.packages WHERE media_buy_id = $1`, [mediaBuyId]);
+  for (const [position, p] of packages.entries()) {
+    const { rows } = await ctx.db.query<{
+      option: { pricing_model?: string; fixed_price?: number; floor_price?: number } | null;
+    }>(
+      `SELECT (SELECT o FROM jsonb_array_elements(pricing_options) o
+                WHERE o->>'pricing_option_id' = $2 LIMIT 1) AS option
+         FROM ${s}.products WHERE product_id = $1`,
+      [p.product_id, p.pricing_option_id],
+    );
+    const option = rows[0]?.option ?? null;
+    await ctx.db.query(
+      `INSERT INTO ${s}.packages (package_id, media_buy_id, buyer_ref, product_id, pricing_option_id,
+         pricing_model, rate, budget, position, context)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [
+        p.package_id,
+        mediaBuyId,
+        p.buyer_ref,
+        p.product_id,
+        p.pricing_option_id,
+        option?.pricing_model ?? 'cpm',
+        option?.fixed_price ?? option?.floor_price ?? 0,
+        p.budget,
+        position,
+        p.context,
+      ],
+    );
+    await ctx.db.query(
+      `INSERT INTO ${s}.creative_assignments (principal_id, creative_id, package_id)
+       SELECT principal_id, creative_id, $3 FROM ${s}.creatives
+        WHERE principal_id = $1 AND creative_id = ANY($2)`,
+      [ctx.principal!.principal_id, p.creative_ids, p.package_id],
+    );
+  }
+  return true;
+}
+
+/**
+ * A media buy of the caller's as the fixture describes it (status, currency, flight, its
+ * packages): enough for get_media_buys, delivery and the lifecycle tasks to find it. Its
+ * delivery is only what simulate_delivery books (the simulator never accrues it). Upsert
  * for the caller's own id; an id another principal holds is refused.
  */
 export async function seedMediaBuy(req: ControllerRequest, ctx: TaskContext) {
@@ -43,6 +183,11 @@ export async function seedMediaBuy(req: ControllerRequest, ctx: TaskContext) {
       `params.fixture.status must be one of ${Object.keys(SEED_BUY_STATUS).join(', ')}`,
     );
   }
+  const packages = seedPackages(fixture.packages);
+  if (typeof packages === 'string') return refuse('INVALID_PARAMS', packages);
+  if (fixture.context !== undefined && !isObject(fixture.context)) {
+    return refuse('INVALID_PARAMS', 'params.fixture.context must be an object');
+  }
   const currency = fixture.currency ?? 'USD';
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) {
     return refuse('INVALID_PARAMS', 'params.fixture.currency must be an ISO 4217 code (USD)');
@@ -62,14 +207,17 @@ export async function seedMediaBuy(req: ControllerRequest, ctx: TaskContext) {
       'params.fixture start_time/end_time must be ISO date-times, end after start',
     );
   }
+  await ctx.db.query('SAVEPOINT seed_media_buy');
+  // accrued_until = end: the simulator adds nothing to a fixture's delivery.
   const { rowCount } = await ctx.db.query(
     `INSERT INTO ${ctx.schema}.media_buys (media_buy_id, principal_id, status, brand_manifest,
-       start_time, start_at, end_at, currency, approved_at, went_live)
-     VALUES ($1, $2, $3, '{}', $4, $5, $6, $7, now(), $3 IN ('active', 'paused'))
+       start_time, start_at, end_at, currency, approved_at, went_live, context, accrued_until)
+     VALUES ($1, $2, $3, '{}', $4, $5, $6, $7, now(), $3 IN ('active', 'paused'), $8, $6)
      ON CONFLICT (media_buy_id) DO UPDATE SET status = EXCLUDED.status,
        went_live = ${ctx.schema}.media_buys.went_live OR EXCLUDED.went_live,
        start_time = EXCLUDED.start_time, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at,
-       currency = EXCLUDED.currency, updated_at = now()
+       currency = EXCLUDED.currency, context = EXCLUDED.context,
+       accrued_until = EXCLUDED.accrued_until, updated_at = now()
      WHERE ${ctx.schema}.media_buys.principal_id = EXCLUDED.principal_id`,
     [
       mediaBuyId,
@@ -79,9 +227,15 @@ export async function seedMediaBuy(req: ControllerRequest, ctx: TaskContext) {
       start,
       end,
       currency,
+      fixture.context ?? null,
     ],
   );
   if (!rowCount) return refuse('FORBIDDEN', `media buy ${mediaBuyId} belongs to another buyer`);
+  // No packages in the fixture: the buy keeps those it has.
+  if (fixture.packages !== undefined && !(await storeSeedPackages(ctx, mediaBuyId, packages))) {
+    await ctx.db.query('ROLLBACK TO SAVEPOINT seed_media_buy');
+    return refuse('FORBIDDEN', 'a package id of the fixture belongs to another media buy');
+  }
   return { success: true, message: `media buy ${mediaBuyId} seeded (${String(wire)})` };
 }
 
@@ -123,10 +277,121 @@ export function finalityParams(p: Record<string, unknown>): DeliveryFinality | n
   };
 }
 
+const VIEWABILITY_STANDARDS = ['mrc', 'groupm'];
+const DOMAIN = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+const METRIC_ID = /^[a-z][a-z0-9_]{0,63}$/;
+/** A BrandRef of a measurement vendor: an object with a lowercase domain. */
+const isVendor = (v: unknown): boolean =>
+  isObject(v) && typeof v.domain === 'string' && DOMAIN.test(v.domain);
+const amount = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+
+/** `params.viewability` (delivery-metrics.json `viewability`), or the refusal's detail. */
+function viewabilityParam(v: unknown): Record<string, unknown> | string {
+  const bad =
+    'params.viewability must be {measurable_impressions, viewable_impressions (numbers >= 0, ' +
+    'viewable <= measurable), viewable_rate (0-1), viewed_seconds (>= 0), standard (mrc, groupm)}';
+  if (!isObject(v)) return bad;
+  const { measurable_impressions: measurable, viewable_impressions: viewable } = v;
+  const { viewable_rate: rate, viewed_seconds: seconds, standard } = v;
+  if (!amount(measurable) || !amount(viewable) || (viewable as number) > (measurable as number)) {
+    return bad;
+  }
+  if (rate !== undefined && !(amount(rate) && (rate as number) <= 1)) return bad;
+  if (seconds !== undefined && !amount(seconds)) return bad;
+  if (standard !== undefined && !VIEWABILITY_STANDARDS.includes(standard as string)) return bad;
+  if (v.vendor !== undefined && !isVendor(v.vendor)) {
+    return 'params.viewability.vendor must be {domain: a lowercase domain}';
+  }
+  return {
+    ...(v.vendor !== undefined
+      ? { vendor: { domain: (v.vendor as { domain: string }).domain } }
+      : {}),
+    measurable_impressions: measurable,
+    viewable_impressions: viewable,
+    // The rate's denominator is measurable impressions (delivery-metrics.json).
+    viewable_rate:
+      rate ?? ((measurable as number) > 0 ? (viewable as number) / (measurable as number) : 0),
+    ...(seconds !== undefined ? { viewed_seconds: seconds } : {}),
+    ...(standard !== undefined ? { standard } : {}),
+  };
+}
+
+/** One `params.vendor_metric_values[i]` (core/vendor-metric-value.json), or the refusal's detail. */
+function vendorMetricValue(v: unknown, i: number): Record<string, unknown> | string {
+  const at = `params.vendor_metric_values[${i}]`;
+  if (!isObject(v)) return `${at} must be an object`;
+  if (!isVendor(v.vendor)) {
+    return `${at}.vendor must be {domain: a lowercase domain}`;
+  }
+  if (typeof v.metric_id !== 'string' || !METRIC_ID.test(v.metric_id)) {
+    return `${at}.metric_id must be a vendor metric id (lowercase, digits, _; at most 64)`;
+  }
+  if (typeof v.value !== 'number' || !Number.isFinite(v.value))
+    return `${at}.value must be a number`;
+  if (v.unit !== undefined && (typeof v.unit !== 'string' || v.unit === '' || v.unit.length > 32)) {
+    return `${at}.unit must be a string (1-32 characters)`;
+  }
+  if (v.measurable_impressions !== undefined && !amount(v.measurable_impressions)) {
+    return `${at}.measurable_impressions must be a number >= 0`;
+  }
+  return {
+    vendor: { domain: (v.vendor as { domain: string }).domain },
+    metric_id: v.metric_id,
+    value: v.value,
+    ...(v.unit !== undefined ? { unit: v.unit } : {}),
+    ...(v.measurable_impressions !== undefined
+      ? { measurable_impressions: v.measurable_impressions }
+      : {}),
+  };
+}
+
+/**
+ * The measurement simulate_delivery may state beside the counts: `viewability` and
+ * `vendor_metric_values` (at most 20), as a measurement vendor reports them for the
+ * package delivery is booked to. Null when neither is given; a string when malformed.
+ */
+export function measurementParams(
+  p: Record<string, unknown>,
+): Omit<DeliveryMeasurement, 'package_id'> | null | string {
+  if (p.viewability === undefined && p.vendor_metric_values === undefined) return null;
+  const out: Omit<DeliveryMeasurement, 'package_id'> = {};
+  if (p.viewability !== undefined) {
+    const v = viewabilityParam(p.viewability);
+    if (typeof v === 'string') return v;
+    out.viewability = v;
+  }
+  if (p.vendor_metric_values !== undefined) {
+    const raw = p.vendor_metric_values;
+    if (!Array.isArray(raw) || raw.length === 0 || raw.length > 20) {
+      return 'params.vendor_metric_values must be an array of 1-20 vendor metric values';
+    }
+    const values: Array<Record<string, unknown>> = [];
+    for (const [i, r] of raw.entries()) {
+      const v = vendorMetricValue(r, i);
+      if (typeof v === 'string') return v;
+      values.push(v);
+    }
+    out.vendor_metric_values = values;
+  }
+  return out;
+}
+
+/** `params.delivery_date` (YYYY-MM-DD): the day's first hour; undefined when not given. */
+function deliveryDay(v: unknown): Date | undefined | string {
+  if (v === undefined) return undefined;
+  const day =
+    typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? new Date(`${v}T00:00:00Z`) : null;
+  if (!day || Number.isNaN(day.getTime()) || day.toISOString().slice(0, 10) !== v) {
+    return 'params.delivery_date must be a date (YYYY-MM-DD)';
+  }
+  return day;
+}
+
 /**
  * Delivery the caller's buy reports on top of what the simulator accrues: impressions,
- * clicks and reported spend, booked to its first package in the last hour reports cover,
- * and, when given, the finality of what the buy reports (finalityParams).
+ * clicks and reported spend, booked to its first package in the last hour reports cover
+ * (or the first hour of `delivery_date`), and, when given, the finality of what the buy
+ * reports (finalityParams) and its measurement (measurementParams).
  */
 export async function simulateDelivery(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};
@@ -138,6 +403,10 @@ export async function simulateDelivery(req: ControllerRequest, ctx: TaskContext)
   }
   const finality = finalityParams(p);
   if (typeof finality === 'string') return refuse('INVALID_PARAMS', finality);
+  const measurement = measurementParams(p);
+  if (typeof measurement === 'string') return refuse('INVALID_PARAMS', measurement);
+  const day = deliveryDay(p.delivery_date);
+  if (typeof day === 'string') return refuse('INVALID_PARAMS', day);
   const spend = (p.reported_spend ?? { amount: 0 }) as { amount?: unknown; currency?: unknown };
   if (
     typeof spend !== 'object' ||
@@ -183,9 +452,15 @@ export async function simulateDelivery(req: ControllerRequest, ctx: TaskContext)
       impressions,
       clicks,
       spend.amount,
-      reportedHour(ctx, buy.start_at),
+      day ?? reportedHour(ctx, buy.start_at),
     ],
   );
+  if (measurement) {
+    await ctx.db.query(
+      `UPDATE ${ctx.schema}.media_buys SET delivery_measurement = $2 WHERE media_buy_id = $1`,
+      [mediaBuyId, { package_id: buy.package_id, ...measurement }],
+    );
+  }
   if (finality) {
     await ctx.db.query(
       `UPDATE ${ctx.schema}.media_buys SET delivery_finality = $2 WHERE media_buy_id = $1`,

@@ -40,6 +40,9 @@ export const ControllerSchema = z.looseObject({
       is_final: z.unknown().optional(),
       finalized_at: z.unknown().optional(),
       measurement_window: z.unknown().optional(),
+      viewability: z.unknown().optional(),
+      vendor_metric_values: z.unknown().optional(),
+      delivery_date: z.unknown().optional(),
     })
     .optional(),
   context: z.unknown().optional(),

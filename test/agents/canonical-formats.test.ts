@@ -159,6 +159,26 @@ t.test('creative: supported_formats, build by capability, canonical preview', as
   t.equal(creative.bills_through_adcp, false);
   t.equal(creative.supports_evaluator, false);
   t.same((caps.account as Record<string, unknown>).supported_billing, ['operator']);
+  // evaluator_auth.yaml get_capabilities (3.1.19/3.2.0-beta.5 :78): asked for creative and
+  // governance, the document is schema-valid (the response hook), echoes context, says no
+  // evaluator and names a build capability; no governance block (not a governance agent),
+  // so the storyboard's governance.creative_features capture has nothing to read (known list).
+  const asked = await h.ok(
+    'creative',
+    'get_adcp_capabilities',
+    {
+      protocols: ['creative', 'governance'],
+      context: { correlation_id: 'creative_evaluator_auth--get_capabilities' },
+    },
+    c,
+  );
+  t.same(asked.context, { correlation_id: 'creative_evaluator_auth--get_capabilities' });
+  t.match(asked.creative, {
+    supports_evaluator: false,
+    supported_formats: [{ capability_id: String }],
+  });
+  t.notOk('governance' in asked, 'no governance block');
+  t.notOk('localization' in (asked.creative as object), 'no localization claimed');
 
   const built = await h.ok(
     'creative',

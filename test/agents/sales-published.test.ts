@@ -197,10 +197,12 @@ t.test('delivery rows carry rate and currency; start_date/end_date narrow them',
   t.match(byPackage[0], { rate: 22, currency: 'USD', pricing_model: 'cpm' }, 'the fixed CPM');
   t.ok((byPackage[1]!.rate as number) >= 3, 'the auction clears at or above the floor');
   const firstDay = new Date(START).toISOString().slice(0, 10);
+  const secondDay = new Date(START + 24 * HOUR).toISOString().slice(0, 10);
+  // 3.2 (this seller's release): the range is half-open, end_date excluded.
   const day = await h.ok(
     'sales',
     'get_media_buy_delivery',
-    { media_buy_ids: [id], start_date: firstDay, end_date: firstDay },
+    { media_buy_ids: [id], start_date: firstDay, end_date: secondDay },
     c,
   );
   const dayImpressions = (day.aggregated_totals as { impressions: number }).impressions;
@@ -209,11 +211,38 @@ t.test('delivery rows carry rate and currency; start_date/end_date narrow them',
     dayImpressions > 0 && dayImpressions < allImpressions,
     `${dayImpressions} of ${allImpressions}`,
   );
-  t.match(day.reporting_period, { start: `${firstDay}T00:00:00.000Z` });
+  t.same(day.reporting_period, {
+    start: `${firstDay}T00:00:00.000Z`,
+    end: `${secondDay}T00:00:00.000Z`,
+  });
+  // A buyer pinned to 3.1 reads both ends as inclusive days: the same day, same numbers.
+  const day31 = await h.ok(
+    'sales',
+    'get_media_buy_delivery',
+    { media_buy_ids: [id], start_date: firstDay, end_date: firstDay, svc_version: '3.1' },
+    c,
+  );
+  t.same(day31.aggregated_totals, day.aggregated_totals, '3.1: end_date included');
+  t.same(day31.reporting_period, {
+    start: `${firstDay}T00:00:00.000Z`,
+    end: `${firstDay}T23:59:59.000Z`,
+  });
+  for (const [start_date, end_date] of [
+    [firstDay, firstDay],
+    ['2026-03-05', '2026-03-01'],
+  ]) {
+    const empty = await h.err(
+      'sales',
+      'get_media_buy_delivery',
+      { media_buy_ids: [id], start_date, end_date },
+      c,
+    );
+    t.match(empty, { code: 'VALIDATION_ERROR', field: 'start_date' }, `${start_date}..${end_date}`);
+  }
   const reversed = await h.err(
     'sales',
     'get_media_buy_delivery',
-    { media_buy_ids: [id], start_date: '2026-03-05', end_date: '2026-03-01' },
+    { media_buy_ids: [id], start_date: '2026-03-05', end_date: '2026-03-01', svc_version: '3.1' },
     c,
   );
   t.match(reversed, { code: 'VALIDATION_ERROR', field: 'end_date' });

@@ -38,24 +38,50 @@ const GetDeliverySchema = z.looseObject({
   include_window_breakdown: z.boolean().optional(),
 });
 
-/** The requested range in days, from the published `start_date`/`end_date` or `date_range`. */
+/**
+ * Whether the answer's release reads `end_date` as exclusive: 3.2 made the published range
+ * half-open (start inclusive, end exclusive, end after start); 3.0 and 3.1 read both ends
+ * as inclusive days. The release is the buyer's pin, else this seller's own.
+ */
+function halfOpenRange(ctx: TaskContext): boolean {
+  const release = ctx.request.release ?? ctx.settings.protocolVersion;
+  return Number(release.split('.')[1]) >= 2;
+}
+
+/**
+ * The requested range as UTC instants [from, to): the published `start_date`/`end_date`
+ * (halfOpenRange decides what end_date means) or the spec's inclusive `date_range`. Null
+ * when none is given.
+ */
 function requestedRange(
   params: z.output<typeof GetDeliverySchema>,
   now: Date,
-): { start?: string; end?: string } | null {
+  halfOpen: boolean,
+): { from?: Date; to?: Date } | null {
+  const day = (d: string) => new Date(`${d}T00:00:00Z`);
+  const nextDay = (d: string) => new Date(day(d).getTime() + 86400_000);
   if (params.start_date === undefined && params.end_date === undefined) {
-    return params.date_range ?? null;
+    const r = params.date_range;
+    return r ? { from: day(r.start), to: nextDay(r.end) } : null;
   }
-  const range = {
-    ...(params.start_date !== undefined ? { start: params.start_date } : {}),
-    ...(params.end_date !== undefined ? { end: params.end_date } : {}),
-  };
-  if (range.start !== undefined && (range.end ?? now.toISOString().slice(0, 10)) < range.start) {
+  const { start_date: start, end_date: end } = params;
+  if (halfOpen) {
+    if (start !== undefined && end !== undefined && end <= start) {
+      throw taskError(
+        'VALIDATION_ERROR',
+        'start_date must be before end_date (the range is half-open: end_date is excluded)',
+        { field: 'start_date' },
+      );
+    }
+  } else if (start !== undefined && (end ?? now.toISOString().slice(0, 10)) < start) {
     throw taskError('VALIDATION_ERROR', 'end_date must not be before start_date', {
-      field: range.end !== undefined ? 'end_date' : 'start_date',
+      field: end !== undefined ? 'end_date' : 'start_date',
     });
   }
-  return range;
+  return {
+    ...(start !== undefined ? { from: day(start) } : {}),
+    ...(end !== undefined ? { to: halfOpen ? day(end) : nextDay(end) } : {}),
+  };
 }
 
 interface Sums {
@@ -169,13 +195,11 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
   }
   // Bring the simulation up to now so the numbers are current.
   for (const b of buys) await accrueBuy(ctx.db, s, b, now, ctx.notifications);
-  const range = requestedRange(params, now);
-  const from = range?.start
-    ? new Date(`${range.start}T00:00:00Z`)
-    : new Date(Math.min(...buys.map((b) => b.start_at.getTime()), now.getTime()));
-  const to = range?.end
-    ? new Date(new Date(`${range.end}T00:00:00Z`).getTime() + 86400_000)
-    : new Date(Math.max(now.getTime(), from.getTime()) + 1);
+  const halfOpen = halfOpenRange(ctx);
+  const range = requestedRange(params, now, halfOpen);
+  const from =
+    range?.from ?? new Date(Math.min(...buys.map((b) => b.start_at.getTime()), now.getTime()));
+  const to = range?.to ?? new Date(Math.max(now.getTime(), from.getTime()) + 1);
   const buyIds = buys.map((b) => b.media_buy_id);
   const packages = await loadPackages(ctx.db, s, buyIds);
   const rows = await sums(ctx.db, s, buyIds, from, to);
@@ -208,6 +232,7 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
           rate: round2(p.rate),
           currency: b.currency,
           ...metrics(r),
+          ...measurementMembers(b, p.package_id),
           ...finalityMembers(b, true),
         };
       });
@@ -233,7 +258,7 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
       ...(b.buyer_ref !== null ? { buyer_ref: b.buyer_ref } : {}),
       // The delivery enum keeps `reporting_delayed`; a buy awaiting approval is pending_start.
       status: deliveryStatus(statusOf.get(b.media_buy_id) ?? b.status),
-      totals: metrics(t),
+      totals: { ...metrics(t), ...measurementMembers(b, null) },
       by_package: byPackage,
       ...finalityMembers(b, false),
     };
@@ -243,7 +268,8 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
   const body: Record<string, unknown> = {
     reporting_period: {
       start: from.toISOString(),
-      end: new Date(to.getTime() - 1000).toISOString(),
+      // 3.2: the exclusive end itself; before, the period's last second.
+      end: new Date(halfOpen ? to.getTime() : to.getTime() - 1000).toISOString(),
     },
     currency: 'USD',
     aggregated_totals: { ...metrics(total), media_buy_count: buys.length },
@@ -257,6 +283,22 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
   }
   if (params.time_granularity) body.time_granularity = params.time_granularity;
   return body;
+}
+
+/**
+ * The measurement stated of a buy's delivery (delivery-metrics.json): on its totals the
+ * viewability block (`pkg` null), on the package it was measured on the viewability block
+ * and the vendor_metric_values. Nothing when none was stated.
+ */
+function measurementMembers(b: BuyRow, pkg: string | null): Record<string, unknown> {
+  const m = b.delivery_measurement;
+  if (!m || (pkg !== null && pkg !== m.package_id)) return {};
+  return {
+    ...(m.viewability ? { viewability: m.viewability } : {}),
+    ...(pkg !== null && m.vendor_metric_values
+      ? { vendor_metric_values: m.vendor_metric_values }
+      : {}),
+  };
 }
 
 /**

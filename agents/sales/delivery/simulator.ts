@@ -64,7 +64,7 @@ export async function accrueBuy(
         pkgIds.push(p.package_id);
         hours.push(new Date(hourStart));
         imps.push(i);
-        clicks.push(i * (ctr.get(p.product_id) ?? 0));
+        clicks.push(i * ((p.product_id !== null ? ctr.get(p.product_id) : 0) ?? 0));
         spends.push(spend);
         t = sliceEnd;
       }

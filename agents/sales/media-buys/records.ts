@@ -27,6 +27,16 @@ export interface DeliveryFinality {
   measurement_window?: string;
 }
 
+/**
+ * Measurement a buy's delivery reports beside its counts (delivery-metrics.json): the
+ * `viewability` block and `vendor_metric_values`, both of the package they were measured on.
+ */
+export interface DeliveryMeasurement {
+  package_id: string;
+  viewability?: Record<string, unknown>;
+  vendor_metric_values?: Array<Record<string, unknown>>;
+}
+
 export interface BuyRow {
   media_buy_id: string;
   principal_id: string;
@@ -52,6 +62,8 @@ export interface BuyRow {
   went_live: boolean;
   /** What the seller last said of its reported delivery's finality (null: nothing yet). */
   delivery_finality: DeliveryFinality | null;
+  /** The measurement last stated of its delivery (null: none). */
+  delivery_measurement: DeliveryMeasurement | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -60,8 +72,9 @@ export interface PackageRow {
   package_id: string;
   media_buy_id: string;
   buyer_ref: string | null;
-  product_id: string;
-  pricing_option_id: string;
+  /** Null only on a seeded legacy package (the test controller's fixtures). */
+  product_id: string | null;
+  pricing_option_id: string | null;
   pricing_model: string;
   rate: number;
   budget: number;
@@ -71,6 +84,8 @@ export interface PackageRow {
   position: number;
   /** The buyer's accepted measurement_terms, if it proposed any. */
   measurement_terms: Record<string, unknown> | null;
+  /** The buyer's context of a seeded package (fixtures), echoed on reads. */
+  context: Record<string, unknown> | null;
 }
 
 export function newMediaBuyId(): string {
@@ -130,7 +145,7 @@ export async function loadPackages(
   const { rows } = await db.query<PackageRow>(
     `SELECT package_id, media_buy_id, buyer_ref, product_id, pricing_option_id, pricing_model,
             rate::float8 AS rate, budget::float8 AS budget, bid_price::float8 AS bid_price,
-            targeting_overlay, paused, position, measurement_terms
+            targeting_overlay, paused, position, measurement_terms, context
        FROM ${schema}.packages WHERE media_buy_id = ANY($1) ORDER BY media_buy_id, position`,
     [mediaBuyIds],
   );
@@ -175,8 +190,8 @@ export function wireBuyStatus(
 export function packageView(p: PackageRow, creativeIds: string[] = []): Record<string, unknown> {
   const out: Record<string, unknown> = {
     package_id: p.package_id,
-    product_id: p.product_id,
-    pricing_option_id: p.pricing_option_id,
+    ...(p.product_id !== null ? { product_id: p.product_id } : {}),
+    ...(p.pricing_option_id !== null ? { pricing_option_id: p.pricing_option_id } : {}),
     pricing_model: publishedPricingModel(p.pricing_model),
     budget: round2(p.budget),
     paused: p.paused,
@@ -187,6 +202,7 @@ export function packageView(p: PackageRow, creativeIds: string[] = []): Record<s
   if (p.bid_price !== null) out.bid_price = p.bid_price;
   if (p.targeting_overlay) out.targeting_overlay = p.targeting_overlay;
   if (p.measurement_terms) out.measurement_terms = p.measurement_terms;
+  if (p.context) out.context = p.context;
   return out;
 }
 

@@ -221,7 +221,7 @@ async function applyChannels(
     const products = await productsById(
       ctx.db,
       s,
-      packages.map((p) => p.product_id),
+      packages.flatMap((p) => (p.product_id !== null ? [p.product_id] : [])),
     );
     reporting =
       params.reporting_webhook === null

@@ -22,7 +22,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/creative/scenarios/asset_type_filtering.yaml:141: ours, not fixed yet: Expected 2, got 5',
+      '3.2.0-beta.5/protocols/creative/scenarios/asset_type_filtering.yaml:141: runner: the answer holds exactly the two published-post fixtures, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json (schema_id /schemas/3.0.6/...), which has no published_post asset and requires format_id, so the canonical fixture fails it; every step of the storyboard (OR within asset_types, AND with format_ids, zip, no audio) is asserted in test/agents/interop/test-controller-fixtures.test.ts',
   },
   'creative:creative/canonical_supported_formats/build_image_capability': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -46,25 +46,25 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: context_outputs path "governance.creative_features[0].feature_id" (key "creative_feature_id") did not resolve to a usable value',
+      "3.1.19/protocols/creative/scenarios/evaluator_auth.yaml:101 (3.2.0-beta.5 the same): spec conflict: the unconditional first step captures governance.creative_features[0].feature_id, which only a governance agent has (get-adcp-capabilities-response.json governance: 'Only present if governance is in supported_protocols'); the storyboard means agents without evaluator support to skip the rest (:72-74, its skip_if tests !context.creative_feature_id :171), but its own storyboard-schema.yaml (:815-820) makes an unresolvable capture a failure of this step (capture_path_not_resolvable). The step's validations (schema, context echo) and supports_evaluator false with a build capability_id are asserted in test/agents/canonical-formats.test.ts",
   },
   'creative:creative/native_in_feed/reject_cta_not_in_enum': {
     releases: ['3.1.19'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:357: ours, not fixed yet: Expected error code "CREATIVE_VALUE_NOT_ALLOWED", got "undefined"',
+      "3.1.19/protocols/creative/scenarios/native_in_feed.yaml:357: runner: the creative names format_id {agent_url: https://your-platform.example.com, id: native_in_feed}, which the storyboard itself calls a placeholder to substitute with a format of the agent's list_creative_formats answer (:95-99; issue #20 'What is not ours'); 6.11.0 sends it as is, and the creative agent answers that creative FORMAT_NOT_SUPPORTED (a foreign agent_url) in creatives[0].errors, before any cta outside cta_values check",
   },
   'creative:creative/native_in_feed/reject_image_wrong_size': {
     releases: ['3.1.19'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:304: ours, not fixed yet: Expected one of ["VALIDATION_ERROR","INVALID_REQUEST"], got undefined',
+      "3.1.19/protocols/creative/scenarios/native_in_feed.yaml:304: runner: the creative names format_id {agent_url: https://your-platform.example.com, id: native_in_feed}, which the storyboard itself calls a placeholder to substitute with a format of the agent's list_creative_formats answer (:95-99; issue #20 'What is not ours'); 6.11.0 sends it as is, and the creative agent answers that creative FORMAT_NOT_SUPPORTED (a foreign agent_url) in creatives[0].errors, before any main_image size not declared check",
   },
   'creative:creative/native_in_feed/reject_title_too_long': {
     releases: ['3.1.19'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/protocols/creative/scenarios/native_in_feed.yaml:250: ours, not fixed yet: Expected one of ["VALIDATION_ERROR","INVALID_REQUEST"], got undefined',
+      "3.1.19/protocols/creative/scenarios/native_in_feed.yaml:250: runner: the creative names format_id {agent_url: https://your-platform.example.com, id: native_in_feed}, which the storyboard itself calls a placeholder to substitute with a format of the agent's list_creative_formats answer (:95-99; issue #20 'What is not ours'); 6.11.0 sends it as is, and the creative agent answers that creative FORMAT_NOT_SUPPORTED (a foreign agent_url) in creatives[0].errors, before any title over title_max_chars check",
   },
   'creative:creative/native_in_feed/sync_full_bundle': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -76,7 +76,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.2.0-beta.5/universal/get-media-buys-pagination-integrity.yaml:77: ours, not fixed yet: Expected "rfc4647_lookup", got undefined',
+      "3.2.0-beta.5/protocols/creative/scenarios/native_localization.yaml:44: spec conflict: materialized localization is an optional capability (get-adcp-capabilities-response.json creative.localization: 'Omit this object when localization is unsupported'), and this agent does not implement it (no locale variants in its library), so it omits the block; the storyboard has no requires_capability gate on creative.localization (it names localization only in agent.capabilities, :26) and checks locale_matching at :67, so it grades every creative library as if it claimed it. That no localization is claimed is asserted in test/agents/canonical-formats.test.ts",
   },
   'creative:creative/native_localization/sync_localized_image': {
     releases: ['3.2.0-beta.5'],
@@ -125,15 +125,27 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
       releases: ['3.2.0-beta.5'],
       modes: ['seeded'],
       evidence:
-        '?: ours, not fixed yet: UNKNOWN_SCENARIO: scenario seed_media_buy is not supported; list_scenarios names the supported ones',
+        "3.2.0-beta.5/protocols/creative/scenarios/list_creatives_filter_behavior.yaml:13: spec conflict: the storyboard is a sales agent's (title :4 'Sales agent applies deterministic creative filters', category media_buy_seller, agent.capabilities sells_media :26; its fixtures seed media buys :60 and list_creatives filters by media_buy_ids), but its only gate is requires_capability creative.has_creative_library (:13), which a creative agent's library also declares; a creative agent holds no media buys, so its controller answers seed_media_buy UNKNOWN_SCENARIO (list_scenarios)",
     },
   'creative:media_buy_seller/list_creatives_filter_behavior/seed_media_buy.creative_filter_target_buy':
     {
       releases: ['3.2.0-beta.5'],
       modes: ['seeded'],
       evidence:
-        '?: ours, not fixed yet: UNKNOWN_SCENARIO: scenario seed_media_buy is not supported; list_scenarios names the supported ones',
+        "3.2.0-beta.5/protocols/creative/scenarios/list_creatives_filter_behavior.yaml:13: spec conflict: the storyboard is a sales agent's (title :4 'Sales agent applies deterministic creative filters', category media_buy_seller, agent.capabilities sells_media :26; its fixtures seed media buys :60 and list_creatives filters by media_buy_ids), but its only gate is requires_capability creative.has_creative_library (:13), which a creative agent's library also declares; a creative agent holds no media buys, so its controller answers seed_media_buy UNKNOWN_SCENARIO (list_scenarios)",
     },
+  'creative:pagination_integrity/first_page': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/universal/pagination-integrity.yaml:127: runner: the storyboard's own creative fixtures are canonical (format_kind image, pagination-integrity.yaml:63-77) and are answered so, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json, which requires format_id on every creative; the step's expectations (two of three, has_more, a cursor to the third) are asserted at both agents in test/agents/interop/test-controller-fixtures.test.ts",
+  },
+  'creative:read_tool_idempotency/list_creatives_with_idempotency_key': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/universal/read-tool-idempotency.yaml:226: runner: the storyboard's own creative fixtures are canonical (format_kind image, pagination-integrity.yaml:63-77) and are answered so, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json, which requires format_id on every creative; the step's expectations (creatives with idempotency_key and context echoed) are asserted at both agents in test/agents/interop/test-controller-fixtures.test.ts",
+  },
   'creative:webhook_emission/assert_synchronous_completion_handled': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
@@ -150,7 +162,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      '3.1.19/universal/billing-gate-dispatch.yaml:282: ours, not fixed yet: Expected "failed", got "created"',
+      '3.1.19/universal/billing-gate-dispatch.yaml:282: ours, not fixed yet: Expected "failed", got "created": the test kit declares the calling buyer agent passthrough-only (test-kits/billing-gate-runner.yaml:119, commercial_relationship) and this seller advertises agent billing, so billing: agent must fail per account with BILLING_NOT_PERMITTED_FOR_AGENT (details rejected_billing, suggested_billing); principals here have no commercial-relationship record, and the harness runs the storyboard with the demo buyer\'s key, not a passthrough-only principal\'s',
   },
   'sales:idempotency/create_media_buy_replay': {
     releases: ['3.1.19', '3.2.0-beta.5'],
@@ -176,17 +188,11 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.1.19/protocols/media-buy/scenarios/delivery_reporting.yaml:274: ours, not fixed yet: the step buys products[2] of the storyboard's brief; in a full seeded run the sandbox buyer's products seeded by earlier storyboards share that ranking and products[2] is one whose create is refused (no media_buy_id; passes when the storyboard runs alone, STORYBOARDS_IDS)",
   },
-  'sales:media_buy_seller/delivery_reporting/get_viewability_delivery': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/delivery_reporting.yaml:327: ours, not fixed yet: Field not found at path: media_buy_deliveries[0].totals.viewability',
-  },
   'sales:media_buy_seller/get_products_async/force_get_products_submitted': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:65: ours, not fixed yet: Expected one of [true], got false',
+      '3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:65: ours, not fixed yet: Expected one of [true], got false: the controller has no force_get_products_arm (UNKNOWN_SCENARIO); the storyboard then needs get_products answered submitted with the forced task_id, list_tasks (:11, not a task of this agent) and force_task_completion (:25, not implemented)',
   },
   'sales:media_buy_seller/get_products_async/get_products_submitted': {
     releases: ['3.1.19'],
@@ -204,7 +210,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:55: ours, not fixed yet: Expected true, got false',
+      "3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:55: ours, not fixed yet: Expected true, got false: the controller has no force_get_products_arm (UNKNOWN_SCENARIO) with arm rejected (reason, suggestions) for the next get_products to answer GetProductsRejected (status rejected, no products); that branch exists in 3.2.0-beta.5 only (media-buy/get-products-rejected.json), so the response hook's both-releases check needs it served to 3.2 requests only",
   },
   'sales:media_buy_seller/get_products_rejected/get_products_rejected': {
     releases: ['3.2.0-beta.5'],
@@ -217,12 +223,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     modes: ['seeded', 'unseeded'],
     evidence:
       "3.1.19/protocols/media-buy/scenarios/invalid_transitions.yaml:153: ours, not fixed yet: the step buys products[0] of its brief ('Display inventory on outdoor lifestyle content', is_fixed_price) with a fixed budget of 5000; our ranking puts the flat-rate homepage takeover (25000 fee, VALIDATION_ERROR budget) first unless a seeded lifestyle product outranks it (order-dependent in seeded runs)",
-  },
-  'sales:media_buy_seller/package_correlation_legacy_fallback/get_seeded_legacy_buy': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/package_correlation_legacy_fallback.yaml:68: ours, not fixed yet: Expected "pkg_legacy_context_only", got undefined',
   },
   'sales:media_buy_seller/portfolio_routing_scope/query_declared_channel': {
     releases: ['3.2.0-beta.5'],
@@ -260,11 +260,11 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.1.19/protocols/media-buy/scenarios/provenance_truth_of_claim.yaml:166: runner: the storyboard's creatives name formats of the placeholder host https://your-platform.example.com (issue #20 'What is not ours'); the seller answers FORMAT_NOT_SUPPORTED for a foreign agent_url before any provenance check. 3.2.0-beta.5: 6.11.0's own 3.0 request schema requires format_id and refuses the canonical creative before sending it",
   },
-  'sales:media_buy_seller/read_filter_behavior/seed_delivery_before_range': {
+  'sales:media_buy_seller/read_filter_behavior/get_filtered_delivery': {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/media-buy/scenarios/read_filter_behavior.yaml:143: ours, not fixed yet: Expected one of [true], got false',
+      "3.2.0-beta.5/protocols/media-buy/scenarios/read_filter_behavior.yaml:212: runner: the step expects 3.2's half-open range (end_date exclusive, get-media-buy-delivery-request.json); 6.11.0's client is pinned to 3.0 and sends adcp_major_version 3 without adcp_version (protocols/index.js buildVersionEnvelope), which version negotiation serves as 3.0, whose end_date is an inclusive day; the 3.2 range (unpinned or pinned 3.2: the April 15 row only, reporting_period.end the exclusive boundary, equal bounds VALIDATION_ERROR at start_date) is asserted in test/agents/sales-published.test.ts",
   },
   'sales:media_buy_seller/revenue_share_pricing/seed_pricing_option.affiliate_content_commerce.affiliate_purchase_4pct':
     {
@@ -291,11 +291,17 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       '3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:365: ours, not fixed yet: Field not found at path: products[0].expires_at',
   },
-  'sales:media_buy_seller/vendor_metric_accountability/get_delivery_with_vendor_metrics': {
-    releases: ['3.1.19'],
+  'sales:pagination_integrity/first_page': {
+    releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      "3.1.19/protocols/media-buy/scenarios/vendor_metric_accountability.yaml:280: ours, not fixed yet: simulate_delivery does not take params.vendor_metric_values and delivery reports no by_package[].vendor_metric_values (reached once the seeded product's vendor_metrics filter matched)",
+      "3.2.0-beta.5/universal/pagination-integrity.yaml:127: runner: the storyboard's own creative fixtures are canonical (format_kind image, pagination-integrity.yaml:63-77) and are answered so, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json, which requires format_id on every creative; the step's expectations (two of three, has_more, a cursor to the third) are asserted at both agents in test/agents/interop/test-controller-fixtures.test.ts",
+  },
+  'sales:read_tool_idempotency/list_creatives_with_idempotency_key': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/universal/read-tool-idempotency.yaml:226: runner: the storyboard's own creative fixtures are canonical (format_kind image, pagination-integrity.yaml:63-77) and are answered so, valid in 3.1.19 and 3.2.0-beta.5 (the response hook); 6.11.0 grades response_schema against its own 3.0.6 list-creatives-response.json, which requires format_id on every creative; the step's expectations (creatives with idempotency_key and context echoed) are asserted at both agents in test/agents/interop/test-controller-fixtures.test.ts",
   },
   'sales:stale_response_advisory/stale_response_wire_placement': {
     releases: ['3.1.19', '3.2.0-beta.5'],
