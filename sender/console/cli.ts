@@ -21,7 +21,8 @@ import {
   parseOrigin,
   parseTime,
 } from './filters.js';
-import { ConsoleStore, type DeliveryDetail } from './store.js';
+import { ConsoleStore, type Attempt, type DeliveryDetail } from './store.js';
+import { timingText } from './pages/attempt.js';
 
 export interface ListOptions {
   status?: string;
@@ -110,12 +111,32 @@ function describe(d: DeliveryDetail): string {
             `     key ${a.keyId ?? '-'}  response ${a.responseSnippet === null ? '-' : JSON.stringify(a.responseSnippet)}`,
           ]
         : []),
+      ...exchangeLines(a),
     ]),
     '',
     'body:',
     d.bodyPretty,
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** An attempt in full (headers both ways, timing); values JSON-quoted, shown inert. */
+function exchangeLines(a: Attempt): string[] {
+  const x = a.exchange;
+  if (!x) return [];
+  const headers = (h: Record<string, string>) =>
+    Object.entries(h).map(([k, v]) => `       ${k}: ${JSON.stringify(v)}`);
+  return [
+    `     timing   ${timingText(x.timing)}`,
+    '     request headers:',
+    ...headers(x.request.headers),
+    ...(x.response
+      ? [
+          `     response headers${x.response.truncated ? ' (first 40)' : ''}:`,
+          ...headers(x.response.headers),
+        ]
+      : ['     no response']),
+  ];
 }
 
 export async function showDelivery(

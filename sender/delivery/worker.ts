@@ -38,6 +38,7 @@ import {
 } from './queue.js';
 import { Semaphore } from './semaphore.js';
 import { responseSnippet } from './snippet.js';
+import { attemptExchange } from './exchange.js';
 import { Transport, type TransportOptions } from './transport.js';
 
 /** What the worker reports after each attempt (the `svc send` printout, tests). */
@@ -496,7 +497,7 @@ export class DeliveryWorker {
     };
     // Buffered: written `pending` only if the attempt is still running at the next flush.
     this.options.activity?.start(record);
-    const { result, elapsed, verdict } = await this.send(c, origin, ctx);
+    const { result, elapsed, verdict, sent } = await this.send(c, origin, ctx);
     const completedAt = new Date();
     const metrics = this.options.metrics;
     const status = activityStatus(result);
@@ -560,6 +561,13 @@ export class DeliveryWorker {
                   ? responseSnippet(result.head, authSecrets(c.auth))
                   : null,
               keyId: c.auth.mode === 'rfc9421' ? this.signer.key.kid : null,
+              // The attempt in full (#26): headers both ways and timing, bounded and masked.
+              exchange: attemptExchange(
+                sent,
+                result.kind === 'response' ? (result.headers ?? {}) : null,
+                result.timing ?? { totalMs: Math.round(elapsed * 10) / 10 },
+                authSecrets(c.auth),
+              ),
             },
           }
         : {}),
@@ -617,7 +625,12 @@ export class DeliveryWorker {
     c: ClaimedEvent,
     origin: string,
     ctx: Context,
-  ): Promise<{ result: AttemptResult; elapsed: number; verdict: Verdict }> {
+  ): Promise<{
+    result: AttemptResult;
+    elapsed: number;
+    verdict: Verdict;
+    sent: Record<string, string>;
+  }> {
     return inSpan(
       'webhook.attempt',
       {
@@ -645,7 +658,7 @@ export class DeliveryWorker {
         else span.setAttribute('error.type', result.failure);
         span.setAttribute('webhook.verdict', verdict.action);
         if (verdict.action !== 'delivered') span.setAttribute('webhook.reason', verdict.reason);
-        return { result, elapsed, verdict };
+        return { result, elapsed, verdict, sent };
       },
     );
   }

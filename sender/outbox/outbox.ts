@@ -18,6 +18,7 @@ import {
   settleSql,
 } from './attempts.js';
 import { Batcher } from './batcher.js';
+import type { AttemptExchange } from '../delivery/exchange.js';
 import { prepared } from '../../shared/infra/prepared.js';
 import {
   DispatchRetry,
@@ -104,6 +105,8 @@ export interface SettledAttempt {
   responseSnippet?: string | null;
   /** The signing key's kid for RFC 9421 attempts; null for HMAC and Bearer. */
   keyId?: string | null;
+  /** Headers both ways and timing, bounded and without credentials (delivery/exchange.ts). */
+  exchange?: AttemptExchange | null;
 }
 
 /** A pending delivery as the recovery after a Redis loss dispatches it again. */
@@ -619,6 +622,7 @@ export class Outbox implements EventSink {
         rec((r) => r.completedAt),
         rec((r) => r.responseSnippet ?? null),
         rec((r) => r.keyId ?? null),
+        rec((r) => (r.exchange ? JSON.stringify(r.exchange) : null)),
         ...dayBounds(ids),
       ],
     });
