@@ -69,6 +69,11 @@ export interface TestEventResult {
   idempotencyKey: string;
 }
 
+/** Rows of a resumed destination woken per query (`ConsoleActions.wake`). */
+const WAKE_PAGE = 2000;
+/** The second wake pass: after any worker's confirming read of the paused set. */
+const WAKE_AGAIN_MS = 300;
+
 /** One recover call's bound: a bulk redeliver is resumable in chunks of this many. */
 export const RECOVER_PER_CALL = 10_000;
 
@@ -237,12 +242,13 @@ export class ConsoleActions {
 
   /**
    * Resumes a paused destination. Its waiting rows' retry horizons are moved on by the
-   * pause's length (the pause must not expire them); their jobs ask again within the
-   * worker's recheck period (10 s by default).
+   * pause's length (the pause must not expire them), and once that commits their jobs,
+   * put back by the workers for the recheck period, are promoted: they go now, not at
+   * their next recheck (`wake`).
    */
   async resume(origin: string, who: Operator): Promise<PauseResult> {
     const origins = originCandidates(origin).map(urlOrigin);
-    return withTransaction(this.pool, async (client) => {
+    const result = await withTransaction(this.pool, async (client) => {
       const { rows } = await client.query(
         `DELETE FROM ${this.schema}.console_paused_origin WHERE origin = ANY($1::text[])
           RETURNING paused_at`,
@@ -265,6 +271,37 @@ export class ConsoleActions {
       });
       return { origin, paused: false, pending };
     });
+    await this.wake(origins);
+    return result;
+  }
+
+  /**
+   * A resumed destination's waiting rows go now: their delayed jobs are promoted (and a
+   * job Redis lost is dispatched afresh), in keyset pages of `WAKE_PAGE` rows. A worker
+   * that read the paused set just before the resume committed may put a promoted job back
+   * once more (it re-reads the set before doing so, but its read may predate the commit by
+   * a few ms): the second pass, `WAKE_AGAIN_MS` later, promotes those.
+   */
+  private async wake(origins: string[]): Promise<void> {
+    const lower = origins.map((o) => o.toLowerCase());
+    for (const pass of [0, 1]) {
+      if (pass === 1) await new Promise((r) => setTimeout(r, WAKE_AGAIN_MS));
+      let after = '0';
+      for (;;) {
+        const { rows } = await this.pool.query<{ id: string; target_url: string }>(
+          `SELECT d.id::text AS id, e.target_url
+             FROM ${this.schema}.outbox_delivery d
+             JOIN ${this.schema}.outbox_event e ON e.id = d.id
+            WHERE d.origin = ANY($1::text[]) AND d.state = 'pending' AND d.id > $2::bigint
+            ORDER BY d.id LIMIT ${WAKE_PAGE}`,
+          [lower, after],
+        );
+        if (rows.length === 0) break;
+        await this.dispatch(rows);
+        after = rows[rows.length - 1]!.id;
+        if (rows.length < WAKE_PAGE) break;
+      }
+    }
   }
 
   /**

@@ -42,7 +42,9 @@ t.test('destination actions', async (t) => {
   let status = 200;
   const rx = await startReceiver(() => ({ status }));
   t.teardown(() => rx.close());
-  h.startWorker({ pausedRefreshMs: 50, pausedRecheckMs: 200 });
+  // A paused job asks again only after 10 minutes: the resume below is seen at once only
+  // because it promotes the waiting jobs (issue 26, "resume latency").
+  h.startWorker({ pausedRefreshMs: 50, pausedRecheckMs: 600_000 });
   const actions = new ConsoleActions(h.pool, h.queue, h.schema);
   const server = await listenConsole({
     store: new ConsoleStore(h.pool, h.schema),
