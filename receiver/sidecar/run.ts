@@ -13,6 +13,7 @@ import { flagsToEnv } from '../../shared/cli-options.js';
 import { checkForwardUrl, probeForwardTarget } from '../publish/forward.js';
 import { STDOUT_TARGET } from '../publish/stdout.js';
 import { QUEUE_NAME } from '../publish/queue.js';
+import type { Publisher } from '../publish/types.js';
 import { parseBrokerTarget } from '../publish/broker-target.js';
 import { loadTrustFile } from '../trust/trust-file.js';
 import { shutdownTracing, startTracing } from '../../shared/telemetry/tracing.js';
@@ -190,8 +191,11 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     },
   });
   // The operator console's event log exists before the sidecar: its record is the hook.
-  const { createEventLog, startReceiverConsole } = await import('../console/index.js');
+  const { createEventLog, createPublishedLog, startReceiverConsole } =
+    await import('../console/index.js');
   const eventLog = consoleAt ? await createEventLog({ pool, schema, logger }) : null;
+  // Publish outcomes and kept bodies, for the console's Re-publish.
+  const published = consoleAt ? await createPublishedLog({ pool, schema, logger }) : null;
   const sidecar = await listening(
     listen,
     '--listen <host:port> (SVC_RECEIVER_LISTEN)',
@@ -217,8 +221,9 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
         ...limits,
         synchronousCommit,
         ...(eventLog ? { observe: eventLog.record } : {}),
+        ...(published ? { wrapPublisher: (p: Publisher) => published.wrap(p) } : {}),
       }),
-    () => Promise.all([deps.close(), eventLog?.close()]).then(() => pool.end()),
+    () => Promise.all([deps.close(), eventLog?.close(), published?.close()]).then(() => pool.end()),
   );
   deps.admission.attachMetrics(sidecar.metrics.registry);
   const operatorConsole =
@@ -231,6 +236,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
               pool,
               schema,
               eventLog,
+              published,
               metrics: sidecar.metrics,
               queue: sidecar.queue,
               target: describeTarget(target),
@@ -248,7 +254,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
           () =>
             sidecar
               .close()
-              .then(() => Promise.all([deps.close(), eventLog.close()]))
+              .then(() => Promise.all([deps.close(), eventLog.close(), published?.close()]))
               .then(() => pool.end()),
         )
       : null;
@@ -268,6 +274,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
       .close()
       .then(() => operatorConsole?.close())
       .then(() => eventLog?.close())
+      .then(() => published?.close())
       .then(() => deps.close())
       .then(() => pool.end())
       .then(() => db.stop())
