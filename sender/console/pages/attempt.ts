@@ -58,7 +58,7 @@ function attemptInFull(a: Attempt): Html {
               x.response.truncated ? ' (first 40 kept)' : '',
             )}
             <p>Response body, first bytes:</p>
-            <pre class="body">${a.responseSnippet ?? '(empty)'}</pre>`
+            <pre class="response">${a.responseSnippet ?? '(empty)'}</pre>`
         : html`<p class="hint">No response: ${a.error ?? a.status}.</p>`
     }
   </details>`;
