@@ -117,15 +117,19 @@ function recordedUrlOf(u: string): string {
 export class ConsoleActions {
   private readonly schema: string;
   private readonly logger: Logger;
+  /** Rows per transaction of a recover (RECOVER_CHUNK; the tests make it small). */
+  private readonly recoverChunk: number;
 
   constructor(
     private readonly pool: Pool,
     private readonly queue: DeliveryQueue,
     schema: string,
     logger?: Logger,
+    options: { recoverChunk?: number } = {},
   ) {
     this.schema = assertSchemaName(schema);
     this.logger = logger ?? silentLogger;
+    this.recoverChunk = options.recoverChunk ?? RECOVER_CHUNK;
   }
 
   /** One delivery again: delivered, stopped or expired. A pending one is already on its way. */
@@ -185,7 +189,7 @@ export class ConsoleActions {
     let more = false;
     let auditId: string | null = null;
     while (recovered < limit) {
-      const take = Math.min(RECOVER_CHUNK, limit - recovered);
+      const take = Math.min(this.recoverChunk, limit - recovered);
       const chunk = await withTransaction(this.pool, async (client) => {
         const pick = `SELECT id FROM ${this.schema}.outbox_delivery WHERE ${match}
            ORDER BY created_at, id LIMIT $3 FOR UPDATE`;

@@ -136,6 +136,23 @@ t.test('destination actions', async (t) => {
     t.match(await actions.recoverPreview(origin, new Date(since)), { count: 0 });
   });
 
+  t.test('a recover in chunks: each its own transaction, one audit row, batch jobs', async (t) => {
+    status = 410;
+    const since = new Date(Date.now() - 1000);
+    const ids = await h.outbox.enqueue(Array.from({ length: 5 }, () => event(rx.url)));
+    for (const id of ids) await h.waitForState(id, ['stopped']);
+    status = 200;
+    const chunked = new ConsoleActions(h.pool, h.queue, h.schema, undefined, { recoverChunk: 2 });
+    const r = await chunked.recover(origin, since, { name: 'erin', via: 'cli' }, 10);
+    t.match(r, { recovered: 5, more: false }, 'three chunks of at most 2 took all 5');
+    for (const id of ids) t.equal(await h.waitForState(id, ['delivered']), 'delivered');
+    const audit = await h.pool.query(
+      `SELECT detail FROM ${h.schema}.console_audit WHERE operator = 'erin' AND action = 'recover'`,
+    );
+    t.equal(audit.rows.length, 1, 'one audit row for the call');
+    t.match(audit.rows[0].detail, { recovered: 5 }, 'brought up to date by each chunk');
+  });
+
   t.test('the console: CSRF on every action, the confirmation page counts', async (t) => {
     const c = await signIn(base, TOKEN);
     for (const path of ['/destinations/pause', '/destinations/test', '/destinations/recover']) {
