@@ -78,6 +78,8 @@ const WAKE_AGAIN_MS = 300;
 export const RECOVER_PER_CALL = 10_000;
 /** Rows per transaction within a recover call (live delivery runs in between). */
 const RECOVER_CHUNK = 1_000;
+/** The pause between a recover's chunks. */
+const RECOVER_BREATH_MS = 25;
 
 /** Rows back to pending, and the pending record of each one's coming attempt. */
 function reopen(schema: string, pick: string): string {
@@ -219,8 +221,9 @@ export class ConsoleActions {
       recovered += chunk.rows.length;
       more = chunk.more;
       if (!more || chunk.rows.length < take) break;
-      // Let the live work queued meanwhile (claims, settles) have the connections first.
-      await new Promise((r) => setImmediate(r));
+      // Let the live work queued meanwhile (claims, settles) have the database first: a
+      // short breath per chunk (10 chunks: a quarter of a second a call).
+      await new Promise((r) => setTimeout(r, RECOVER_BREATH_MS));
     }
     this.logger.info(
       {
