@@ -1,9 +1,11 @@
 /**
- * `npm run bench -- console [--deliveries N] [--attempts-per N] [--keep]`: seeds its own
+ * `npm run bench -- console [--deliveries N] [--attempts-per N] [--keep] [--live-rounds N]
+ * [--live-events N] [--live-only]`: seeds its own
  * schema with 1,000,000 deliveries and 3,000,000 attempt records (generate_series), then
  * times every console view (the store's statements, as the pages and API run them) with
  * varied parameters and prints p50/p99 per view. Target: p99 < 100 ms. The schema is
  * dropped afterwards unless --keep (then a later run with the same counts reuses it).
+ * Then a bulk redeliver of 10,000, timed, and its effect on live delivery (console-live.ts).
  */
 import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.js';
 import { ConsoleActions } from '../sender/console/actions.js';
@@ -16,6 +18,7 @@ import type { DeliveryFilter } from '../sender/console/filters.js';
 import { decodeCursor } from '../sender/console/filters.js';
 import { migrateSender } from '../sender/schema.js';
 import { seedConsoleData } from './console-seed.js';
+import { describeLiveImpact, liveImpact } from './console-live.js';
 
 function arg(args: string[], name: string, dflt: number): number {
   const i = args.indexOf(name);
@@ -159,7 +162,8 @@ export async function run(args: string[]): Promise<void> {
     process.stdout.write(
       `\n${'view'.padEnd(34)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}\n`,
     );
-    for (const [name, fn] of views) {
+    // --live-only: the bulk redeliver and its effect on live delivery, no view timings.
+    for (const [name, fn] of args.includes('--live-only') ? [] : views) {
       await fn(0);
       const times: number[] = [];
       for (let i = 1; i <= n; i++) {
@@ -177,6 +181,15 @@ export async function run(args: string[]): Promise<void> {
       `\n${n} runs per view; target p99 < 100 ms. Shared machine: figures are noisy.\n`,
     );
     await bulkRedeliver(pool, actions, SCHEMA);
+    // Its effect on live delivery (console-live.ts): --live-rounds 0 skips it.
+    const liveRounds = arg(args, '--live-rounds', 3);
+    if (liveRounds > 0) {
+      const x = await liveImpact(pool, SCHEMA, config.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+        rounds: liveRounds,
+        liveEvents: arg(args, '--live-events', 500),
+      });
+      process.stdout.write(`${describeLiveImpact(x)}\n`);
+    }
     await queue.obliterate().catch(() => {});
     await queue.close();
     redis.disconnect();

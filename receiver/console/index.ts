@@ -14,10 +14,29 @@ import type { DurableQueue } from '../publish/queue.js';
 import type { PolledRevocationCheck } from '../revocation/revocation-check.js';
 import type { RevocationView } from './pages.js';
 import { ReceiverEventLog } from './event-log.js';
+import { PublishedLog } from './published-log.js';
 import { listenReceiverConsole } from './server.js';
 import { ReceiverConsoleStore } from './store.js';
 
 export { ReceiverEventLog } from './event-log.js';
+export { PublishedLog } from './published-log.js';
+
+/**
+ * The publish outcomes and kept bodies (Re-publish): its `wrap` goes around the sidecar's
+ * publisher (the Sidecar's `wrapPublisher`), then it is handed to `startReceiverConsole`.
+ */
+export async function createPublishedLog(o: {
+  pool: Pool;
+  schema: string;
+  logger?: Logger;
+  maxBodyBytes?: number;
+  retentionMs?: number;
+  maxRows?: number;
+}): Promise<PublishedLog> {
+  const log = new PublishedLog(o);
+  await log.start();
+  return log;
+}
 
 export async function createEventLog(o: {
   pool: Pool;
@@ -34,6 +53,8 @@ export interface ReceiverConsoleStart {
   pool: Pool;
   schema: string;
   eventLog: ReceiverEventLog;
+  /** Publish outcomes and Re-publish; absent, the Published pages are off. */
+  published?: PublishedLog | null;
   metrics: ReceiverMetrics;
   queue: DurableQueue | null;
   /** Where events go, in words (`forwarded to URL`, `queue NAME`). */
@@ -63,6 +84,7 @@ export async function startReceiverConsole(
     : await ensureConsoleToken(file!, undefined, 'receiver_console');
   const running = await listenReceiverConsole({
     store: new ReceiverConsoleStore(o.pool, o.schema),
+    published: o.published ?? null,
     auth: new ConsoleAuth({ token: creds.token, operator: creds.operator }),
     senders: () => {
       const lists = revocationViews(o.revocation ?? null);

@@ -1,4 +1,7 @@
-/** The sidecar console's pages: overview (refusals by code and sender), events, senders. */
+/**
+ * The sidecar console's pages: overview (refusals by code and sender), events, senders;
+ * the published events and the audit are in pages-published.ts.
+ */
 import { html, type Html, type Renderable } from '../../shared/console/html.js';
 import type { AnswersByCode, EventFilter, EventRow, RejectionGroup } from './store.js';
 
@@ -66,7 +69,8 @@ export function layout(
         <header>
           <span class="brand">receiver sidecar</span>
           <nav>
-            ${link('/', 'Overview')} ${link('/events', 'Events')} ${link('/senders', 'Senders')}
+            ${link('/', 'Overview')} ${link('/events', 'Events')} ${link('/published', 'Published')}
+            ${link('/senders', 'Senders')} ${link('/audit', 'Audit')}
           </nav>
           <form method="post" action="/logout" class="signout">
             <span class="who">${operator}</span>

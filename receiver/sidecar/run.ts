@@ -12,6 +12,7 @@ import { createPool, type Pool } from '../../shared/infra/pg.js';
 import { flagsToEnv } from '../../shared/cli-options.js';
 import { probeForwardTarget } from '../publish/forward.js';
 import { STDOUT_TARGET } from '../publish/stdout.js';
+import type { Publisher } from '../publish/types.js';
 import { loadTrustFile } from '../trust/trust-file.js';
 import { shutdownTracing, startTracing } from '../../shared/telemetry/tracing.js';
 import { PortInUseError, type Flags } from './flags.js';
@@ -71,8 +72,13 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     admission: admissionOptions(config),
   });
   const serving = { config, settings, trust, pool, schema, deps, logger };
-  const { sidecar, eventLog } = await startSidecar(serving);
-  const operatorConsole = await startConsole(serving, sidecar, eventLog, consoleToken);
+  const { sidecar, eventLog, published } = await startSidecar(serving);
+  const operatorConsole = await startConsole(
+    serving,
+    sidecar,
+    { eventLog, published },
+    consoleToken,
+  );
   // One block, one write, once everything is up: the JSON log lines of the start-up come
   // before it, never between its lines.
   process.stdout.write(
@@ -84,6 +90,7 @@ export async function runReceiver(flags: Flags): Promise<Sidecar | null> {
     () => sidecar.close(),
     () => operatorConsole?.close(),
     () => eventLog?.close(),
+    () => published?.close(),
     () => deps.close(),
     () => pool.end(),
     () => db.stop(),
@@ -144,8 +151,10 @@ function admissionOptions(config: Config) {
 async function startSidecar(w: Serving) {
   const { config, settings, pool, schema, deps, logger } = w;
   // The operator console's event log exists before the sidecar: its record is the hook.
-  const { createEventLog } = await import('../console/index.js');
+  const { createEventLog, createPublishedLog } = await import('../console/index.js');
   const eventLog = settings.consoleAt ? await createEventLog({ pool, schema, logger }) : null;
+  // Publish outcomes and kept bodies, for the console's Re-publish.
+  const published = settings.consoleAt ? await createPublishedLog({ pool, schema, logger }) : null;
   const sidecar = await listening(
     settings.listen,
     '--listen <host:port> (SVC_RECEIVER_LISTEN)',
@@ -171,22 +180,24 @@ async function startSidecar(w: Serving) {
         ...settings.limits,
         synchronousCommit: settings.synchronousCommit,
         ...(eventLog ? { observe: eventLog.record } : {}),
+        ...(published ? { wrapPublisher: (p: Publisher) => published.wrap(p) } : {}),
       }),
-    () => Promise.all([deps.close(), eventLog?.close()]).then(() => pool.end()),
+    () => Promise.all([deps.close(), eventLog?.close(), published?.close()]).then(() => pool.end()),
   );
   deps.admission.attachMetrics(sidecar.metrics.registry);
-  return { sidecar, eventLog };
+  return { sidecar, eventLog, published };
 }
 
 /** The receiver's operator console (--console-listen), or null without one. */
 async function startConsole(
   w: Serving,
   sidecar: Sidecar,
-  eventLog: Awaited<ReturnType<typeof startSidecar>>['eventLog'],
+  logs: Pick<Awaited<ReturnType<typeof startSidecar>>, 'eventLog' | 'published'>,
   consoleToken: Awaited<ReturnType<typeof resolveConsoleToken>>,
 ) {
   const { config, settings, pool, schema, deps, logger } = w;
   const consoleAt = settings.consoleAt;
+  const { eventLog, published } = logs;
   if (!consoleAt || !eventLog) return null;
   const { startReceiverConsole } = await import('../console/index.js');
   return listening(
@@ -197,6 +208,7 @@ async function startConsole(
         pool,
         schema,
         eventLog,
+        published,
         metrics: sidecar.metrics,
         queue: sidecar.queue,
         target: describeTarget(settings.target),
@@ -214,7 +226,7 @@ async function startConsole(
     () =>
       sidecar
         .close()
-        .then(() => Promise.all([deps.close(), eventLog.close()]))
+        .then(() => Promise.all([deps.close(), eventLog.close(), published?.close()]))
         .then(() => pool.end()),
   );
 }

@@ -49,6 +49,11 @@ export function describeTarget(t: SidecarTarget): string {
 export interface SidecarOptions extends ServerLimits {
   /** Told of every answered delivery (the operator console's event log). */
   observe?: WebhookReceiverOptions['observe'];
+  /**
+   * Goes around the publisher (the console's publish outcomes and Re-publish:
+   * receiver/console/published-log.ts); the queue API keeps the bare queue.
+   */
+  wrapPublisher?: (p: Publisher) => Publisher;
   host?: string;
   port?: number;
   trust: TrustConfig;
@@ -132,7 +137,7 @@ export class Sidecar {
       replay: o.replay,
       admission: o.admission,
       route: (path) => routeRegistration(o.trust, path),
-      publisher,
+      publisher: o.wrapPublisher ? o.wrapPublisher(publisher) : publisher,
       logger: log,
       maxBodyBytes: o.maxBodyBytes,
       bodyIdleTimeoutMs: o.bodyIdleTimeoutMs,

@@ -21,7 +21,8 @@ import {
   parseOrigin,
   parseTime,
 } from './filters.js';
-import { ConsoleStore, type DeliveryDetail } from './store.js';
+import { ConsoleStore, type Attempt, type DeliveryDetail } from './store.js';
+import { timingText } from './pages/attempt.js';
 
 export interface ListOptions {
   status?: string;
@@ -110,12 +111,32 @@ function describe(d: DeliveryDetail): string {
             `     key ${a.keyId ?? '-'}  response ${a.responseSnippet === null ? '-' : JSON.stringify(a.responseSnippet)}`,
           ]
         : []),
+      ...exchangeLines(a),
     ]),
     '',
     'body:',
     d.bodyPretty,
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** An attempt in full (headers both ways, timing); values JSON-quoted, shown inert. */
+function exchangeLines(a: Attempt): string[] {
+  const x = a.exchange;
+  if (!x) return [];
+  const headers = (h: Record<string, string>) =>
+    Object.entries(h).map(([k, v]) => `       ${k}: ${JSON.stringify(v)}`);
+  return [
+    `     timing   ${timingText(x.timing)}`,
+    '     request headers:',
+    ...headers(x.request.headers),
+    ...(x.response
+      ? [
+          `     response headers${x.response.truncated ? ' (first 40)' : ''}:`,
+          ...headers(x.response.headers),
+        ]
+      : ['     no response']),
+  ];
 }
 
 export async function showDelivery(
@@ -264,15 +285,41 @@ function listenAddress(v: string): { host: string; port: number } {
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
 }
 
+type Common = (c: Command) => Command;
+
+/**
+ * Runs `fn` on the database (and the workers' queue when `withQueue`), closing both after;
+ * known errors become one line on stderr (`guarded`).
+ */
+async function withWired(
+  o: { schema: string; prefix?: string },
+  withQueue: boolean,
+  fn: (w: Wired) => Promise<void>,
+): Promise<void> {
+  const w = await wire(o.schema, o.prefix, withQueue);
+  try {
+    await guarded(() => fn(w));
+  } finally {
+    await w.close();
+  }
+}
+
 export function registerConsoleCommands(program: Command): void {
   const deliveries = program
     .command('deliveries')
     .description(
       "The seller's deliveries, as the console shows them: list, show, redeliver, recover, pause, resume, test",
     );
-  const common = (c: Command) =>
+  const common: Common = (c) =>
     c.option('--schema <name>', 'PostgreSQL schema of the outbox', 'sender');
+  registerReadCommands(deliveries, common);
+  registerRedeliverCommands(deliveries, common);
+  registerDestinationCommands(deliveries, common);
+  registerConsoleServe(program);
+}
 
+/** `svc deliveries list` and `show`: reads, straight against the database. */
+function registerReadCommands(deliveries: Command, common: Common): void {
   common(
     deliveries
       .command('list')
@@ -290,14 +337,11 @@ export function registerConsoleCommands(program: Command): void {
       .option('--cursor <cursor>', 'continue after the page that printed it')
       .option('--limit <n>', 'rows per page, 1-200', '50')
       .option('--json', 'print JSON'),
-  ).action(async (o: ListOptions & { schema: string }) => {
-    const w = await wire(o.schema, undefined, false);
-    try {
-      await guarded(() => listDeliveries(new ConsoleStore(w.pool, w.schema), o, process.stdout));
-    } finally {
-      await w.close();
-    }
-  });
+  ).action((o: ListOptions & { schema: string }) =>
+    withWired(o, false, (w) =>
+      listDeliveries(new ConsoleStore(w.pool, w.schema), o, process.stdout),
+    ),
+  );
 
   common(
     deliveries
@@ -305,18 +349,18 @@ export function registerConsoleCommands(program: Command): void {
       .description('One delivery: its attempts, why it stands where it stands, its body')
       .argument('<id>', 'delivery id (the number the list prints)')
       .option('--json', 'print JSON'),
-  ).action(async (id: string, o: { schema: string; json?: boolean }) => {
-    const w = await wire(o.schema, undefined, false);
-    try {
+  ).action((id: string, o: { schema: string; json?: boolean }) =>
+    withWired(o, false, async (w) => {
       if (!(await showDelivery(new ConsoleStore(w.pool, w.schema), id, !!o.json, process.stdout))) {
         process.stderr.write(`NOT_FOUND: no delivery ${id}\n`);
         process.exitCode = 1;
       }
-    } finally {
-      await w.close();
-    }
-  });
+    }),
+  );
+}
 
+/** `svc deliveries redeliver` and `recover`: the actions, audited as `cli:<user>`. */
+function registerRedeliverCommands(deliveries: Command, common: Common): void {
   common(
     deliveries
       .command('redeliver')
@@ -325,16 +369,11 @@ export function registerConsoleCommands(program: Command): void {
       )
       .argument('<id>', 'delivery id')
       .option('--prefix <prefix>', "the workers' BullMQ key prefix"),
-  ).action(async (id: string, o: { schema: string; prefix?: string }) => {
-    const w = await wire(o.schema, o.prefix, true);
-    try {
-      await guarded(() =>
-        redeliverCommand(new ConsoleActions(w.pool, w.queue, w.schema), id, process.stdout),
-      );
-    } finally {
-      await w.close();
-    }
-  });
+  ).action((id: string, o: { schema: string; prefix?: string }) =>
+    withWired(o, true, (w) =>
+      redeliverCommand(new ConsoleActions(w.pool, w.queue, w.schema), id, process.stdout),
+    ),
+  );
 
   common(
     deliveries
@@ -346,27 +385,24 @@ export function registerConsoleCommands(program: Command): void {
       .option('--all', 'run after run (10,000 each) until none is left')
       .option('--prefix <prefix>', "the workers' BullMQ key prefix"),
   ).action(
-    async (
+    (
       origin: string,
       o: { schema: string; since: string; prefix?: string; dryRun?: boolean; all?: boolean },
-    ) => {
-      const w = await wire(o.schema, o.prefix, true);
-      try {
-        await guarded(() =>
-          recoverCommand(
-            new ConsoleActions(w.pool, w.queue, w.schema),
-            origin,
-            o.since,
-            process.stdout,
-            o,
-          ),
-        );
-      } finally {
-        await w.close();
-      }
-    },
+    ) =>
+      withWired(o, true, (w) =>
+        recoverCommand(
+          new ConsoleActions(w.pool, w.queue, w.schema),
+          origin,
+          o.since,
+          process.stdout,
+          o,
+        ),
+      ),
   );
+}
 
+/** `svc deliveries pause|resume|test <origin>`. */
+function registerDestinationCommands(deliveries: Command, common: Common): void {
   const verbs = {
     pause: 'Pause a destination: its deliveries wait (nothing is dropped) until resume',
     resume: "Resume a paused destination (its retry horizons move on by the pause's length)",
@@ -379,23 +415,21 @@ export function registerConsoleCommands(program: Command): void {
         .description(about)
         .argument('<origin>', 'destination origin (https://buyer.example) or host:port')
         .option('--prefix <prefix>', "the workers' BullMQ key prefix"),
-    ).action(async (origin: string, o: { schema: string; prefix?: string }) => {
-      const w = await wire(o.schema, o.prefix, true);
-      try {
-        await guarded(() =>
-          destinationCommand(
-            new ConsoleActions(w.pool, w.queue, w.schema),
-            verb,
-            origin,
-            process.stdout,
-          ),
-        );
-      } finally {
-        await w.close();
-      }
-    });
+    ).action((origin: string, o: { schema: string; prefix?: string }) =>
+      withWired(o, true, (w) =>
+        destinationCommand(
+          new ConsoleActions(w.pool, w.queue, w.schema),
+          verb,
+          origin,
+          process.stdout,
+        ),
+      ),
+    );
   }
+}
 
+/** `svc console`: the seller's console on its own, against the same database. */
+function registerConsoleServe(program: Command): void {
   program
     .command('console')
     .description(

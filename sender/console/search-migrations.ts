@@ -10,6 +10,8 @@
  * - Prefix indexes (`text_pattern_ops`, for `LIKE 'x%'` under any collation) for the task,
  *   principal and media-buy search.
  * - `console_paused_origin`: destinations the operator paused (their deliveries wait).
+ * - `webhook_activity.exchange`: an attempt in full (headers both ways, timing), bounded
+ *   and masked by the worker (sender/delivery/exchange.ts).
  * Ids start at 070: after 060 (the partitioned outbox), which they need.
  */
 import type { Migration } from '../../shared/infra/pg.js';
@@ -66,6 +68,16 @@ export const consoleSearchMigrations: Migration[] = [
         (principal_id text_pattern_ops, ${ORDER}) WHERE principal_id IS NOT NULL;
       CREATE INDEX outbox_console_buy ON ${s}.outbox_event (media_buy_id text_pattern_ops, ${ORDER})
         WHERE media_buy_id IS NOT NULL;
+    `,
+  },
+  {
+    // An attempt in full (issue 26): request and response headers and timing, as jsonb
+    // (at most ~12 KB, written by the settle). Nullable, no default, no index: adding it
+    // rewrites nothing and costs an insert nothing when null (attempts recorded before,
+    // or by the activity log's fallback, have none).
+    id: '074_activity_exchange',
+    sql: (s) => `
+      ALTER TABLE ${s}.webhook_activity ADD COLUMN exchange jsonb;
     `,
   },
 ];

@@ -7,6 +7,7 @@
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
 import { recordedUrl } from '../activity/activity-log.js';
 import type { OutboxState } from '../outbox/outbox.js';
+import type { AttemptExchange } from '../delivery/exchange.js';
 import {
   DELIVERY_STATES,
   encodeCursor,
@@ -55,6 +56,12 @@ export interface Attempt {
   responseSnippet: string | null;
   /** The kid of the key that signed the attempt (RFC 9421); null for HMAC and Bearer. */
   keyId: string | null;
+  /**
+   * The attempt in full: request headers as sent (signature headers included), response
+   * headers, timing (DNS, connect, TTFB, total in ms); null for attempts recorded before
+   * migration 074, still pending, or by the activity log's fallback.
+   */
+  exchange: AttemptExchange | null;
 }
 
 export interface DeliveryDetail extends DeliverySummary {
@@ -327,7 +334,7 @@ export class ConsoleStore {
   async attempts(id: string): Promise<Attempt[]> {
     const { rows } = await this.pool.query(
       `SELECT attempt, status, fired_at, completed_at, http_status_code, response_time_ms,
-              error_message, requested_by, response_snippet, key_id
+              error_message, requested_by, response_snippet, key_id, exchange
          FROM ${this.schema}.webhook_activity WHERE outbox_id = $1 ORDER BY attempt`,
       [id],
     );
@@ -342,6 +349,7 @@ export class ConsoleStore {
       requestedBy: r.requested_by,
       responseSnippet: r.response_snippet,
       keyId: r.key_id,
+      exchange: r.exchange ?? null,
     }));
   }
 

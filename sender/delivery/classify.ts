@@ -2,6 +2,7 @@
  * What one attempt's outcome means for the delivery (supplement §4.1): done, stop this
  * key, or try again. Nothing here disables a target: a later event is always tried.
  */
+import type { AttemptTiming } from './timing.js';
 import { webhookCodeFromWwwAuthenticate } from '../../shared/errors/webhook-codes.js';
 
 export type AttemptFailure = 'timeout' | 'connection_error' | 'target_refused';
@@ -14,8 +15,11 @@ export type AttemptResult =
       retryAfter?: string;
       /** The first bytes of the response body (for the attempt's snippet), if any. */
       head?: Buffer;
+      /** The response's headers as undici gives them (for the attempt's exchange record). */
+      headers?: Record<string, string | string[] | undefined>;
+      timing?: AttemptTiming;
     }
-  | { kind: 'error'; failure: AttemptFailure; detail: string };
+  | { kind: 'error'; failure: AttemptFailure; detail: string; timing?: AttemptTiming };
 
 export type Verdict =
   | { action: 'delivered' }

@@ -11,6 +11,7 @@ import { Agent, buildConnector, request } from 'undici';
 import type { AttemptResult } from './classify.js';
 import { isReservedAddress } from '../../shared/net/ssrf.js';
 import { SNIPPET_BYTES } from './snippet.js';
+import { round, socketOpened, timed, type AttemptTiming } from './timing.js';
 import { SvcError } from '../../shared/errors/base.js';
 
 export interface TransportOptions {
@@ -60,13 +61,19 @@ export class Transport {
     const connect: buildConnector.connector = (opts, callback) => {
       const host = bare(opts.hostname.toLowerCase());
       const allowed = allow.has(host);
-      const go = (ip: string) =>
+      // Each new socket's DNS and connect time (timing.ts ties them to its first request).
+      const go = (ip: string, dnsMs?: number) => {
+        const started = performance.now();
         base(
           { ...opts, hostname: ip, servername: isIP(host) ? undefined : host } as Parameters<
             typeof base
           >[0],
-          callback,
+          (err, socket) => {
+            if (socket) socketOpened(socket, performance.now() - started, dnsMs);
+            (callback as (e: Error | null, s: typeof socket) => void)(err, socket);
+          },
         );
+      };
       if (isIP(host)) {
         if (!allowed && isReservedAddress(host)) {
           callback(new TargetRefusedError('reserved address'), null);
@@ -75,6 +82,7 @@ export class Transport {
         go(host);
         return;
       }
+      const looking = performance.now();
       lookup(host, { all: true }, (err, addrs) => {
         if (err || addrs.length === 0) {
           callback(err ?? new Error('no address'), null);
@@ -86,7 +94,7 @@ export class Transport {
           callback(new TargetRefusedError('reserved address'), null);
           return;
         }
-        go(addrs[0]!.address);
+        go(addrs[0]!.address, performance.now() - looking);
       });
     };
     this.agent = new Agent({
@@ -118,15 +126,21 @@ export class Transport {
     }
     const refused = this.refusal(parsed);
     if (refused) return { kind: 'error', failure: 'target_refused', detail: refused };
+    const timing: AttemptTiming = {};
+    const started = performance.now();
     try {
-      const res = await request(parsed, {
-        method: 'POST',
-        headers,
-        body,
-        dispatcher: this.agent,
-        signal: AbortSignal.timeout(this.totalTimeoutMs),
-      });
+      const res = await timed(timing, () =>
+        request(parsed, {
+          method: 'POST',
+          headers,
+          body,
+          dispatcher: this.agent,
+          signal: AbortSignal.timeout(this.totalTimeoutMs),
+        }),
+      );
+      timing.ttfbMs = round(performance.now() - started);
       const head = await this.drain(res.body);
+      timing.totalMs = round(performance.now() - started);
       const www = res.headers['www-authenticate'];
       const ra = res.headers['retry-after'];
       return {
@@ -137,9 +151,12 @@ export class Transport {
           : {}),
         ...(ra !== undefined ? { retryAfter: Array.isArray(ra) ? ra[0] : ra } : {}),
         ...(head.length ? { head } : {}),
+        headers: res.headers,
+        timing,
       };
     } catch (err) {
-      return this.failure(err);
+      timing.totalMs = round(performance.now() - started);
+      return { ...this.failure(err), timing };
     }
   }
 

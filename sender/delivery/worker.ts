@@ -35,6 +35,7 @@ import {
 } from './queue.js';
 import { Semaphore } from './semaphore.js';
 import { responseSnippet } from './snippet.js';
+import { attemptExchange } from './exchange.js';
 import { Transport } from './transport.js';
 import type { DeliveryWorkerOptions } from './worker-options.js';
 import {
@@ -426,7 +427,7 @@ export class DeliveryWorker {
     };
     // Buffered: written `pending` only if the attempt is still running at the next flush.
     this.options.activity?.start(record);
-    const { result, elapsed, verdict } = await this.send(c, span, ctx);
+    const { result, elapsed, verdict, sent } = await this.send(c, span, ctx);
     const completedAt = new Date();
     const metrics = this.options.metrics;
     const status = activityStatus(result);
@@ -482,6 +483,13 @@ export class DeliveryWorker {
                   ? responseSnippet(result.head, authSecrets(c.auth))
                   : null,
               keyId: c.auth.mode === 'rfc9421' ? this.signer.key.kid : null,
+              // The attempt in full (#26): headers both ways and timing, bounded and masked.
+              exchange: attemptExchange(
+                sent,
+                result.kind === 'response' ? (result.headers ?? {}) : null,
+                result.timing ?? { totalMs: Math.round(elapsed * 10) / 10 },
+                authSecrets(c.auth),
+              ),
             },
           }
         : {}),
@@ -519,7 +527,12 @@ export class DeliveryWorker {
     c: ClaimedEvent,
     span: Span,
     ctx: Context,
-  ): Promise<{ result: AttemptResult; elapsed: number; verdict: Verdict }> {
+  ): Promise<{
+    result: AttemptResult;
+    elapsed: number;
+    verdict: Verdict;
+    sent: Record<string, string>;
+  }> {
     const headers = attemptHeaders(c.url, c.body, c.auth, this.signer);
     const trace = traceCarrier(ctx);
     const sent = trace ? { ...headers, ...trace } : headers;
@@ -535,7 +548,7 @@ export class DeliveryWorker {
       span.setAttribute('webhook.verdict', verdict.action);
       if (verdict.action !== 'delivered') span.setAttribute('webhook.reason', verdict.reason);
     }
-    return { result, elapsed, verdict };
+    return { result, elapsed, verdict, sent };
   }
 
   /**

@@ -207,11 +207,12 @@ export async function closeInterruptedAttempts(
 }
 
 /**
- * The settle of attempts ($1..$15, one array element per row; see `Outbox.settle`): the
- * row's state, its attempt's activity record (even when another job finished the row
- * meanwhile: the attempt did reach the wire), the clearing of the attempt's open mark, and
- * the closing of records left pending by interrupted earlier attempts, in one statement.
- * $16, $17: the ids' days. With `day`, on that day's partitions (`table`). $18: whether any row settles a retry or has no record, the only
+ * The settle of attempts ($1..$16, one array element per row; see `Outbox.settle`; $16 the
+ * attempt's exchange as JSON text): the row's state, its attempt's activity record (even
+ * when another job finished the row meanwhile: the attempt did reach the wire), the
+ * clearing of the attempt's open mark, and the closing of records left pending by
+ * interrupted earlier attempts, in one statement. $17, $18: the ids' days. With `day`, on
+ * that day's partitions (`table`). $19: whether any row settles a retry or has no record, the only
  * rows with earlier records to close; false skips that part's index probes (one per id)
  * as the plan starts (a batch of first attempts, nearly every settle).
  */
@@ -222,9 +223,9 @@ export function settleSql(s: string, day?: string): string {
   return `WITH v AS (
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[],
              $6::int[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[],
-             $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
+             $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], $16::text[])
            AS v(id, state, status, error, delay, attempt, rstatus, rcode, rtime, rerror, url,
-                fired, done, snippet, kid)
+                fired, done, snippet, kid, exch)
        ), settled AS (
          UPDATE ${delivery} o
             SET state = v.state, last_status = v.status, last_error = v.error,
@@ -238,7 +239,7 @@ export function settleSql(s: string, day?: string): string {
                   THEN now() + v.delay * interval '1 millisecond' ELSE o.due_at END
            FROM v
           WHERE o.id = v.id AND o.id = ANY($1::bigint[]) AND ${pendingById('o')}
-            AND o.id >= $16::bigint AND o.id < $17::bigint
+            AND o.id >= $17::bigint AND o.id < $18::bigint
           RETURNING o.id::text AS id,
             (extract(epoch from o.next_attempt_at) * 1000)::float8 AS next_ms
        ), interrupted AS (
@@ -246,28 +247,30 @@ export function settleSql(s: string, day?: string): string {
             SET status = 'timeout', error_message = 'attempt_interrupted',
                 completed_at = coalesce(v.fired, now())
            FROM v
-          WHERE $18::boolean AND (v.attempt IS NULL OR v.attempt > 1)
+          WHERE $19::boolean AND (v.attempt IS NULL OR v.attempt > 1)
             AND a.outbox_id = v.id AND a.outbox_id = ANY($1::bigint[]) AND a.status = 'pending'
-            AND a.outbox_id >= $16::bigint AND a.outbox_id < $17::bigint
+            AND a.outbox_id >= $17::bigint AND a.outbox_id < $18::bigint
             AND (v.attempt IS NULL OR a.attempt < v.attempt)
        ), recorded AS (
          INSERT INTO ${activity} AS a (outbox_id, media_buy_id, media_buy_ids,
            principal_id, subscriber_id, idempotency_key, notification_id, notification_type,
            sequence_number, attempt, status, url, http_status_code, response_time_ms,
            payload_size_bytes, error_message, fired_at, completed_at, response_snippet,
-           key_id)
+           key_id, exchange)
          SELECT DISTINCT ON (v.id, v.attempt) e.id, e.media_buy_id, e.media_buy_ids,
                 e.principal_id, e.subscriber_id, e.idempotency_key, e.notification_id,
                 e.notification_type, e.sequence_number, v.attempt, v.rstatus, v.url, v.rcode,
-                v.rtime, octet_length(e.body), v.rerror, v.fired, v.done, v.snippet, v.kid
+                v.rtime, octet_length(e.body), v.rerror, v.fired, v.done, v.snippet, v.kid,
+                v.exch::jsonb
            FROM v JOIN ${event} e ON e.id = v.id AND e.id = ANY($1::bigint[])
-            AND e.id >= $16::bigint AND e.id < $17::bigint
+            AND e.id >= $17::bigint AND e.id < $18::bigint
           WHERE v.attempt IS NOT NULL
          ON CONFLICT (outbox_id, attempt) DO UPDATE
            SET status = EXCLUDED.status, http_status_code = EXCLUDED.http_status_code,
                response_time_ms = EXCLUDED.response_time_ms,
                error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at,
-               response_snippet = EXCLUDED.response_snippet, key_id = EXCLUDED.key_id
+               response_snippet = EXCLUDED.response_snippet, key_id = EXCLUDED.key_id,
+               exchange = EXCLUDED.exchange
        )
        SELECT * FROM settled`;
 }

@@ -454,6 +454,7 @@ export class Outbox implements EventSink {
         rec((r) => r.completedAt),
         rec((r) => r.responseSnippet ?? null),
         rec((r) => r.keyId ?? null),
+        rec((r) => (r.exchange ? JSON.stringify(r.exchange) : null)),
         ...dayBounds(ids),
         items.some((i) => !i.record || i.record.attempt > 1),
       ],

@@ -5,6 +5,7 @@
  */
 import { SvcError } from '../../shared/errors/base.js';
 import type { DeliveryAuth, WebhookChannel } from './types.js';
+import type { AttemptExchange } from '../delivery/exchange.js';
 
 /** 24 h: the floor of the spec's retry horizon, used when the seller advertises none. */
 export const DEFAULT_RETRY_HORIZON_SECONDS = 86_400;
@@ -73,6 +74,8 @@ export interface SettledAttempt {
   responseSnippet?: string | null;
   /** The signing key's kid for RFC 9421 attempts; null for HMAC and Bearer. */
   keyId?: string | null;
+  /** Headers both ways and timing, bounded and without credentials (delivery/exchange.ts). */
+  exchange?: AttemptExchange | null;
 }
 
 /** A pending delivery as the recovery after a Redis loss dispatches it again. */

@@ -58,6 +58,10 @@ export const SVC_ERROR_CODES = {
   ERR_BODY_READ: 'BodyReadError: the request body could not be read',
   ERR_BODY_DEADLINE: 'BodyDeadlineError: the request body did not arrive by its deadline',
   ERR_BODY_BUDGET: 'BodyBudgetError: bodies in flight would exceed the budget',
+  ERR_RECEIVER_CONSOLE_ACTION:
+    'ConsoleActionFailure: a sidecar console action was refused; code is the answer code',
+  ERR_RECEIVER_CONSOLE_INPUT:
+    'ConsoleInputFailure: a sidecar console parameter is invalid; code INVALID_REQUEST',
   // Consoles and infrastructure.
   ERR_CONSOLE_INPUT: 'ConsoleInputError: a console parameter is invalid; code INVALID_REQUEST',
   ERR_OIDC_SIGN_IN: 'OidcSignInError: console sign-in failed; code is the answer code',

@@ -1,6 +1,7 @@
 /** One delivery: what it is, why it stands where it stands, its body and its attempts. */
 import type { Attempt, DeliveryDetail } from '../store.js';
 import { stateBadge } from './deliveries.js';
+import { attemptsInFull } from './attempt.js';
 import { html, type Html } from '../../../shared/console/html.js';
 
 function when(iso: string | null): string {
@@ -123,7 +124,7 @@ export function deliveryLive(
         }
       </tbody>
     </table>
-    ${redeliverAction(d, csrf)}`;
+    ${redeliverAction(d, csrf)} ${attemptsInFull(d.attemptList)}`;
 }
 
 export function deliveryBody(

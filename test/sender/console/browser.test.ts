@@ -124,6 +124,23 @@ t.test(
     );
     await shot('delivery-stopped');
 
+    // Each attempt in full (issue 26): closed until asked, then headers both ways and timing.
+    const third = page.locator('details#attempt-3');
+    t.equal(await third.locator('table.headers').first().isVisible(), false, 'closed at first');
+    await third.locator('summary').click();
+    t.match(
+      await third.locator('summary').textContent(),
+      /Attempt 3: HTTP 410 .*first byte [\d.]+ ms/,
+    );
+    const request = third.locator('table.headers').nth(0);
+    t.ok(await request.isVisible(), 'opened');
+    t.match(await request.textContent(), /signature-input\s*sig1=/);
+    t.match(
+      await third.locator('table.headers').nth(1).textContent(),
+      /Response headers \(HTTP 410\)/,
+    );
+    await shot('delivery-attempt-in-full');
+
     // Redeliver: confirm, then the attempt arrives through the live feed.
     mode = 'fixed';
     await page.click('form.action button[type=submit]');

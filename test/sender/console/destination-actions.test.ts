@@ -42,7 +42,9 @@ t.test('destination actions', async (t) => {
   let status = 200;
   const rx = await startReceiver(() => ({ status }));
   t.teardown(() => rx.close());
-  h.startWorker({ pausedRefreshMs: 50, pausedRecheckMs: 200 });
+  // A paused job asks again only after 10 minutes: the resume below is seen at once only
+  // because it promotes the waiting jobs (issue 26, "resume latency").
+  h.startWorker({ pausedRefreshMs: 50, pausedRecheckMs: 600_000 });
   const actions = new ConsoleActions(h.pool, h.queue, h.schema);
   const server = await listenConsole({
     store: new ConsoleStore(h.pool, h.schema),
@@ -132,6 +134,23 @@ t.test('destination actions', async (t) => {
     t.match(all.text(), /3 stopped or expired deliveries .* sent again\n$/);
     for (const id of ids) t.equal(await h.waitForState(id, ['delivered']), 'delivered');
     t.match(await actions.recoverPreview(origin, new Date(since)), { count: 0 });
+  });
+
+  t.test('a recover in chunks: each its own transaction, one audit row, batch jobs', async (t) => {
+    status = 410;
+    const since = new Date(Date.now() - 1000);
+    const ids = await h.outbox.enqueue(Array.from({ length: 5 }, () => event(rx.url)));
+    for (const id of ids) await h.waitForState(id, ['stopped']);
+    status = 200;
+    const chunked = new ConsoleActions(h.pool, h.queue, h.schema, undefined, { recoverChunk: 2 });
+    const r = await chunked.recover(origin, since, { name: 'erin', via: 'cli' }, 10);
+    t.match(r, { recovered: 5, more: false }, 'three chunks of at most 2 took all 5');
+    for (const id of ids) t.equal(await h.waitForState(id, ['delivered']), 'delivered');
+    const audit = await h.pool.query(
+      `SELECT detail FROM ${h.schema}.console_audit WHERE operator = 'erin' AND action = 'recover'`,
+    );
+    t.equal(audit.rows.length, 1, 'one audit row for the call');
+    t.match(audit.rows[0].detail, { recovered: 5 }, 'brought up to date by each chunk');
   });
 
   t.test('the console: CSRF on every action, the confirmation page counts', async (t) => {
