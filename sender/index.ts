@@ -96,7 +96,7 @@ export {
   type SenderNotificationsOptions,
 } from './runtime/notifications.js';
 // Types only: the console itself loads on demand (SenderRuntime.startConsole).
-export type { OAuthClientAdmin, RunningConsole } from './console/index.js';
+export type { OAuthClientAdmin, RunningConsole } from './console/handle.js';
 export {
   TASK_STATUSES,
   WEBHOOK_TASK_TYPES,

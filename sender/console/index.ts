@@ -11,19 +11,15 @@ import { ConsoleActions } from './actions.js';
 import { ConsoleAuth } from '../../shared/console/auth.js';
 import { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
 import { OidcSignIn } from '../../shared/console/oidc.js';
-import {
-  listenConsole,
-  type ConsoleServer,
-  type OAuthClientAdmin,
-  type OidcSetting,
-} from './server.js';
+import { listenConsole, type OidcSetting } from './server.js';
 import { ConsoleStore } from './store.js';
+import type { OAuthClientAdmin, RunningConsole } from './handle.js';
 
 export { ConsoleActions, ConsoleActionError, type Operator } from './actions.js';
 export { ConsoleStore } from './store.js';
 export { consoleMigrations } from './migrations.js';
 export { credentialsPath, ensureConsoleToken } from '../../shared/console/credentials.js';
-export type { ConsoleServer, OAuthClientAdmin } from './server.js';
+export type { ConsoleServer, OAuthClientAdmin, RunningConsole } from './handle.js';
 
 export interface StartConsoleOptions {
   pool: Pool;
@@ -45,14 +41,6 @@ export interface StartConsoleOptions {
   oidc?: { issuer: string; operators?: string[]; initialAccessToken?: string } | null;
   /** The seller's OAuth client bindings (svc start): `/api/oauth-clients`. */
   oauthClients?: OAuthClientAdmin | null;
-}
-
-export interface RunningConsole extends ConsoleServer {
-  token: string;
-  operator: string;
-  credentialsFile: string | null;
-  /** The OpenID provider operators sign in through, or null (the token form). */
-  oidcIssuer: string | null;
 }
 
 export async function startConsole(o: StartConsoleOptions): Promise<RunningConsole> {

@@ -21,6 +21,7 @@ import {
 import { layout, type PageContext } from './pages/layout.js';
 import type { ConsoleStore, DeliveryDetail } from './store.js';
 import type { TrendStore } from './trends.js';
+export type { OAuthClientAdmin } from './handle.js';
 
 export interface State {
   session: Session | null;
@@ -32,17 +33,6 @@ export interface State {
 }
 
 export type Ctx = RouterContext<State>;
-
-/**
- * Who a registered OAuth client acts as (agents/oauth/bindings.ts, behind this interface so
- * the console imports nothing of the agents): the operator lists, binds and unbinds; the
- * implementation audits each change with the operator's name and `via: console`.
- */
-export interface OAuthClientAdmin {
-  list(): Promise<unknown[]>;
-  bind(input: Record<string, unknown>, operator: string): Promise<unknown>;
-  unbind(input: Record<string, unknown>, operator: string): Promise<unknown>;
-}
 
 /** What a route group is handed. */
 export interface RouteKit {

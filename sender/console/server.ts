@@ -6,7 +6,7 @@
  * one function per group: pages (routes-pages.ts) and the JSON API (routes-api.ts).
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -17,7 +17,8 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import type { ConsoleActions } from './actions.js';
 import { errorAnswers, publicPart, sessionGate, type OidcSetting } from './gate.js';
 import { LiveFeed } from './live.js';
-import { pageAnswer, type OAuthClientAdmin, type RouteKit, type State } from './route-kit.js';
+import type { ConsoleServer, OAuthClientAdmin } from './handle.js';
+import { pageAnswer, type RouteKit, type State } from './route-kit.js';
 import {
   deliveryApi,
   destinationApi,
@@ -28,7 +29,7 @@ import { deliveryPages, destinationPages, trendsAndAuditPages } from './routes-p
 import type { ConsoleStore } from './store.js';
 import { TrendStore } from './trends.js';
 
-export type { OAuthClientAdmin } from './route-kit.js';
+export type { ConsoleServer, OAuthClientAdmin } from './handle.js';
 export type { OidcSetting } from './gate.js';
 export { API_INDEX } from './routes-api.js';
 
@@ -97,12 +98,6 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   app.use(router.routes());
   app.use(router.allowedMethods());
   return { app, live };
-}
-
-export interface ConsoleServer {
-  url: string;
-  server: Server;
-  close(): Promise<void>;
 }
 
 /** Listens on host:port (loopback by default; 0 picks a free port). */

@@ -13,7 +13,7 @@ import type { Logger } from '../../shared/infra/logger.js';
 import type { Pool } from '../../shared/infra/pg.js';
 import { createRedis } from '../../shared/infra/redis.js';
 import { ActivityLog } from '../activity/activity-log.js';
-import type { OAuthClientAdmin, RunningConsole } from '../console/index.js';
+import type { OAuthClientAdmin, RunningConsole } from '../console/handle.js';
 import { DeliveryQueue } from '../delivery/queue.js';
 import { deploymentQueuePrefix } from '../delivery/queue-prefix.js';
 import { DeliveryWorker } from '../delivery/worker.js';
