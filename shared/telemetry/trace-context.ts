@@ -8,7 +8,8 @@
 import { createRequire } from 'node:module';
 import {
   context,
-  propagation,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
   ROOT_CONTEXT,
   SpanStatusCode,
   trace,
@@ -18,6 +19,7 @@ import {
   type SpanKind,
   type Tracer,
 } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 export const PACKAGE_NAME = 'svc-webhooks';
 
@@ -46,12 +48,20 @@ export function tracer(): Tracer {
 }
 
 /**
- * The active (or given) context as a carrier, through the registered propagator; undefined
- * when there is nothing to carry (no propagator: tracing off; or no valid span).
+ * W3C Trace Context, always: the spec's attempts send a `traceparent`, the app gets one, and
+ * the job data carries one, whatever propagators a process registered (OTEL_PROPAGATORS
+ * applies to a library user's own instrumentation, not to these carriers). Called directly,
+ * not through the API's composite propagator: one carrier per attempt and per delivery.
+ */
+const W3C = new W3CTraceContextPropagator();
+
+/**
+ * The active (or given) context as a carrier; undefined when there is nothing to carry (no
+ * valid span: tracing off, or a context without one).
  */
 export function traceCarrier(ctx: Context = context.active()): TraceCarrier | undefined {
   const out: Record<string, string> = {};
-  propagation.inject(ctx, out);
+  W3C.inject(ctx, out, defaultTextMapSetter);
   if (!out.traceparent) return undefined;
   return out.tracestate
     ? { traceparent: out.traceparent, tracestate: out.tracestate }
@@ -66,7 +76,7 @@ export function contextOf(
   carrier: Readonly<Record<string, string | string[] | undefined>> | undefined,
 ): Context {
   if (!carrier) return ROOT_CONTEXT;
-  return propagation.extract(ROOT_CONTEXT, carrier);
+  return W3C.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
 }
 
 /** `version-traceid-spanid-flags` as W3C Trace Context level 1 defines it (not all-zero ids). */

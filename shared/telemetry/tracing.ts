@@ -7,7 +7,8 @@
  * Everything else comes from the standard OTEL_* variables, read by the SDK itself:
  * OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES (the resource), OTEL_EXPORTER_OTLP_HEADERS,
  * OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_* (the batch processor),
- * OTEL_PROPAGATORS. OTEL_SDK_DISABLED=true turns it off even with an endpoint set.
+ * OTEL_PROPAGATORS (for other instrumentation: this package's own carriers are always W3C,
+ * trace-context.ts). OTEL_SDK_DISABLED=true turns it off even with an endpoint set.
  *
  * A library user who embeds the sender or the receiver does not call this: they register
  * their own provider on the API's global (`trace.setGlobalTracerProvider`, or the SDK's
