@@ -4,7 +4,7 @@
  * out of the box. Idempotent: rows are upserted by id, and keys are derived from the
  * agent secret, so running it at every start changes nothing and prints the same keys.
  */
-import type { Pool } from '../shared/infra/pg.js';
+import type { Pool, PoolClient } from '../shared/infra/pg.js';
 import { assertSchemaName, withTransaction } from '../shared/infra/pg.js';
 import { demoApiKey, hashApiKey, issueToken, loadAgentSecrets } from './auth/authenticate.js';
 import { ALL_PERMISSIONS, type AgentKind, type Permissions } from './auth/principal.js';
@@ -412,121 +412,141 @@ export async function seedCatalog(pool: Pool, schema: string): Promise<void> {
   const s = assertSchemaName(schema);
   const secrets = await loadAgentSecrets(pool, s);
   await withTransaction(pool, async (db) => {
-    for (const f of STANDARD_FORMATS) {
-      await db.query(
-        `INSERT INTO ${s}.formats (format_id, name, type, width, height, duration_ms, is_responsive,
-           assets_required, renders, requirements)
-         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)
-         ON CONFLICT (format_id) DO UPDATE SET name = EXCLUDED.name, type = EXCLUDED.type,
-           width = EXCLUDED.width, height = EXCLUDED.height, duration_ms = EXCLUDED.duration_ms,
-           is_responsive = EXCLUDED.is_responsive, assets_required = EXCLUDED.assets_required,
-           renders = EXCLUDED.renders, requirements = EXCLUDED.requirements`,
-        [
-          f.format_id,
-          f.name,
-          f.type,
-          f.width,
-          f.height,
-          f.duration_ms,
-          f.is_responsive,
-          JSON.stringify(f.assets_required),
-          JSON.stringify(f.renders),
-          f.requirements,
-        ],
-      );
-    }
-    for (const [i, p] of SEED_PRODUCTS.entries()) {
-      await db.query(
-        `INSERT INTO ${s}.products (product_id, name, description, channel, delivery_type, is_standard,
-           custom_principal, format_ids, pricing_options, targeting, keywords, expected_delay_minutes,
-           ctr, sort_order)
-         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)
-         ON CONFLICT (product_id) DO UPDATE SET name = EXCLUDED.name,
-           description = EXCLUDED.description, channel = EXCLUDED.channel,
-           delivery_type = EXCLUDED.delivery_type, is_standard = EXCLUDED.is_standard,
-           custom_principal = EXCLUDED.custom_principal, format_ids = EXCLUDED.format_ids,
-           pricing_options = EXCLUDED.pricing_options, targeting = EXCLUDED.targeting,
-           keywords = EXCLUDED.keywords, expected_delay_minutes = EXCLUDED.expected_delay_minutes,
-           ctr = EXCLUDED.ctr, sort_order = EXCLUDED.sort_order`,
-        [
-          p.product_id,
-          p.name,
-          p.description,
-          p.channel,
-          p.delivery_type,
-          p.is_standard ?? true,
-          p.custom_principal ?? null,
-          JSON.stringify(p.formats),
-          JSON.stringify(p.pricing_options),
-          p.targeting,
-          p.keywords,
-          p.expected_delay_minutes ?? 0,
-          p.ctr,
-          i,
-        ],
-      );
-    }
-    for (const g of SEED_SIGNALS) {
-      await db.query(
-        `INSERT INTO ${s}.signals (signal_agent_segment_id, name, description, data_provider,
-           signal_type, coverage_percentage, cpm, countries, owner_principal, keywords,
-           activation_minutes, activatable)
-         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
-         ON CONFLICT (signal_agent_segment_id) DO UPDATE SET name = EXCLUDED.name,
-           description = EXCLUDED.description, data_provider = EXCLUDED.data_provider,
-           signal_type = EXCLUDED.signal_type, coverage_percentage = EXCLUDED.coverage_percentage,
-           cpm = EXCLUDED.cpm, countries = EXCLUDED.countries,
-           owner_principal = EXCLUDED.owner_principal, keywords = EXCLUDED.keywords,
-           activation_minutes = EXCLUDED.activation_minutes, activatable = EXCLUDED.activatable`,
-        [
-          g.id,
-          g.name,
-          g.description,
-          g.data_provider,
-          g.signal_type,
-          g.coverage_percentage,
-          g.cpm,
-          g.countries,
-          g.owner_principal ?? null,
-          g.keywords,
-          g.activation_minutes,
-          g.activatable ?? true,
-        ],
-      );
-    }
-    for (const d of LIVE_DEPLOYMENTS) {
-      await db.query(
-        `INSERT INTO ${s}.signal_deployments (signal_agent_segment_id, destination, target, is_live,
-           activation_key, deployed_at)
-         VALUES ($1, $2, $3, true, $4, now()) ON CONFLICT DO NOTHING`,
-        [
-          d.signal,
-          `platform:${d.platform}:`,
-          { type: 'platform', platform: d.platform },
-          { type: 'segment_id', segment_id: `${d.platform}_${d.signal}` },
-        ],
-      );
-    }
-    for (const p of DEMO_PRINCIPALS) {
-      await db.query(
-        `INSERT INTO ${s}.principals (agent, principal_id, name, permissions, signals_access)
-         VALUES ($1,$2,$3,$4,$5)
-         ON CONFLICT (agent, principal_id) DO UPDATE SET name = EXCLUDED.name,
-           permissions = EXCLUDED.permissions, signals_access = EXCLUDED.signals_access`,
-        [p.agent, p.principal_id, p.name, p.permissions, p.signals_access ?? true],
-      );
-      await db.query(
-        `INSERT INTO ${s}.api_keys (key_hash, agent, principal_id) VALUES ($1,$2,$3)
-         ON CONFLICT (key_hash) DO NOTHING`,
-        [
-          hashApiKey(demoApiKey(secrets[p.agent], p.agent, p.principal_id)),
-          p.agent,
-          p.principal_id,
-        ],
-      );
-    }
+    await seedFormats(db, s);
+    await seedProducts(db, s);
+    await seedSignals(db, s);
+    await seedPrincipals(db, s, secrets);
   });
   clearFormatCache();
+}
+
+/** The standard formats, refreshed. */
+async function seedFormats(db: PoolClient, s: string): Promise<void> {
+  for (const f of STANDARD_FORMATS) {
+    await db.query(
+      `INSERT INTO ${s}.formats (format_id, name, type, width, height, duration_ms, is_responsive,
+         assets_required, renders, requirements)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)
+       ON CONFLICT (format_id) DO UPDATE SET name = EXCLUDED.name, type = EXCLUDED.type,
+         width = EXCLUDED.width, height = EXCLUDED.height, duration_ms = EXCLUDED.duration_ms,
+         is_responsive = EXCLUDED.is_responsive, assets_required = EXCLUDED.assets_required,
+         renders = EXCLUDED.renders, requirements = EXCLUDED.requirements`,
+      [
+        f.format_id,
+        f.name,
+        f.type,
+        f.width,
+        f.height,
+        f.duration_ms,
+        f.is_responsive,
+        JSON.stringify(f.assets_required),
+        JSON.stringify(f.renders),
+        f.requirements,
+      ],
+    );
+  }
+}
+
+/** The products, in their listed order (`sort_order`). */
+async function seedProducts(db: PoolClient, s: string): Promise<void> {
+  for (const [i, p] of SEED_PRODUCTS.entries()) {
+    await db.query(
+      `INSERT INTO ${s}.products (product_id, name, description, channel, delivery_type, is_standard,
+         custom_principal, format_ids, pricing_options, targeting, keywords, expected_delay_minutes,
+         ctr, sort_order)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)
+       ON CONFLICT (product_id) DO UPDATE SET name = EXCLUDED.name,
+         description = EXCLUDED.description, channel = EXCLUDED.channel,
+         delivery_type = EXCLUDED.delivery_type, is_standard = EXCLUDED.is_standard,
+         custom_principal = EXCLUDED.custom_principal, format_ids = EXCLUDED.format_ids,
+         pricing_options = EXCLUDED.pricing_options, targeting = EXCLUDED.targeting,
+         keywords = EXCLUDED.keywords, expected_delay_minutes = EXCLUDED.expected_delay_minutes,
+         ctr = EXCLUDED.ctr, sort_order = EXCLUDED.sort_order`,
+      [
+        p.product_id,
+        p.name,
+        p.description,
+        p.channel,
+        p.delivery_type,
+        p.is_standard ?? true,
+        p.custom_principal ?? null,
+        JSON.stringify(p.formats),
+        JSON.stringify(p.pricing_options),
+        p.targeting,
+        p.keywords,
+        p.expected_delay_minutes ?? 0,
+        p.ctr,
+        i,
+      ],
+    );
+  }
+}
+
+/** The signals and their live deployments. */
+async function seedSignals(db: PoolClient, s: string): Promise<void> {
+  for (const g of SEED_SIGNALS) {
+    await db.query(
+      `INSERT INTO ${s}.signals (signal_agent_segment_id, name, description, data_provider,
+         signal_type, coverage_percentage, cpm, countries, owner_principal, keywords,
+         activation_minutes, activatable)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+       ON CONFLICT (signal_agent_segment_id) DO UPDATE SET name = EXCLUDED.name,
+         description = EXCLUDED.description, data_provider = EXCLUDED.data_provider,
+         signal_type = EXCLUDED.signal_type, coverage_percentage = EXCLUDED.coverage_percentage,
+         cpm = EXCLUDED.cpm, countries = EXCLUDED.countries,
+         owner_principal = EXCLUDED.owner_principal, keywords = EXCLUDED.keywords,
+         activation_minutes = EXCLUDED.activation_minutes, activatable = EXCLUDED.activatable`,
+      [
+        g.id,
+        g.name,
+        g.description,
+        g.data_provider,
+        g.signal_type,
+        g.coverage_percentage,
+        g.cpm,
+        g.countries,
+        g.owner_principal ?? null,
+        g.keywords,
+        g.activation_minutes,
+        g.activatable ?? true,
+      ],
+    );
+  }
+  for (const d of LIVE_DEPLOYMENTS) {
+    await db.query(
+      `INSERT INTO ${s}.signal_deployments (signal_agent_segment_id, destination, target, is_live,
+         activation_key, deployed_at)
+       VALUES ($1, $2, $3, true, $4, now()) ON CONFLICT DO NOTHING`,
+      [
+        d.signal,
+        `platform:${d.platform}:`,
+        { type: 'platform', platform: d.platform },
+        { type: 'segment_id', segment_id: `${d.platform}_${d.signal}` },
+      ],
+    );
+  }
+}
+
+/** The demo principals and their API keys (derived from the agent secrets). */
+async function seedPrincipals(
+  db: PoolClient,
+  s: string,
+  secrets: Awaited<ReturnType<typeof loadAgentSecrets>>,
+): Promise<void> {
+  for (const p of DEMO_PRINCIPALS) {
+    await db.query(
+      `INSERT INTO ${s}.principals (agent, principal_id, name, permissions, signals_access)
+       VALUES ($1,$2,$3,$4,$5)
+       ON CONFLICT (agent, principal_id) DO UPDATE SET name = EXCLUDED.name,
+         permissions = EXCLUDED.permissions, signals_access = EXCLUDED.signals_access`,
+      [p.agent, p.principal_id, p.name, p.permissions, p.signals_access ?? true],
+    );
+    await db.query(
+      `INSERT INTO ${s}.api_keys (key_hash, agent, principal_id) VALUES ($1,$2,$3)
+       ON CONFLICT (key_hash) DO NOTHING`,
+      [hashApiKey(demoApiKey(secrets[p.agent], p.agent, p.principal_id)), p.agent, p.principal_id],
+    );
+  }
 }
 
 /** The demo principals' credentials, for the start banner (and tests). */

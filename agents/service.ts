@@ -139,6 +139,47 @@ export async function purgeExpired(
 /** How long a task answered at once stays pollable (real seconds). */
 export const ANSWERED_TASK_RETENTION_SECONDS = 86_400;
 
+/** Each agent's token keys: its secret, the audiences a token may name, the caller's overrides. */
+function agentAuthKeys(
+  settings: AgentSettings,
+  secrets: Record<AgentKind, Uint8Array>,
+  overrides: AgentsCoreOptions['authKeys'],
+): Record<AgentKind, AgentAuthKeys> {
+  const keys = {} as Record<AgentKind, AgentAuthKeys>;
+  for (const agent of AGENT_KINDS) {
+    keys[agent] = {
+      hs256Secret: secrets[agent],
+      // The origin and its two endpoints: the RFC 9728 resources a token may be bound to.
+      audiences: [agent, ...oauthResources(settings.urls[agent])],
+      ...(overrides?.[agent] ?? {}),
+    };
+  }
+  return keys;
+}
+
+/** Every agent's tasks; the test controller (and sandbox demo principals) when enabled. */
+async function registerAllTasks(
+  registry: TaskRegistry,
+  tasks: TaskDispatcher['tasks'],
+  settings: AgentSettings,
+  capabilitiesTask: string,
+  pool: Pool,
+  schema: string,
+): Promise<void> {
+  registerCatalogTasks(registry);
+  registerMediaBuyTasks(registry, tasks);
+  registerCreativeTasks(registry);
+  registerDeliveryTasks(registry);
+  registerAccountTasks(registry);
+  registerCreativeAgentTasks(registry);
+  registerSignalTasks(registry);
+  if (settings.testController) {
+    registerTestController(registry);
+    await markDemoPrincipalsSandbox(pool, schema);
+  }
+  registerCommonTasks(registry, tasks, capabilitiesTask);
+}
+
 export async function createAgentsCore(options: AgentsCoreOptions): Promise<AgentsCore> {
   const schema = assertSchemaName(options.schema ?? DEFAULT_AGENTS_SCHEMA);
   const { pool, notifications } = options;
@@ -152,15 +193,7 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
     publishers: options.settings?.publishers ?? demoPublishers(base.urls.sales),
   };
 
-  const keys = {} as Record<AgentKind, AgentAuthKeys>;
-  for (const agent of AGENT_KINDS) {
-    keys[agent] = {
-      hs256Secret: secrets[agent],
-      // The origin and its two endpoints: the RFC 9728 resources a token may be bound to.
-      audiences: [agent, ...oauthResources(settings.urls[agent])],
-      ...(options.authKeys?.[agent] ?? {}),
-    };
-  }
+  const keys = agentAuthKeys(settings, secrets, options.authKeys);
   const authenticator = new Authenticator({ pool, schema, profile: options.profile, keys });
   const registry = new TaskRegistry();
   const dispatcher = new TaskDispatcher({
@@ -174,18 +207,7 @@ export async function createAgentsCore(options: AgentsCoreOptions): Promise<Agen
     ...(options.logger ? { logger: options.logger } : {}),
   });
   const tasks = dispatcher.tasks;
-  registerCatalogTasks(registry);
-  registerMediaBuyTasks(registry, tasks);
-  registerCreativeTasks(registry);
-  registerDeliveryTasks(registry);
-  registerAccountTasks(registry);
-  registerCreativeAgentTasks(registry);
-  registerSignalTasks(registry);
-  if (settings.testController) {
-    registerTestController(registry);
-    await markDemoPrincipalsSandbox(pool, schema);
-  }
-  registerCommonTasks(registry, tasks, options.profile.capabilitiesTask);
+  await registerAllTasks(registry, tasks, settings, options.profile.capabilitiesTask, pool, schema);
 
   const simulator = new DeliverySimulator({ pool, schema, clock, notifications });
   const executor = new TaskExecutor({

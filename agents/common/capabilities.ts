@@ -90,45 +90,16 @@ export async function capabilityDocument(
   settings: AgentSettings,
   taskNames: string[],
 ): Promise<Record<string, unknown>> {
-  const brand = settings.profile.brand;
   const v = await capabilitiesVersion(db, schema, agent);
   const formats: FormatRow[] | null = agent === 'creative' ? await allFormats(db, schema) : null;
+  // Key order is the document's order on the wire: each block is added where it was.
   const doc: Record<string, unknown> = {
-    [brand]: {
-      major_versions: [3],
-      // 3.2 version negotiation: the releases this agent answers in (re-pin targets).
-      supported_versions: [...SUPPORTED_VERSIONS],
-      version: settings.protocolVersion,
-      idempotency: { supported: true, replay_ttl_seconds: settings.idempotencyTtlSeconds },
-      capability_changes: {
-        capabilities_version: String(v.version),
-        last_modified: v.changed_at.toISOString(),
-        cache_ttl_seconds: 300,
-        notifications: {
-          supported: true,
-          registration_task: 'sync_agent_notification_configs',
-          event_types: advertisedTypes('capability_changes'),
-          coalescence_window_seconds: NOTIFICATION_TYPES['capabilities.changed'].coalescenceSeconds,
-        },
-      },
-    },
+    [settings.profile.brand]: protocolBlock(settings, v),
     supported_protocols: [PROTOCOLS[agent]],
     agent_url: settings.urls[agent],
     tasks: taskNames,
   };
-  if (settings.webhookSigning.supported) {
-    doc.webhook_signing = {
-      supported: true,
-      profile: settings.profile.webhookTag,
-      algorithms: settings.webhookSigning.algorithms,
-      legacy_hmac_fallback: settings.webhookSigning.legacyHmacFallback,
-      ...(settings.protocolVersion === '3.2'
-        ? { delivery_retry_horizon_seconds: settings.webhookSigning.deliveryRetryHorizonSeconds }
-        : {}),
-    };
-  } else {
-    doc.webhook_signing = { supported: false };
-  }
+  doc.webhook_signing = webhookSigningBlock(settings);
   // The published schema takes only an https brand.json (a loopback deployment has none).
   if (settings.brandJsonUrl?.startsWith('https://'))
     doc.identity = { brand_json_url: settings.brandJsonUrl, per_principal_key_isolation: false };
@@ -149,21 +120,67 @@ export async function capabilityDocument(
       supported_account_currency_modes: ['per_media_buy'],
     };
   }
-  if (agent === 'creative') {
-    // build_creative generates and transforms; sync_creatives/list_creatives keep a library.
-    doc.creative = {
-      has_creative_library: true,
-      supports_generation: true,
-      supports_transformation: true,
-      // The canonical build catalog (3.1+; the 3.2 source of truth for formats).
-      supported_formats: supportedFormats(formats ?? [], settings.urls.creative),
-      // Explicitly off: no rate card through the protocol, no evaluator (experimental).
-      bills_through_adcp: false,
-      supports_evaluator: false,
-    };
-  }
-  if (agent === 'sales') {
-    doc.media_buy = {
+  if (agent === 'creative') doc.creative = creativeBlock(settings, formats ?? []);
+  if (agent === 'sales') Object.assign(doc, salesBlocks(settings));
+  return doc;
+}
+
+/** The brand's block: versions, idempotency and capability-change notifications. */
+function protocolBlock(
+  settings: AgentSettings,
+  v: { version: number; changed_at: Date },
+): Record<string, unknown> {
+  return {
+    major_versions: [3],
+    // 3.2 version negotiation: the releases this agent answers in (re-pin targets).
+    supported_versions: [...SUPPORTED_VERSIONS],
+    version: settings.protocolVersion,
+    idempotency: { supported: true, replay_ttl_seconds: settings.idempotencyTtlSeconds },
+    capability_changes: {
+      capabilities_version: String(v.version),
+      last_modified: v.changed_at.toISOString(),
+      cache_ttl_seconds: 300,
+      notifications: {
+        supported: true,
+        registration_task: 'sync_agent_notification_configs',
+        event_types: advertisedTypes('capability_changes'),
+        coalescence_window_seconds: NOTIFICATION_TYPES['capabilities.changed'].coalescenceSeconds,
+      },
+    },
+  };
+}
+
+function webhookSigningBlock(settings: AgentSettings): Record<string, unknown> {
+  if (!settings.webhookSigning.supported) return { supported: false };
+  return {
+    supported: true,
+    profile: settings.profile.webhookTag,
+    algorithms: settings.webhookSigning.algorithms,
+    legacy_hmac_fallback: settings.webhookSigning.legacyHmacFallback,
+    ...(settings.protocolVersion === '3.2'
+      ? { delivery_retry_horizon_seconds: settings.webhookSigning.deliveryRetryHorizonSeconds }
+      : {}),
+  };
+}
+
+/** build_creative generates and transforms; sync_creatives/list_creatives keep a library. */
+function creativeBlock(settings: AgentSettings, formats: FormatRow[]): Record<string, unknown> {
+  return {
+    has_creative_library: true,
+    supports_generation: true,
+    supports_transformation: true,
+    // The canonical build catalog (3.1+; the 3.2 source of truth for formats).
+    supported_formats: supportedFormats(formats, settings.urls.creative),
+    // Explicitly off: no rate card through the protocol, no evaluator (experimental).
+    bills_through_adcp: false,
+    supports_evaluator: false,
+  };
+}
+
+/** The sales agent's blocks, in the document's order: media_buy, account, ext. */
+function salesBlocks(settings: AgentSettings): Record<string, unknown> {
+  return {
+    media_buy: {
       // get_products refine (products and proposals, proposal finalize); see sales/catalog/proposals.ts.
       buying_modes: ['brief', 'refine'],
       portfolio: portfolio(settings),
@@ -181,8 +198,8 @@ export async function capabilityDocument(
         repair_tasks: ['get_media_buys'],
         supports_webhook_activity: false,
       },
-    };
-    doc.account = {
+    },
+    account: {
       supported_billing: [...SUPPORTED_BILLING],
       // Accounts carry no currency: each buy names its own (3.2 provisioning modes).
       supported_account_currency_modes: ['per_media_buy'],
@@ -195,10 +212,10 @@ export async function capabilityDocument(
         event_types: advertisedTypes('account'),
         supports_webhook_activity: false,
       },
-    };
+    },
     // What the published enums have no place for: impairments registered per buy, and
     // creative.status_changed on account subscribers (supplement); under `ext`.
-    doc.ext = {
+    ext: {
       impairment_notifications: {
         supported: true,
         registration_task: 'create_media_buy',
@@ -207,9 +224,8 @@ export async function capabilityDocument(
         supports_webhook_activity: true,
       },
       account_event_types: advertisedTypes('ext.account_events'),
-    };
-  }
-  return doc;
+    },
+  };
 }
 
 const AgentConfigSchema = SubscriberConfigSchema(AGENT_NOTIFICATION_TYPES);
@@ -232,135 +248,159 @@ export function registerCommonTasks(
   capabilitiesTask: string,
 ): void {
   for (const agent of AGENT_KINDS) {
-    registry.add({
-      name: capabilitiesTask,
-      description: 'Return the capability document of this agent.',
-      agent,
-      schema: z.looseObject({}),
-      auth: { tier: 'public' },
-      expectedDuration: '1s',
-      mode: 'sync',
-      mutating: false,
-      readOnly: true,
-      errorShape: agent === 'signals' ? 'signal' : 'single',
-      handle: async (_p, ctx) => ({
-        status: 'completed',
-        body: await capabilityDocument(
-          ctx.db,
-          ctx.schema,
-          agent,
-          ctx.settings,
-          registry.list(agent).map((t) => t.name),
-        ),
-      }),
-    });
-    registry.add({
-      name: 'get_agent_capabilities',
-      description: 'Per-event coalescence windows and task list of this agent.',
-      agent,
-      schema: z.looseObject({}),
-      auth: { tier: 'public' },
-      expectedDuration: '1s',
-      mode: 'sync',
-      mutating: false,
-      readOnly: true,
-      errorShape: agent === 'signals' ? 'signal' : 'single',
-      handle: async (_p, ctx) => ({
+    addCapabilitiesTask(registry, agent, capabilitiesTask);
+    addAgentCapabilitiesTask(registry, agent);
+    addSyncAgentConfigsTask(registry, agent);
+    addTaskStatusTask(registry, tasks, agent);
+  }
+}
+
+/** The capability document (published name `capabilitiesTask`), public. */
+function addCapabilitiesTask(
+  registry: TaskRegistry,
+  agent: AgentKind,
+  capabilitiesTask: string,
+): void {
+  registry.add({
+    name: capabilitiesTask,
+    description: 'Return the capability document of this agent.',
+    agent,
+    schema: z.looseObject({}),
+    auth: { tier: 'public' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: false,
+    readOnly: true,
+    errorShape: agent === 'signals' ? 'signal' : 'single',
+    handle: async (_p, ctx) => ({
+      status: 'completed',
+      body: await capabilityDocument(
+        ctx.db,
+        ctx.schema,
+        agent,
+        ctx.settings,
+        registry.list(agent).map((t) => t.name),
+      ),
+    }),
+  });
+}
+
+/** `get_agent_capabilities`: per-event coalescence windows and the task list, public. */
+function addAgentCapabilitiesTask(registry: TaskRegistry, agent: AgentKind): void {
+  registry.add({
+    name: 'get_agent_capabilities',
+    description: 'Per-event coalescence windows and task list of this agent.',
+    agent,
+    schema: z.looseObject({}),
+    auth: { tier: 'public' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: false,
+    readOnly: true,
+    errorShape: agent === 'signals' ? 'signal' : 'single',
+    handle: async (_p, ctx) => ({
+      status: 'completed',
+      body: {
+        agent_url: ctx.settings.urls[agent],
+        agent_kind: agent,
+        coalescence_windows: COALESCENCE_WINDOWS,
+        tasks: registry.list(agent).map((t) => ({
+          name: t.name,
+          auth:
+            t.auth.tier === 'public'
+              ? 'public'
+              : t.auth.tier === 'public-limited'
+                ? 'public_limited'
+                : 'authenticated',
+          expected_duration: t.expectedDuration,
+          async: t.mode === 'async',
+        })),
+      },
+    }),
+  });
+}
+
+/** `sync_agent_notification_configs`: agent-level webhooks, each subscriber proved first. */
+function addSyncAgentConfigsTask(registry: TaskRegistry, agent: AgentKind): void {
+  registry.add({
+    name: 'sync_agent_notification_configs',
+    description: 'Register agent-level webhooks (capabilities.changed).',
+    agent,
+    schema: SyncAgentConfigsSchema,
+    auth: { tier: 'authenticated' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: true,
+    webhookTaskType: 'sync_agent_notification_configs',
+    errorShape: agent === 'signals' ? 'signal' : 'single',
+    handle: async (params, ctx) => {
+      checkUniqueSubscribers(params.notification_configs, 'notification_configs');
+      checkSubscriberUrls(ctx, params.notification_configs, 'agent', 'notification_configs');
+      const { rows } = await ctx.db.query<{ configs: SubscriberEntry[] }>(
+        `SELECT configs FROM ${ctx.schema}.agent_notification_configs WHERE agent = $1 AND principal_id = $2`,
+        [agent, ctx.principal!.principal_id],
+      );
+      const previous = rows[0]?.configs ?? [];
+      if (!params.dry_run && !ctx.dryRun) {
+        await proveSubscribers(ctx.settings.subscriberVerifier, {
+          scope: 'agent',
+          sellerAgentUrl: ctx.settings.urls[agent],
+          previous,
+          next: params.notification_configs as SubscriberEntry[],
+          fieldPrefix: 'notification_configs',
+        });
+      }
+      if (!params.dry_run) {
+        await ctx.db.query(
+          `INSERT INTO ${ctx.schema}.agent_notification_configs (agent, principal_id, configs)
+           VALUES ($1, $2, $3)
+           ON CONFLICT (agent, principal_id) DO UPDATE SET configs = EXCLUDED.configs, updated_at = now()`,
+          [agent, ctx.principal!.principal_id, JSON.stringify(params.notification_configs)],
+        );
+      }
+      const v = await capabilitiesVersion(ctx.db, ctx.schema, agent);
+      return {
         status: 'completed',
         body: {
-          agent_url: ctx.settings.urls[agent],
-          agent_kind: agent,
-          coalescence_windows: COALESCENCE_WINDOWS,
-          tasks: registry.list(agent).map((t) => ({
-            name: t.name,
-            auth:
-              t.auth.tier === 'public'
-                ? 'public'
-                : t.auth.tier === 'public-limited'
-                  ? 'public_limited'
-                  : 'authenticated',
-            expected_duration: t.expectedDuration,
-            async: t.mode === 'async',
-          })),
+          action: syncAction(previous, params.notification_configs),
+          notification_configs: params.notification_configs.map(publicConfig),
+          capabilities_version: String(v.version),
+          ...(params.dry_run ? { dry_run: true } : {}),
         },
-      }),
-    });
-    registry.add({
-      name: 'sync_agent_notification_configs',
-      description: 'Register agent-level webhooks (capabilities.changed).',
-      agent,
-      schema: SyncAgentConfigsSchema,
-      auth: { tier: 'authenticated' },
-      expectedDuration: '1s',
-      mode: 'sync',
-      mutating: true,
-      webhookTaskType: 'sync_agent_notification_configs',
-      errorShape: agent === 'signals' ? 'signal' : 'single',
-      handle: async (params, ctx) => {
-        checkUniqueSubscribers(params.notification_configs, 'notification_configs');
-        checkSubscriberUrls(ctx, params.notification_configs, 'agent', 'notification_configs');
-        const { rows } = await ctx.db.query<{ configs: SubscriberEntry[] }>(
-          `SELECT configs FROM ${ctx.schema}.agent_notification_configs WHERE agent = $1 AND principal_id = $2`,
-          [agent, ctx.principal!.principal_id],
-        );
-        const previous = rows[0]?.configs ?? [];
-        if (!params.dry_run && !ctx.dryRun) {
-          await proveSubscribers(ctx.settings.subscriberVerifier, {
-            scope: 'agent',
-            sellerAgentUrl: ctx.settings.urls[agent],
-            previous,
-            next: params.notification_configs as SubscriberEntry[],
-            fieldPrefix: 'notification_configs',
-          });
-        }
-        if (!params.dry_run) {
-          await ctx.db.query(
-            `INSERT INTO ${ctx.schema}.agent_notification_configs (agent, principal_id, configs)
-             VALUES ($1, $2, $3)
-             ON CONFLICT (agent, principal_id) DO UPDATE SET configs = EXCLUDED.configs, updated_at = now()`,
-            [agent, ctx.principal!.principal_id, JSON.stringify(params.notification_configs)],
-          );
-        }
-        const v = await capabilitiesVersion(ctx.db, ctx.schema, agent);
-        return {
-          status: 'completed',
-          body: {
-            action: syncAction(previous, params.notification_configs),
-            notification_configs: params.notification_configs.map(publicConfig),
-            capabilities_version: String(v.version),
-            ...(params.dry_run ? { dry_run: true } : {}),
-          },
-        };
-      },
-    });
-    registry.add({
-      name: 'get_task_status',
-      description: 'Poll an asynchronous task by task_id.',
-      agent,
-      schema: TaskStatusSchema,
-      auth: { tier: 'authenticated' },
-      expectedDuration: '1s',
-      mode: 'sync',
-      mutating: false,
-      readOnly: true,
-      errorShape: agent === 'signals' ? 'signal' : 'single',
-      handle: async (params, ctx: TaskContext) => {
-        const includeResult = params.include_result ?? false;
-        let view = await tasks.view(ctx.db, params.task_id, ctx.principal, true);
-        // The record of an asynchronous answer (A2A hands each call a task) polls as the
-        // work it handed out (its `task_id`), so a poller on either id sees the work move.
-        const work = view.answered ? view.result?.task_id : undefined;
-        if (typeof work === 'string' && work !== view.task_id) {
-          view = await tasks.view(ctx.db, work, ctx.principal, includeResult);
-        } else if (!includeResult && view.result && !isTerminalStatus(view.status)) {
-          delete view.result;
-        }
-        // The poll answers with the polled task's status.
-        const { status, answered: _answered, ...rest } = view;
-        return { status, body: { ...rest, protocol: TASK_PROTOCOLS[agent] } };
-      },
-    });
-  }
+      };
+    },
+  });
+}
+
+/** `get_task_status`: poll an asynchronous task as the work it handed out. */
+function addTaskStatusTask(registry: TaskRegistry, tasks: TaskStore, agent: AgentKind): void {
+  registry.add({
+    name: 'get_task_status',
+    description: 'Poll an asynchronous task by task_id.',
+    agent,
+    schema: TaskStatusSchema,
+    auth: { tier: 'authenticated' },
+    expectedDuration: '1s',
+    mode: 'sync',
+    mutating: false,
+    readOnly: true,
+    errorShape: agent === 'signals' ? 'signal' : 'single',
+    handle: async (params, ctx: TaskContext) => {
+      const includeResult = params.include_result ?? false;
+      let view = await tasks.view(ctx.db, params.task_id, ctx.principal, true);
+      // The record of an asynchronous answer (A2A hands each call a task) polls as the
+      // work it handed out (its `task_id`), so a poller on either id sees the work move.
+      const work = view.answered ? view.result?.task_id : undefined;
+      if (typeof work === 'string' && work !== view.task_id) {
+        view = await tasks.view(ctx.db, work, ctx.principal, includeResult);
+      } else if (!includeResult && view.result && !isTerminalStatus(view.status)) {
+        delete view.result;
+      }
+      // The poll answers with the polled task's status.
+      const { status, answered: _answered, ...rest } = view;
+      return { status, body: { ...rest, protocol: TASK_PROTOCOLS[agent] } };
+    },
+  });
 }
 
 /**

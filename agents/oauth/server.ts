@@ -183,101 +183,8 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
 
   const providers = {} as Record<AgentKind, Provider>;
   for (const agent of AGENT_KINDS) {
-    const resource = o.urls[agent];
-    const resources = oauthResources(resource);
-    const config: Configuration = {
-      adapter: pgAdapterFactory(o.pool, o.schema, agent, {
-        ...(reg.unboundClientTtlSeconds !== undefined
-          ? { unboundClientTtlSeconds: reg.unboundClientTtlSeconds }
-          : {}),
-      }),
-      clientAuthMethods: [...CLIENT_AUTH_METHODS],
-      extraClientMetadata: {
-        properties: [METADATA_GUARD_PROPERTY],
-        validator: validateClientMetadata as never,
-      },
-      httpOptions: refuseOutboundRequests,
-      jwks: { keys: [privateJwk as never] },
-      cookies: { keys: cookieKeys },
-      scopes: ['openid', 'offline_access', ...scopes],
-      claims: { openid: ['sub'] },
-      routes: {
-        registration: '/register',
-        authorization: '/authorize',
-        token: '/token',
-        jwks: '/jwks',
-        revocation: '/revoke',
-        introspection: '/introspect',
-      },
-      pkce: { required: () => true },
-      clientDefaults: {
-        grant_types: ['authorization_code', 'refresh_token'],
-        response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_basic',
-        // The one signing key is ES256 (the library's default would be RS256).
-        id_token_signed_response_alg: 'ES256',
-      },
-      features: {
-        registration: {
-          enabled: true,
-          ...(initialAccessToken ? { initialAccessToken } : {}),
-        },
-        clientCredentials: { enabled: true },
-        introspection: { enabled: true },
-        revocation: { enabled: true },
-        devInteractions: { enabled: false },
-        resourceIndicators: {
-          enabled: true,
-          defaultResource: () => resource,
-          useGrantedResource: () => true,
-          getResourceServerInfo: async (ctx, indicator, client) => {
-            if (!resources.includes(indicator)) {
-              throw new oidcErrors.InvalidTarget(
-                `this server issues tokens for ${resources.join(', ')} only`,
-              );
-            }
-            const bound = await boundPrincipal(o.pool, o.schema, agent, client.clientId);
-            if (!bound && ctx.oidc.params?.grant_type === 'client_credentials') {
-              throw new oidcErrors.UnauthorizedClient(
-                "this client is not bound to a principal yet: ask the seller's operator to bind it",
-              );
-            }
-            // Never more than the bound principal may do; an unbound client gets no scope.
-            const granted = bound ? scopesCovered(bound.permissions, o.profile.scopePrefix) : [];
-            return {
-              scope: granted.join(' '),
-              audience: indicator,
-              accessTokenTTL: o.accessTokenTtlSeconds ?? 3600,
-              accessTokenFormat: 'jwt',
-              jwt: { sign: { alg: 'ES256' } },
-            };
-          },
-        },
-      },
-      interactions: { url: (_ctx, interaction) => `${OAUTH_MOUNT}/interaction/${interaction.uid}` },
-      // A refresh token for every client allowed the grant (no OIDC offline_access dance).
-      issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-      findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
-      ttl: {
-        AccessToken: o.accessTokenTtlSeconds ?? 3600,
-        ClientCredentials: o.accessTokenTtlSeconds ?? 3600,
-        AuthorizationCode: 600,
-        RefreshToken: 30 * 86400,
-        Grant: 30 * 86400,
-        Interaction: 3600,
-        Session: 86400,
-      },
-    };
-    const provider = throughLogger(o.logger, () => new Provider(issuer(agent), config));
-    provider.on('server_error', (_ctx, err) => o.logger?.error({ err }, 'OAuth server error'));
-    provider.on('grant.success', (ctx) => {
-      const clientId = ctx.oidc.client?.clientId;
-      if (!clientId) return;
-      markClientUsed(o.pool, o.schema, agent, clientId).catch((err: unknown) =>
-        o.logger?.warn({ err, client_id: clientId }, 'could not mark the OAuth client used'),
-      );
-    });
-    providers[agent] = provider;
+    const config = providerConfig(o, agent, { privateJwk, cookieKeys, scopes, initialAccessToken });
+    providers[agent] = createProvider(o, agent, issuer(agent), config);
   }
 
   return {
@@ -344,6 +251,144 @@ export async function createOAuthServer(o: OAuthServerOptions): Promise<OAuthSer
     },
     initialAccessToken,
     devLogin: !!o.devLogin,
+  };
+}
+
+type ResourceServerInfoFn = NonNullable<
+  NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>['getResourceServerInfo']
+>;
+
+/** The agent's provider: errors logged, and a client marked used at its first grant. */
+function createProvider(
+  o: OAuthServerOptions,
+  agent: AgentKind,
+  issuer: string,
+  config: Configuration,
+): Provider {
+  const provider = throughLogger(o.logger, () => new Provider(issuer, config));
+  provider.on('server_error', (_ctx, err) => o.logger?.error({ err }, 'OAuth server error'));
+  provider.on('grant.success', (ctx) => {
+    const clientId = ctx.oidc.client?.clientId;
+    if (!clientId) return;
+    markClientUsed(o.pool, o.schema, agent, clientId).catch((err: unknown) =>
+      o.logger?.warn({ err, client_id: clientId }, 'could not mark the OAuth client used'),
+    );
+  });
+  return provider;
+}
+
+/** What every agent's provider shares: the signing key, cookie keys, scopes, registration token. */
+interface ProviderShared {
+  privateJwk: Awaited<ReturnType<typeof signingJwk>>;
+  cookieKeys: string[];
+  scopes: string[];
+  initialAccessToken: string | null;
+}
+
+/** One agent's oidc-provider configuration: its tables, routes, grants, PKCE, TTLs. */
+function providerConfig(
+  o: OAuthServerOptions,
+  agent: AgentKind,
+  shared: ProviderShared,
+): Configuration {
+  const { privateJwk, cookieKeys, scopes, initialAccessToken } = shared;
+  const reg = o.registration ?? {};
+  const resource = o.urls[agent];
+  const resources = oauthResources(resource);
+  return {
+    adapter: pgAdapterFactory(o.pool, o.schema, agent, {
+      ...(reg.unboundClientTtlSeconds !== undefined
+        ? { unboundClientTtlSeconds: reg.unboundClientTtlSeconds }
+        : {}),
+    }),
+    clientAuthMethods: [...CLIENT_AUTH_METHODS],
+    extraClientMetadata: {
+      properties: [METADATA_GUARD_PROPERTY],
+      validator: validateClientMetadata as never,
+    },
+    httpOptions: refuseOutboundRequests,
+    jwks: { keys: [privateJwk as never] },
+    cookies: { keys: cookieKeys },
+    scopes: ['openid', 'offline_access', ...scopes],
+    claims: { openid: ['sub'] },
+    routes: {
+      registration: '/register',
+      authorization: '/authorize',
+      token: '/token',
+      jwks: '/jwks',
+      revocation: '/revoke',
+      introspection: '/introspect',
+    },
+    pkce: { required: () => true },
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      // The one signing key is ES256 (the library's default would be RS256).
+      id_token_signed_response_alg: 'ES256',
+    },
+    features: {
+      registration: {
+        enabled: true,
+        ...(initialAccessToken ? { initialAccessToken } : {}),
+      },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      devInteractions: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => resource,
+        useGrantedResource: () => true,
+        getResourceServerInfo: resourceServerInfo(o, agent, resources),
+      },
+    },
+    interactions: { url: (_ctx, interaction) => `${OAUTH_MOUNT}/interaction/${interaction.uid}` },
+    // A refresh token for every client allowed the grant (no OIDC offline_access dance).
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+    ttl: {
+      AccessToken: o.accessTokenTtlSeconds ?? 3600,
+      ClientCredentials: o.accessTokenTtlSeconds ?? 3600,
+      AuthorizationCode: 600,
+      RefreshToken: 30 * 86400,
+      Grant: 30 * 86400,
+      Interaction: 3600,
+      Session: 86400,
+    },
+  };
+}
+
+/**
+ * RFC 8707: tokens only for this agent's resources, and a client-credentials token only to a
+ * client bound to a principal, with never more scope than that principal may use.
+ */
+function resourceServerInfo(
+  o: OAuthServerOptions,
+  agent: AgentKind,
+  resources: string[],
+): ResourceServerInfoFn {
+  return async (ctx, indicator, client) => {
+    if (!resources.includes(indicator)) {
+      throw new oidcErrors.InvalidTarget(
+        `this server issues tokens for ${resources.join(', ')} only`,
+      );
+    }
+    const bound = await boundPrincipal(o.pool, o.schema, agent, client.clientId);
+    if (!bound && ctx.oidc.params?.grant_type === 'client_credentials') {
+      throw new oidcErrors.UnauthorizedClient(
+        "this client is not bound to a principal yet: ask the seller's operator to bind it",
+      );
+    }
+    // Never more than the bound principal may do; an unbound client gets no scope.
+    const granted = bound ? scopesCovered(bound.permissions, o.profile.scopePrefix) : [];
+    return {
+      scope: granted.join(' '),
+      audience: indicator,
+      accessTokenTTL: o.accessTokenTtlSeconds ?? 3600,
+      accessTokenFormat: 'jwt',
+      jwt: { sign: { alg: 'ES256' } },
+    };
   };
 }
 

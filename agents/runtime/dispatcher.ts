@@ -23,6 +23,7 @@ import { newTaskId, TaskStore, type TaskView } from './task-store.js';
 import type {
   A2aPush,
   AgentNotifications,
+  HandlerOutcome,
   InvokeRequest,
   RequestMeta,
   TaskContext,
@@ -298,19 +299,7 @@ export class TaskDispatcher {
 
   private async run(req: InvokeRequest): Promise<TaskSuccess> {
     const def = this.definition(req.agent, req.task);
-    if (!def) {
-      const name = String(req.task).slice(0, 100);
-      const near = nearestNames(
-        name,
-        this.registry.list(req.agent).map((d) => d.name),
-      );
-      throw taskError(
-        'UNSUPPORTED_FEATURE',
-        `the ${req.agent} agent has no task "${name}"` +
-          (near.length ? `; did you mean ${near.join(', ')}?` : ''),
-        near.length ? { suggestion: near.join(', ') } : {},
-      );
-    }
+    if (!def) throw this.unknownTask(req);
     const principal =
       req.principal !== undefined
         ? req.principal
@@ -344,17 +333,7 @@ export class TaskDispatcher {
         const replay = await this.claimIdempotency(db, def, principal, idempotencyKey, params);
         if (replay) {
           await db.query('ROLLBACK');
-          // The replay echoes this request's context, not the first one's.
-          const { context: _first, ...stored } = replay;
-          const replayed = replayedAnswer(stored as TaskSuccess);
-          return withTaskStatus(
-            {
-              ...replayed,
-              ...(meta.context !== undefined ? { context: meta.context } : {}),
-              replayed: true,
-            },
-            taskStatusOf(replayed),
-          );
+          return replayAnswer(replay, meta);
         }
       }
       // A dry run fires nothing, but its registrations are checked like a real call's.
@@ -364,26 +343,16 @@ export class TaskDispatcher {
       const response: TaskSuccess = { status: outcome.status };
       if (outcome.async && !isTerminalStatus(outcome.status)) {
         response.task_id = outcome.async.taskId ?? ctx.taskId;
-        await this.tasks.insert(db, {
-          task_id: response.task_id,
-          agent: req.agent,
-          task_type: def.webhookTaskType ?? def.name,
-          principal_id: principal?.principal_id ?? null,
-          status: outcome.status,
-          initial_status: outcome.status,
-          params,
-          state: outcome.async.state ?? {},
-          result: outcome.async.result ?? null,
-          message: outcome.async.message ?? null,
-          push_notification_config: meta.pushNotificationConfig ?? null,
-          a2a_push: meta.a2aPush ?? null,
-          context: meta.context ?? null,
-          resource_id: outcome.async.resourceId ?? null,
-          next_run_at:
-            outcome.async.runAfterMs === null
-              ? null
-              : new Date(ctx.clock.nowMs() + outcome.async.runAfterMs),
-        });
+        await this.tasks.insert(
+          db,
+          asyncTaskRow(
+            { req, def, principal, params, meta },
+            response.task_id,
+            outcome.status,
+            outcome.async,
+            ctx.clock,
+          ),
+        );
       }
       Object.assign(response, outcome.body);
       // A 3.0 buy answer's top-level status is the buy's (answer-status.ts).
@@ -405,6 +374,21 @@ export class TaskDispatcher {
     } finally {
       db.release();
     }
+  }
+
+  /** UNSUPPORTED_FEATURE for a task the agent does not have, the nearest names as a hint. */
+  private unknownTask(req: InvokeRequest): TaskError {
+    const name = String(req.task).slice(0, 100);
+    const near = nearestNames(
+      name,
+      this.registry.list(req.agent).map((d) => d.name),
+    );
+    return taskError(
+      'UNSUPPORTED_FEATURE',
+      `the ${req.agent} agent has no task "${name}"` +
+        (near.length ? `; did you mean ${near.join(', ')}?` : ''),
+      near.length ? { suggestion: near.join(', ') } : {},
+    );
   }
 
   private async runReadOnly(
@@ -603,4 +587,55 @@ export class TaskDispatcher {
     }
     return row.response;
   }
+}
+
+/** A replayed answer echoes this request's context, not the first one's. */
+function replayAnswer(replay: TaskSuccess, meta: RequestMeta): TaskSuccess {
+  const { context: _first, ...stored } = replay;
+  const replayed = replayedAnswer(stored as TaskSuccess);
+  return withTaskStatus(
+    {
+      ...replayed,
+      ...(meta.context !== undefined ? { context: meta.context } : {}),
+      replayed: true,
+    },
+    taskStatusOf(replayed),
+  );
+}
+
+/** The call a task row records: who asked which task, with what. */
+interface AsyncCall {
+  req: InvokeRequest;
+  def: TaskDefinition;
+  principal: Principal | null;
+  params: Record<string, unknown>;
+  meta: RequestMeta;
+}
+
+/** The row of a task that continues in the background (polled, advanced by the runner). */
+function asyncTaskRow(
+  call: AsyncCall,
+  taskId: string,
+  status: TaskStatus,
+  async: NonNullable<HandlerOutcome['async']>,
+  clock: AgentClock,
+): Parameters<TaskStore['insert']>[1] {
+  const { req, def, principal, params, meta } = call;
+  return {
+    task_id: taskId,
+    agent: req.agent,
+    task_type: def.webhookTaskType ?? def.name,
+    principal_id: principal?.principal_id ?? null,
+    status,
+    initial_status: status,
+    params,
+    state: async.state ?? {},
+    result: async.result ?? null,
+    message: async.message ?? null,
+    push_notification_config: meta.pushNotificationConfig ?? null,
+    a2a_push: meta.a2aPush ?? null,
+    context: meta.context ?? null,
+    resource_id: async.resourceId ?? null,
+    next_run_at: async.runAfterMs === null ? null : new Date(clock.nowMs() + async.runAfterMs),
+  };
 }

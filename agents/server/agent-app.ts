@@ -56,27 +56,7 @@ export function createAgentApp(o: AgentAppOptions): Koa {
   app.proxy = false;
   app.silent = true;
 
-  app.use(async (ctx, next) => {
-    try {
-      await next();
-      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
-        ctx.status = 404;
-        ctx.body = errorBody('NOT_FOUND', `no route ${ctx.method} ${ctx.path}`);
-      }
-    } catch (err) {
-      if (err instanceof TaskError) {
-        const r = errorResponse(err, { brand });
-        ctx.status = r.status;
-        ctx.body = r.body;
-        return;
-      }
-      const fault = internalError(err, o.logger ?? core.dispatcher.logger, { path: ctx.path });
-      if (ctx.headerSent || ctx.respond === false) return;
-      const r = errorResponse(fault, { brand });
-      ctx.status = r.status;
-      ctx.body = r.body;
-    }
-  });
+  app.use(errorMiddleware(brand, o.logger ?? core.dispatcher.logger));
   for (const m of o.extra ?? []) app.use(m);
 
   const router = new Router();
@@ -107,40 +87,73 @@ export function createAgentApp(o: AgentAppOptions): Koa {
   // from it (`<url>/.well-known/agent-card.json`), as the AdCP SDK's A2A client does.
   router.get('/a2a/.well-known/agent-card.json', card);
 
-  if (agent === 'sales') {
-    router.post('/api/registry/validate/product-authorization', async (ctx) => {
-      const read = await readJsonBody(ctx.req);
-      if (!read.ok) {
-        ctx.status = read.status;
-        ctx.body = errorBody(
-          read.status === 400 ? 'VALIDATION_ERROR' : 'INVALID_REQUEST',
-          read.message,
-        );
-        return;
-      }
-      ctx.body = core.validateProductAuthorization(read.value);
-    });
-  }
-  if (agent === 'creative') {
-    const previewPath = new URL(core.settings.previewBaseUrl).pathname.replace(/\/$/, '');
-    router.get(`${previewPath}/:id`, async (ctx) => {
-      const preview = await core.getPreview(ctx.params.id ?? '');
-      if (!preview) {
-        ctx.status = 404;
-        ctx.body = errorBody('CREATIVE_NOT_FOUND', 'no such preview, or it has expired');
-        return;
-      }
-      ctx.set('Expires', new Date(preview.expires_at).toUTCString());
-      ctx.set(
-        'Content-Security-Policy',
-        "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; media-src *",
-      );
-      ctx.type = 'text/html; charset=utf-8';
-      ctx.body = preview.html;
-    });
-  }
+  if (agent === 'sales') addRegistryRoute(router, core, errorBody);
+  if (agent === 'creative') addPreviewRoute(router, core, errorBody);
   if (o.keysRouter) app.use(o.keysRouter.routes());
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;
+}
+
+type ErrorBody = (code: string, message: string) => unknown;
+
+/** TaskErrors in the spec's shape and status; other faults logged and answered 500 alike. */
+function errorMiddleware(brand: string, logger: Logger | undefined): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
+        ctx.status = 404;
+        ctx.body = plainErrorBody(brand, 'NOT_FOUND', `no route ${ctx.method} ${ctx.path}`);
+      }
+    } catch (err) {
+      if (err instanceof TaskError) {
+        const r = errorResponse(err, { brand });
+        ctx.status = r.status;
+        ctx.body = r.body;
+        return;
+      }
+      const fault = internalError(err, logger, { path: ctx.path });
+      if (ctx.headerSent || ctx.respond === false) return;
+      const r = errorResponse(fault, { brand });
+      ctx.status = r.status;
+      ctx.body = r.body;
+    }
+  };
+}
+
+/** The sales agent's registry endpoint: product authorization against its publishers. */
+function addRegistryRoute(router: Router, core: AgentsCore, errorBody: ErrorBody): void {
+  router.post('/api/registry/validate/product-authorization', async (ctx) => {
+    const read = await readJsonBody(ctx.req);
+    if (!read.ok) {
+      ctx.status = read.status;
+      ctx.body = errorBody(
+        read.status === 400 ? 'VALIDATION_ERROR' : 'INVALID_REQUEST',
+        read.message,
+      );
+      return;
+    }
+    ctx.body = core.validateProductAuthorization(read.value);
+  });
+}
+
+/** The creative agent's served previews, until they expire. */
+function addPreviewRoute(router: Router, core: AgentsCore, errorBody: ErrorBody): void {
+  const previewPath = new URL(core.settings.previewBaseUrl).pathname.replace(/\/$/, '');
+  router.get(`${previewPath}/:id`, async (ctx) => {
+    const preview = await core.getPreview(ctx.params.id ?? '');
+    if (!preview) {
+      ctx.status = 404;
+      ctx.body = errorBody('CREATIVE_NOT_FOUND', 'no such preview, or it has expired');
+      return;
+    }
+    ctx.set('Expires', new Date(preview.expires_at).toUTCString());
+    ctx.set(
+      'Content-Security-Policy',
+      "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; media-src *",
+    );
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = preview.html;
+  });
 }

@@ -137,107 +137,118 @@ export async function envelopeChecks(run: ReceiverRun): Promise<CheckResult[]> {
   return out;
 }
 
-export async function dedupChecks(run: ReceiverRun): Promise<CheckResult[]> {
-  const out: CheckResult[] = [];
+type DispatchCount = Awaited<ReturnType<ReceiverRun['dispatchCount']>>;
 
-  {
-    const rec = new CheckRecorder(
-      'dedup.exact-duplicate',
-      'dedup',
-      'The same delivery again (same key, same body, fresh signature) is acknowledged and not dispatched twice',
-      '2xx both times (never 409); dispatched once where a count URL is given',
-    );
-    const body = bytesOf(deliveryReportEnvelope());
-    const c0 = await run.dispatchCount();
-    const first = await run.deliver(run.signed(body), 'first');
-    rec.add(first.exchange);
-    const c1 = await run.dispatchCount();
-    const second = await run.deliver(run.signed(body), 'duplicate');
-    rec.add(second.exchange);
-    const c2 = await run.dispatchCount();
-    if (!is2xx(first.status)) out.push(rec.fail(`first delivery ${describe(first)}`));
-    else if (!is2xx(second.status)) out.push(rec.fail(`duplicate ${describe(second)}`));
-    else {
-      out.push(rec.pass(`both acknowledged (${first.status}, ${second.status})`));
-      const count = new CheckRecorder(
+export async function dedupChecks(run: ReceiverRun): Promise<CheckResult[]> {
+  return [
+    ...(await exactDuplicateChecks(run)),
+    await changedPayloadCheck(run),
+    await staleStatusCheck(run),
+  ];
+}
+
+/** The same delivery twice: acknowledged both times, and (with a count URL) dispatched once. */
+async function exactDuplicateChecks(run: ReceiverRun): Promise<CheckResult[]> {
+  const out: CheckResult[] = [];
+  const rec = new CheckRecorder(
+    'dedup.exact-duplicate',
+    'dedup',
+    'The same delivery again (same key, same body, fresh signature) is acknowledged and not dispatched twice',
+    '2xx both times (never 409); dispatched once where a count URL is given',
+  );
+  const body = bytesOf(deliveryReportEnvelope());
+  const c0 = await run.dispatchCount();
+  const first = await run.deliver(run.signed(body), 'first');
+  rec.add(first.exchange);
+  const c1 = await run.dispatchCount();
+  const second = await run.deliver(run.signed(body), 'duplicate');
+  rec.add(second.exchange);
+  const c2 = await run.dispatchCount();
+  if (!is2xx(first.status)) out.push(rec.fail(`first delivery ${describe(first)}`));
+  else if (!is2xx(second.status)) out.push(rec.fail(`duplicate ${describe(second)}`));
+  else {
+    out.push(rec.pass(`both acknowledged (${first.status}, ${second.status})`));
+    out.push(dispatchedOnceCheck(c0, c1, c2));
+  }
+  if (out.length === 1 && out[0]!.status === 'failed') {
+    out.push(
+      new CheckRecorder(
         'dedup.not-dispatched-twice',
         'dedup',
         'The duplicate is not dispatched a second time',
-        'dispatch count +1 after the first delivery, +0 after the duplicate',
-      );
-      if (typeof c0 !== 'number' || typeof c1 !== 'number' || typeof c2 !== 'number') {
-        const why = [c0, c1, c2].find((c) => typeof c === 'string');
-        out.push(count.notApplicable(`dispatch count not available (${why})`));
-      } else if (c1 - c0 !== 1) {
-        out.push(count.fail(`first delivery moved the count by ${c1 - c0}`));
-      } else if (c2 !== c1) {
-        out.push(count.fail(`dispatched again: count ${c1} -> ${c2}`, 'duplicate_dispatch'));
-      } else {
-        out.push(count.pass(`count ${c0} -> ${c1} -> ${c2}`));
-      }
-    }
-    if (out.length === 1 && out[0]!.status === 'failed') {
-      out.push(
-        new CheckRecorder(
-          'dedup.not-dispatched-twice',
-          'dedup',
-          'The duplicate is not dispatched a second time',
-          'dispatch count +1 then +0',
-        ).notApplicable('the duplicate was not acknowledged'),
-      );
-    }
-  }
-
-  {
-    const later = run.o.protocolVersion === '3.2';
-    const rec = new CheckRecorder(
-      'dedup.changed-payload',
-      'dedup',
-      'The same delivery key with a different payload',
-      later ? '409 (3.2: the key is bound to its payload)' : '2xx (3.1: first copy wins silently)',
+        'dispatch count +1 then +0',
+      ).notApplicable('the duplicate was not acknowledged'),
     );
-    const env = taskEnvelope();
-    const first = await run.deliver(run.signed(bytesOf(env)), 'first');
-    rec.add(first.exchange);
-    const changed = {
-      ...env,
-      result: {
-        media_buy_id: `${String((env.result as Record<string, unknown>).media_buy_id)}_changed`,
-      },
-    };
-    const second = await run.deliver(run.signed(bytesOf(changed)), 'changed');
-    rec.add(second.exchange);
-    if (!is2xx(first.status)) out.push(rec.fail(`first delivery ${describe(first)}`));
-    else if (later ? second.status === 409 : is2xx(second.status))
-      out.push(rec.pass(describe(second)));
-    else out.push(rec.fail(describe(second), later ? 'payload_conflict_not_detected' : undefined));
-  }
-
-  {
-    const rec = new CheckRecorder(
-      'dedup.stale-status',
-      'dedup',
-      'An older status for a task (by timestamp) after a newer one is answered 200',
-      '200 for the stale event',
-    );
-    const base = taskEnvelope({ status: 'working', result: { percentage: 60 } });
-    const newer = new Date(Date.now() - 1000).toISOString();
-    const older = new Date(Date.now() - 60_000).toISOString();
-    const first = await run.deliver(run.signed(bytesOf({ ...base, timestamp: newer })), 'newer');
-    rec.add(first.exchange);
-    const stale = {
-      ...base,
-      idempotency_key: `whk_conformance_${randomBytes(16).toString('hex')}`,
-      status: 'submitted',
-      timestamp: older,
-      result: {},
-    };
-    const second = await run.deliver(run.signed(bytesOf(stale)), 'stale');
-    rec.add(second.exchange);
-    if (!is2xx(first.status)) out.push(rec.fail(`newer delivery ${describe(first)}`));
-    else out.push(second.status === 200 ? rec.pass(describe(second)) : rec.fail(describe(second)));
   }
   return out;
+}
+
+/** The dispatch counts around the two deliveries: +1 after the first, +0 after the duplicate. */
+function dispatchedOnceCheck(c0: DispatchCount, c1: DispatchCount, c2: DispatchCount): CheckResult {
+  const count = new CheckRecorder(
+    'dedup.not-dispatched-twice',
+    'dedup',
+    'The duplicate is not dispatched a second time',
+    'dispatch count +1 after the first delivery, +0 after the duplicate',
+  );
+  if (typeof c0 !== 'number' || typeof c1 !== 'number' || typeof c2 !== 'number') {
+    const why = [c0, c1, c2].find((c) => typeof c === 'string');
+    return count.notApplicable(`dispatch count not available (${why})`);
+  }
+  if (c1 - c0 !== 1) return count.fail(`first delivery moved the count by ${c1 - c0}`);
+  if (c2 !== c1) return count.fail(`dispatched again: count ${c1} -> ${c2}`, 'duplicate_dispatch');
+  return count.pass(`count ${c0} -> ${c1} -> ${c2}`);
+}
+
+/** The same delivery key with another payload: 409 in 3.2, the first copy wins in 3.1. */
+async function changedPayloadCheck(run: ReceiverRun): Promise<CheckResult> {
+  const later = run.o.protocolVersion === '3.2';
+  const rec = new CheckRecorder(
+    'dedup.changed-payload',
+    'dedup',
+    'The same delivery key with a different payload',
+    later ? '409 (3.2: the key is bound to its payload)' : '2xx (3.1: first copy wins silently)',
+  );
+  const env = taskEnvelope();
+  const first = await run.deliver(run.signed(bytesOf(env)), 'first');
+  rec.add(first.exchange);
+  const changed = {
+    ...env,
+    result: {
+      media_buy_id: `${String((env.result as Record<string, unknown>).media_buy_id)}_changed`,
+    },
+  };
+  const second = await run.deliver(run.signed(bytesOf(changed)), 'changed');
+  rec.add(second.exchange);
+  if (!is2xx(first.status)) return rec.fail(`first delivery ${describe(first)}`);
+  if (later ? second.status === 409 : is2xx(second.status)) return rec.pass(describe(second));
+  return rec.fail(describe(second), later ? 'payload_conflict_not_detected' : undefined);
+}
+
+/** An older status after a newer one for the same task is answered 200. */
+async function staleStatusCheck(run: ReceiverRun): Promise<CheckResult> {
+  const rec = new CheckRecorder(
+    'dedup.stale-status',
+    'dedup',
+    'An older status for a task (by timestamp) after a newer one is answered 200',
+    '200 for the stale event',
+  );
+  const base = taskEnvelope({ status: 'working', result: { percentage: 60 } });
+  const newer = new Date(Date.now() - 1000).toISOString();
+  const older = new Date(Date.now() - 60_000).toISOString();
+  const first = await run.deliver(run.signed(bytesOf({ ...base, timestamp: newer })), 'newer');
+  rec.add(first.exchange);
+  const stale = {
+    ...base,
+    idempotency_key: `whk_conformance_${randomBytes(16).toString('hex')}`,
+    status: 'submitted',
+    timestamp: older,
+    result: {},
+  };
+  const second = await run.deliver(run.signed(bytesOf(stale)), 'stale');
+  rec.add(second.exchange);
+  if (!is2xx(first.status)) return rec.fail(`newer delivery ${describe(first)}`);
+  return second.status === 200 ? rec.pass(describe(second)) : rec.fail(describe(second));
 }
 
 function hmacHeaders(

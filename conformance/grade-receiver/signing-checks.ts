@@ -148,6 +148,18 @@ async function negativePlan(
   run: ReceiverRun,
   vkeys: Map<string, SigningKey>,
 ): Promise<Planned> {
+  if (v.number === '017' || v.number === '018' || v.number === '019') return harnessPlan(v, run);
+  return (
+    negativeParamsPlan(v, run) ??
+    negativeWirePlan(v) ??
+    (await negativeKeyPlan(v, run, vkeys)) ?? {
+      notApplicable: `no black-box recipe for negative vector ${v.slug}`,
+    }
+  );
+}
+
+/** Negative vectors on the signature's parameters and covered set: the signer's knobs. */
+function negativeParamsPlan(v: SigningVector, run: ReceiverRun): Planned | null {
   const now = run.now();
   switch (v.number) {
     case '001':
@@ -171,22 +183,20 @@ async function negativePlan(
         },
         note: 'content-digest neither covered nor sent',
       };
-    case '007': {
-      // A kid nobody published: a throwaway key, so the receiver cannot hold it.
-      const kid = `conformance-unknown-${randomBytes(6).toString('hex')}`;
-      const { key } = await generateSigningKey('ed25519', kid);
-      return { knobs: { key }, note: `keyid ${kid} (fresh, unpublished)` };
-    }
-    case '008': {
-      const key = run.o.wrongPurposeKey ?? vkeys.get('test-response-purpose-2026');
-      if (!key) {
-        return {
-          notApplicable:
-            'needs a key the receiver resolves with a non-webhook purpose (--wrong-purpose-key, or --trust-vector-keys)',
-        };
-      }
-      return { knobs: { key }, note: `signed by ${key.kid} (response-signing purpose)` };
-    }
+    case '012':
+      return { knobs: { expires: null }, note: 'expires parameter left out' };
+    case '013':
+      return { knobs: { created: now, expires: now }, note: 'expires equal to created' };
+    case '014':
+      return { knobs: { nonce: null }, note: 'nonce parameter left out' };
+    default:
+      return null;
+  }
+}
+
+/** Negative vectors on the bytes on the wire: the digest, the headers, a second delivery. */
+function negativeWirePlan(v: SigningVector): Planned | null {
+  switch (v.number) {
     case '009':
       return {
         knobs: { digestOver: Buffer.from('{"not":"the body"}') },
@@ -208,12 +218,6 @@ async function negativePlan(
         },
         note: 'Signature without Signature-Input',
       };
-    case '012':
-      return { knobs: { expires: null }, note: 'expires parameter left out' };
-    case '013':
-      return { knobs: { created: now, expires: now }, note: 'expires equal to created' };
-    case '014':
-      return { knobs: { nonce: null }, note: 'nonce parameter left out' };
     case '015':
       return {
         knobs: {},
@@ -228,10 +232,42 @@ async function negativePlan(
         deliverTwice: true,
         note: 'the same signed request delivered twice (black-box deliver_twice)',
       };
-    case '017':
-    case '018':
-    case '019':
-      return harnessPlan(v, run);
+    case '021':
+      return {
+        knobs: {},
+        edit: (h) => {
+          h.signature = mixAlphabets(h.signature!);
+        },
+        note: 'Signature token mixes base64 and base64url alphabets',
+      };
+    default:
+      return null;
+  }
+}
+
+/** Negative vectors on the key: unknown, of the wrong purpose, or without "verify". */
+async function negativeKeyPlan(
+  v: SigningVector,
+  run: ReceiverRun,
+  vkeys: Map<string, SigningKey>,
+): Promise<Planned | null> {
+  switch (v.number) {
+    case '007': {
+      // A kid nobody published: a throwaway key, so the receiver cannot hold it.
+      const kid = `conformance-unknown-${randomBytes(6).toString('hex')}`;
+      const { key } = await generateSigningKey('ed25519', kid);
+      return { knobs: { key }, note: `keyid ${kid} (fresh, unpublished)` };
+    }
+    case '008': {
+      const key = run.o.wrongPurposeKey ?? vkeys.get('test-response-purpose-2026');
+      if (!key) {
+        return {
+          notApplicable:
+            'needs a key the receiver resolves with a non-webhook purpose (--wrong-purpose-key, or --trust-vector-keys)',
+        };
+      }
+      return { knobs: { key }, note: `signed by ${key.kid} (response-signing purpose)` };
+    }
     case '020': {
       const key = run.o.signOnlyKey;
       if (!key) {
@@ -242,16 +278,8 @@ async function negativePlan(
       }
       return { knobs: { key }, note: `signed by ${key.kid} (published without "verify")` };
     }
-    case '021':
-      return {
-        knobs: {},
-        edit: (h) => {
-          h.signature = mixAlphabets(h.signature!);
-        },
-        note: 'Signature token mixes base64 and base64url alphabets',
-      };
     default:
-      return { notApplicable: `no black-box recipe for negative vector ${v.slug}` };
+      return null;
   }
 }
 

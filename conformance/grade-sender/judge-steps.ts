@@ -77,115 +77,119 @@ function judgePresence(j: Judging): CheckResult[] {
   return out;
 }
 
+/** One property every delivery of the async steps must have, and how a delivery breaks it. */
+interface DeliveryProperty {
+  id: string;
+  group: string;
+  title: string;
+  expected: string;
+  /** The problem with this delivery, or null when it holds. */
+  judge: (c: Capture, r: StepRun) => string | null;
+  /** The report code of the first delivery that broke it. */
+  code?: (c: Capture) => string | undefined;
+}
+
 /** Properties every delivery of the async steps must have (signature, envelope, echoes, key). */
 function judgeEachDelivery(j: Judging): CheckResult[] {
-  const out: CheckResult[] = [];
-  const { o, asyncRuns, delivered, naAll } = j;
-  const perDelivery = (
-    id: string,
-    group: string,
-    title: string,
-    expected: string,
-    judge: (c: Capture, r: StepRun) => string | null,
-    code?: (c: Capture) => string | undefined,
-  ) => {
-    const rec = new CheckRecorder(id, group, title, expected);
-    if (asyncRuns.length === 0) return naAll(rec);
-    if (delivered.length === 0) return rec.notApplicable('no delivery arrived to judge');
-    const bad: string[] = [];
-    let firstCode: string | undefined;
-    for (const r of asyncRuns) {
-      for (const c of r.captures) {
-        const problem = judge(c, r);
-        if (problem) {
-          bad.push(`${c.stepId}#${c.index + 1}: ${problem}`);
-          rec.add(exchangeOf(c));
-          firstCode ??= code?.(c);
-        }
+  return [signatureProperty(j.o), ENVELOPE_SCHEMA, OPERATION_ID_ECHO, CONTEXT_ECHO, KEY_FORMAT].map(
+    (p) => judgeProperty(j, p),
+  );
+}
+
+/** One property over every delivery of the async steps: each breach recorded with its exchange. */
+function judgeProperty(j: Judging, p: DeliveryProperty): CheckResult {
+  const { asyncRuns, delivered, naAll } = j;
+  const rec = new CheckRecorder(p.id, p.group, p.title, p.expected);
+  if (asyncRuns.length === 0) return naAll(rec);
+  if (delivered.length === 0) return rec.notApplicable('no delivery arrived to judge');
+  const bad: string[] = [];
+  let firstCode: string | undefined;
+  for (const r of asyncRuns) {
+    for (const c of r.captures) {
+      const problem = p.judge(c, r);
+      if (problem) {
+        bad.push(`${c.stepId}#${c.index + 1}: ${problem}`);
+        rec.add(exchangeOf(c));
+        firstCode ??= p.code?.(c);
       }
     }
-    return bad.length === 0
-      ? rec.pass(`${delivered.length} deliveries checked`)
-      : rec.fail(bad.join('; '), firstCode);
-  };
-
-  out.push(
-    perDelivery(
-      'signature.every-delivery',
-      'signature',
-      `Every delivery, retries included, passes the full verifier (tag ${o.profile.webhookTag}, one replay store for the run)`,
-      'verified; no nonce seen twice in the run',
-      (c) => (c.verification.ok ? null : `${c.verification.code} (${c.verification.message})`),
-      (c) => (c.verification.ok ? undefined : c.verification.code.replace(/^webhook_/, '')),
-    ),
-  );
-  out.push(
-    perDelivery(
-      'envelope.schema',
-      'envelope',
-      'The body is an MCP webhook envelope with every required field of the right type',
-      'idempotency_key, operation_id, task_id, task_type, status, timestamp; valid types',
-      (c) => {
-        if (c.json === null) return 'body is not strict JSON';
-        try {
-          parseWebhookPayload(c.json, { prefer: 'mcp' });
-          return null;
-        } catch (err) {
-          if (err instanceof EnvelopeError) return `${err.code}: ${err.fields.join(', ')}`;
-          throw err;
-        }
-      },
-      () => 'schema_violation',
-    ),
-  );
-  out.push(
-    perDelivery(
-      'envelope.operation-id-echo',
-      'envelope',
-      'operation_id is echoed exactly as registered (not parsed from the URL)',
-      'operation_id equal to the registered one',
-      (c, r) => {
-        const got = field(c, 'operation_id');
-        return got === r.request.operationId ? null : `operation_id ${JSON.stringify(got)}`;
-      },
-      () => 'operation_id_mismatch',
-    ),
-  );
-  out.push(
-    perDelivery(
-      'envelope.context-echo',
-      'envelope',
-      "The request's top-level context is echoed verbatim",
-      'context equal (RFC 8785) to the one sent',
-      (c, r) => {
-        const got = field(c, 'context');
-        if (got === undefined) return 'no context';
-        return canonicalJson(got) === canonicalJson(r.request.context)
-          ? null
-          : `context ${excerpt(JSON.stringify(got))}`;
-      },
-      () => 'context_mismatch',
-    ),
-  );
-  out.push(
-    perDelivery(
-      'idempotency-key.format',
-      'idempotency-key',
-      'idempotency_key matches ^[A-Za-z0-9_.:-]{16,255}$',
-      'a key of 16-255 characters of [A-Za-z0-9_.:-]',
-      (c) => {
-        const k = field(c, 'idempotency_key');
-        if (typeof k !== 'string') return 'missing idempotency_key';
-        return IDEMPOTENCY_KEY_PATTERN.test(k) ? null : `key ${JSON.stringify(k)}`;
-      },
-      (c) =>
-        typeof field(c, 'idempotency_key') === 'string'
-          ? 'invalid_idempotency_key_format'
-          : 'missing_idempotency_key',
-    ),
-  );
-  return out;
+  }
+  return bad.length === 0
+    ? rec.pass(`${delivered.length} deliveries checked`)
+    : rec.fail(bad.join('; '), firstCode);
 }
+
+function signatureProperty(o: JudgedSender): DeliveryProperty {
+  return {
+    id: 'signature.every-delivery',
+    group: 'signature',
+    title: `Every delivery, retries included, passes the full verifier (tag ${o.profile.webhookTag}, one replay store for the run)`,
+    expected: 'verified; no nonce seen twice in the run',
+    judge: (c) => (c.verification.ok ? null : `${c.verification.code} (${c.verification.message})`),
+    code: (c) => (c.verification.ok ? undefined : c.verification.code.replace(/^webhook_/, '')),
+  };
+}
+
+const ENVELOPE_SCHEMA: DeliveryProperty = {
+  id: 'envelope.schema',
+  group: 'envelope',
+  title: 'The body is an MCP webhook envelope with every required field of the right type',
+  expected: 'idempotency_key, operation_id, task_id, task_type, status, timestamp; valid types',
+  judge: (c) => {
+    if (c.json === null) return 'body is not strict JSON';
+    try {
+      parseWebhookPayload(c.json, { prefer: 'mcp' });
+      return null;
+    } catch (err) {
+      if (err instanceof EnvelopeError) return `${err.code}: ${err.fields.join(', ')}`;
+      throw err;
+    }
+  },
+  code: () => 'schema_violation',
+};
+
+const OPERATION_ID_ECHO: DeliveryProperty = {
+  id: 'envelope.operation-id-echo',
+  group: 'envelope',
+  title: 'operation_id is echoed exactly as registered (not parsed from the URL)',
+  expected: 'operation_id equal to the registered one',
+  judge: (c, r) => {
+    const got = field(c, 'operation_id');
+    return got === r.request.operationId ? null : `operation_id ${JSON.stringify(got)}`;
+  },
+  code: () => 'operation_id_mismatch',
+};
+
+const CONTEXT_ECHO: DeliveryProperty = {
+  id: 'envelope.context-echo',
+  group: 'envelope',
+  title: "The request's top-level context is echoed verbatim",
+  expected: 'context equal (RFC 8785) to the one sent',
+  judge: (c, r) => {
+    const got = field(c, 'context');
+    if (got === undefined) return 'no context';
+    return canonicalJson(got) === canonicalJson(r.request.context)
+      ? null
+      : `context ${excerpt(JSON.stringify(got))}`;
+  },
+  code: () => 'context_mismatch',
+};
+
+const KEY_FORMAT: DeliveryProperty = {
+  id: 'idempotency-key.format',
+  group: 'idempotency-key',
+  title: 'idempotency_key matches ^[A-Za-z0-9_.:-]{16,255}$',
+  expected: 'a key of 16-255 characters of [A-Za-z0-9_.:-]',
+  judge: (c) => {
+    const k = field(c, 'idempotency_key');
+    if (typeof k !== 'string') return 'missing idempotency_key';
+    return IDEMPOTENCY_KEY_PATTERN.test(k) ? null : `key ${JSON.stringify(k)}`;
+  },
+  code: (c) =>
+    typeof field(c, 'idempotency_key') === 'string'
+      ? 'invalid_idempotency_key_format'
+      : 'missing_idempotency_key',
+};
 
 /** Delivery keys look cryptographically random. */
 function judgeKeyRandomnessCheck(j: Judging): CheckResult[] {

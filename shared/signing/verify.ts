@@ -18,6 +18,7 @@ import {
   canonicalizeAuthority,
   canonicalizeTargetUri,
   TargetUriError,
+  type CanonicalTargetUri,
 } from '../http/target-uri.js';
 import {
   isSignatureAlg,
@@ -30,7 +31,12 @@ import type { BinaryProfile } from './base64.js';
 import { contentDigestMatches, parseContentDigest } from './content-digest.js';
 import { importVerifyKey, keyPurposeProblem, type JWK } from './keys.js';
 import { buildSignatureBase, WEBHOOK_COMPONENTS } from './signature-base.js';
-import { fieldValue, parseSignatureDictionary, StructuredFieldError } from './structured.js';
+import {
+  fieldValue,
+  parseSignatureDictionary,
+  StructuredFieldError,
+  type MemberShape,
+} from './structured.js';
 
 export interface ResolvedKey {
   /** Public JWK, including the `<brand>_use` member. */
@@ -117,6 +123,7 @@ export interface VerifyOptions {
 const LABEL = 'sig1';
 const REQUIRED_PARAMS = ['created', 'expires', 'nonce', 'keyid', 'alg', 'tag'] as const;
 const NONCE = /^[A-Za-z0-9_-]{22,}$/;
+const AUTHORITY_HEADERS = [':authority', 'host'] as const;
 
 function fail(code: WebhookErrorCode, step: number | string, message: string): never {
   throw new WebhookVerificationError(code, step, message);
@@ -134,17 +141,51 @@ export async function verifyWebhookSignature(
   return verifySignedBody(head, req.body, opts);
 }
 
+/** Step 1's outcome: the sig1 member of both headers, its covered components and the digests. */
+interface Sig1 {
+  /** The Signature-Input member: the covered components and their parameters. */
+  member: InnerList;
+  /** How that member arrived on the wire (parameter keys in order, its canonical text). */
+  shape: MemberShape;
+  signature: Buffer;
+  components: string[];
+  digests: Map<string, Buffer> | undefined;
+}
+
+/** Steps 2-6 passed: the signature parameters, typed. */
+interface Sig1Params {
+  created: number;
+  expires: number;
+  nonce: string;
+  keyid: string;
+  alg: SignatureAlg;
+}
+
 /** Steps 1-10: everything that does not need the body, in the checklist's order. */
 export async function verifySignatureHeaders(
   req: IncomingHead,
   opts: VerifyOptions,
 ): Promise<VerifiedHead> {
   const now = opts.now ?? Math.floor(Date.now() / 1000);
-  const binary = opts.binary ?? 'webhook-v1';
-  const skew = opts.skewSeconds ?? 60;
-  const maxWindow = opts.maxWindowSeconds ?? 300;
+  const sig1 = parseSig1(req, opts.binary ?? 'webhook-v1');
+  const p = checkParams(sig1, opts, now);
+  const resolved = await resolveSender(p, opts, now);
+  await checkSignature(req, sig1, p, resolved.jwk, opts);
+  return {
+    keyid: p.keyid,
+    nonce: p.nonce,
+    alg: p.alg,
+    created: p.created,
+    expires: p.expires,
+    senderId: resolved.senderId,
+    label: LABEL,
+    digests: sig1.digests,
+    now,
+  };
+}
 
-  // Step 1: parse both headers; process only the label named sig1.
+/** Step 1: parse both headers; process only the label named sig1. */
+function parseSig1(req: IncomingHead, binary: BinaryProfile): Sig1 {
   const inputHeader = single(req.headers, 'signature-input');
   const signatureHeader = single(req.headers, 'signature');
   if (inputHeader === undefined || signatureHeader === undefined) {
@@ -181,11 +222,8 @@ export async function verifySignatureHeaders(
   if (!sigMember || !(sigMember[0] instanceof ArrayBuffer)) {
     fail('webhook_signature_header_malformed', 1, 'Signature has no byte sequence labelled sig1');
   }
-  const [items, params] = member as InnerList;
-  const signature = Buffer.from(sigMember[0] as ArrayBuffer);
-
   const components: string[] = [];
-  for (const [value, itemParams] of items as Item[]) {
+  for (const [value, itemParams] of member[0] as Item[]) {
     if (typeof value !== 'string' || itemParams.size > 0) {
       fail('webhook_signature_header_malformed', 1, 'covered components must be plain strings');
     }
@@ -194,16 +232,27 @@ export async function verifySignatureHeaders(
   if (new Set(components).size !== components.length) {
     fail('webhook_signature_header_malformed', 1, 'a component is covered twice');
   }
+  return {
+    member: member as InnerList,
+    shape: input.members.find((m) => m.key === LABEL)!,
+    signature: Buffer.from(sigMember[0] as ArrayBuffer),
+    components,
+    digests,
+  };
+}
 
+/** Steps 2-6: the parameters' presence and types, then tag, alg, window and covered set. */
+function checkParams(sig1: Sig1, opts: VerifyOptions, now: number): Sig1Params {
   // Step 2: all six parameters present, tag exactly once, each of its type.
-  const shape = input.members.find((m) => m.key === LABEL)!;
+  const params = sig1.member[1];
+  const { paramKeys } = sig1.shape;
   for (const p of REQUIRED_PARAMS) {
     if (!params.has(p)) fail('webhook_signature_params_incomplete', 2, `parameter ${p} is missing`);
   }
-  if (shape.paramKeys.filter((k) => k === 'tag').length !== 1) {
+  if (paramKeys.filter((k) => k === 'tag').length !== 1) {
     fail('webhook_signature_params_incomplete', 2, 'tag must appear exactly once');
   }
-  if (new Set(shape.paramKeys).size !== shape.paramKeys.length) {
+  if (new Set(paramKeys).size !== paramKeys.length) {
     fail('webhook_signature_header_malformed', 2, 'a signature parameter appears twice');
   }
   const created = params.get('created');
@@ -215,18 +264,11 @@ export async function verifySignatureHeaders(
   if (!Number.isInteger(created) || !Number.isInteger(expires)) {
     fail('webhook_signature_header_malformed', 2, 'created and expires must be integers');
   }
-  for (const [name, v] of [
-    ['nonce', nonce],
-    ['keyid', keyid],
-    ['alg', alg],
-    ['tag', tag],
-  ] as const) {
-    if (typeof v !== 'string') {
-      const kind = v instanceof Token ? 'an unquoted token' : 'not a string';
-      fail('webhook_signature_header_malformed', 2, `${name} is ${kind}`);
-    }
-  }
-  if (!NONCE.test(nonce as string)) {
+  checkStringParam('nonce', nonce);
+  checkStringParam('keyid', keyid);
+  checkStringParam('alg', alg);
+  checkStringParam('tag', tag);
+  if (!NONCE.test(nonce)) {
     fail(
       'webhook_signature_header_malformed',
       2,
@@ -235,8 +277,6 @@ export async function verifySignatureHeaders(
   }
   const c = created as number;
   const e = expires as number;
-  const kid = keyid as string;
-  const nonceValue = nonce as string;
 
   // Step 3: the tag, byte for byte.
   if (tag !== opts.profile.webhookTag)
@@ -247,35 +287,78 @@ export async function verifySignatureHeaders(
     fail('webhook_signature_alg_not_allowed', 4, `alg ${String(alg)} is not allowed`);
 
   // Step 5: the validity window.
-  if (e <= c || c > now + skew || e < now - skew || e - c > maxWindow) {
+  const skew = opts.skewSeconds ?? 60;
+  if (e <= c || c > now + skew || e < now - skew || e - c > (opts.maxWindowSeconds ?? 300)) {
     fail('webhook_signature_window_invalid', 5, 'outside the validity window');
   }
 
   // Step 6: the fixed covered set.
   for (const required of WEBHOOK_COMPONENTS) {
-    if (!components.includes(required)) {
+    if (!sig1.components.includes(required)) {
       fail('webhook_signature_components_incomplete', 6, `${required} is not covered`);
     }
   }
+  return { created: c, expires: e, nonce, keyid, alg };
+}
 
+/** Step 2, per string parameter: a quoted string (a token is a common sender slip). */
+function checkStringParam(name: string, v: unknown): asserts v is string {
+  if (typeof v !== 'string') {
+    const kind = v instanceof Token ? 'an unquoted token' : 'not a string';
+    fail('webhook_signature_header_malformed', 2, `${name} is ${kind}`);
+  }
+}
+
+/** Steps 7-9a: the key resolves to a sender, fits its purpose, is not revoked or capped. */
+async function resolveSender(
+  p: Sig1Params,
+  opts: VerifyOptions,
+  now: number,
+): Promise<ResolvedKey> {
   // Step 7: resolve the key to a sender.
-  const resolved = await opts.keys.resolve(kid, { created: c });
+  const resolved = await opts.keys.resolve(p.keyid, { created: p.created });
   if (!resolved) fail('webhook_signature_key_unknown', 7, 'keyid is not in the sender key set');
 
   // Step 8: the key's purpose and shape.
-  const problem = keyPurposeProblem(resolved.jwk, alg, opts.profile);
+  const problem = keyPurposeProblem(resolved.jwk, p.alg, opts.profile);
   if (problem) fail('webhook_signature_key_purpose_invalid', 8, problem);
 
   // Step 9: revocation; 9a: the per-keyid replay cap (read-only, before crypto).
-  const revocation = opts.revocation?.status(kid, now) ?? 'ok';
+  const revocation = opts.revocation?.status(p.keyid, now) ?? 'ok';
   if (revocation === 'revoked') fail('webhook_signature_key_revoked', 9, 'key is revoked');
   if (revocation === 'stale')
     fail('webhook_signature_revocation_stale', 9, 'revocation list is stale');
-  if (opts.replay && (await opts.replay.atCap(kid))) {
+  if (opts.replay && (await opts.replay.atCap(p.keyid))) {
     fail('webhook_signature_rate_abuse', '9a', 'replay cache for this keyid is at its cap');
   }
+  return resolved;
+}
 
-  // Step 10: rebuild the base from the request as received and check the signature.
+/** Step 10: rebuild the base from the request as received and check the signature. */
+async function checkSignature(
+  req: IncomingHead,
+  sig1: Sig1,
+  p: Sig1Params,
+  jwk: JWK,
+  opts: VerifyOptions,
+): Promise<void> {
+  const target = requestTarget(req);
+  const lines = coveredLines(req, sig1.components, target);
+  const base = buildSignatureBase(
+    lines,
+    sig1.shape.canonicalText ?? serializeInnerList(sig1.member),
+  );
+  const key = await importVerifyKey(jwk, p.alg);
+  const valid = opts.offloadCrypto
+    ? await verifyBytesOffloaded(p.alg, key, Buffer.from(base), sig1.signature)
+    : verifyBytes(p.alg, key, Buffer.from(base), sig1.signature);
+  if (!valid) {
+    fail('webhook_signature_invalid', 10, 'signature does not verify');
+  }
+}
+
+/** Step 10: the canonical target URI, and each authority header present agrees with it. */
+function requestTarget(req: IncomingHead): CanonicalTargetUri {
   let target;
   try {
     target = canonicalTarget(req.url, true);
@@ -285,7 +368,7 @@ export async function verifySignatureHeaders(
   }
   // @authority comes from HTTP/2 :authority, else the HTTP/1.1 Host as received; each that
   // is present must equal the target URI's authority after canonicalisation.
-  for (const name of [':authority', 'host']) {
+  for (const name of AUTHORITY_HEADERS) {
     const value = single(req.headers, name);
     if (value === undefined) continue;
     let authority: string;
@@ -299,6 +382,15 @@ export async function verifySignatureHeaders(
       fail('webhook_target_uri_malformed', 10, `${name} does not match the target URI`);
     }
   }
+  return target;
+}
+
+/** Step 10: each covered component's value as received, in the order covered. */
+function coveredLines(
+  req: IncomingHead,
+  components: string[],
+  target: CanonicalTargetUri,
+): Array<readonly [string, string]> {
   const lines: Array<readonly [string, string]> = [];
   for (const name of components) {
     let value: string | undefined;
@@ -312,27 +404,7 @@ export async function verifySignatureHeaders(
       fail('webhook_signature_invalid', 10, `covered header ${name} is absent`);
     lines.push([name, value]);
   }
-  const params_ = shape.canonicalText ?? serializeInnerList(member as InnerList);
-  const base = buildSignatureBase(lines, params_);
-  const key = await importVerifyKey(resolved.jwk, alg);
-  const valid = opts.offloadCrypto
-    ? await verifyBytesOffloaded(alg, key, Buffer.from(base), signature)
-    : verifyBytes(alg, key, Buffer.from(base), signature);
-  if (!valid) {
-    fail('webhook_signature_invalid', 10, 'signature does not verify');
-  }
-
-  return {
-    keyid: kid,
-    nonce: nonceValue,
-    alg,
-    created: c,
-    expires: e,
-    senderId: resolved.senderId,
-    label: LABEL,
-    digests,
-    now,
-  };
+  return lines;
 }
 
 /**
