@@ -9,7 +9,7 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Logger } from '../../shared/infra/logger.js';
 import { silentLogger } from '../../shared/infra/logger.js';
 import { recordedUrl } from '../activity/activity-log.js';
-import type { ClaimedEvent, Outbox, SettleInput } from '../outbox/outbox.js';
+import type { ClaimedEvent, Outbox, SettleInput, SettledAttempt } from '../outbox/outbox.js';
 import { ClusterAnswerError } from '../../shared/infra/redis.js';
 import { DispatchRecovery } from './dispatch-recovery.js';
 import { parseShardSelection } from './shards.js';
@@ -37,7 +37,7 @@ import { Semaphore } from './semaphore.js';
 import { responseSnippet } from './snippet.js';
 import { attemptExchange } from './exchange.js';
 import { Transport } from './transport.js';
-import type { DeliveryWorkerOptions } from './worker-options.js';
+import type { AttemptReport, DeliveryWorkerOptions } from './worker-options.js';
 import {
   activityStatus,
   attemptLogLine,
@@ -429,7 +429,6 @@ export class DeliveryWorker {
     this.options.activity?.start(record);
     const { result, elapsed, verdict, sent } = await this.send(c, span, ctx);
     const completedAt = new Date();
-    const metrics = this.options.metrics;
     const status = activityStatus(result);
 
     const decided = decideOutcome(c, verdict, {
@@ -439,15 +438,7 @@ export class DeliveryWorker {
     });
     const { state, delayMs, error } = decided;
     let nextAt = decided.nextAt;
-    if (state === 'pending' && verdict.action === 'retry') {
-      metrics?.retries.inc();
-      if (result.kind === 'response' && result.status === 429) {
-        // Throttle this origin alone: its other jobs wait instead of hammering it.
-        this.limiter.pause(origin, verdict.retryAfterMs ?? delayMs!);
-      }
-    }
-    if (state !== 'pending') metrics?.deliveries.inc({ outcome: state });
-
+    this.countOutcome(origin, result, verdict, state, delayMs);
     const outcome = {
       status,
       httpStatusCode: httpStatus(result),
@@ -456,44 +447,21 @@ export class DeliveryWorker {
       completedAt,
     };
     const activity = this.options.activity;
-    const settle = (input: Omit<SettleInput, 'id'>) =>
-      timedOnSpan(
-        'webhook.settle',
-        ctx,
-        () => this.settleRetrying(c.id, input),
-        () => ({
-          'webhook.state': state,
-        }),
-      );
-    const settled = await settle({
+    const input: Omit<SettleInput, 'id'> = {
       state,
       status: httpStatus(result),
       error,
       ...(delayMs !== undefined ? { delayMs } : {}),
       ...(activity
-        ? {
-            record: {
-              ...outcome,
-              attempt: c.attempt,
-              url: recordedUrl(c.url),
-              firedAt,
-              // What the console shows per attempt (#14): never a credential.
-              responseSnippet:
-                result.kind === 'response'
-                  ? responseSnippet(result.head, authSecrets(c.auth))
-                  : null,
-              keyId: c.auth.mode === 'rfc9421' ? this.signer.key.kid : null,
-              // The attempt in full (#26): headers both ways and timing, bounded and masked.
-              exchange: attemptExchange(
-                sent,
-                result.kind === 'response' ? (result.headers ?? {}) : null,
-                result.timing ?? { totalMs: Math.round(elapsed * 10) / 10 },
-                authSecrets(c.auth),
-              ),
-            },
-          }
+        ? { record: this.attemptRecord(c, { result, elapsed, firedAt, sent, outcome }) }
         : {}),
-    });
+    };
+    const settled = await timedOnSpan(
+      'webhook.settle',
+      ctx,
+      () => this.settleRetrying(c.id, input),
+      () => ({ 'webhook.state': state }),
+    );
     if (settled) {
       // The settle wrote the attempt's record: its buffered start need not be.
       activity?.settled(c.id, c.attempt);
@@ -515,6 +483,56 @@ export class DeliveryWorker {
       nextAttemptAt: nextAt,
     });
     return nextAt;
+  }
+
+  /** The metrics of an attempt's outcome; a 429 throttles its origin alone. */
+  private countOutcome(
+    origin: string,
+    result: AttemptResult,
+    verdict: Verdict,
+    state: AttemptReport['state'],
+    delayMs: number | undefined,
+  ): void {
+    const metrics = this.options.metrics;
+    if (state === 'pending' && verdict.action === 'retry') {
+      metrics?.retries.inc();
+      if (result.kind === 'response' && result.status === 429) {
+        // Throttle this origin alone: its other jobs wait instead of hammering it.
+        this.limiter.pause(origin, verdict.retryAfterMs ?? delayMs!);
+      }
+    }
+    if (state !== 'pending') metrics?.deliveries.inc({ outcome: state });
+  }
+
+  /** The attempt's webhook_activity record as the settle writes it: never a credential. */
+  private attemptRecord(
+    c: ClaimedEvent,
+    a: {
+      result: AttemptResult;
+      elapsed: number;
+      firedAt: Date;
+      sent: Record<string, string>;
+      outcome: Omit<SettledAttempt, 'attempt' | 'url' | 'firedAt'>;
+    },
+  ): SettledAttempt {
+    const { result, elapsed } = a;
+    return {
+      ...a.outcome,
+      attempt: c.attempt,
+      url: recordedUrl(c.url),
+      firedAt: a.firedAt,
+      // What the console shows per attempt (#14).
+      responseSnippet:
+        result.kind === 'response' ? responseSnippet(result.head, authSecrets(c.auth)) : null,
+      keyId: c.auth.mode === 'rfc9421' ? this.signer.key.kid : null,
+      // The attempt in full (#26): headers both ways and timing, bounded and masked.
+      exchange: attemptExchange(
+        a.sent,
+        result.kind === 'response' ? (result.headers ?? {}) : null,
+        result.timing ?? { totalMs: Math.round(elapsed * 10) / 10 },
+        authSecrets(c.auth),
+      ),
+    };
   }
 
   /**

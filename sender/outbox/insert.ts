@@ -74,3 +74,87 @@ export function insertSql(s: string, buys: boolean): string {
         SELECT id, now(), ${originSql('u')}, $14 FROM x
       RETURNING id::text`;
 }
+
+/**
+ * The INSERT's parameters for a batch of events (`insertSql`'s $1..$18), the rows' origins
+ * (their dispatch shard) and whether the batch needs the column of buys.
+ */
+export function insertParams(
+  events: OutboundEvent[],
+  horizonSeconds: number,
+): { params: unknown[]; buys: boolean; origins: string[] } {
+  const cols = {
+    key: [] as string[],
+    body: [] as Buffer[],
+    offset: [] as number[],
+    length: [] as number[],
+    url: [] as string[],
+    mode: [] as string[],
+    secret: [] as (string | null)[],
+    channel: [] as string[],
+    type: [] as string[],
+    nid: [] as (string | null)[],
+    buy: [] as (string | null)[],
+    buys: [] as (string | null)[],
+    principal: [] as (string | null)[],
+    task: [] as (string | null)[],
+    taskType: [] as (string | null)[],
+    seq: [] as (number | null)[],
+    sub: [] as (string | null)[],
+  };
+  const origins: string[] = [];
+  let bytes = 0;
+  for (const e of events) {
+    origins.push(originOf(e.target.url));
+    cols.key.push(e.idempotencyKey);
+    // Serialised once, here: these bytes are what every attempt sends and signs.
+    const body = Buffer.from(JSON.stringify(e.payload), 'utf8');
+    cols.offset.push(bytes);
+    cols.length.push(body.length);
+    cols.body.push(body);
+    bytes += body.length;
+    cols.url.push(e.target.url);
+    cols.mode.push(e.target.auth.mode);
+    cols.secret.push(
+      e.target.auth.mode === 'hmac'
+        ? e.target.auth.secret
+        : e.target.auth.mode === 'bearer'
+          ? e.target.auth.token
+          : null,
+    );
+    cols.channel.push(e.target.channel);
+    cols.type.push(e.notificationType);
+    cols.nid.push(e.notificationId ?? null);
+    cols.buy.push(e.mediaBuyId ?? null);
+    // One array per row: unnest cannot take ragged text[][], so JSON text (or null).
+    cols.buys.push(e.mediaBuyIds ? JSON.stringify(e.mediaBuyIds) : null);
+    cols.principal.push(e.principalId ?? null);
+    cols.task.push(e.taskId ?? null);
+    cols.taskType.push(e.taskType ?? null);
+    cols.seq.push(e.sequenceNumber ?? null);
+    cols.sub.push(e.subscriberId ?? null);
+  }
+  // Only a batch with an event covering several buys pays for their column (insertSql).
+  const buys = cols.buys.some((b) => b !== null);
+  const params: unknown[] = [
+    cols.key,
+    cols.offset,
+    cols.url,
+    cols.mode,
+    cols.secret,
+    cols.channel,
+    cols.type,
+    cols.nid,
+    cols.buy,
+    cols.principal,
+    cols.task,
+    cols.seq,
+    cols.sub,
+    horizonSeconds,
+    cols.taskType,
+    Buffer.concat(cols.body, bytes),
+    cols.length,
+  ];
+  if (buys) params.push(cols.buys);
+  return { params, buys, origins };
+}
