@@ -93,6 +93,11 @@ export {
   type TrustConfig,
 } from './trust/trust-file.js';
 export type { ProtocolVersion } from './store/index.js';
+// Key discovery as the receiver runs it (brand.json to JWKS, bounded fetches, strict JSON):
+// also how the conformance kit finds a graded sender's keys.
+export { BrandDiscoveryError, discoverJwksUri } from './keys/brand-discovery.js';
+export { DocumentFetchError, FETCH_BUDGETS, fetchJson } from './keys/fetch-json.js';
+export { parseKeySet, type KeySet } from './keys/key-set.js';
 // What an embedding app needs beside the receiver itself.
 export { brandProfile, BRANDS, type Brand, type BrandProfile } from '../shared/brand.js';
 export { createLogger, type Logger } from '../shared/infra/logger.js';

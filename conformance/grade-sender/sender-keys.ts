@@ -7,12 +7,18 @@
 import { readFile } from 'node:fs/promises';
 import type { BrandProfile } from '../../shared/brand.js';
 import { CheckRecorder, type CheckResult } from '../report/report.js';
-import { keyPurposeProblem, type JWK } from '../../shared/signing/keys.js';
+import { KeySetError, keyPurposeProblem, type JWK } from '../../shared/signing/keys.js';
 import type { SignatureAlg } from '../../shared/signing/algorithms.js';
 import type { KeyResolver } from '../../shared/signing/verify.js';
-import { BrandDiscoveryError, discoverJwksUri } from '../../receiver/keys/brand-discovery.js';
-import { DocumentFetchError, FETCH_BUDGETS, fetchJson } from '../../receiver/keys/fetch-json.js';
-import { KeySetError, parseKeySet, type KeySet } from '../../receiver/keys/key-set.js';
+import {
+  BrandDiscoveryError,
+  discoverJwksUri,
+  DocumentFetchError,
+  FETCH_BUDGETS,
+  fetchJson,
+  parseKeySet,
+  type KeySet,
+} from '../../receiver/index.js';
 import { SvcError } from '../../shared/errors/base.js';
 
 export interface SenderKeyOptions {

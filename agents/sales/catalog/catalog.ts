@@ -22,6 +22,9 @@ import type { TaskContext } from '../../runtime/types.js';
 import { BrandManifestSchema, FormatIdSchema } from '../../runtime/validation.js';
 import { takeStaleResponse } from '../../sandbox/stale-response.js';
 import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
+import type { ProductRow } from './product-row.js';
+
+export type { ProductRow } from './product-row.js';
 import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';
 
@@ -46,26 +49,6 @@ export function productChannels(p: Pick<ProductRow, 'channel' | 'keywords'>): st
   if (p.channel === 'audio')
     return [p.keywords.includes('podcast') ? 'podcast' : 'streaming_audio'];
   return [p.channel];
-}
-
-export interface ProductRow {
-  product_id: string;
-  name: string;
-  description: string;
-  channel: string;
-  delivery_type: string;
-  is_standard: boolean;
-  custom_principal: string | null;
-  format_ids: string[];
-  pricing_options: PricingOption[];
-  targeting: Record<string, unknown>;
-  keywords: string[];
-  expected_delay_minutes: number;
-  reporting_frequencies: string[];
-  ctr: number;
-  sort_order: number;
-  /** A seeded product's fixture members answered as given (migration 009). */
-  fixture?: Record<string, unknown>;
 }
 
 const FORMAT_TYPES = ['video', 'display', 'audio', 'dooh'] as const;

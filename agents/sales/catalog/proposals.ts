@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { TaskContext } from '../../runtime/types.js';
-import type { ProductRow } from './catalog.js';
+import type { ProductRow } from './product-row.js';
 import { isAuction, minimumBudget, type PricingOption } from './pricing.js';
 
 /** A draft's indicative pricing stays good for a day; a commitment holds inventory 48 h. */

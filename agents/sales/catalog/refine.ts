@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { briefTerms } from '../../runtime/ranking.js';
 import type { TaskContext } from '../../runtime/types.js';
-import type { ProductRow } from './catalog.js';
+import type { ProductRow } from './product-row.js';
 import { commitProposals, liveProposals, wireProposal, type StoredProposal } from './proposals.js';
 
 const Id = z.string().min(1).max(255);
