@@ -5,7 +5,9 @@
  * Audit page of those actions. Every value escaped by the html template.
  */
 import { html, type Html } from '../../shared/console/html.js';
-import type { AuditRow, PublishedFilter, PublishedRow } from './published-log.js';
+import type { PublishedFilter, PublishedRow } from './published-log.js';
+
+export { auditBody } from '../../shared/console/audit.js';
 
 /** The banner after a Re-publish (its outcome in the query). */
 function flash(q: Record<string, unknown>): Html | string {
@@ -106,39 +108,4 @@ export function publishedBody(
         ? html`<p><a rel="next" href="/published?${next.toString()}">Older events</a></p>`
         : ''
     }`;
-}
-
-export function auditBody(rows: AuditRow[]): Html {
-  return html`<h1>Audit</h1>
-    <table class="list" id="audit">
-      <thead>
-        <tr>
-          <th>Time</th>
-          <th>Operator</th>
-          <th>Via</th>
-          <th>Action</th>
-          <th>Target</th>
-          <th>Detail</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${
-          rows.length
-            ? rows.map(
-                (a) =>
-                  html`<tr>
-                    <td>${a.at}</td>
-                    <td>${a.operator}</td>
-                    <td>${a.via}</td>
-                    <td>${a.action}</td>
-                    <td><code>${a.target}</code></td>
-                    <td><code>${JSON.stringify(a.detail)}</code></td>
-                  </tr>`,
-              )
-            : html`<tr>
-                <td colspan="6" class="empty">No action yet.</td>
-              </tr>`
-        }
-      </tbody>
-    </table>`;
 }

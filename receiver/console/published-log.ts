@@ -16,6 +16,7 @@ import { silentLogger, type Logger } from '../../shared/infra/logger.js';
 import { assertSchemaName, migrate, type Migration, type Pool } from '../../shared/infra/pg.js';
 import type { Publisher, ReceivedEvent } from '../publish/types.js';
 import { ConsoleActionFailure } from './errors.js';
+import type { AuditEntry } from '../../shared/console/audit.js';
 
 export const PUBLISHED_MIGRATIONS: Migration[] = [
   {
@@ -83,14 +84,8 @@ export interface RepublishResult {
   error: string | null;
 }
 
-export interface AuditRow {
-  at: string;
-  operator: string;
-  via: string;
-  action: string;
-  target: string;
-  detail: Record<string, unknown>;
-}
+/** A re-publish as the Audit page lists it. */
+export type AuditRow = AuditEntry;
 
 interface Outcome {
   event: ReceivedEvent;

@@ -17,6 +17,7 @@ import {
   type Cursor,
   type DeliveryFilter,
 } from './filters.js';
+import type { AuditEntry } from '../../shared/console/audit.js';
 import { originSql } from './migrations.js';
 import { BUCKETS, histogramPercentile, HourlyRollup } from './rollup.js';
 
@@ -119,14 +120,7 @@ export interface LandedAttempt {
   at: string;
 }
 
-export interface AuditEntry {
-  at: string;
-  operator: string;
-  via: string;
-  action: string;
-  target: string;
-  detail: Record<string, unknown>;
-}
+export type { AuditEntry } from '../../shared/console/audit.js';
 
 /** Of `o` (outbox_event, the frozen event) and `d` (outbox_delivery, its state). */
 const SUMMARY_COLUMNS = `o.id::text AS id, o.idempotency_key, d.state, o.target_url,
