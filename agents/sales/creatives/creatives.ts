@@ -14,6 +14,7 @@ import type { TaskContext } from '../../runtime/types.js';
 import { FormatIdSchema, requireIdempotencyKey } from '../../runtime/validation.js';
 import { emitAccountEvent } from '../accounts/accounts.js';
 import { resolvePendingAssignments } from './assignments.js';
+import { applyAssignments, type AppliedAssignment } from './sync-assignments.js';
 
 export const AssetSchema = z.looseObject({
   asset_type: z.enum(ASSET_TYPES),
@@ -190,55 +191,33 @@ export async function checkedFormat(
   }
 }
 
-interface CreativeAssignment {
-  creativeId: string;
-  packageIds: string[];
-  /** Where the creative is named (CREATIVE_NOT_FOUND) and each package (PACKAGE_NOT_FOUND). */
-  field: string;
-  packageFields: string[];
+type SyncParams = z.output<typeof SyncCreativesSchema>;
+type SyncCreative = z.output<typeof CreativeSchema>;
+type ResultItem = Record<string, unknown>;
+
+/** What the upsert stage leaves for the later ones. */
+interface UpsertOutcome {
+  /** Every creative_id of the request (delete_missing keeps these). */
+  seen: Set<string>;
+  /** One result per creative, in request order. */
+  results: ResultItem[];
+  /** The creatives this sync created (each gets a creative.status_changed event). */
+  created: string[];
 }
 
-/** Either request form as one entry per creative, in first-mention order. */
-function assignmentsOf(
-  assignments: z.output<typeof SyncCreativesSchema>['assignments'],
-): CreativeAssignment[] {
-  if (assignments === undefined) return [];
-  if (!Array.isArray(assignments)) {
-    return Object.entries(assignments).map(([creativeId, packageIds]) => ({
-      creativeId,
-      packageIds,
-      field: `assignments.${creativeId}`,
-      packageFields: packageIds.map((_, j) => `assignments.${creativeId}[${j}]`),
-    }));
-  }
-  const byCreative = new Map<string, CreativeAssignment>();
-  for (const [i, a] of assignments.entries()) {
-    let entry = byCreative.get(a.creative_id);
-    if (!entry) {
-      entry = {
-        creativeId: a.creative_id,
-        packageIds: [],
-        field: `assignments[${i}].creative_id`,
-        packageFields: [],
-      };
-      byCreative.set(a.creative_id, entry);
-    }
-    if (entry.packageIds.includes(a.package_id)) continue;
-    entry.packageIds.push(a.package_id);
-    entry.packageFields.push(`assignments[${i}].package_id`);
-  }
-  return [...byCreative.values()];
-}
-
-async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: TaskContext) {
-  const s = ctx.schema;
-  const principalId = ctx.principal!.principal_id;
-  const previewOnly = params.dry_run === true;
-  await ctx.db.query('SAVEPOINT sync_creatives');
+/**
+ * Stage 1: each creative checked against its format and upserted in request order; a
+ * duplicate creative_id fails the whole request, a format/asset failure only its item.
+ */
+async function upsertCreatives(
+  ctx: TaskContext,
+  principalId: string,
+  creatives: SyncCreative[],
+): Promise<UpsertOutcome> {
   const seen = new Set<string>();
-  const results: Array<Record<string, unknown>> = [];
+  const results: ResultItem[] = [];
   const created: string[] = [];
-  for (const [i, c] of params.creatives.entries()) {
+  for (const [i, c] of creatives.entries()) {
     if (seen.has(c.creative_id)) {
       throw taskError('VALIDATION_ERROR', 'creative_id appears twice in this sync', {
         field: `creatives[${i}].creative_id`,
@@ -255,40 +234,62 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
       });
       continue;
     }
-    const { rows } = await ctx.db.query<{
-      name: string;
-      format_id: unknown;
-      assets: unknown;
-      status: string;
-    }>(
-      `SELECT name, format_id, assets, status FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = $2 FOR UPDATE`,
-      [principalId, c.creative_id],
-    );
-    const before = rows[0];
-    let action: string;
-    if (!before) action = 'created';
-    else if (
-      before.status !== 'archived' &&
-      before.name === c.name &&
-      canonicalJson(before.format_id) === canonicalJson(storedFormatRef(c)) &&
-      canonicalJson(before.assets) === canonicalJson(c.assets)
-    ) {
-      action = 'unchanged';
-    } else action = 'updated';
-    if (action !== 'unchanged') {
-      await ctx.db.query(
-        `INSERT INTO ${s}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
-         VALUES ($1,$2,$3,$4,$5,$6,'active')
-         ON CONFLICT (principal_id, creative_id) DO UPDATE SET name = EXCLUDED.name,
-           format_id = EXCLUDED.format_id, format_type = EXCLUDED.format_type, assets = EXCLUDED.assets,
-           status = 'active', updated_at = now()`,
-        [principalId, c.creative_id, c.name, storedFormatRef(c), format.type, c.assets],
-      );
-    }
+    const action = await upsertCreative(ctx, principalId, c, format);
     if (action === 'created') created.push(c.creative_id);
     results.push({ creative_id: c.creative_id, action, status: wireCreativeStatus('active') });
   }
-  // The packages that named a stored creative before it existed get it now.
+  return { seen, results, created };
+}
+
+/** One creative's row: compared with what is stored (locked), written unless unchanged. */
+async function upsertCreative(
+  ctx: TaskContext,
+  principalId: string,
+  c: SyncCreative,
+  format: FormatRow,
+): Promise<'created' | 'updated' | 'unchanged'> {
+  const s = ctx.schema;
+  const { rows } = await ctx.db.query<{
+    name: string;
+    format_id: unknown;
+    assets: unknown;
+    status: string;
+  }>(
+    `SELECT name, format_id, assets, status FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = $2 FOR UPDATE`,
+    [principalId, c.creative_id],
+  );
+  const before = rows[0];
+  let action: 'created' | 'updated' | 'unchanged';
+  if (!before) action = 'created';
+  else if (
+    before.status !== 'archived' &&
+    before.name === c.name &&
+    canonicalJson(before.format_id) === canonicalJson(storedFormatRef(c)) &&
+    canonicalJson(before.assets) === canonicalJson(c.assets)
+  ) {
+    action = 'unchanged';
+  } else action = 'updated';
+  if (action !== 'unchanged') {
+    await ctx.db.query(
+      `INSERT INTO ${s}.creatives (principal_id, creative_id, name, format_id, format_type, assets, status)
+       VALUES ($1,$2,$3,$4,$5,$6,'active')
+       ON CONFLICT (principal_id, creative_id) DO UPDATE SET name = EXCLUDED.name,
+         format_id = EXCLUDED.format_id, format_type = EXCLUDED.format_type, assets = EXCLUDED.assets,
+         status = 'active', updated_at = now()`,
+      [principalId, c.creative_id, c.name, storedFormatRef(c), format.type, c.assets],
+    );
+  }
+  return action;
+}
+
+/**
+ * Stage 2: the packages that named a stored creative before it existed get it now; each
+ * result of such a creative carries `assigned_to`. Returns creative_id -> package ids.
+ */
+async function attachPendingAssignments(
+  ctx: TaskContext,
+  results: ResultItem[],
+): Promise<Map<string, string[]>> {
   const resolved = await resolvePendingAssignments(
     ctx,
     results.filter((r) => r.action !== 'failed').map((r) => r.creative_id as string),
@@ -297,80 +298,90 @@ async function syncCreatives(params: z.output<typeof SyncCreativesSchema>, ctx: 
     const packageIds = resolved.get(r.creative_id as string);
     if (packageIds) r.assigned_to = packageIds;
   }
-  if (params.delete_missing) {
-    const { rows } = await ctx.db.query<{ creative_id: string }>(
-      `UPDATE ${s}.creatives SET status = 'archived', updated_at = now()
-        WHERE principal_id = $1 AND status <> 'archived' AND NOT (creative_id = ANY($2))
-        RETURNING creative_id`,
-      [principalId, [...seen]],
-    );
-    for (const r of rows) {
-      await ctx.db.query(
-        `DELETE FROM ${s}.creative_assignments WHERE principal_id = $1 AND creative_id = $2`,
-        [principalId, r.creative_id],
-      );
-      // The published result of a deletion carries no status.
-      results.push({ creative_id: r.creative_id, action: 'deleted' });
-    }
-  }
-  const assignmentResults: Array<Record<string, unknown>> = [];
-  for (const { creativeId, packageIds, field, packageFields } of assignmentsOf(
-    params.assignments,
-  )) {
-    const { rowCount } = await ctx.db.query(
-      `SELECT 1 FROM ${s}.creatives WHERE principal_id = $1 AND creative_id = $2 AND status <> 'archived'`,
-      [principalId, creativeId],
-    );
-    if (!rowCount)
-      throw taskError('CREATIVE_NOT_FOUND', `no creative ${creativeId.slice(0, 80)}`, { field });
-    const { rows: pkgs } = await ctx.db.query<{ package_id: string }>(
-      `SELECT p.package_id FROM ${s}.packages p JOIN ${s}.media_buys b USING (media_buy_id)
-        WHERE b.principal_id = $1 AND p.package_id = ANY($2)`,
-      [principalId, packageIds],
-    );
-    const owned = new Set(pkgs.map((p) => p.package_id));
-    const bad = packageIds.findIndex((id) => !owned.has(id));
-    if (bad >= 0) {
-      throw taskError('PACKAGE_NOT_FOUND', `no package ${packageIds[bad]!.slice(0, 80)}`, {
-        field: packageFields[bad],
-      });
-    }
+  return resolved;
+}
+
+/**
+ * Stage 3 (delete_missing): the principal's other live creatives archived and unassigned;
+ * a `deleted` result is appended for each.
+ */
+async function archiveMissing(
+  ctx: TaskContext,
+  principalId: string,
+  seen: Set<string>,
+  results: ResultItem[],
+): Promise<void> {
+  const s = ctx.schema;
+  const { rows } = await ctx.db.query<{ creative_id: string }>(
+    `UPDATE ${s}.creatives SET status = 'archived', updated_at = now()
+      WHERE principal_id = $1 AND status <> 'archived' AND NOT (creative_id = ANY($2))
+      RETURNING creative_id`,
+    [principalId, [...seen]],
+  );
+  for (const r of rows) {
     await ctx.db.query(
-      `INSERT INTO ${s}.creative_assignments (principal_id, creative_id, package_id)
-       SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING`,
-      [principalId, creativeId, packageIds],
+      `DELETE FROM ${s}.creative_assignments WHERE principal_id = $1 AND creative_id = $2`,
+      [principalId, r.creative_id],
     );
-    assignmentResults.push({ creative_id: creativeId, package_ids: packageIds });
+    // The published result of a deletion carries no status.
+    results.push({ creative_id: r.creative_id, action: 'deleted' });
   }
+}
+
+/**
+ * Stage 5 (not on dry_run): the account events, created creatives' status changes first,
+ * then each assignment change (pending ones resolved, then the request's).
+ */
+async function emitSyncEvents(
+  ctx: TaskContext,
+  created: string[],
+  resolved: Map<string, string[]>,
+  applied: AppliedAssignment[],
+): Promise<void> {
+  for (const id of created) {
+    await emitAccountEvent(ctx, 'creative.status_changed', `creative.${id}.active`, {
+      creative_id: id,
+      transition: { from: 'processing', to: wireCreativeStatus('active') },
+      reason_code: 'approved',
+      initiator: 'seller',
+    });
+  }
+  const changes = [
+    ...[...resolved].map(([creative_id, package_ids]) => ({ creative_id, package_ids })),
+    ...applied,
+  ];
+  for (const a of changes) {
+    const ids = [...a.package_ids].sort();
+    const digest = createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 12);
+    await emitAccountEvent(
+      ctx,
+      'creative.assignment_changed',
+      `creative.${String(a.creative_id)}.assign.${digest}`,
+      {
+        creative_id: a.creative_id,
+        package_ids: ids,
+        initiator: 'buyer',
+      },
+    );
+  }
+}
+
+/**
+ * sync_creatives as its stages, all under one savepoint so dry_run can roll them back
+ * (and emit nothing).
+ */
+async function syncCreatives(params: SyncParams, ctx: TaskContext) {
+  const principalId = ctx.principal!.principal_id;
+  const previewOnly = params.dry_run === true;
+  await ctx.db.query('SAVEPOINT sync_creatives');
+  const { seen, results, created } = await upsertCreatives(ctx, principalId, params.creatives);
+  const resolved = await attachPendingAssignments(ctx, results);
+  if (params.delete_missing) await archiveMissing(ctx, principalId, seen, results);
+  const assignmentResults = await applyAssignments(ctx, principalId, params.assignments);
   if (previewOnly) {
     await ctx.db.query('ROLLBACK TO SAVEPOINT sync_creatives');
   } else {
-    for (const id of created) {
-      await emitAccountEvent(ctx, 'creative.status_changed', `creative.${id}.active`, {
-        creative_id: id,
-        transition: { from: 'processing', to: wireCreativeStatus('active') },
-        reason_code: 'approved',
-        initiator: 'seller',
-      });
-    }
-    const changes = [
-      ...[...resolved].map(([creative_id, package_ids]) => ({ creative_id, package_ids })),
-      ...assignmentResults,
-    ];
-    for (const a of changes) {
-      const ids = [...(a.package_ids as string[])].sort();
-      const digest = createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 12);
-      await emitAccountEvent(
-        ctx,
-        'creative.assignment_changed',
-        `creative.${String(a.creative_id)}.assign.${digest}`,
-        {
-          creative_id: a.creative_id,
-          package_ids: ids,
-          initiator: 'buyer',
-        },
-      );
-    }
+    await emitSyncEvents(ctx, created, resolved, assignmentResults);
   }
   return {
     status: 'completed' as const,

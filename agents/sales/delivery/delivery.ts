@@ -153,10 +153,15 @@ function deliveryStatus(status: string): string {
 
 const UNIT = { hourly: 'hour', daily: 'day', weekly: 'week', monthly: 'month' } as const;
 
-async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: TaskContext) {
-  const s = ctx.schema;
-  const principal = ctx.principal!;
-  const windowed = ctx.settings.windowedPullGranularities;
+type DeliveryParams = z.output<typeof GetDeliverySchema>;
+type TimeUnit = (typeof UNIT)[keyof typeof UNIT];
+type SumRow = Sums & { package_id: string; media_buy_id: string };
+
+/**
+ * Stage 1: a windowed `time_granularity` must be one this seller declares, and so must
+ * `hourly` when asked as the plain `granularity` (UNSUPPORTED_GRANULARITY).
+ */
+function checkGranularity(params: DeliveryParams, windowed: readonly string[]): void {
   if (params.time_granularity !== undefined && !windowed.includes(params.time_granularity)) {
     throw taskError(
       'UNSUPPORTED_GRANULARITY',
@@ -173,98 +178,136 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
       },
     );
   }
-  const now = ctx.clock.now();
-  let buys: BuyRow[];
+}
+
+/**
+ * Stage 2: the buys asked for, locked, in request order (each unknown id fails on its own
+ * field), or the principal's first 100 buys when none is named.
+ */
+async function requestedBuys(params: DeliveryParams, ctx: TaskContext): Promise<BuyRow[]> {
+  const principalId = ctx.principal!.principal_id;
   const ids = params.media_buy_ids ?? (params.media_buy_id ? [params.media_buy_id] : null);
-  if (ids) {
-    buys = [];
-    for (const [i, id] of ids.entries()) {
-      buys.push(
-        await loadBuy(ctx.db, s, id, principal.principal_id, {
-          forUpdate: true,
-          field: params.media_buy_ids ? `media_buy_ids[${i}]` : 'media_buy_id',
-        }),
-      );
-    }
-  } else {
+  if (!ids) {
     const { rows } = await ctx.db.query<BuyRow>(
-      `SELECT * FROM ${s}.media_buys WHERE principal_id = $1 ORDER BY created_at LIMIT 100 FOR UPDATE`,
-      [principal.principal_id],
+      `SELECT * FROM ${ctx.schema}.media_buys WHERE principal_id = $1 ORDER BY created_at LIMIT 100 FOR UPDATE`,
+      [principalId],
     );
-    buys = rows;
+    return rows;
   }
-  // Bring the simulation up to now so the numbers are current.
-  for (const b of buys) await accrueBuy(ctx.db, s, b, now, ctx.notifications);
+  const buys: BuyRow[] = [];
+  for (const [i, id] of ids.entries()) {
+    buys.push(
+      await loadBuy(ctx.db, ctx.schema, id, principalId, {
+        forUpdate: true,
+        field: params.media_buy_ids ? `media_buy_ids[${i}]` : 'media_buy_id',
+      }),
+    );
+  }
+  return buys;
+}
+
+/** The report's period [from, to) and whether its release reads the end as exclusive. */
+interface ReportWindow {
+  from: Date;
+  to: Date;
+  halfOpen: boolean;
+}
+
+/**
+ * Stage 3: the requested range, or by default from the earliest buy's start (or now) to
+ * just after now.
+ */
+function reportWindow(
+  params: DeliveryParams,
+  ctx: TaskContext,
+  now: Date,
+  buys: BuyRow[],
+): ReportWindow {
   const halfOpen = halfOpenRange(ctx);
   const range = requestedRange(params, now, halfOpen);
   const from =
     range?.from ?? new Date(Math.min(...buys.map((b) => b.start_at.getTime()), now.getTime()));
   const to = range?.to ?? new Date(Math.max(now.getTime(), from.getTime()) + 1);
-  const buyIds = buys.map((b) => b.media_buy_id);
-  const packages = await loadPackages(ctx.db, s, buyIds);
-  const rows = await sums(ctx.db, s, buyIds, from, to);
-  const { rows: statuses } = await ctx.db.query<{ media_buy_id: string; status: string }>(
-    `SELECT media_buy_id, status FROM ${s}.media_buys WHERE media_buy_id = ANY($1)`,
-    [buyIds],
-  );
-  const statusOf = new Map(statuses.map((r) => [r.media_buy_id, r.status]));
-  const unit = params.time_granularity
+  return { from, to, halfOpen };
+}
+
+/** The time series' bucket: a declared windowed granularity, else the plain one, else none. */
+function timeUnit(params: DeliveryParams): TimeUnit | null {
+  return params.time_granularity
     ? (UNIT[params.time_granularity as keyof typeof UNIT] ?? 'hour')
     : params.granularity
       ? UNIT[params.granularity]
       : null;
-  const deliveries = [];
-  const total: Sums = { impressions: 0, clicks: 0, spend: 0 };
-  for (const b of buys) {
-    const byPackage = packages
-      .filter((p) => p.media_buy_id === b.media_buy_id)
-      .map((p: PackageRow) => {
-        const r = rows.find((x) => x.package_id === p.package_id) ?? {
-          impressions: 0,
-          clicks: 0,
-          spend: 0,
-        };
-        return {
-          package_id: p.package_id,
-          ...(p.buyer_ref !== null ? { buyer_ref: p.buyer_ref } : {}),
-          pricing_model: publishedPricingModel(p.pricing_model),
-          // The rate the package pays (CPM, or the flat fee) and its currency.
-          rate: round2(p.rate),
-          currency: b.currency,
-          ...metrics(r),
-          ...measurementMembers(b, p.package_id),
-          ...finalityMembers(b, true),
-        };
-      });
-    const t = rows
-      .filter((r) => r.media_buy_id === b.media_buy_id)
-      .reduce(
-        (a, r) => ({
-          impressions: a.impressions + r.impressions,
-          clicks: a.clicks + r.clicks,
-          spend: a.spend + r.spend,
-        }),
-        {
-          impressions: 0,
-          clicks: 0,
-          spend: 0,
-        },
-      );
-    total.impressions += t.impressions;
-    total.clicks += t.clicks;
-    total.spend += t.spend;
-    const d: Record<string, unknown> = {
-      media_buy_id: b.media_buy_id,
-      ...(b.buyer_ref !== null ? { buyer_ref: b.buyer_ref } : {}),
-      // The delivery enum keeps `reporting_delayed`; a buy awaiting approval is pending_start.
-      status: deliveryStatus(statusOf.get(b.media_buy_id) ?? b.status),
-      totals: { ...metrics(t), ...measurementMembers(b, null) },
-      by_package: byPackage,
-      ...finalityMembers(b, false),
-    };
-    if (unit) d.timeseries = await series(ctx.db, s, b.media_buy_id, unit, from, to);
-    deliveries.push(d);
-  }
+}
+
+/**
+ * Stage 4 (per buy): its delivery row without the time series, and its unrounded sums
+ * for the aggregated totals.
+ */
+function buyDelivery(
+  b: BuyRow,
+  packages: PackageRow[],
+  rows: SumRow[],
+  status: string | undefined,
+): { delivery: Record<string, unknown>; sums: Sums } {
+  const byPackage = packages
+    .filter((p) => p.media_buy_id === b.media_buy_id)
+    .map((p: PackageRow) => {
+      const r = rows.find((x) => x.package_id === p.package_id) ?? {
+        impressions: 0,
+        clicks: 0,
+        spend: 0,
+      };
+      return {
+        package_id: p.package_id,
+        ...(p.buyer_ref !== null ? { buyer_ref: p.buyer_ref } : {}),
+        pricing_model: publishedPricingModel(p.pricing_model),
+        // The rate the package pays (CPM, or the flat fee) and its currency.
+        rate: round2(p.rate),
+        currency: b.currency,
+        ...metrics(r),
+        ...measurementMembers(b, p.package_id),
+        ...finalityMembers(b, true),
+      };
+    });
+  const t = rows
+    .filter((r) => r.media_buy_id === b.media_buy_id)
+    .reduce(
+      (a, r) => ({
+        impressions: a.impressions + r.impressions,
+        clicks: a.clicks + r.clicks,
+        spend: a.spend + r.spend,
+      }),
+      {
+        impressions: 0,
+        clicks: 0,
+        spend: 0,
+      },
+    );
+  const delivery: Record<string, unknown> = {
+    media_buy_id: b.media_buy_id,
+    ...(b.buyer_ref !== null ? { buyer_ref: b.buyer_ref } : {}),
+    // The delivery enum keeps `reporting_delayed`; a buy awaiting approval is pending_start.
+    status: deliveryStatus(status ?? b.status),
+    totals: { ...metrics(t), ...measurementMembers(b, null) },
+    by_package: byPackage,
+    ...finalityMembers(b, false),
+  };
+  return { delivery, sums: t };
+}
+
+/**
+ * Stage 5: the answer: the period, the aggregated totals and the per-buy rows; a single
+ * buy's numbers also at the top level (the spec's older single-buy form).
+ */
+function deliveryBody(
+  params: DeliveryParams,
+  window: ReportWindow,
+  total: Sums,
+  buyCount: number,
+  deliveries: Array<Record<string, unknown>>,
+): Record<string, unknown> {
+  const { from, to, halfOpen } = window;
   const body: Record<string, unknown> = {
     reporting_period: {
       start: from.toISOString(),
@@ -272,7 +315,7 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
       end: new Date(halfOpen ? to.getTime() : to.getTime() - 1000).toISOString(),
     },
     currency: 'USD',
-    aggregated_totals: { ...metrics(total), media_buy_count: buys.length },
+    aggregated_totals: { ...metrics(total), media_buy_count: buyCount },
     media_buy_deliveries: deliveries,
   };
   if (deliveries.length === 1) {
@@ -283,6 +326,38 @@ async function getDelivery(params: z.output<typeof GetDeliverySchema>, ctx: Task
   }
   if (params.time_granularity) body.time_granularity = params.time_granularity;
   return body;
+}
+
+/** get_media_buy_delivery as its stages, the buys accrued up to now before reading. */
+async function getDelivery(params: DeliveryParams, ctx: TaskContext) {
+  const s = ctx.schema;
+  checkGranularity(params, ctx.settings.windowedPullGranularities);
+  const now = ctx.clock.now();
+  const buys = await requestedBuys(params, ctx);
+  // Bring the simulation up to now so the numbers are current.
+  for (const b of buys) await accrueBuy(ctx.db, s, b, now, ctx.notifications);
+  const window = reportWindow(params, ctx, now, buys);
+  const { from, to } = window;
+  const buyIds = buys.map((b) => b.media_buy_id);
+  const packages = await loadPackages(ctx.db, s, buyIds);
+  const rows = await sums(ctx.db, s, buyIds, from, to);
+  const { rows: statuses } = await ctx.db.query<{ media_buy_id: string; status: string }>(
+    `SELECT media_buy_id, status FROM ${s}.media_buys WHERE media_buy_id = ANY($1)`,
+    [buyIds],
+  );
+  const statusOf = new Map(statuses.map((r) => [r.media_buy_id, r.status]));
+  const unit = timeUnit(params);
+  const deliveries: Array<Record<string, unknown>> = [];
+  const total: Sums = { impressions: 0, clicks: 0, spend: 0 };
+  for (const b of buys) {
+    const { delivery: d, sums: t } = buyDelivery(b, packages, rows, statusOf.get(b.media_buy_id));
+    total.impressions += t.impressions;
+    total.clicks += t.clicks;
+    total.spend += t.spend;
+    if (unit) d.timeseries = await series(ctx.db, s, b.media_buy_id, unit, from, to);
+    deliveries.push(d);
+  }
+  return deliveryBody(params, window, total, buys.length, deliveries);
 }
 
 /**
