@@ -255,6 +255,27 @@ export function registerCommonTasks(
   }
 }
 
+/** What each common task is: answered at once, errors in the agent's own shape. */
+function quickTask(agent: AgentKind) {
+  return {
+    expectedDuration: '1s',
+    mode: 'sync',
+    errorShape: agent === 'signals' ? 'signal' : 'single',
+  } as const;
+}
+
+/** A public, read-only document of the agent (its capabilities), no parameters. */
+function publicDocument(agent: AgentKind) {
+  return {
+    agent,
+    schema: z.looseObject({}),
+    auth: { tier: 'public' },
+    ...quickTask(agent),
+    mutating: false,
+    readOnly: true,
+  } as const;
+}
+
 /** The capability document (published name `capabilitiesTask`), public. */
 function addCapabilitiesTask(
   registry: TaskRegistry,
@@ -264,14 +285,7 @@ function addCapabilitiesTask(
   registry.add({
     name: capabilitiesTask,
     description: 'Return the capability document of this agent.',
-    agent,
-    schema: z.looseObject({}),
-    auth: { tier: 'public' },
-    expectedDuration: '1s',
-    mode: 'sync',
-    mutating: false,
-    readOnly: true,
-    errorShape: agent === 'signals' ? 'signal' : 'single',
+    ...publicDocument(agent),
     handle: async (_p, ctx) => ({
       status: 'completed',
       body: await capabilityDocument(
@@ -290,14 +304,7 @@ function addAgentCapabilitiesTask(registry: TaskRegistry, agent: AgentKind): voi
   registry.add({
     name: 'get_agent_capabilities',
     description: 'Per-event coalescence windows and task list of this agent.',
-    agent,
-    schema: z.looseObject({}),
-    auth: { tier: 'public' },
-    expectedDuration: '1s',
-    mode: 'sync',
-    mutating: false,
-    readOnly: true,
-    errorShape: agent === 'signals' ? 'signal' : 'single',
+    ...publicDocument(agent),
     handle: async (_p, ctx) => ({
       status: 'completed',
       body: {
@@ -328,11 +335,9 @@ function addSyncAgentConfigsTask(registry: TaskRegistry, agent: AgentKind): void
     agent,
     schema: SyncAgentConfigsSchema,
     auth: { tier: 'authenticated' },
-    expectedDuration: '1s',
-    mode: 'sync',
+    ...quickTask(agent),
     mutating: true,
     webhookTaskType: 'sync_agent_notification_configs',
-    errorShape: agent === 'signals' ? 'signal' : 'single',
     handle: async (params, ctx) => {
       checkUniqueSubscribers(params.notification_configs, 'notification_configs');
       checkSubscriberUrls(ctx, params.notification_configs, 'agent', 'notification_configs');
@@ -380,11 +385,9 @@ function addTaskStatusTask(registry: TaskRegistry, tasks: TaskStore, agent: Agen
     agent,
     schema: TaskStatusSchema,
     auth: { tier: 'authenticated' },
-    expectedDuration: '1s',
-    mode: 'sync',
+    ...quickTask(agent),
     mutating: false,
     readOnly: true,
-    errorShape: agent === 'signals' ? 'signal' : 'single',
     handle: async (params, ctx: TaskContext) => {
       const includeResult = params.include_result ?? false;
       let view = await tasks.view(ctx.db, params.task_id, ctx.principal, true);
