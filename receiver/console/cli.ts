@@ -11,7 +11,7 @@ import type { Command } from 'commander';
 import { loadConfigOrExit } from '../../shared/config.js';
 import { readCredentials } from '../../shared/infra/credentials-file.js';
 import { publishedFilterOf } from './routes.js';
-import { ConsoleInputFailure } from './errors.js';
+import { ConsoleActionFailure, ConsoleInputFailure } from './errors.js';
 import type { PublishedRow, RepublishResult } from './published-log.js';
 
 export interface ConsoleTarget {
@@ -32,6 +32,18 @@ export async function consoleTarget(o: { console?: string }): Promise<ConsoleTar
       'the console URL (no receiver_console.url in credentials.json)',
     );
   }
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // reported below
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new ConsoleInputFailure(
+      'console',
+      `an http(s) URL of the sidecar's console (--console-listen), got "${url}"`,
+    );
+  }
   if (!token) {
     throw new ConsoleInputFailure(
       'token',
@@ -46,11 +58,28 @@ async function call(
   method: string,
   path: string,
 ): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${t.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${t.token}`, 'x-svc-via': 'cli' },
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  // Nothing there, or something that is not the console: said so, with what to check.
+  const unreachable = (why: string) =>
+    new ConsoleActionFailure(
+      503,
+      'CONSOLE_UNREACHABLE',
+      `the sidecar console at ${t.url} ${why}: is \`svc receiver --console-listen\` running there?`,
+    );
+  let res: Response;
+  try {
+    res = await fetch(`${t.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${t.token}`, 'x-svc-via': 'cli' },
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    throw unreachable(`does not answer${cause ? ` (${cause})` : ''}`);
+  }
+  try {
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  } catch {
+    throw unreachable(`answered HTTP ${res.status} with no JSON`);
+  }
 }
 
 function refused(body: Record<string, unknown>): string {
@@ -103,6 +132,11 @@ async function guarded(fn: () => Promise<number>): Promise<void> {
   try {
     process.exitCode = await fn();
   } catch (err) {
+    if (err instanceof ConsoleActionFailure) {
+      process.stderr.write(`${err.code}: ${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
     if (!(err instanceof ConsoleInputFailure)) throw err;
     process.stderr.write(`INVALID_REQUEST: ${err.message}\n`);
     process.exitCode = 2;

@@ -9,7 +9,7 @@
  */
 import { PassThrough } from 'node:stream';
 import t from 'tap';
-import { republish, listPublished } from '../../../receiver/console/cli.js';
+import { consoleTarget, listPublished, republish } from '../../../receiver/console/cli.js';
 import {
   createEventLog,
   createPublishedLog,
@@ -195,6 +195,28 @@ t.test('sidecar: publish outcomes and Re-publish', async (t) => {
     t.equal(await republish(target, row.id, out), 0);
     t.match(text, /re-published to the app/);
     t.match((await json(await api('/api/audit'))).items[0], { via: 'cli', action: 'republish' });
+  });
+
+  t.test('the CLI: a console URL that is not one, or no console there, said plainly', async (t) => {
+    await t.rejects(consoleTarget({ console: 'not-a-url' }), {
+      code: 'INVALID_REQUEST',
+      field: 'console',
+      message: /an http\(s\) URL of the sidecar's console/,
+    });
+    await t.rejects(consoleTarget({ console: 'ftp://127.0.0.1/' }), {
+      code: 'INVALID_REQUEST',
+      field: 'console',
+    });
+    const nobody = { url: 'http://127.0.0.1:1', token: TOKEN };
+    await t.rejects(listPublished(nobody, {}, false, new PassThrough()), {
+      code: 'CONSOLE_UNREACHABLE',
+      message: /does not answer.*svc receiver --console-listen/,
+    });
+    // Something that answers, but not the console: the app behind the sidecar.
+    await t.rejects(republish({ url: app.url, token: TOKEN }, '1', new PassThrough()), {
+      code: 'CONSOLE_UNREACHABLE',
+      message: /answered HTTP \d+ with no JSON/,
+    });
   });
 
   t.test(
