@@ -4,6 +4,7 @@
  * spanning days or the legacy partition runs the parents' one, and an id of a day that has
  * no partition (dropped by retention, or never written) is missing, not an error.
  */
+import { successRecord } from './attempt-record.js';
 import t from 'tap';
 import type { DeliveryQueue } from '../../sender/delivery/queue.js';
 import { createStatePool, Outbox } from '../../sender/outbox/outbox.js';
@@ -27,16 +28,7 @@ const event = (key: string) => ({
   notificationType: 'completed',
 });
 
-const record = {
-  attempt: 1,
-  status: 'success' as const,
-  httpStatusCode: 200,
-  responseTimeMs: 5,
-  errorMessage: null,
-  url: 'https://buyer.example/hook',
-  firedAt: new Date(),
-  completedAt: new Date(),
-};
+const record = successRecord();
 
 t.test('claims and settles run on their day, across days on the parents', async (t) => {
   const { pool, schema } = testDatabase(t, 'dayst');

@@ -6,6 +6,7 @@
  * claimed and settled once each afterwards, and the console still lists newest first
  * along the same indexes. On a fresh schema a batch's claims are all HOT updates.
  */
+import { successRecord } from './attempt-record.js';
 import t from 'tap';
 import { migrate } from '../../shared/infra/pg.js';
 import type { DeliveryQueue } from '../../sender/delivery/queue.js';
@@ -53,16 +54,7 @@ const event = (key: string, i: number) => ({
   taskId: `task_${i}`,
 });
 
-const record = (attempt: number) => ({
-  attempt,
-  status: 'success' as const,
-  httpStatusCode: 200,
-  responseTimeMs: 5,
-  errorMessage: null,
-  url: 'https://buyer.example/hook',
-  firedAt: new Date(),
-  completedAt: new Date(),
-});
+const record = successRecord;
 
 t.test('078 on a partitioned deployment with deliveries in flight', async (t) => {
   const { pool, schema } = testDatabase(t, 'idxord');
