@@ -116,10 +116,16 @@ t.test('svc worker: OTLP export over loopback and /metrics moving with traffic',
   ]);
   await rx.waitFor(1);
   // Between the two attempts: the row is pending, its job delayed in its origin's shard.
+  // The receiver has the first request before the worker has read its 503 and settled the
+  // row, so wait for the settled retry itself (a job delayed and the 503 counted), not for
+  // the request alone; the asserts below say which part of it never came.
   let mid = '';
   await until('the retry to show in the metrics', async () => {
     mid = await scrape(metricsUrl);
-    return /webhook_queue_depth\{shard="\d+",state="delayed"\} 1/.test(mid);
+    return (
+      /webhook_queue_depth\{shard="\d+",state="delayed"\} 1/.test(mid) &&
+      value(mid, 'webhook_retries_total') === 1
+    );
   });
   t.ok(value(mid, 'webhook_oldest_pending_seconds')! > 0, 'the pending row has an age');
   t.equal(value(mid, 'webhook_attempts_total{result="failed"}'), 1, 'the 503 counted');
