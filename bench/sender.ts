@@ -15,7 +15,9 @@
  * `--tracing=off|on|both` (or BENCH_TRACING): on, the bench (emit, outbox spans) and its
  * workers (dispatch, attempt, settle) export their spans over OTLP/HTTP to a loopback sink
  * (bench/otlp-sink.ts) and every attempt carries a traceparent; both runs everything off,
- * then on, and prints the overhead side by side.
+ * then on, and prints the overhead side by side. `--rounds N` (with `both`) alternates off and
+ * on N times, flipping the order each round, and prints each figure's median: on a shared
+ * machine a sequential off-then-on pair mostly measures the load changing between them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -110,22 +112,57 @@ interface SenderFigures {
 /** µs per /proc tick (USER_HZ: 100 on Linux, the value `getconf CLK_TCK` gives here). */
 const TICK_US = 10_000;
 
+/** `--rounds N` out of the arguments (1 to 9; default 1). */
+function roundsOf(args: string[]): { rounds: number; rest: string[] } {
+  const i = args.findIndex((a) => a === '--rounds' || a.startsWith('--rounds='));
+  if (i < 0) return { rounds: 1, rest: args };
+  const eq = args[i]!.includes('=');
+  const value = eq ? args[i]!.slice('--rounds='.length) : args[i + 1];
+  const rounds = Number(value);
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 9) {
+    throw new Error(`--rounds must be a whole number from 1 to 9, not ${JSON.stringify(value)}`);
+  }
+  return { rounds, rest: [...args.slice(0, i), ...args.slice(i + (eq ? 1 : 2))] };
+}
+
+/** Each figure's median over rounds (per worker count for the maps). */
+function medianFigures(runs: SenderFigures[]): SenderFigures {
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  const map = (k: 'throughput' | 'workerCpu' | 'emitCpu') =>
+    new Map([...runs[0]![k].keys()].map((w) => [w, med(runs.map((r) => r[k].get(w) ?? NaN))]));
+  return {
+    throughput: map('throughput'),
+    workerCpu: map('workerCpu'),
+    emitCpu: map('emitCpu'),
+    p50: med(runs.map((r) => r.p50)),
+    p99: med(runs.map((r) => r.p99)),
+  };
+}
+
 export async function run(argv: string[]): Promise<void> {
-  const { modes, rest } = tracingModes(argv);
+  const { modes, rest: afterTracing } = tracingModes(argv);
+  const { rounds, rest } = roundsOf(afterTracing);
   const sink = modes.includes('on') ? await startOtlpSink() : null;
-  const results: SenderFigures[] = [];
+  const results = { off: [] as SenderFigures[], on: [] as SenderFigures[] };
   try {
-    for (const tr of modes) {
-      if (modes.length > 1 || tr === 'on') process.stdout.write(`\n## tracing ${tr}\n`);
-      results.push(await runOnce(rest, tr === 'on' ? sink : null));
+    for (let r = 0; r < rounds; r++) {
+      for (const tr of r % 2 === 0 ? modes : [...modes].reverse()) {
+        if (modes.length > 1 || tr === 'on') {
+          process.stdout.write(
+            `\n## tracing ${tr}${rounds > 1 ? `, round ${r + 1} of ${rounds}` : ''}\n`,
+          );
+        }
+        results[tr].push(await runOnce(rest, tr === 'on' ? sink : null));
+      }
     }
   } finally {
     await sink?.close();
   }
-  const [off, on] = results;
-  if (!off || !on) return;
+  if (!results.off.length || !results.on.length) return;
+  const off = medianFigures(results.off);
+  const on = medianFigures(results.on);
   const rows = [
-    '\ntracing overhead (on vs off):',
+    `\ntracing overhead (on vs off${rounds > 1 ? `, medians of ${rounds} alternating rounds` : ''}):`,
     '| figure | off | on | Δ |',
     '|---|---|---|---|',
   ];

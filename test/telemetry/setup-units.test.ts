@@ -11,6 +11,8 @@ import { parseMetricsListen, serveMetrics } from '../../sender/cli/metrics-serve
 import { SenderMetrics } from '../../sender/metrics.js';
 import { inSpan } from '../../shared/telemetry/trace-context.js';
 import {
+  BATCH_DEFAULTS,
+  batchDefaults,
   shutdownTracing,
   startTracing,
   tracesUrl,
@@ -81,6 +83,58 @@ t.test('the endpoint: which variable, malformed refused, disabled honoured', asy
   );
   t.equal(startTracing('x', {}), null, 'startTracing without an endpoint does nothing');
 });
+
+t.test(
+  'the batch processor: short defaults, OTEL_BSP_* as set, a malformed one refused',
+  async (t) => {
+    t.same(
+      batchDefaults({}),
+      {
+        scheduledDelayMillis: BATCH_DEFAULTS.OTEL_BSP_SCHEDULE_DELAY,
+        maxExportBatchSize: BATCH_DEFAULTS.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+      },
+      'unset: our defaults, not the 5 s / 512 that keep spans long enough to be promoted',
+    );
+    t.ok(
+      BATCH_DEFAULTS.OTEL_BSP_SCHEDULE_DELAY < 5000 &&
+        BATCH_DEFAULTS.OTEL_BSP_MAX_EXPORT_BATCH_SIZE < 512,
+    );
+    t.same(
+      batchDefaults({ OTEL_BSP_SCHEDULE_DELAY: ' 5000 ', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512' }),
+      { scheduledDelayMillis: 5000, maxExportBatchSize: 512 },
+      'set: the operator wins',
+    );
+    t.equal(
+      batchDefaults({ OTEL_BSP_MAX_QUEUE_SIZE: '12000' }).maxExportBatchSize,
+      500,
+      'a larger queue: the default batch grows so a full flush stays under 30 requests',
+    );
+    t.equal(batchDefaults({ OTEL_BSP_MAX_QUEUE_SIZE: '512' }).maxExportBatchSize, 128);
+    for (const [variable, bad] of [
+      ['OTEL_BSP_SCHEDULE_DELAY', 'soon'],
+      ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE', '0'],
+      ['OTEL_BSP_MAX_QUEUE_SIZE', '-5'],
+      ['OTEL_BSP_EXPORT_TIMEOUT', '1.5'],
+    ] as const) {
+      t.throws(
+        () => batchDefaults({ [variable]: bad }),
+        new RegExp(
+          `${variable} must be a whole number of at least 1, got "${bad.replace('.', '\\.')}"`,
+        ),
+        `${variable}=${bad}`,
+      );
+    }
+    t.throws(
+      () =>
+        startTracing('x', {
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+          OTEL_BSP_SCHEDULE_DELAY: 'x',
+        }),
+      TracingConfigError,
+      'startTracing refuses it before starting anything',
+    );
+  },
+);
 
 t.test('startTracing exports to the endpoint over loopback; shutdown flushes', async (t) => {
   const bodies: string[] = [];
