@@ -176,19 +176,37 @@ export function parseBytesMember(
   }
 }
 
+/** One inner-list member as signers emit Signature-Input, without the dictionary around it. */
+export interface InnerListMember {
+  key: string;
+  /** The inner list's items: strings, none with parameters. */
+  items: string[];
+  params: Map<string, BareItem>;
+  /** Parameter keys in order, duplicates kept. */
+  paramKeys: string[];
+  /** The member's value as received, when canonical (no parameter repeated). */
+  canonicalText?: string;
+}
+
 /**
- * `^(key)=\(((?:STRING(?: STRING)*)?)\)((?:;key=(?:INTEGER|STRING))*)$`, STRING and INTEGER
- * as above.
+ * A field of exactly one inner-list member,
+ * `^(key)=\(((?:STRING(?: STRING)*)?)\)((?:;key=(?:INTEGER|STRING))*)$` with STRING and INTEGER
+ * as above; null for any other shape (parse those with parseSignatureDictionary, which agrees).
+ * The verifier reads Signature-Input through it: no per-item tuples and parameter maps.
  */
-function fastInnerList(input: string, keyEnd: number): ParsedField | null {
+export function parseInnerListMember(input: string): InnerListMember | null {
+  const keyEnd = scanKey(input, 0);
+  if (keyEnd < 0 || input.charCodeAt(keyEnd) !== 0x3d || input.charCodeAt(keyEnd + 1) !== 0x28) {
+    return null;
+  }
   const n = input.length;
-  const items: Item[] = [];
+  const items: string[] = [];
   let i = keyEnd + 2;
   if (input.charCodeAt(i) !== 0x29) {
     for (;;) {
       const end = scanString(input, i);
       if (end < 0) return null;
-      items.push([input.slice(i + 1, end - 1), new Map()]);
+      items.push(input.slice(i + 1, end - 1));
       i = end;
       if (input.charCodeAt(i) !== 0x20) break;
       i++;
@@ -198,7 +216,6 @@ function fastInnerList(input: string, keyEnd: number): ParsedField | null {
   i++;
   const params = new Map<string, BareItem>();
   const paramKeys: string[] = [];
-  let repeated = false;
   while (i < n) {
     if (input.charCodeAt(i) !== 0x3b) return null;
     const kEnd = scanKey(input, i + 1);
@@ -208,23 +225,28 @@ function fastInnerList(input: string, keyEnd: number): ParsedField | null {
     const vEnd = quoted ? scanString(input, kEnd + 1) : scanInteger(input, kEnd + 1);
     if (vEnd < 0 || (vEnd < n && input.charCodeAt(vEnd) !== 0x3b)) return null;
     const raw = input.slice(kEnd + 1, vEnd);
-    repeated ||= params.has(name);
     paramKeys.push(name);
     params.set(name, quoted ? raw.slice(1, -1) : Number(raw));
     i = vEnd;
   }
-  const key = input.slice(0, keyEnd);
-  const member: MemberShape = { key, paramKeys };
+  const member: InnerListMember = { key: input.slice(0, keyEnd), items, params, paramKeys };
   // With a repeated parameter the serialised form (last one wins) differs from the text.
-  if (!repeated) member.canonicalText = input.slice(keyEnd + 1);
-  return { dictionary: new Map([[key, [items, params]]]), members: [member] };
+  if (params.size === paramKeys.length) member.canonicalText = input.slice(keyEnd + 1);
+  return member;
 }
 
 function fastParse(input: string, profile: BinaryProfile): ParsedField | null {
   const keyEnd = scanKey(input, 0);
   if (keyEnd < 0 || input.charCodeAt(keyEnd) !== 0x3d) return null;
   const open = input.charCodeAt(keyEnd + 1);
-  if (open === 0x28) return fastInnerList(input, keyEnd);
+  if (open === 0x28) {
+    const m = parseInnerListMember(input);
+    if (!m) return null;
+    const list: Item[] = m.items.map((item) => [item, new Map()]);
+    const shape: MemberShape = { key: m.key, paramKeys: m.paramKeys };
+    if (m.canonicalText !== undefined) shape.canonicalText = m.canonicalText;
+    return { dictionary: new Map([[m.key, [list, m.params]]]), members: [shape] };
+  }
   if (open !== 0x3a) return null;
   const m = parseBytesMember(input, profile);
   if (!m) return null;
