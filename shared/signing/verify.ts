@@ -11,12 +11,7 @@
  * Key lookup, revocation and the replay cache are pluggable (see the interfaces below): the
  * receiver supplies durable, shared implementations; the conformance vectors install theirs.
  */
-import {
-  serializeInnerList,
-  Token,
-  type InnerList,
-  type Parameters,
-} from 'structured-headers';
+import { serializeInnerList, Token, type InnerList, type Item } from 'structured-headers';
 import type { BrandProfile } from '../brand.js';
 import { WebhookVerificationError, type WebhookErrorCode } from '../errors/webhook-codes.js';
 import {
@@ -38,8 +33,6 @@ import { buildSignatureBase, WEBHOOK_COMPONENTS } from './signature-base.js';
 import {
   fieldValue,
   parseBytesMember,
-  parseInnerListMember,
-  type InnerListMember,
   parseSignatureDictionary,
   StructuredFieldError,
   type MemberShape,
@@ -150,7 +143,11 @@ export async function verifyWebhookSignature(
 }
 
 /** Step 1's outcome: the sig1 member of both headers, its covered components and the digests. */
-interface Sig1 extends InputMember {
+interface Sig1 {
+  /** The Signature-Input member: the covered components and their parameters. */
+  member: InnerList;
+  /** How that member arrived on the wire (parameter keys in order, its canonical text). */
+  shape: MemberShape;
   signature: Buffer;
   components: string[];
   digests: Map<string, Buffer> | undefined;
@@ -201,8 +198,8 @@ function parseSig1(req: IncomingHead, binary: BinaryProfile): Sig1 {
   }
   let input, signatures, digests: Map<string, Buffer> | undefined;
   try {
-    // The one-member fields signers send are read without a dictionary; any other shape in full.
-    input = parseInnerListMember(inputHeader) ?? parseSignatureDictionary(inputHeader, binary);
+    input = parseSignatureDictionary(inputHeader, binary);
+    // The one-member Signature signers send, without a dictionary; any other shape in full.
     signatures = parseBytesMember(signatureHeader, binary) ?? {
       key: LABEL,
       bytes: signatureBytes(parseSignatureDictionary(signatureHeader, binary)),
@@ -218,8 +215,8 @@ function parseSig1(req: IncomingHead, binary: BinaryProfile): Sig1 {
   if (Array.isArray(ct) && ct.length > 1) {
     fail('webhook_signature_header_malformed', 1, 'Content-Type has several values');
   }
-  const member = inputMember(input);
-  if (!member) {
+  const member = input.dictionary.get(LABEL);
+  if (!member || !Array.isArray(member[0])) {
     fail(
       'webhook_signature_header_malformed',
       1,
@@ -230,8 +227,8 @@ function parseSig1(req: IncomingHead, binary: BinaryProfile): Sig1 {
     fail('webhook_signature_header_malformed', 1, 'Signature has no byte sequence labelled sig1');
   }
   const components: string[] = [];
-  for (const value of member.items) {
-    if (value === null) {
+  for (const [value, itemParams] of member[0] as Item[]) {
+    if (typeof value !== 'string' || itemParams.size > 0) {
       fail('webhook_signature_header_malformed', 1, 'covered components must be plain strings');
     }
     // A handful of components: a scan is cheaper than a Set per request.
@@ -240,37 +237,12 @@ function parseSig1(req: IncomingHead, binary: BinaryProfile): Sig1 {
     }
     components.push(value);
   }
-  return { ...member, signature: signatures.bytes, components, digests };
-}
-
-/** Signature-Input's sig1 member: each covered item as a plain string, or null where it is not. */
-interface InputMember {
-  items: ReadonlyArray<string | null>;
-  params: Parameters;
-  /** Parameter keys in order as they arrived, duplicates kept. */
-  paramKeys: string[];
-  /** The member's text for `@signature-params`: as received when it was canonical. */
-  canonicalText: string | undefined;
-  /** The parsed member (full parse only), serialised when canonicalText is undefined. */
-  list: InnerList | undefined;
-}
-
-/** The sig1 inner list of a Signature-Input, from either parse; null when there is none. */
-function inputMember(input: InnerListMember | ParsedField): InputMember | null {
-  if (!('dictionary' in input)) {
-    if (input.key !== LABEL) return null;
-    const { items, params, paramKeys, canonicalText } = input;
-    return { items, params, paramKeys, canonicalText, list: undefined };
-  }
-  const member = input.dictionary.get(LABEL);
-  if (!member || !Array.isArray(member[0])) return null;
-  const shape = input.members.find(isSig1)!;
   return {
-    items: member[0].map(([v, p]) => (typeof v === 'string' && p.size === 0 ? v : null)),
-    params: member[1],
-    paramKeys: shape.paramKeys,
-    canonicalText: shape.canonicalText,
-    list: member as InnerList,
+    member: member as InnerList,
+    shape: input.members.length === 1 ? input.members[0]! : input.members.find(isSig1)!,
+    signature: signatures.bytes,
+    components,
+    digests,
   };
 }
 
@@ -287,7 +259,8 @@ function signatureBytes(field: ParsedField): Buffer | undefined {
 /** Steps 2-6: the parameters' presence and types, then tag, alg, window and covered set. */
 function checkParams(sig1: Sig1, opts: VerifyOptions, now: number): Sig1Params {
   // Step 2: all six parameters present, tag exactly once, each of its type.
-  const { params, paramKeys } = sig1;
+  const params = sig1.member[1];
+  const { paramKeys } = sig1.shape;
   for (const p of REQUIRED_PARAMS) {
     if (!params.has(p)) fail('webhook_signature_params_incomplete', 2, `parameter ${p} is missing`);
   }
@@ -389,8 +362,7 @@ async function checkSignature(
   const lines = coveredLines(req, sig1.components, target);
   const base = buildSignatureBase(
     lines,
-    // Undefined text only for a repeated parameter, which step 2 refused, or a full parse.
-    sig1.canonicalText ?? serializeInnerList(sig1.list!),
+    sig1.shape.canonicalText ?? serializeInnerList(sig1.member),
   );
   // Step 8 checked kty and crv against alg, so the cached key (by key material) fits alg.
   const key = cachedVerifyKey(jwk) ?? (await importVerifyKey(jwk, p.alg));
