@@ -154,8 +154,34 @@ export function keyPurposeProblem(
 const verifyKeyCache = new Map<string, KeyObject>();
 const VERIFY_KEY_CACHE_MAX = 1024;
 
+function verifyKeyId(jwk: JWK): string {
+  return `${jwk.kty}|${jwk.crv}|${jwk.x}|${jwk.y ?? ''}`;
+}
+
+// The same, by JWK object: a resolver hands back the same object for every request of a
+// sender, so the hot path compares four members instead of building and hashing the id.
+// The members are compared on every hit, so a JWK object whose key changed is not matched.
+const byJwkObject = new WeakMap<
+  JWK,
+  { kty?: string; crv?: string; x?: string; y?: string; key: KeyObject }
+>();
+
+/**
+ * The KeyObject importVerifyKey made for this key material, if any: the verifier's per-request
+ * path, synchronous, so a known key costs a lookup and no promise.
+ */
+export function cachedVerifyKey(jwk: JWK): KeyObject | undefined {
+  const hit = byJwkObject.get(jwk);
+  if (hit && hit.kty === jwk.kty && hit.crv === jwk.crv && hit.x === jwk.x && hit.y === jwk.y) {
+    return hit.key;
+  }
+  const key = verifyKeyCache.get(verifyKeyId(jwk));
+  if (key) byJwkObject.set(jwk, { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y, key });
+  return key;
+}
+
 export async function importVerifyKey(jwk: JWK, alg: SignatureAlg): Promise<KeyObject> {
-  const id = `${jwk.kty}|${jwk.crv}|${jwk.x}|${jwk.y ?? ''}`;
+  const id = verifyKeyId(jwk);
   const cached = verifyKeyCache.get(id);
   if (cached) return cached;
   const key = await toKeyObject({ kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y }, alg);

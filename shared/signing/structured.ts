@@ -103,57 +103,159 @@ export interface ParsedField {
 
 // Fast paths for the exact shapes signers emit: one member, canonical serialisation. They
 // give the same result as the full parser (a property test holds them to it) in a fraction
-// of the time; anything else goes through structured-headers.
-const SF_STRING = '"[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]*"';
-const SF_KEY = '[a-z*][a-z0-9_.*-]*';
-const FAST_BYTES = new RegExp(`^(${SF_KEY})=:([A-Za-z0-9+/=_-]*):$`);
-const FAST_INNER_LIST = new RegExp(
-  `^(${SF_KEY})=\\(((?:${SF_STRING}(?: ${SF_STRING})*)?)\\)((?:;${SF_KEY}=(?:0|-?[1-9]\\d{0,14}|${SF_STRING}))*)$`,
-);
-const FAST_PARAM = new RegExp(`;(${SF_KEY})=(0|-?[1-9]\\d{0,14}|${SF_STRING})`, 'g');
-const FAST_ITEM = new RegExp(SF_STRING, 'g');
+// of the time; anything else goes through structured-headers. Hand-written scanners rather
+// than regular expressions: this runs three times per verified request and a CPU profile put
+// the regex version (matchAll, match, spread) at several µs per request. Each accepts
+// exactly the language of the expression documented above it and answers null otherwise.
 
-function fastParse(input: string, profile: BinaryProfile): ParsedField | null {
-  let m = FAST_BYTES.exec(input);
-  if (m) {
-    let bytes: Buffer;
-    try {
-      bytes = profile === 'webhook-v1' ? decodeWebhookBinary(m[2]!) : decodeRfc8941Binary(m[2]!);
-    } catch (err) {
-      throw new StructuredFieldError((err as Error).message);
-    }
-    const ab = bytes.buffer.slice(
-      bytes.byteOffset,
-      bytes.byteOffset + bytes.byteLength,
-    ) as ArrayBuffer;
-    return {
-      dictionary: new Map([[m[1]!, [ab, new Map()]]]),
-      members: [{ key: m[1]!, paramKeys: [] }],
-    };
+/** `[a-z*]` */
+function isKeyStart(c: number): boolean {
+  return (c >= 0x61 && c <= 0x7a) || c === 0x2a;
+}
+
+/** `[a-z0-9_.*-]` */
+function isKeyChar(c: number): boolean {
+  return isKeyStart(c) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x2e || c === 0x2d;
+}
+
+/** `[a-z*][a-z0-9_.*-]*` at i: the index after it, or -1. */
+function scanKey(s: string, i: number): number {
+  if (i >= s.length || !isKeyStart(s.charCodeAt(i))) return -1;
+  i++;
+  while (i < s.length && isKeyChar(s.charCodeAt(i))) i++;
+  return i;
+}
+
+/** `"[\x20\x21\x23-\x5b\x5d-\x7e]*"` at i (no escapes): the index after it, or -1. */
+function scanString(s: string, i: number): number {
+  if (s.charCodeAt(i) !== 0x22) return -1;
+  for (i++; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x22) return i + 1;
+    if (c < 0x20 || c > 0x7e || c === 0x5c) return -1;
   }
-  m = FAST_INNER_LIST.exec(input);
-  if (!m) return null;
-  const items: Item[] = (m[2]!.match(FAST_ITEM) ?? []).map((q) => [q.slice(1, -1), new Map()]);
+  return -1;
+}
+
+/** `0|-?[1-9]\d{0,14}` at i: the index after it, or -1 (the caller checks what follows). */
+function scanInteger(s: string, i: number): number {
+  if (s.charCodeAt(i) === 0x30) return i + 1;
+  const start = s.charCodeAt(i) === 0x2d ? i + 1 : i;
+  const first = s.charCodeAt(start);
+  if (!(first >= 0x31 && first <= 0x39)) return -1;
+  let j = start + 1;
+  while (j < s.length && s.charCodeAt(j) >= 0x30 && s.charCodeAt(j) <= 0x39) j++;
+  return j - start > 15 ? -1 : j;
+}
+
+const BYTES_ALPHABET = /^[A-Za-z0-9+/=_-]*$/;
+
+/**
+ * A field of exactly one byte-sequence member, `^(key)=:([A-Za-z0-9+/=_-]*):$`, as signers emit
+ * Signature and Content-Digest: its key and bytes, without building a dictionary or copying the
+ * bytes; null for any other shape (parse those with parseSignatureDictionary, which agrees).
+ * Throws StructuredFieldError when the token does not decode under the profile.
+ */
+export function parseBytesMember(
+  input: string,
+  profile: BinaryProfile,
+): { key: string; bytes: Buffer } | null {
+  const keyEnd = scanKey(input, 0);
+  const last = input.length - 1;
+  if (keyEnd < 0 || last <= keyEnd + 1) return null;
+  if (input.charCodeAt(keyEnd) !== 0x3d || input.charCodeAt(keyEnd + 1) !== 0x3a) return null;
+  if (input.charCodeAt(last) !== 0x3a) return null;
+  const token = input.slice(keyEnd + 2, last);
+  if (!BYTES_ALPHABET.test(token)) return null;
+  try {
+    const bytes =
+      profile === 'webhook-v1' ? decodeWebhookBinary(token) : decodeRfc8941Binary(token);
+    return { key: input.slice(0, keyEnd), bytes };
+  } catch (err) {
+    throw new StructuredFieldError((err as Error).message);
+  }
+}
+
+/** One inner-list member as signers emit Signature-Input, without the dictionary around it. */
+export interface InnerListMember {
+  key: string;
+  /** The inner list's items: strings, none with parameters. */
+  items: string[];
+  params: Map<string, BareItem>;
+  /** Parameter keys in order, duplicates kept. */
+  paramKeys: string[];
+  /** The member's value as received, when canonical (no parameter repeated). */
+  canonicalText?: string;
+}
+
+/**
+ * A field of exactly one inner-list member,
+ * `^(key)=\(((?:STRING(?: STRING)*)?)\)((?:;key=(?:INTEGER|STRING))*)$` with STRING and INTEGER
+ * as above; null for any other shape (parse those with parseSignatureDictionary, which agrees).
+ * The verifier reads Signature-Input through it: no per-item tuples and parameter maps.
+ */
+export function parseInnerListMember(input: string): InnerListMember | null {
+  const keyEnd = scanKey(input, 0);
+  if (keyEnd < 0 || input.charCodeAt(keyEnd) !== 0x3d || input.charCodeAt(keyEnd + 1) !== 0x28) {
+    return null;
+  }
+  const n = input.length;
+  const items: string[] = [];
+  let i = keyEnd + 2;
+  if (input.charCodeAt(i) !== 0x29) {
+    for (;;) {
+      const end = scanString(input, i);
+      if (end < 0) return null;
+      items.push(input.slice(i + 1, end - 1));
+      i = end;
+      if (input.charCodeAt(i) !== 0x20) break;
+      i++;
+    }
+    if (input.charCodeAt(i) !== 0x29) return null;
+  }
+  i++;
   const params = new Map<string, BareItem>();
   const paramKeys: string[] = [];
-  for (const p of m[3]!.matchAll(FAST_PARAM)) {
-    const raw = p[2]!;
-    paramKeys.push(p[1]!);
-    params.set(p[1]!, raw.startsWith('"') ? raw.slice(1, -1) : Number(raw));
+  while (i < n) {
+    if (input.charCodeAt(i) !== 0x3b) return null;
+    const kEnd = scanKey(input, i + 1);
+    if (kEnd < 0 || input.charCodeAt(kEnd) !== 0x3d) return null;
+    const name = input.slice(i + 1, kEnd);
+    const quoted = input.charCodeAt(kEnd + 1) === 0x22;
+    const vEnd = quoted ? scanString(input, kEnd + 1) : scanInteger(input, kEnd + 1);
+    if (vEnd < 0 || (vEnd < n && input.charCodeAt(vEnd) !== 0x3b)) return null;
+    const raw = input.slice(kEnd + 1, vEnd);
+    paramKeys.push(name);
+    params.set(name, quoted ? raw.slice(1, -1) : Number(raw));
+    i = vEnd;
   }
-  return {
-    dictionary: new Map([[m[1]!, [items, params]]]),
-    members: [
-      {
-        key: m[1]!,
-        paramKeys,
-        // With a repeated parameter the serialised form (last one wins) differs from the text.
-        ...(new Set(paramKeys).size === paramKeys.length && {
-          canonicalText: input.slice(m[1]!.length + 1),
-        }),
-      },
-    ],
-  };
+  const member: InnerListMember = { key: input.slice(0, keyEnd), items, params, paramKeys };
+  // With a repeated parameter the serialised form (last one wins) differs from the text.
+  if (params.size === paramKeys.length) member.canonicalText = input.slice(keyEnd + 1);
+  return member;
+}
+
+function fastParse(input: string, profile: BinaryProfile): ParsedField | null {
+  const keyEnd = scanKey(input, 0);
+  if (keyEnd < 0 || input.charCodeAt(keyEnd) !== 0x3d) return null;
+  const open = input.charCodeAt(keyEnd + 1);
+  if (open === 0x28) {
+    const m = parseInnerListMember(input);
+    if (!m) return null;
+    const list: Item[] = m.items.map((item) => [item, new Map()]);
+    const shape: MemberShape = { key: m.key, paramKeys: m.paramKeys };
+    if (m.canonicalText !== undefined) shape.canonicalText = m.canonicalText;
+    return { dictionary: new Map([[m.key, [list, m.params]]]), members: [shape] };
+  }
+  if (open !== 0x3a) return null;
+  const m = parseBytesMember(input, profile);
+  if (!m) return null;
+  const { key, bytes } = m;
+  const ab = bytes.buffer.slice(
+    bytes.byteOffset,
+    bytes.byteOffset + bytes.byteLength,
+  ) as ArrayBuffer;
+  return { dictionary: new Map([[key, [ab, new Map()]]]), members: [{ key, paramKeys: [] }] };
 }
 
 /**
