@@ -16,7 +16,9 @@ export interface AdapterOptions {
 
 /** Lower-case headers; a header sent more than once stays an array (so it can be refused). */
 export function incomingHeaders(req: IncomingMessage): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+  // No prototype: a request's header named `__proto__` (twice, so an array) would otherwise
+  // set the object's prototype instead of being one more header.
+  const out = Object.create(null) as Record<string, string | string[]>;
   for (const [name, values] of Object.entries(req.headersDistinct)) {
     if (!values) continue;
     out[name] = values.length === 1 ? (values[0] as string) : values;

@@ -51,6 +51,21 @@ t.test(
     t.equal(res.status, 200);
     t.equal(events[0]?.body.toString(), body, 'raw bytes, untouched by Koa');
     t.equal(events[0]?.sender, 'koa-seller');
+    // Headers named after Object.prototype members are headers like any other: the one named
+    // `__proto__`, sent twice (an array), must not become the headers object's prototype.
+    const odd = signed(
+      `${base}/webhooks`,
+      body.replace('whk_koa_000000000001', 'whk_koa_000000000002'),
+      seller,
+    );
+    const oddRes = await post(`${base}/webhooks`, odd.body, {
+      ...odd.headers,
+      ['__proto__']: ['a', 'b'],
+      constructor: 'c',
+      hasownproperty: 'd',
+    });
+    t.equal(oddRes.status, 200, 'headers named __proto__ / constructor: an ordinary delivery');
+    t.equal(events.length, 2);
     const other = await post(`${base}/other`, '{}', { 'content-type': 'application/json' });
     t.equal(other.status, 200);
     t.equal(other.json, 'app route');
