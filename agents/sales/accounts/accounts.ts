@@ -18,6 +18,7 @@ import { requireIdempotencyKey } from '../../runtime/validation.js';
 import type { TaskRegistry } from '../../runtime/registry.js';
 import type { AgentNotifications, TaskContext } from '../../runtime/types.js';
 import type { AccountNotificationType } from '../../../sender/index.js';
+import type { CommercialRelationship } from '../../auth/principal.js';
 
 /** Event types an account-level subscriber may register (supplement §6.7). */
 export const ACCOUNT_EVENT_TYPES = ACCOUNT_NOTIFICATION_TYPES;
@@ -166,6 +167,7 @@ function checkedEntry(
   ctx: Pick<TaskContext, 'notifications'>,
   a: AccountItem,
   i: number,
+  relationship: CommercialRelationship,
 ): SubscriberConfig[] | undefined | TaskError {
   const published = isPublishedEntry(a);
   const prefix = published ? 'notification_configs' : `accounts[${i}].notification_configs`;
@@ -176,6 +178,21 @@ function checkedEntry(
         suggestion: `use one of ${SUPPORTED_BILLING.join(', ')}`,
         details: { scope: 'capability', supported_billing: [...SUPPORTED_BILLING] },
       });
+    }
+    if (a.billing && a.billing !== 'operator' && relationship === 'passthrough_only') {
+      // The per-agent gate: the caller's identity is established (its credential maps to
+      // an onboarded principal). The details are clamped to the published shape
+      // (error-details/billing-not-permitted-for-agent.json): the rejected value and one
+      // retry, never the agent's commercial state.
+      throw taskError(
+        'BILLING_NOT_PERMITTED_FOR_AGENT',
+        `${a.billing} billing is not available to this buyer agent`,
+        {
+          field: 'billing',
+          suggestion: 'retry with billing operator',
+          details: { rejected_billing: a.billing, suggested_billing: 'operator' },
+        },
+      );
     }
     if (!a.notification_configs) return undefined;
     const configs = a.notification_configs.map((c, j) => {
@@ -214,13 +231,31 @@ function refusedAccount(
   };
 }
 
+/**
+ * The caller's commercial relationship (its onboarding record), read only when an entry
+ * asks for a billing other than the operator's, the only one it can restrict.
+ */
+async function commercialRelationship(
+  ctx: TaskContext,
+  accounts: AccountItem[],
+): Promise<CommercialRelationship> {
+  if (!accounts.some((a) => a.billing && a.billing !== 'operator')) return 'agent_billable';
+  const { rows } = await ctx.db.query<{ commercial_relationship: CommercialRelationship }>(
+    `SELECT commercial_relationship FROM ${ctx.schema}.principals
+      WHERE agent = $1 AND principal_id = $2`,
+    [ctx.agent, ctx.principal!.principal_id],
+  );
+  return rows[0]?.commercial_relationship ?? 'agent_billable';
+}
+
 async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: TaskContext) {
   const s = ctx.schema;
   const principalId = ctx.principal!.principal_id;
   const out: Array<Record<string, unknown>> = [];
+  const relationship = await commercialRelationship(ctx, params.accounts);
   await ctx.db.query('SAVEPOINT sync_accounts');
   for (const [i, raw] of params.accounts.entries()) {
-    const checked = checkedEntry(ctx, raw, i);
+    const checked = checkedEntry(ctx, raw, i, relationship);
     if (checked instanceof TaskError) {
       out.push(refusedAccount(principalId, raw, checked));
       continue;

@@ -158,12 +158,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       '3.2.0-beta.5/universal/agent-notification-configs.yaml:145: runner: 6.11.0 has no request schema for sync_agent_notification_configs (its task map predates the task), so it refuses to send the step',
   },
-  'sales:billing_gate_dispatch/sync_accounts_passthrough_rejects_agent': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded', 'unseeded'],
-    evidence:
-      '3.1.19/universal/billing-gate-dispatch.yaml:282: ours, not fixed yet: Expected "failed", got "created": the test kit declares the calling buyer agent passthrough-only (test-kits/billing-gate-runner.yaml:119, commercial_relationship) and this seller advertises agent billing, so billing: agent must fail per account with BILLING_NOT_PERMITTED_FOR_AGENT (details rejected_billing, suggested_billing); principals here have no commercial-relationship record, and the harness runs the storyboard with the demo buyer\'s key, not a passthrough-only principal\'s',
-  },
   'sales:idempotency/create_media_buy_replay': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
