@@ -361,10 +361,49 @@ export async function emitAccountEvent(
   }
 }
 
+const ACCOUNT_STATUSES = [
+  'active',
+  'pending_approval',
+  'rejected',
+  'payment_required',
+  'suspended',
+  'closed',
+] as const;
+
 const ListAccountsSchema = z.looseObject({
   account_ids: z.array(z.string().min(1).max(128)).max(100).optional(),
+  /** Published 3.1+: one account, by `account_id` or by its natural key. */
+  account: z
+    .union([
+      z.looseObject({ account_id: z.string().min(1).max(128) }),
+      z.looseObject({
+        brand: z.looseObject({ domain: z.string().min(1).max(253) }),
+        operator: z.string().min(1).max(253).optional(),
+      }),
+    ])
+    .optional(),
+  status: z.enum(ACCOUNT_STATUSES).optional(),
   pagination: PaginationRequestSchema.optional(),
 });
+
+/**
+ * The ids `list_accounts` is narrowed to: `account_ids`, and the published exact `account`
+ * filter (its `account_id`, or the id sync_accounts derives from its natural key).
+ */
+function listedIds(
+  principalId: string,
+  params: z.output<typeof ListAccountsSchema>,
+): string[] | null {
+  const a = params.account as
+    { account_id?: string; brand?: { domain: string }; operator?: string } | undefined;
+  const exact = !a
+    ? null
+    : typeof a.account_id === 'string'
+      ? a.account_id
+      : derivedAccountId(principalId, `${a.brand!.domain}|${a.operator ?? a.brand!.domain}`);
+  if (exact === null) return params.account_ids ?? null;
+  return params.account_ids ? params.account_ids.filter((id) => id === exact) : [exact];
+}
 
 export function registerAccountTasks(registry: TaskRegistry): void {
   registry.add({
@@ -392,8 +431,16 @@ export function registerAccountTasks(registry: TaskRegistry): void {
         `SELECT account_id, name, brand, status, notification_configs,
                 count(*) OVER () AS total FROM ${ctx.schema}.accounts
           WHERE agent = $1 AND principal_id = $2 AND ($3::text[] IS NULL OR account_id = ANY($3))
+            AND ($6::text IS NULL OR status = $6)
           ORDER BY created_at, account_id LIMIT $4 OFFSET $5`,
-        [ctx.agent, ctx.principal!.principal_id, params.account_ids ?? null, limit, offset],
+        [
+          ctx.agent,
+          ctx.principal!.principal_id,
+          listedIds(ctx.principal!.principal_id, params),
+          limit,
+          offset,
+          params.status ?? null,
+        ],
       );
       const total = rows.length > 0 ? Number(rows[0]!.total) : 0;
       return {
