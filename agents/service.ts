@@ -15,7 +15,12 @@ import {
 } from './auth/authenticate.js';
 import { onboardPrincipal, revokeApiKeys } from './auth/principal-admin.js';
 import { oauthResources } from './auth/resources.js';
-import { AGENT_KINDS, type AgentKind, type Permissions } from './auth/principal.js';
+import {
+  AGENT_KINDS,
+  type AgentKind,
+  type CommercialRelationship,
+  type Permissions,
+} from './auth/principal.js';
 import { publishCapabilitiesChange, registerCommonTasks } from './common/capabilities.js';
 import { getPreview, registerCreativeAgentTasks } from './creative/creative-agent.js';
 import {
@@ -89,6 +94,7 @@ export interface AgentsCore {
     name?: string;
     permissions: Permissions;
     agentAccess?: boolean;
+    commercialRelationship?: CommercialRelationship;
   }): Promise<{ agent: AgentKind; principal_id: string; api_key: string }>;
   revokeApiKeys(agent: AgentKind, principalId: string): Promise<number>;
   getPreview(previewId: string): Promise<{ html: string; expires_at: string } | null>;

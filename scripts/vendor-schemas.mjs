@@ -65,7 +65,7 @@ function collectRefs(node, out) {
 }
 
 /** Every file the release's task schemas need, and the manifest of tasks. */
-const ASYNC_STATUSES = ['working', 'input-required'];
+const ASYNC_STATUSES = ['submitted', 'working', 'input-required'];
 
 function vendorRelease(source, release) {
   const dir = join(source, release);

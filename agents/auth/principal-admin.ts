@@ -6,7 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { assertSchemaName, withTransaction, type Pool } from '../../shared/infra/pg.js';
 import { taskError } from '../runtime/errors.js';
 import { hashApiKey } from './authenticate.js';
-import { PermissionsSchema, type AgentKind, type Permissions } from './principal.js';
+import {
+  COMMERCIAL_RELATIONSHIPS,
+  PermissionsSchema,
+  type AgentKind,
+  type CommercialRelationship,
+  type Permissions,
+} from './principal.js';
 
 const PRINCIPAL_ID = /^[A-Za-z0-9_.:@-]{1,255}$/;
 
@@ -19,6 +25,8 @@ export async function onboardPrincipal(
     name?: string;
     permissions: Permissions;
     agentAccess?: boolean;
+    /** Default `agent_billable` (see CommercialRelationship). */
+    commercialRelationship?: CommercialRelationship;
   },
 ): Promise<{ agent: AgentKind; principal_id: string; api_key: string }> {
   const s = assertSchemaName(schema);
@@ -37,19 +45,30 @@ export async function onboardPrincipal(
       },
     );
   }
+  const relationship = input.commercialRelationship ?? 'agent_billable';
+  if (!(COMMERCIAL_RELATIONSHIPS as readonly string[]).includes(relationship)) {
+    throw taskError(
+      'VALIDATION_ERROR',
+      `commercial_relationship must be one of ${COMMERCIAL_RELATIONSHIPS.join(', ')}`,
+      { field: 'commercial_relationship' },
+    );
+  }
   const apiKey = `${input.agent}_${randomBytes(24).toString('base64url')}`;
   await withTransaction(pool, async (db) => {
     await db.query(
-      `INSERT INTO ${s}.principals (agent, principal_id, name, permissions, signals_access)
-       VALUES ($1, $2, $3, $4, $5)
+      `INSERT INTO ${s}.principals
+         (agent, principal_id, name, permissions, signals_access, commercial_relationship)
+       VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (agent, principal_id) DO UPDATE SET name = EXCLUDED.name,
-         permissions = EXCLUDED.permissions, signals_access = EXCLUDED.signals_access`,
+         permissions = EXCLUDED.permissions, signals_access = EXCLUDED.signals_access,
+         commercial_relationship = EXCLUDED.commercial_relationship`,
       [
         input.agent,
         input.principalId,
         input.name ?? input.principalId,
         permissions.data,
         input.agentAccess ?? true,
+        relationship,
       ],
     );
     await db.query(

@@ -22,6 +22,14 @@ export const PermissionsSchema = z.strictObject({
   reports: z.array(z.enum(PERMISSION_VALUES)).optional(),
 });
 
+/**
+ * A buyer agent's commercial relationship with the seller (onboarding record): `agent_billable`
+ * may be invoiced for what the seller offers; `passthrough_only` has no payments relationship,
+ * so only the operator can be billed (sync_accounts: BILLING_NOT_PERMITTED_FOR_AGENT).
+ */
+export const COMMERCIAL_RELATIONSHIPS = ['agent_billable', 'passthrough_only'] as const;
+export type CommercialRelationship = (typeof COMMERCIAL_RELATIONSHIPS)[number];
+
 export interface Principal {
   agent: AgentKind;
   principal_id: string;

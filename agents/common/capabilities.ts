@@ -106,7 +106,11 @@ export async function capabilityDocument(
   // Declared: the canonical force/simulate scenarios (DECLARED_SCENARIOS) (the names every release's enum
   // has, 3.0 included); seeding and response-arm directives (force_*_arm, not in 3.0's
   // enum) are discovered with list_scenarios.
-  const declared = CONTROLLER_SCENARIOS[agent].filter((x) => DECLARED_SCENARIOS.has(x));
+  // force_task_completion is not declared either: ours completes a forced discovery task
+  // only (get_products), not the create_media_buy tasks a declared one would promise.
+  const declared = CONTROLLER_SCENARIOS[agent].filter(
+    (x) => DECLARED_SCENARIOS.has(x) && x !== 'force_task_completion',
+  );
   // The creative agent's controller has seeding scenarios only: not declared, since 3.0
   // buyers (the registry's @adcp/sdk 6.11.0) validate the block against 3.0's closed enum.
   if (settings.testController && declared.length > 0) {

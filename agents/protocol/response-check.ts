@@ -127,8 +127,10 @@ export function releasesOf(params: unknown): readonly Release[] {
     params && typeof params === 'object'
       ? (params as { adcp_version?: unknown }).adcp_version
       : null;
-  if (typeof v === 'string') {
-    const match = RELEASES.filter((r) => r.startsWith(v.split('.').slice(0, 2).join('.') + '.'));
+  // MAJOR.MINOR of the pin, prerelease or patch after it (`3.2-beta.4`, `3.1.0`).
+  const m = typeof v === 'string' ? /^(\d+)\.(\d+)(?:[.-]|$)/.exec(v) : null;
+  if (m) {
+    const match = RELEASES.filter((r) => r.startsWith(`${m[1]}.${m[2]}.`));
     if (match.length > 0) return match;
   }
   return RELEASES;

@@ -411,6 +411,16 @@ export class TaskDispatcher {
       { status: outcome.status, ...outcome.body },
       outcome.status,
     );
+    // A read that continues in the background (the test controller's forced submitted
+    // discovery): its task is stored, in one statement, like a mutating task's.
+    if (outcome.async && !isTerminalStatus(outcome.status) && !dryRun) {
+      response.task_id = outcome.async.taskId ?? taskId;
+      const call = { req, def, principal, params: params as Record<string, unknown>, meta };
+      await this.tasks.insert(
+        db,
+        asyncTaskRow(call, response.task_id, outcome.status, outcome.async, ctx.clock),
+      );
+    }
     if (meta.context !== undefined) response.context = meta.context;
     if (dryRun) response.dry_run = true;
     return response;

@@ -48,6 +48,11 @@ export const AGENT_ERROR_STATUS = {
   INTERNAL_ERROR: 500,
   /** A sync_accounts `billing` outside `account.supported_billing` (published code). */
   BILLING_NOT_SUPPORTED: 400,
+  /**
+   * A billing the seller offers but not to this buyer agent (its onboarding record is
+   * passthrough-only: only the operator can be invoiced); published code, 3.1.19 and up.
+   */
+  BILLING_NOT_PERMITTED_FOR_AGENT: 400,
 } as const satisfies Record<string, number>;
 
 export type AgentErrorCode = keyof typeof AGENT_ERROR_STATUS;

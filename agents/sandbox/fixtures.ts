@@ -107,3 +107,44 @@ export async function takeForcedCreateArm(
   );
   return rows[0]?.data ?? null;
 }
+
+/** The fixture kind of force_get_products_arm's directive (one per principal). */
+export const GET_PRODUCTS_ARM_KIND = 'get_products_arm';
+
+/**
+ * A forced get_products answer: submitted under the harness's task id, or the 3.2
+ * business rejection (GetProductsRejected: a reason and optional suggestions).
+ */
+export type ForcedGetProductsArm =
+  | { arm: 'submitted'; task_id: string; message?: string }
+  | { arm: 'rejected'; reason: string; suggestions?: string[] };
+
+/**
+ * The arm forced for this principal's next brief-mode get_products, taken (it applies
+ * once) when `canServe` accepts it; null when none is waiting or it cannot be served (it
+ * then stays for the next request that can take it).
+ */
+export async function takeForcedGetProductsArm(
+  db: Db,
+  schema: string,
+  principalId: string,
+  canServe: (arm: ForcedGetProductsArm) => boolean,
+): Promise<ForcedGetProductsArm | null> {
+  const { rows } = await db.query<{ data: ForcedGetProductsArm }>(
+    `SELECT f.data FROM ${schema}.sandbox_fixtures f
+       JOIN ${schema}.principals p ON p.agent = f.agent AND p.principal_id = f.principal_id
+      WHERE f.agent = 'sales' AND f.principal_id = $1 AND f.account_key = $2 AND f.kind = $3
+        AND p.sandbox`,
+    [principalId, SESSION, GET_PRODUCTS_ARM_KIND],
+  );
+  const waiting = rows[0]?.data;
+  if (!waiting || !canServe(waiting)) return null;
+  // Taken by one request only: a concurrent one that lost the DELETE answers normally.
+  const { rowCount } = await db.query(
+    `DELETE FROM ${schema}.sandbox_fixtures
+      WHERE agent = 'sales' AND principal_id = $1 AND account_key = $2 AND kind = $3
+        AND data = $4::jsonb`,
+    [principalId, SESSION, GET_PRODUCTS_ARM_KIND, JSON.stringify(waiting)],
+  );
+  return rowCount ? waiting : null;
+}

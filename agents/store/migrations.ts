@@ -367,6 +367,18 @@ AGENT_MIGRATIONS.push({
     ALTER TABLE ${s}.packages ADD COLUMN context jsonb;`,
 });
 
+// The buyer agent's commercial relationship with this seller, recorded at onboarding (the
+// published per-agent billing gate, BILLING_NOT_PERMITTED_FOR_AGENT): `agent_billable` (the
+// default: every billing the seller offers) or `passthrough_only` (no payments relationship:
+// only the operator can be invoiced).
+AGENT_MIGRATIONS.push({
+  id: '013_commercial_relationship',
+  sql: (s) => `
+    ALTER TABLE ${s}.principals ADD COLUMN commercial_relationship text NOT NULL
+      DEFAULT 'agent_billable'
+      CHECK (commercial_relationship IN ('agent_billable', 'passthrough_only'));`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

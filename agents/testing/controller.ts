@@ -21,6 +21,7 @@ import {
   simulateBudgetSpend,
 } from './media-buy-lifecycle.js';
 import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
+import { forceGetProductsArm, forceTaskCompletion } from './discovery-arms.js';
 import { ControllerSchema, type ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 import { forceUpstreamUnavailable } from './upstream.js';
@@ -505,6 +506,10 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return forceMediaBuyStatus(req, ctx);
     case 'force_create_media_buy_arm':
       return forceCreateMediaBuyArm(req, ctx);
+    case 'force_get_products_arm':
+      return forceGetProductsArm(req, ctx);
+    case 'force_task_completion':
+      return forceTaskCompletion(req, ctx);
     case 'simulate_budget_spend':
       return simulateBudgetSpend(req, ctx);
     case 'seed_account':

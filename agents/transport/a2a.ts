@@ -48,7 +48,7 @@ import type { Middleware } from 'koa';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { AgentKind, Principal } from '../auth/principal.js';
-import { checkResponse } from '../protocol/index.js';
+import { checkResponse, releasesOf } from '../protocol/index.js';
 import { taskStatusOf } from '../runtime/answer-status.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
 import { contextOf, errorResponse, internalError, taskError } from '../runtime/errors.js';
@@ -131,9 +131,14 @@ class AgentA2aHandler implements A2ARequestHandler {
   }
 
   /** The response-validation hook (off in production; strict in the test suite). */
-  private check(skill: string, body: unknown): void {
+  private check(skill: string, body: unknown, params: unknown): void {
     const mode = this.o.dispatcher.settings.validateResponses;
-    checkResponse(mode, this.o.agent, skill, body, this.o.logger ? { logger: this.o.logger } : {});
+    // A pinned request is answered in its release's shapes (releasesOf), an unpinned one in
+    // shapes every release accepts.
+    checkResponse(mode, this.o.agent, skill, body, {
+      releases: releasesOf(params),
+      ...(this.o.logger ? { logger: this.o.logger } : {}),
+    });
   }
 
   async getAgentCard(): Promise<AgentCard> {
@@ -187,7 +192,7 @@ class AgentA2aHandler implements A2ARequestHandler {
         brand: this.o.dispatcher.brand,
         context: contextOf(skillParams),
       });
-      this.check(skill, body);
+      this.check(skill, body, skillParams);
       await this.record(call, { taskId, skill, status: 'failed', body, params: skillParams });
       return taskOf({
         taskId,
@@ -198,7 +203,7 @@ class AgentA2aHandler implements A2ARequestHandler {
         text: `${result.code}: ${result.message}`,
       });
     }
-    this.check(skill, result);
+    this.check(skill, result, skillParams);
     const { status, task_id: asyncId, ...rest } = result;
     const body = { status, ...(asyncId ? { task_id: asyncId } : {}), ...rest };
     // The task's status, which a 3.0 buy answer's top-level status is not (answer-status.ts).

@@ -30,7 +30,7 @@ import type { Middleware } from 'koa';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import type { Logger } from '../../shared/infra/logger.js';
 import type { AgentKind, Principal } from '../auth/principal.js';
-import { checkResponse } from '../protocol/index.js';
+import { checkResponse, releasesOf } from '../protocol/index.js';
 import type { TaskDispatcher } from '../runtime/dispatcher.js';
 import { taskInputJsonSchema } from '../runtime/describe.js';
 import { contextOf, errorResponse } from '../runtime/errors.js';
@@ -150,7 +150,12 @@ function buildServer(
       o.agent,
       req.params.name,
       answer.structuredContent,
-      o.logger ? { logger: o.logger } : {},
+      // A pinned request is answered in its release's shapes, an unpinned one in shapes
+      // every release accepts.
+      {
+        releases: releasesOf(req.params.arguments),
+        ...(o.logger ? { logger: o.logger } : {}),
+      },
     );
     return answer;
   });

@@ -451,6 +451,41 @@ t.test('list_accounts reads back the principal accounts only', async (t) => {
   );
   const one = await h.ok('sales', 'list_accounts', { account_ids: ['a-2'] }, buyer(h));
   t.equal((one.accounts as unknown[]).length, 1);
+  // The published exact filter: one account by account_id or by its natural key.
+  const ids = async (params: Record<string, unknown>) =>
+    (
+      (await h.ok('sales', 'list_accounts', params, buyer(h))).accounts as Array<{
+        account_id: string;
+      }>
+    ).map((a) => a.account_id);
+  t.same(await ids({ account: { account_id: 'a-2' }, status: 'active' }), ['a-2']);
+  t.same(await ids({ account: { account_id: 'a-2' }, account_ids: ['a-1'] }), [], 'both narrow');
+  t.same(await ids({ account: { account_id: 'nope' } }), []);
+  t.same(await ids({ status: 'closed' }), [], 'by status');
+  const natural = await h.ok(
+    'sales',
+    'sync_accounts',
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ brand: { domain: 'acme.example' }, operator: 'agency.example' }],
+    },
+    buyer(h),
+  );
+  const naturalId = (natural.accounts as Array<{ account_id: string }>)[0]!.account_id;
+  t.same(
+    await ids({ account: { brand: { domain: 'acme.example' }, operator: 'agency.example' } }),
+    [naturalId],
+    'by natural key',
+  );
+  for (const [name, params, field] of [
+    ['account not an object', { account: 'a-1' }, 'account'],
+    ['account_id empty', { account: { account_id: '' } }, 'account'],
+    ['status outside the enum', { status: 'sleeping' }, 'status'],
+  ] as const) {
+    const e = await h.err('sales', 'list_accounts', params, buyer(h));
+    t.equal(e.code, 'VALIDATION_ERROR', name);
+    t.match(e.field ?? '', new RegExp(`^${field}`), name);
+  }
   const other = await h.core.issueToken('sales', 'other', {});
   t.same(
     (await h.ok('sales', 'list_accounts', {}, { authorization: `Bearer ${other}` })).accounts,

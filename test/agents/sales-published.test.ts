@@ -309,6 +309,82 @@ t.test('sync_accounts in the published provisioning form, and refusals', async (
   );
 });
 
+t.test('sync_accounts: the per-agent billing gate of a passthrough-only buyer agent', async (t) => {
+  const h = await harness(t);
+  const { api_key } = await h.core.onboardPrincipal({
+    agent: 'sales',
+    principalId: 'passthrough-agency',
+    permissions: { media_buys: ['read', 'write'] },
+    commercialRelationship: 'passthrough_only',
+  });
+  const c = { apiKey: api_key };
+  const brand = { domain: 'acme.example' };
+  const r = await h.ok(
+    'sales',
+    'sync_accounts',
+    {
+      idempotency_key: randomUUID(),
+      accounts: [
+        { brand, operator: 'agency.example', billing: 'agent' },
+        { brand: { domain: 'other.example' }, operator: 'agency.example', billing: 'operator' },
+        { brand, operator: 'agency.example', billing: 'advertiser' },
+      ],
+      context: { correlation_id: 'gate' },
+    },
+    c,
+  );
+  const [agent, operator, advertiser] = r.accounts as Array<Record<string, unknown>>;
+  t.same(agent, {
+    brand,
+    operator: 'agency.example',
+    action: 'failed',
+    status: 'rejected',
+    errors: [
+      {
+        code: 'BILLING_NOT_PERMITTED_FOR_AGENT',
+        message: 'agent billing is not available to this buyer agent',
+        field: 'billing',
+        suggestion: 'retry with billing operator',
+        recovery: 'correctable',
+        details: { rejected_billing: 'agent', suggested_billing: 'operator' },
+      },
+    ],
+  });
+  t.match(operator, { billing: 'operator', action: 'created', status: 'active' });
+  // The capability gate comes first: advertiser billing is not offered to anyone.
+  t.match(advertiser, {
+    action: 'failed',
+    errors: [{ code: 'BILLING_NOT_SUPPORTED', details: { scope: 'capability' } }],
+  });
+  t.same(r.context, { correlation_id: 'gate' });
+  // The refused account was not stored; an agent-billable buyer's agent billing is.
+  const listed = await h.ok('sales', 'list_accounts', {}, c);
+  t.same(
+    (listed.accounts as Array<{ brand: unknown }>).map((a) => a.brand),
+    [{ domain: 'other.example' }],
+  );
+  const billable = await h.ok(
+    'sales',
+    'sync_accounts',
+    {
+      idempotency_key: randomUUID(),
+      accounts: [{ brand, operator: 'agency.example', billing: 'agent' }],
+    },
+    buyer(h),
+  );
+  t.match((billable.accounts as unknown[])[0], { billing: 'agent', action: 'created' });
+  // A relationship outside the two is refused at onboarding, naming the field.
+  await t.rejects(
+    h.core.onboardPrincipal({
+      agent: 'sales',
+      principalId: 'p2',
+      permissions: {},
+      commercialRelationship: 'free_lunch' as never,
+    }),
+    { code: 'VALIDATION_ERROR', field: 'commercial_relationship' },
+  );
+});
+
 t.test('a request matching neither form names every offending field at once', async (t) => {
   const h = await harness(t);
   const c = buyer(h);

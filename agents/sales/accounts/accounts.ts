@@ -18,6 +18,7 @@ import { requireIdempotencyKey } from '../../runtime/validation.js';
 import type { TaskRegistry } from '../../runtime/registry.js';
 import type { AgentNotifications, TaskContext } from '../../runtime/types.js';
 import type { AccountNotificationType } from '../../../sender/index.js';
+import type { CommercialRelationship } from '../../auth/principal.js';
 
 /** Event types an account-level subscriber may register (supplement §6.7). */
 export const ACCOUNT_EVENT_TYPES = ACCOUNT_NOTIFICATION_TYPES;
@@ -166,6 +167,7 @@ function checkedEntry(
   ctx: Pick<TaskContext, 'notifications'>,
   a: AccountItem,
   i: number,
+  relationship: CommercialRelationship,
 ): SubscriberConfig[] | undefined | TaskError {
   const published = isPublishedEntry(a);
   const prefix = published ? 'notification_configs' : `accounts[${i}].notification_configs`;
@@ -176,6 +178,21 @@ function checkedEntry(
         suggestion: `use one of ${SUPPORTED_BILLING.join(', ')}`,
         details: { scope: 'capability', supported_billing: [...SUPPORTED_BILLING] },
       });
+    }
+    if (a.billing && a.billing !== 'operator' && relationship === 'passthrough_only') {
+      // The per-agent gate: the caller's identity is established (its credential maps to
+      // an onboarded principal). The details are clamped to the published shape
+      // (error-details/billing-not-permitted-for-agent.json): the rejected value and one
+      // retry, never the agent's commercial state.
+      throw taskError(
+        'BILLING_NOT_PERMITTED_FOR_AGENT',
+        `${a.billing} billing is not available to this buyer agent`,
+        {
+          field: 'billing',
+          suggestion: 'retry with billing operator',
+          details: { rejected_billing: a.billing, suggested_billing: 'operator' },
+        },
+      );
     }
     if (!a.notification_configs) return undefined;
     const configs = a.notification_configs.map((c, j) => {
@@ -214,13 +231,31 @@ function refusedAccount(
   };
 }
 
+/**
+ * The caller's commercial relationship (its onboarding record), read only when an entry
+ * asks for a billing other than the operator's, the only one it can restrict.
+ */
+async function commercialRelationship(
+  ctx: TaskContext,
+  accounts: AccountItem[],
+): Promise<CommercialRelationship> {
+  if (!accounts.some((a) => a.billing && a.billing !== 'operator')) return 'agent_billable';
+  const { rows } = await ctx.db.query<{ commercial_relationship: CommercialRelationship }>(
+    `SELECT commercial_relationship FROM ${ctx.schema}.principals
+      WHERE agent = $1 AND principal_id = $2`,
+    [ctx.agent, ctx.principal!.principal_id],
+  );
+  return rows[0]?.commercial_relationship ?? 'agent_billable';
+}
+
 async function syncAccounts(params: z.output<typeof SyncAccountsSchema>, ctx: TaskContext) {
   const s = ctx.schema;
   const principalId = ctx.principal!.principal_id;
   const out: Array<Record<string, unknown>> = [];
+  const relationship = await commercialRelationship(ctx, params.accounts);
   await ctx.db.query('SAVEPOINT sync_accounts');
   for (const [i, raw] of params.accounts.entries()) {
-    const checked = checkedEntry(ctx, raw, i);
+    const checked = checkedEntry(ctx, raw, i, relationship);
     if (checked instanceof TaskError) {
       out.push(refusedAccount(principalId, raw, checked));
       continue;
@@ -326,10 +361,49 @@ export async function emitAccountEvent(
   }
 }
 
+const ACCOUNT_STATUSES = [
+  'active',
+  'pending_approval',
+  'rejected',
+  'payment_required',
+  'suspended',
+  'closed',
+] as const;
+
 const ListAccountsSchema = z.looseObject({
   account_ids: z.array(z.string().min(1).max(128)).max(100).optional(),
+  /** Published 3.1+: one account, by `account_id` or by its natural key. */
+  account: z
+    .union([
+      z.looseObject({ account_id: z.string().min(1).max(128) }),
+      z.looseObject({
+        brand: z.looseObject({ domain: z.string().min(1).max(253) }),
+        operator: z.string().min(1).max(253).optional(),
+      }),
+    ])
+    .optional(),
+  status: z.enum(ACCOUNT_STATUSES).optional(),
   pagination: PaginationRequestSchema.optional(),
 });
+
+/**
+ * The ids `list_accounts` is narrowed to: `account_ids`, and the published exact `account`
+ * filter (its `account_id`, or the id sync_accounts derives from its natural key).
+ */
+function listedIds(
+  principalId: string,
+  params: z.output<typeof ListAccountsSchema>,
+): string[] | null {
+  const a = params.account as
+    { account_id?: string; brand?: { domain: string }; operator?: string } | undefined;
+  const exact = !a
+    ? null
+    : typeof a.account_id === 'string'
+      ? a.account_id
+      : derivedAccountId(principalId, `${a.brand!.domain}|${a.operator ?? a.brand!.domain}`);
+  if (exact === null) return params.account_ids ?? null;
+  return params.account_ids ? params.account_ids.filter((id) => id === exact) : [exact];
+}
 
 export function registerAccountTasks(registry: TaskRegistry): void {
   registry.add({
@@ -357,8 +431,16 @@ export function registerAccountTasks(registry: TaskRegistry): void {
         `SELECT account_id, name, brand, status, notification_configs,
                 count(*) OVER () AS total FROM ${ctx.schema}.accounts
           WHERE agent = $1 AND principal_id = $2 AND ($3::text[] IS NULL OR account_id = ANY($3))
+            AND ($6::text IS NULL OR status = $6)
           ORDER BY created_at, account_id LIMIT $4 OFFSET $5`,
-        [ctx.agent, ctx.principal!.principal_id, params.account_ids ?? null, limit, offset],
+        [
+          ctx.agent,
+          ctx.principal!.principal_id,
+          listedIds(ctx.principal!.principal_id, params),
+          limit,
+          offset,
+          params.status ?? null,
+        ],
       );
       const total = rows.length > 0 ? Number(rows[0]!.total) : 0;
       return {

@@ -15,10 +15,15 @@ import { formatDeclaration } from '../../creative/canonical.js';
 import { paginate, PaginationRequestSchema } from '../../common/pagination.js';
 import { briefTerms, score } from '../../runtime/ranking.js';
 import { taskError } from '../../runtime/errors.js';
-import { sandboxFixtures, SESSION } from '../../sandbox/fixtures.js';
+import {
+  sandboxFixtures,
+  SESSION,
+  takeForcedGetProductsArm,
+  type ForcedGetProductsArm,
+} from '../../sandbox/fixtures.js';
 import type { TaskRegistry } from '../../runtime/registry.js';
 import type { AgentSettings } from '../../runtime/settings.js';
-import type { TaskContext } from '../../runtime/types.js';
+import type { HandlerOutcome, TaskContext } from '../../runtime/types.js';
 import { BrandManifestSchema, FormatIdSchema } from '../../runtime/validation.js';
 import { takeStaleResponse } from '../../sandbox/stale-response.js';
 import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
@@ -371,6 +376,46 @@ function refuseConflictingGeo(params: Record<string, unknown>): void {
   }
 }
 
+/**
+ * The test controller's forced arm (force_get_products_arm) for this request, taken: only
+ * a brief-mode request naming an account of a sandbox principal (controller on) takes it,
+ * and the rejected arm only a request pinned to 3.2 (GetProductsRejected is 3.2's; a 3.0 or
+ * 3.1 buyer's answer has no such branch, so the directive waits for a request that can).
+ */
+async function forcedArm(
+  params: z.output<typeof GetProductsSchema>,
+  ctx: TaskContext,
+): Promise<ForcedGetProductsArm | null> {
+  const brief = params.buying_mode === 'brief' || params.buying_mode === undefined;
+  if (!brief || !ctx.settings.testController || !ctx.principal) return null;
+  if ((params as { account?: unknown }).account === undefined) return null;
+  return takeForcedGetProductsArm(
+    ctx.db,
+    ctx.schema,
+    ctx.principal.principal_id,
+    (arm) => arm.arm === 'submitted' || ctx.request.release === '3.2',
+  );
+}
+
+/** The answer of a forced arm: the submitted task envelope, or the business rejection. */
+function forcedAnswer(arm: ForcedGetProductsArm): HandlerOutcome {
+  if (arm.arm === 'rejected') {
+    return {
+      status: 'rejected',
+      body: {
+        reason: arm.reason,
+        ...(arm.suggestions ? { suggestions: arm.suggestions } : {}),
+      },
+    };
+  }
+  const message = arm.message ?? 'product discovery received; the result follows';
+  return {
+    status: 'submitted',
+    body: { message },
+    async: { runAfterMs: null, taskId: arm.task_id, message },
+  };
+}
+
 export async function getProducts(params: z.output<typeof GetProductsSchema>, ctx: TaskContext) {
   refuseConflictingGeo(params);
   const { full, products } = await filteredProducts(params, ctx);
@@ -458,7 +503,12 @@ export function registerCatalogTasks(registry: TaskRegistry): void {
     mutating: false,
     readOnly: true,
     errorShape: 'single',
-    handle: async (params, ctx) => ({ status: 'completed', body: await getProducts(params, ctx) }),
+    webhookTaskType: 'get_products',
+    handle: async (params, ctx) => {
+      const arm = await forcedArm(params, ctx);
+      if (arm) return forcedAnswer(arm);
+      return { status: 'completed', body: await getProducts(params, ctx) };
+    },
   });
 
   registry.add({

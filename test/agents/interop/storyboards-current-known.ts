@@ -158,12 +158,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       '3.2.0-beta.5/universal/agent-notification-configs.yaml:145: runner: 6.11.0 has no request schema for sync_agent_notification_configs (its task map predates the task), so it refuses to send the step',
   },
-  'sales:billing_gate_dispatch/sync_accounts_passthrough_rejects_agent': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded', 'unseeded'],
-    evidence:
-      '3.1.19/universal/billing-gate-dispatch.yaml:282: ours, not fixed yet: Expected "failed", got "created": the test kit declares the calling buyer agent passthrough-only (test-kits/billing-gate-runner.yaml:119, commercial_relationship) and this seller advertises agent billing, so billing: agent must fail per account with BILLING_NOT_PERMITTED_FOR_AGENT (details rejected_billing, suggested_billing); principals here have no commercial-relationship record, and the harness runs the storyboard with the demo buyer\'s key, not a passthrough-only principal\'s',
-  },
   'sales:idempotency/create_media_buy_replay': {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded'],
@@ -188,17 +182,11 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.1.19/protocols/media-buy/scenarios/delivery_reporting.yaml:274: ours, not fixed yet: the step buys products[2] of the storyboard's brief; in a full seeded run the sandbox buyer's products seeded by earlier storyboards share that ranking and products[2] is one whose create is refused (no media_buy_id; passes when the storyboard runs alone, STORYBOARDS_IDS)",
   },
-  'sales:media_buy_seller/get_products_async/force_get_products_submitted': {
-    releases: ['3.1.19', '3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      '3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:65: ours, not fixed yet: Expected one of [true], got false: the controller has no force_get_products_arm (UNKNOWN_SCENARIO); the storyboard then needs get_products answered submitted with the forced task_id, list_tasks (:11, not a task of this agent) and force_task_completion (:25, not implemented)',
-  },
   'sales:media_buy_seller/get_products_async/get_products_submitted': {
-    releases: ['3.1.19'],
-    modes: ['unseeded'],
+    releases: ['3.1.19', '3.2.0-beta.5'],
+    modes: ['seeded', 'unseeded'],
     evidence:
-      "3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:118: runner: the storyboard's required_tools name comply_test_controller, which a production deployment (unseeded) does not expose; 6.11.0 skips the forcing step (missing tool) and goes on to the step that depends on it (issue #20 'What is not ours': it goes on after a forcing step it skipped), which then meets an ordinary synchronous answer",
+      "3.1.19/protocols/media-buy/scenarios/get_products_async.yaml:118 (3.2.0-beta.5 :120): runner, seeded (both releases): the answer is the forced submitted envelope (status submitted, the controller's task_id, no products; valid against both releases' get-products-async-response-submitted.json, the response hook), but 6.11.0 grades response_schema against its own 3.0.6 schema, which requires products (schema_id /schemas/3.0.6/...); the submitted arm, its stored task, its push registration and force_task_completion are asserted in test/agents/interop/test-controller-discovery.test.ts. Runner, 3.1.19 unseeded: the storyboard's required_tools name comply_test_controller, which a production deployment does not expose; 6.11.0 skips the forcing step (missing tool) and goes on to the step that depends on it (issue #20 'What is not ours'), which then meets an ordinary synchronous answer",
   },
   'sales:media_buy_seller/get_products_async/get_products_submitted_conflict': {
     releases: ['3.2.0-beta.5'],
@@ -206,17 +194,11 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.2.0-beta.5/protocols/media-buy/scenarios/get_products_async.yaml:214: runner: the storyboard's required_tools name comply_test_controller, which a production deployment (unseeded) does not expose; 6.11.0 skips the forcing step (missing tool) and goes on to the step that depends on it (issue #20 'What is not ours': it goes on after a forcing step it skipped), which then meets an ordinary synchronous answer",
   },
-  'sales:media_buy_seller/get_products_rejected/force_get_products_rejected': {
-    releases: ['3.2.0-beta.5'],
-    modes: ['seeded'],
-    evidence:
-      "3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:55: ours, not fixed yet: Expected true, got false: the controller has no force_get_products_arm (UNKNOWN_SCENARIO) with arm rejected (reason, suggestions) for the next get_products to answer GetProductsRejected (status rejected, no products); that branch exists in 3.2.0-beta.5 only (media-buy/get-products-rejected.json), so the response hook's both-releases check needs it served to 3.2 requests only",
-  },
   'sales:media_buy_seller/get_products_rejected/get_products_rejected': {
     releases: ['3.2.0-beta.5'],
-    modes: ['unseeded'],
+    modes: ['seeded', 'unseeded'],
     evidence:
-      "3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:104: runner: the storyboard's required_tools name comply_test_controller, which a production deployment (unseeded) does not expose; 6.11.0 skips the forcing step (missing tool) and goes on to the step that depends on it (issue #20 'What is not ours': it goes on after a forcing step it skipped), which then meets an ordinary synchronous answer",
+      "3.2.0-beta.5/protocols/media-buy/scenarios/get_products_rejected.yaml:104: runner, seeded: the answer is the forced GetProductsRejected (status rejected, the registered reason and suggestions, no products; valid against 3.2.0-beta.5's get-products-rejected.json, the response hook for a 3.2-pinned request), but 6.11.0 grades response_schema against its own 3.0.6 schema, which requires products (schema_id /schemas/3.0.6/media-buy/get-products-rejected.json); asserted in test/agents/interop/test-controller-discovery.test.ts. Runner, unseeded: the storyboard's required_tools name comply_test_controller, which a production deployment does not expose; 6.11.0 skips the forcing step (missing tool) and goes on to the step that depends on it (issue #20 'What is not ours'), which then meets an ordinary synchronous answer",
   },
   'sales:media_buy_seller/invalid_transitions/create_buy': {
     releases: ['3.1.19', '3.2.0-beta.5'],

@@ -27,6 +27,7 @@ import type { AgentKind } from '../../../agents/auth/principal.js';
 import {
   demoToken,
   liveToken,
+  passthroughToken,
   runSelectedStoryboards,
   startAdcpService,
   tally,
@@ -94,6 +95,7 @@ function runOne(run: Run): void {
           complianceDir: join(COMPLIANCE, run.release),
           perStoryboardMs: 120_000,
           liveKey: await liveToken(service, agent),
+          passthroughKey: await passthroughToken(service, agent),
           ...(ids ? { only: ids } : {}),
         },
       );

@@ -64,12 +64,41 @@ export async function liveToken(service: AgentsService, agent: AgentKind): Promi
   return api_key;
 }
 
-/** Whether the storyboard's test kit (`prerequisites.test_kit`) is a live-mode principal. */
-function liveKit(sb: { prerequisites?: { test_kit?: string } }, complianceDir?: string): boolean {
+/**
+ * A passthrough-only buyer agent's API key at one agent (onboarded with
+ * `commercialRelationship: 'passthrough_only'`): the caller a test kit that declares
+ * `commercial_relationship: "passthrough_only"` (billing-gate-runner.yaml) runs as.
+ */
+export async function passthroughToken(service: AgentsService, agent: AgentKind): Promise<string> {
+  const { api_key } = await service.core.onboardPrincipal({
+    agent,
+    principalId: 'passthrough-buyer',
+    name: 'Passthrough-only buyer agent (operator billing only)',
+    permissions: ALL_PERMISSIONS,
+    commercialRelationship: 'passthrough_only',
+  });
+  return api_key;
+}
+
+/** The storyboard's test kit (`prerequisites.test_kit`) text, if any. */
+function kitText(sb: { prerequisites?: { test_kit?: string } }, complianceDir?: string): string {
   const kit = sb.prerequisites?.test_kit;
-  if (!kit || !complianceDir) return false;
+  if (!kit || !complianceDir) return '';
   const path = join(complianceDir, kit);
-  return existsSync(path) && /^sandbox:\s*false\s*$/m.test(readFileSync(path, 'utf8'));
+  return existsSync(path) ? readFileSync(path, 'utf8') : '';
+}
+
+/** Whether the storyboard's test kit is a live-mode principal. */
+function liveKit(sb: { prerequisites?: { test_kit?: string } }, complianceDir?: string): boolean {
+  return /^sandbox:\s*false\s*$/m.test(kitText(sb, complianceDir));
+}
+
+/** Whether the storyboard's test kit declares a passthrough-only calling agent. */
+function passthroughKit(
+  sb: { prerequisites?: { test_kit?: string } },
+  complianceDir?: string,
+): boolean {
+  return /^commercial_relationship:\s*"?passthrough_only"?\s*$/m.test(kitText(sb, complianceDir));
 }
 
 /** The demo buyer's bearer token at one agent. */
@@ -183,6 +212,12 @@ export async function runSelectedStoryboards(
     complianceDir?: string;
     /** A live-mode principal's key (liveToken): the test kit of a `sandbox: false` kit. */
     liveKey?: string;
+    /**
+     * A passthrough-only principal's key (passthroughToken): the whole storyboard runs as
+     * that caller when its test kit declares `commercial_relationship: passthrough_only`
+     * (the kit's own instruction: the harness passes the kit's caller as `--auth`).
+     */
+    passthroughKey?: string;
   } = {},
 ): Promise<{ caps: Record<string, unknown>; outcomes: StoryboardOutcome[] }> {
   const sdk = loadSdkTesting();
@@ -231,6 +266,8 @@ export async function runSelectedStoryboards(
           tools,
         }) as unknown as typeof sb)
       : sb;
+    const caller =
+      options.passthroughKey && passthroughKit(sb, complianceDir) ? options.passthroughKey : token;
     let timer: NodeJS.Timeout | undefined;
     // The runner reads its test kits (request signing, sandbox entities) from the cache
     // directory: the release's own for the run.
@@ -243,7 +280,7 @@ export async function runSelectedStoryboards(
       sdk.runStoryboard(`${url}/${protocol}`, redated(doc), {
         protocol,
         allow_http: true,
-        auth: { type: 'bearer', token },
+        auth: { type: 'bearer', token: caller },
         webhook_receiver: { mode: 'loopback_mock', host: '127.0.0.1' },
         // The buyer's discovery: the universal storyboards' sentinel packages
         // (`test-product` / `test-pricing`) defer to the products discovered (the runner's
@@ -254,7 +291,7 @@ export async function runSelectedStoryboards(
               test_kit: {
                 auth: {
                   probe_task: probeTask,
-                  api_key: options.liveKey && liveKit(sb, complianceDir) ? options.liveKey : token,
+                  api_key: options.liveKey && liveKit(sb, complianceDir) ? options.liveKey : caller,
                 },
               },
             }

@@ -150,6 +150,10 @@ t.test(
 t.test('releasesOf: the request adcp_version picks the release it is answered in', async (t) => {
   t.same(releasesOf({ adcp_version: '3.1.0' }), ['3.1.19']);
   t.same(releasesOf({ adcp_version: '3.2' }), ['3.2.0-beta.5']);
+  t.same(releasesOf({ adcp_version: '3.2-beta.4' }), ['3.2.0-beta.5'], 'a prerelease pin');
+  t.same(releasesOf({ adcp_version: '3.1' }), ['3.1.19']);
+  t.same(releasesOf({ adcp_version: '3.21' }), RELEASES, 'not 3.2');
+  t.same(releasesOf({ adcp_version: 'v3.2' }), RELEASES, 'malformed: every release');
   t.same(releasesOf({ adcp_version: '9.9' }), RELEASES, 'unknown: every release');
   t.same(releasesOf({}), RELEASES);
   t.same(releasesOf(null), RELEASES);
