@@ -5,14 +5,14 @@
  * observation, then the replay and per-sender counters once.
  *
  * Why it is shaped this way (issue 23, PostgreSQL CPU per event):
- * - Set-based in the common case: one INSERT for the nonces, one for the new keys, one
- *   upsert for the notification_ids, one for the task rows, one SELECT returning every
- *   fresh claim. Only what needs a row lock decision (a key already stored, a sender at
+ * - Set-based in the common case: one statement inserting the nonces and the new keys they
+ *   let through (store_003; two before), one upsert for the notification_ids, one for the
+ *   task rows, one SELECT returning every fresh claim. Only what needs a row lock decision (a key already stored, a sender at
  *   its bound, a nonce near its cap, a task seen twice in the batch, a terminal or an older
  *   status) goes row by row, through `accept_one` / `task_observe`.
- * - No per-row lookups in arrays: "did every row go in" is a count compared with the
+ * - No per-row lookups in long arrays: "did every row go in" is a count compared with the
  *   candidates (the common answer is yes); which rows did not is worked out only when the
- *   counts differ. Duplicates in the batch are found with a window count, not a correlated
+ *   counts differ, and the later statements test a row against that (short) list. Duplicates in the batch are found with a window count, not a correlated
  *   count per row (that was quadratic in the batch).
  * - Generic plans (`plan_cache_mode`, this transaction only): the statements' custom plans
  *   were re-planned on every call, which was most of a small batch's CPU.
@@ -22,17 +22,12 @@
  *   retention after its last observation, at most an hour longer.
  */
 
-/** The predicate of a row whose set-path nonce went in (or that carries no nonce). */
-const NONCE_OK = `(t.keyid IS NULL OR (NOT t.cap_check
-  AND (v_nonce_ok IS NULL OR t.i = ANY (v_nonce_ok))))`;
-
-/** The predicate of a row claimed by the set insert (a new key of a sender under its bound). */
-const FRESH = `(NOT t.bounded AND ${NONCE_OK} AND (v_fresh IS NULL OR t.owner = ANY (v_fresh)))`;
-
-/** The columns FRESH reads, as `unnest` arguments and their names. */
-const FRESH_ARGS = 'a_owner, a_bounded, a_keyid, a_cap_check';
-const FRESH_COLS = 'owner, bounded, keyid, cap_check';
-
+/**
+ * The predicate of a row claimed by the set insert. `v_not_fresh` lists the rows it did not
+ * claim (a key already stored, a sender at its bound, a nonce near its cap or refused): empty
+ * in the common batch, so the test per row is against an empty or short array.
+ */
+const FRESH = `NOT (t.i = ANY (v_not_fresh))`;
 /** Done-marks: one UPDATE, each answered 'completed' or 'lost' (ord < 0). */
 function doneMarks(s: string): string {
   return `
@@ -54,53 +49,14 @@ function doneMarks(s: string): string {
       END IF;`;
 }
 
-/**
- * Nonces that need no cap read: one INSERT, the first of a repeated nonce wins. When fewer
- * went in than were offered, which rows did is worked out from what the insert returned.
- */
-function nonceInserts(s: string): string {
-  const input = `SELECT DISTINCT ON (t.keyid, t.nonce) t.keyid, t.nonce, t.ttl, t.i
-          FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check)
-            WITH ORDINALITY AS t(keyid, nonce, ttl, cap_check, i)
-          WHERE t.keyid IS NOT NULL AND NOT t.cap_check
-          ORDER BY t.keyid, t.nonce, t.i`;
-  // Guarded: without a colocated replay cache no row has a nonce, and replay_nonces may not exist.
-  return `
-      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN
-      WITH input AS (${input}
-      ), ins AS (
-        INSERT INTO ${s}.replay_nonces AS rn (keyid, nonce, expires_at, shard)
-        SELECT keyid, nonce, now() + make_interval(secs => ttl), p_shard FROM input
-        ORDER BY keyid, nonce
-        ON CONFLICT (keyid, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at
-          WHERE rn.expires_at <= now()
-        RETURNING rn.keyid, rn.nonce, (rn.xmax = 0) AS fresh
-      )
-      SELECT coalesce(array_agg(ins.keyid) FILTER (WHERE ins.fresh), '{}'),
-             count(*) < (SELECT count(*) FROM unnest(a_keyid, a_cap_check) AS t(keyid, cap_check)
-                         WHERE t.keyid IS NOT NULL AND NOT t.cap_check),
-             coalesce(array_agg(ins.keyid), '{}'), coalesce(array_agg(ins.nonce), '{}')
-        INTO v_keyids, v_short, v_in_keyid, v_in_nonce
-      FROM ins;
-      IF v_short THEN
-        SELECT coalesce(array_agg(f.i), '{}') INTO v_nonce_ok
-        FROM (${input}) f
-        JOIN unnest(v_in_keyid, v_in_nonce) AS x(keyid, nonce)
-          ON x.keyid = f.keyid AND x.nonce = f.nonce;
-      END IF;
-      END IF;`;
-}
+/** The batch's rows as `claimInserts` reads them (once, materialised). */
+const CLAIM_INPUT = `SELECT t.* FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key,
+          a_fp, a_owner, a_retention, a_bounded) WITH ORDINALITY
+          AS t(keyid, nonce, ttl, cap_check, sender, key, fp, owner, retention, bounded, i)`;
 
-/** New keys of senders under their bound: one INSERT (owners are unique per call). */
-function newKeyInserts(s: string): string {
-  return `
-      WITH cand AS (
-        SELECT t.sender, t.key, t.fp, t.owner, t.retention
-        FROM unnest(a_sender, a_key, a_fp, a_owner, a_retention, a_bounded, a_keyid,
-                    a_cap_check) WITH ORDINALITY
-          AS t(sender, key, fp, owner, retention, bounded, keyid, cap_check, i)
-        WHERE NOT t.bounded AND ${NONCE_OK}
-      ), ins AS (
+/** The key insert of `claimInserts`, from the candidates `cand`. */
+function keyInsert(s: string): string {
+  return `kins AS (
         INSERT INTO ${s}.idempotency_keys AS k
           (sender, idempotency_key, fingerprint, state, owner, generation, lease_until,
            expires_at)
@@ -110,13 +66,63 @@ function newKeyInserts(s: string): string {
         FROM cand ORDER BY sender, key
         ON CONFLICT (sender, idempotency_key) DO NOTHING
         RETURNING k.owner, k.sender
-      )
-      SELECT CASE WHEN count(*) = (SELECT count(*) FROM cand) THEN NULL
-                  ELSE coalesce(array_agg(ins.owner), '{}') END,
-             coalesce(array_agg(ins.sender), '{}'),
-             count(*) = cardinality(a_key)
-        INTO v_fresh, v_senders, v_all_fresh
-      FROM ins;`;
+      )`;
+}
+
+/** The rows the key insert did not claim: none (the common batch), else found by owner. */
+const NOT_FRESH = `CASE WHEN (SELECT count(*) FROM kins) = cardinality(a_key) THEN '{}'::bigint[]
+          ELSE (SELECT coalesce(array_agg(x.i), '{}') FROM input x
+                WHERE NOT EXISTS (SELECT 1 FROM kins WHERE kins.owner = x.owner)) END`;
+
+/**
+ * The nonces that need no cap read and the new keys they let through, in one statement
+ * (issue 23: one executor start, one snapshot instead of two): the first of a repeated
+ * nonce wins, a key is inserted only when its nonce went in (or it carries none), owners
+ * are unique per call. Out: the fresh nonces' keyids and the claimed keys' senders (for the
+ * counters), the rows whose nonce was refused (`v_replayed`) and the rows not claimed
+ * (`v_not_fresh`), both found only when a count says some are.
+ */
+function claimInserts(s: string): string {
+  const nonced = 'keyid IS NOT NULL AND NOT cap_check';
+  // Without a colocated replay cache no row has a nonce, and replay_nonces may not exist:
+  // the statement without the nonce insert (PL/pgSQL plans a statement when first run).
+  return `
+      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN
+      WITH input AS MATERIALIZED (${CLAIM_INPUT}
+      ), nin AS (
+        SELECT DISTINCT ON (keyid, nonce) keyid, nonce, ttl, i FROM input
+        WHERE ${nonced} ORDER BY keyid, nonce, i
+      ), nins AS (
+        INSERT INTO ${s}.replay_nonces AS rn (keyid, nonce, expires_at, shard)
+        SELECT keyid, nonce, now() + make_interval(secs => ttl), p_shard FROM nin
+        ORDER BY keyid, nonce
+        ON CONFLICT (keyid, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at
+          WHERE rn.expires_at <= now()
+        RETURNING rn.keyid, rn.nonce, (rn.xmax = 0) AS fresh
+      ), nok AS (
+        SELECT nin.i FROM nin JOIN nins ON nins.keyid = nin.keyid AND nins.nonce = nin.nonce
+      ), cand AS (
+        SELECT sender, key, fp, owner, retention FROM input
+        WHERE NOT bounded AND (keyid IS NULL OR (NOT cap_check AND i IN (SELECT i FROM nok)))
+      ), ${keyInsert(s)}
+      SELECT (SELECT coalesce(array_agg(keyid) FILTER (WHERE fresh), '{}') FROM nins),
+             (SELECT coalesce(array_agg(sender), '{}') FROM kins),
+             CASE WHEN (SELECT count(*) FROM nok) = (SELECT count(*) FROM input WHERE ${nonced})
+               THEN '{}'::bigint[]
+               ELSE (SELECT coalesce(array_agg(i), '{}') FROM input
+                     WHERE ${nonced} AND i NOT IN (SELECT i FROM nok)) END,
+             ${NOT_FRESH}
+        INTO v_keyids, v_senders, v_replayed, v_not_fresh;
+      ELSE
+      WITH input AS MATERIALIZED (${CLAIM_INPUT}
+      ), cand AS (
+        SELECT sender, key, fp, owner, retention FROM input WHERE NOT bounded
+      ), ${keyInsert(s)}
+      SELECT (SELECT coalesce(array_agg(sender), '{}') FROM kins), ${NOT_FRESH}
+        INTO v_senders, v_not_fresh;
+      v_replayed := '{}';
+      END IF;
+      v_all_fresh := cardinality(v_not_fresh) = 0;`;
 }
 
 /**
@@ -130,8 +136,8 @@ function notificationUpsert(s: string): string {
       WITH input AS (
         SELECT t.sender, t.nid, t.key, t.retention, t.i,
                count(*) OVER (PARTITION BY t.sender, t.nid) AS dups
-        FROM unnest(a_sender, a_nid, a_key, a_retention, ${FRESH_ARGS})
-          WITH ORDINALITY AS t(sender, nid, key, retention, ${FRESH_COLS}, i)
+        FROM unnest(a_sender, a_nid, a_key, a_retention)
+          WITH ORDINALITY AS t(sender, nid, key, retention, i)
         WHERE t.nid IS NOT NULL AND ${FRESH}
       ), ins AS (
         INSERT INTO ${s}.notification_ids AS n (sender, notification_id, first_key, expires_at)
@@ -162,9 +168,8 @@ function taskUpsert(s: string): string {
       WITH c AS (
         SELECT t.sender, t.task_id, t.key, t.at, t.status, t.retention, t.terminal, t.i,
                ${FRESH} AS fresh, count(*) OVER (PARTITION BY t.sender, t.task_id) AS dups
-        FROM unnest(a_sender, a_task_id, a_key, a_at, a_status, a_retention, a_terminal,
-                    ${FRESH_ARGS}) WITH ORDINALITY
-          AS t(sender, task_id, key, at, status, retention, terminal, ${FRESH_COLS}, i)
+        FROM unnest(a_sender, a_task_id, a_key, a_at, a_status, a_retention, a_terminal)
+          WITH ORDINALITY AS t(sender, task_id, key, at, status, retention, terminal, i)
         WHERE t.task_id IS NOT NULL
       ), single AS (
         SELECT * FROM c WHERE c.fresh AND ${single}
@@ -215,8 +220,7 @@ function freshResults(): string {
         RETURN QUERY
         SELECT t.i::integer, 'claimed'::text, 1, NULL::text, 'current'::text,
                ${SET_RE_EMISSION}
-        FROM unnest(a_sender, a_nid, ${FRESH_ARGS})
-          WITH ORDINALITY AS t(sender, nid, ${FRESH_COLS}, i)
+        FROM unnest(a_sender, a_nid) WITH ORDINALITY AS t(sender, nid, i)
         WHERE ${FRESH} AND NOT (t.i = ANY (v_left));
       END IF;`;
 }
@@ -226,7 +230,8 @@ function rowByRow(s: string): string {
   return `
       IF NOT v_all_fresh OR cardinality(v_left) > 0 THEN
       v_set := set_config('enable_seqscan', v_seqscan, true);
-      FOR r IN SELECT t.*, ${NONCE_OK} AS nonce_ok, ${FRESH} AS fresh, ${SET_RE_EMISSION} AS re
+      FOR r IN SELECT t.*, t.i = ANY (v_replayed) AS replayed, ${FRESH} AS fresh,
+          ${SET_RE_EMISSION} AS re
           FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key, a_fp, a_owner,
             a_retention, a_bounded, a_task_id, a_at, a_status, a_terminal, a_term_fp,
             a_record, a_source, a_nid)
@@ -234,7 +239,7 @@ function rowByRow(s: string): string {
             retention, bounded, task_id, at, status, terminal, term_fp, record, source,
             nid, i)
           WHERE NOT ${FRESH} OR t.i = ANY (v_left) LOOP
-        IF r.keyid IS NOT NULL AND NOT r.cap_check AND NOT r.nonce_ok THEN
+        IF r.replayed THEN
           RETURN QUERY SELECT r.i::integer, 'replayed'::text, 0, NULL::text, NULL::text,
             NULL::boolean;
         ELSIF r.fresh THEN
@@ -305,9 +310,8 @@ export function acceptBatchFunction(s: string): string {
     LANGUAGE plpgsql AS $fn$
     DECLARE r record; a record; o record; v_seqscan text; v_all_fresh boolean; v_moved bigint;
       v_set text;
-      v_nonce_ok bigint[];   -- NULL: every set-path nonce went in
-      v_fresh text[];        -- NULL: every candidate key was new
-      v_short boolean; v_in_keyid text[]; v_in_nonce text[];
+      v_replayed bigint[];   -- rows whose set-path nonce was refused (usually none)
+      v_not_fresh bigint[];  -- rows the set insert did not claim (usually none)
       v_task_left bigint[]; v_nid_left bigint[]; v_left bigint[];
       v_re_sender text[]; v_re_nid text[];
       v_keyids text[] := '{}'; v_senders text[];
@@ -326,8 +330,7 @@ export function acceptBatchFunction(s: string): string {
       IF cardinality(a_key) = 0 THEN
         RETURN;
       END IF;
-      ${nonceInserts(s)}
-      ${newKeyInserts(s)}
+      ${claimInserts(s)}
       ${notificationUpsert(s)}
       ${taskUpsert(s)}
       ${freshResults()}
