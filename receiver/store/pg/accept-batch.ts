@@ -49,49 +49,19 @@ function doneMarks(s: string): string {
       END IF;`;
 }
 
-/** The batch's rows as `claimInserts` reads them (once, materialised). */
+/** The batch's rows as the claim statement reads them (once, materialised). */
 const CLAIM_INPUT = `SELECT t.* FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key,
-          a_fp, a_owner, a_retention, a_bounded) WITH ORDINALITY
-          AS t(keyid, nonce, ttl, cap_check, sender, key, fp, owner, retention, bounded, i)`;
+          a_fp, a_owner, a_retention, a_bounded, a_nid, a_task_id, a_at, a_status, a_terminal)
+          WITH ORDINALITY AS t(keyid, nonce, ttl, cap_check, sender, key, fp, owner, retention,
+            bounded, nid, task_id, at, status, terminal, i)`;
 
-/** The key insert of `claimInserts`, from the candidates `cand`. */
-function keyInsert(s: string): string {
-  return `kins AS (
-        INSERT INTO ${s}.idempotency_keys AS k
-          (sender, idempotency_key, fingerprint, state, owner, generation, lease_until,
-           expires_at)
-        SELECT sender, key, fp, 'processing', owner, 1,
-               clock_timestamp() + p_lease_ms * interval '1 millisecond',
-               now() + retention * interval '1 second'
-        FROM cand ORDER BY sender, key
-        ON CONFLICT (sender, idempotency_key) DO NOTHING
-        RETURNING k.owner, k.sender
-      )`;
-}
+const NONCED = 'keyid IS NOT NULL AND NOT cap_check';
 
-/** The rows the key insert did not claim: none (the common batch), else found by owner. */
-const NOT_FRESH = `CASE WHEN (SELECT count(*) FROM kins) = cardinality(a_key) THEN '{}'::bigint[]
-          ELSE (SELECT coalesce(array_agg(x.i), '{}') FROM input x
-                WHERE NOT EXISTS (SELECT 1 FROM kins WHERE kins.owner = x.owner)) END`;
-
-/**
- * The nonces that need no cap read and the new keys they let through, in one statement
- * (issue 23: one executor start, one snapshot instead of two): the first of a repeated
- * nonce wins, a key is inserted only when its nonce went in (or it carries none), owners
- * are unique per call. Out: the fresh nonces' keyids and the claimed keys' senders (for the
- * counters), the rows whose nonce was refused (`v_replayed`) and the rows not claimed
- * (`v_not_fresh`), both found only when a count says some are.
- */
-function claimInserts(s: string): string {
-  const nonced = 'keyid IS NOT NULL AND NOT cap_check';
-  // Without a colocated replay cache no row has a nonce, and replay_nonces may not exist:
-  // the statement without the nonce insert (PL/pgSQL plans a statement when first run).
-  return `
-      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN
-      WITH input AS MATERIALIZED (${CLAIM_INPUT}
-      ), nin AS (
+/** The nonce insert: the first of a repeated nonce wins; `nok`, the rows whose nonce went in. */
+function nonceCtes(s: string): string {
+  return `nin AS (
         SELECT DISTINCT ON (keyid, nonce) keyid, nonce, ttl, i FROM input
-        WHERE ${nonced} ORDER BY keyid, nonce, i
+        WHERE ${NONCED} ORDER BY keyid, nonce, i
       ), nins AS (
         INSERT INTO ${s}.replay_nonces AS rn (keyid, nonce, expires_at, shard)
         SELECT keyid, nonce, now() + make_interval(secs => ttl), p_shard FROM nin
@@ -101,79 +71,57 @@ function claimInserts(s: string): string {
         RETURNING rn.keyid, rn.nonce, (rn.xmax = 0) AS fresh
       ), nok AS (
         SELECT nin.i FROM nin JOIN nins ON nins.keyid = nin.keyid AND nins.nonce = nin.nonce
-      ), cand AS (
-        SELECT sender, key, fp, owner, retention FROM input
-        WHERE NOT bounded AND (keyid IS NULL OR (NOT cap_check AND i IN (SELECT i FROM nok)))
-      ), ${keyInsert(s)}
-      SELECT (SELECT coalesce(array_agg(keyid) FILTER (WHERE fresh), '{}') FROM nins),
-             (SELECT coalesce(array_agg(sender), '{}') FROM kins),
-             CASE WHEN (SELECT count(*) FROM nok) = (SELECT count(*) FROM input WHERE ${nonced})
-               THEN '{}'::bigint[]
-               ELSE (SELECT coalesce(array_agg(i), '{}') FROM input
-                     WHERE ${nonced} AND i NOT IN (SELECT i FROM nok)) END,
-             ${NOT_FRESH}
-        INTO v_keyids, v_senders, v_replayed, v_not_fresh;
-      ELSE
-      WITH input AS MATERIALIZED (${CLAIM_INPUT}
-      ), cand AS (
-        SELECT sender, key, fp, owner, retention FROM input WHERE NOT bounded
-      ), ${keyInsert(s)}
-      SELECT (SELECT coalesce(array_agg(sender), '{}') FROM kins), ${NOT_FRESH}
-        INTO v_senders, v_not_fresh;
-      v_replayed := '{}';
-      END IF;
-      v_all_fresh := cardinality(v_not_fresh) = 0;`;
+      ), `;
+}
+
+/** The new keys of senders under their bound (owners are unique per call); `claimed`, their rows. */
+function keyCtes(s: string, nonces: boolean): string {
+  const nonceOk = nonces
+    ? 'AND (keyid IS NULL OR (NOT cap_check AND i IN (SELECT i FROM nok)))'
+    : '';
+  return `cand AS (
+        SELECT sender, key, fp, owner, retention FROM input WHERE NOT bounded ${nonceOk}
+      ), kins AS (
+        INSERT INTO ${s}.idempotency_keys AS k
+          (sender, idempotency_key, fingerprint, state, owner, generation, lease_until,
+           expires_at)
+        SELECT sender, key, fp, 'processing', owner, 1,
+               clock_timestamp() + p_lease_ms * interval '1 millisecond',
+               now() + retention * interval '1 second'
+        FROM cand ORDER BY sender, key
+        ON CONFLICT (sender, idempotency_key) DO NOTHING
+        RETURNING k.owner, k.sender
+      ), claimed AS MATERIALIZED (
+        SELECT * FROM input WHERE owner IN (SELECT owner FROM kins)
+      ), `;
 }
 
 /**
- * The fresh claims' notification_ids that are unique in the batch: one upsert. Its
- * re-emissions (an id first seen under another key) are the rows it updated.
+ * The claimed rows' notification_ids unique in the batch: one upsert, whose updated rows
+ * are re-emissions (an id first seen under another key). The newer non-terminal status of
+ * a task seen once in the batch: one upsert (task_observe's own fast path). Both read the
+ * claimed rows only, so they run after the key insert; everything else goes row by row.
  */
-function notificationUpsert(s: string): string {
-  return `
-      v_nid_left := '{}'; v_re_sender := '{}'; v_re_nid := '{}';
-      IF cardinality(array_remove(a_nid, NULL)) > 0 THEN
-      WITH input AS (
-        SELECT t.sender, t.nid, t.key, t.retention, t.i,
-               count(*) OVER (PARTITION BY t.sender, t.nid) AS dups
-        FROM unnest(a_sender, a_nid, a_key, a_retention)
-          WITH ORDINALITY AS t(sender, nid, key, retention, i)
-        WHERE t.nid IS NOT NULL AND ${FRESH}
-      ), ins AS (
+function observeCtes(s: string): string {
+  return `nid_in AS (
+        SELECT sender, nid, key, retention, i,
+               count(*) OVER (PARTITION BY sender, nid) AS dups
+        FROM claimed WHERE nid IS NOT NULL
+      ), nid_up AS (
         INSERT INTO ${s}.notification_ids AS n (sender, notification_id, first_key, expires_at)
-        SELECT sender, nid, key, now() + retention * interval '1 second' FROM input
+        SELECT sender, nid, key, now() + retention * interval '1 second' FROM nid_in
         WHERE dups = 1 ORDER BY sender, nid
         ON CONFLICT (sender, notification_id) DO UPDATE SET emissions = n.emissions + 1
           WHERE n.first_key <> EXCLUDED.first_key
         RETURNING n.sender, n.notification_id, (n.xmax = 0) AS inserted
-      )
-      SELECT coalesce((SELECT array_agg(x.i) FROM input x WHERE x.dups > 1), '{}'),
-             coalesce(array_agg(ins.sender) FILTER (WHERE NOT ins.inserted), '{}'),
-             coalesce(array_agg(ins.notification_id) FILTER (WHERE NOT ins.inserted), '{}')
-        INTO v_nid_left, v_re_sender, v_re_nid
-      FROM ins;
-      END IF;`;
-}
-
-/**
- * The newer non-terminal status of a task seen once in the batch: one upsert (task_observe's
- * own fast path). Every other fresh observation of a task, and any the upsert did not take
- * (a terminal result stored, an older status), goes through task_observe.
- */
-function taskUpsert(s: string): string {
-  const single = 'NOT c.terminal AND c.at IS NOT NULL AND c.dups = 1';
-  return `
-      v_task_left := '{}';
-      IF cardinality(array_remove(a_task_id, NULL)) > 0 THEN
-      WITH c AS (
-        SELECT t.sender, t.task_id, t.key, t.at, t.status, t.retention, t.terminal, t.i,
-               ${FRESH} AS fresh, count(*) OVER (PARTITION BY t.sender, t.task_id) AS dups
-        FROM unnest(a_sender, a_task_id, a_key, a_at, a_status, a_retention, a_terminal)
-          WITH ORDINALITY AS t(sender, task_id, key, at, status, retention, terminal, i)
-        WHERE t.task_id IS NOT NULL
+      ), task_in AS (
+        SELECT sender, task_id, key, at, status, retention, terminal, i,
+               i IN (SELECT i FROM claimed) AS fresh,
+               count(*) OVER (PARTITION BY sender, task_id) AS dups
+        FROM input WHERE task_id IS NOT NULL
       ), single AS (
-        SELECT * FROM c WHERE c.fresh AND ${single}
-      ), up AS (
+        SELECT * FROM task_in WHERE fresh AND NOT terminal AND at IS NOT NULL AND dups = 1
+      ), task_up AS (
         INSERT INTO ${s}.task_state AS ts
           (sender, task_id, newest_at, newest_key, newest_status, expires_at)
         SELECT sender, task_id, at, key, status,
@@ -188,15 +136,80 @@ function taskUpsert(s: string): string {
           WHERE ts.terminal_fp IS NULL
             AND (ts.newest_at IS NULL OR EXCLUDED.newest_at > ts.newest_at)
         RETURNING ts.sender, ts.task_id
-      )
-      SELECT coalesce((SELECT array_agg(c.i) FROM c WHERE c.fresh AND NOT (${single})), '{}')
-          || CASE WHEN (SELECT count(*) FROM up) = (SELECT count(*) FROM single)
-                  THEN '{}'::bigint[]
-                  ELSE (SELECT coalesce(array_agg(x.i), '{}') FROM single x
-                        WHERE NOT EXISTS (SELECT 1 FROM up u
-                          WHERE u.sender = x.sender AND u.task_id = x.task_id)) END
-        INTO v_task_left;
-      END IF;`;
+      )`;
+}
+
+/**
+ * What the claim statement hands on, in the common batch's terms only (the executor sets up
+ * every node of a statement on every call, used or not, so the rare cases are not in it):
+ * the fresh nonces' keyids and the claimed keys' senders (for the counters); the rows whose
+ * nonce went in (of how many offered) and the rows claimed; the observations left to task_observe (a
+ * notification_id or a task seen twice, a terminal or timeless status) and the
+ * re-emissions; the rows the task upsert was offered and how many it took.
+ */
+function claimOutputs(nonces: boolean): string {
+  return `
+      SELECT ${nonces ? `(SELECT coalesce(array_agg(keyid) FILTER (WHERE fresh), '{}') FROM nins)` : `'{}'::text[]`},
+        ${nonces ? `(SELECT coalesce(array_agg(i), '{}') FROM nok)` : `'{}'::bigint[]`},
+        ${nonces ? `(SELECT count(*) FROM input WHERE ${NONCED})` : '0'},
+        (SELECT coalesce(array_agg(sender), '{}') FROM kins),
+        (SELECT coalesce(array_agg(i), '{}') FROM claimed),
+        (SELECT coalesce(array_agg(i), '{}') FROM nid_in WHERE dups > 1),
+        (SELECT coalesce(array_agg(sender), '{}') FROM nid_up WHERE NOT inserted),
+        (SELECT coalesce(array_agg(notification_id), '{}') FROM nid_up WHERE NOT inserted),
+        (SELECT coalesce(array_agg(i), '{}') FROM task_in
+          WHERE fresh AND (terminal OR at IS NULL OR dups > 1)),
+        (SELECT coalesce(array_agg(i), '{}') FROM single),
+        (SELECT count(*) FROM task_up)
+      INTO v_keyids, v_nok, v_nonced, v_senders, v_claimed, v_nid_left, v_re_sender, v_re_nid,
+        v_task_left, v_single, v_taken;`;
+}
+
+/**
+ * The rare cases, each only when the claim statement's counts say it happened: rows whose
+ * nonce was refused (a replay, a nonce repeated in the batch), rows not claimed (a key
+ * already stored, a sender at its bound, a nonce near its cap), task statuses the upsert did
+ * not take (a terminal stored, an older status: the task's newest key is not theirs, and
+ * the row is still locked by this transaction, so nothing changed it since).
+ */
+function claimLeftovers(s: string): string {
+  return `
+      v_replayed := '{}';
+      IF cardinality(v_nok) < v_nonced THEN
+        SELECT coalesce(array_agg(t.i), '{}') INTO v_replayed
+        FROM unnest(a_keyid, a_cap_check) WITH ORDINALITY AS t(keyid, cap_check, i)
+        WHERE t.keyid IS NOT NULL AND NOT t.cap_check AND NOT (t.i = ANY (v_nok));
+      END IF;
+      v_not_fresh := '{}';
+      IF cardinality(v_claimed) < cardinality(a_key) THEN
+        SELECT coalesce(array_agg(g), '{}') INTO v_not_fresh
+        FROM generate_series(1, cardinality(a_key)) AS g WHERE NOT (g = ANY (v_claimed));
+      END IF;
+      IF v_taken < cardinality(v_single) THEN
+        SELECT v_task_left || coalesce(array_agg(t.i), '{}') INTO v_task_left
+        FROM unnest(a_sender, a_task_id, a_key) WITH ORDINALITY AS t(sender, task_id, key, i)
+        JOIN ${s}.task_state ts ON ts.sender = t.sender AND ts.task_id = t.task_id
+        WHERE t.i = ANY (v_single) AND ts.newest_key IS DISTINCT FROM t.key;
+      END IF;
+      v_all_fresh := cardinality(v_not_fresh) = 0;`;
+}
+
+/**
+ * The batch's new deliveries in one statement (store_003; four before): the nonces that
+ * need no cap read, the new keys they let through, the claimed rows' notification_ids and
+ * task statuses. One executor start, one snapshot; the work per row is the same.
+ */
+function claimStatement(s: string): string {
+  // Without a colocated replay cache no row has a nonce, and replay_nonces may not exist:
+  // the statement without the nonce insert (PL/pgSQL plans a statement when first run).
+  const statement = (nonces: boolean) => `
+      WITH input AS MATERIALIZED (${CLAIM_INPUT}
+      ), ${nonces ? nonceCtes(s) : ''}${keyCtes(s, nonces)}${observeCtes(s)}${claimOutputs(nonces)}`;
+  return `
+      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN ${statement(true)}
+      ELSE ${statement(false)}
+      END IF;
+      ${claimLeftovers(s)}`;
 }
 
 /** A fresh claim's re-emission flag as the set upsert found it. */
@@ -313,6 +326,8 @@ export function acceptBatchFunction(s: string): string {
       v_replayed bigint[];   -- rows whose set-path nonce was refused (usually none)
       v_not_fresh bigint[];  -- rows the set insert did not claim (usually none)
       v_task_left bigint[]; v_nid_left bigint[]; v_left bigint[];
+      v_nok bigint[]; v_claimed bigint[]; v_single bigint[]; v_taken bigint;
+      v_nonced bigint;
       v_re_sender text[]; v_re_nid text[];
       v_keyids text[] := '{}'; v_senders text[];
     BEGIN
@@ -330,9 +345,7 @@ export function acceptBatchFunction(s: string): string {
       IF cardinality(a_key) = 0 THEN
         RETURN;
       END IF;
-      ${claimInserts(s)}
-      ${notificationUpsert(s)}
-      ${taskUpsert(s)}
+      ${claimStatement(s)}
       ${freshResults()}
       ${rowByRow(s)}
       ${counters(s)}
