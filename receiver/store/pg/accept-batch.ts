@@ -93,7 +93,7 @@ function keyCtes(s: string, nonces: boolean): string {
         RETURNING k.owner, k.sender
       ), claimed AS MATERIALIZED (
         SELECT * FROM input WHERE owner IN (SELECT owner FROM kins)
-      ), `;
+      )`;
 }
 
 /**
@@ -103,7 +103,7 @@ function keyCtes(s: string, nonces: boolean): string {
  * claimed rows only, so they run after the key insert; everything else goes row by row.
  */
 function observeCtes(s: string): string {
-  return `nid_in AS (
+  return `, nid_in AS (
         SELECT sender, nid, key, retention, i,
                count(*) OVER (PARTITION BY sender, nid) AS dups
         FROM claimed WHERE nid IS NOT NULL
@@ -147,20 +147,20 @@ function observeCtes(s: string): string {
  * notification_id or a task seen twice, a terminal or timeless status) and the
  * re-emissions; the rows the task upsert was offered and how many it took.
  */
-function claimOutputs(nonces: boolean): string {
+function claimOutputs(nonces: boolean, observe: boolean): string {
+  const none = `'{}'::bigint[]`;
   return `
       SELECT ${nonces ? `(SELECT coalesce(array_agg(keyid) FILTER (WHERE fresh), '{}') FROM nins)` : `'{}'::text[]`},
-        ${nonces ? `(SELECT coalesce(array_agg(i), '{}') FROM nok)` : `'{}'::bigint[]`},
+        ${nonces ? `(SELECT coalesce(array_agg(i), '{}') FROM nok)` : none},
         ${nonces ? `(SELECT count(*) FROM input WHERE ${NONCED})` : '0'},
         (SELECT coalesce(array_agg(sender), '{}') FROM kins),
         (SELECT coalesce(array_agg(i), '{}') FROM claimed),
-        (SELECT coalesce(array_agg(i), '{}') FROM nid_in WHERE dups > 1),
-        (SELECT coalesce(array_agg(sender), '{}') FROM nid_up WHERE NOT inserted),
-        (SELECT coalesce(array_agg(notification_id), '{}') FROM nid_up WHERE NOT inserted),
-        (SELECT coalesce(array_agg(i), '{}') FROM task_in
-          WHERE fresh AND (terminal OR at IS NULL OR dups > 1)),
-        (SELECT coalesce(array_agg(i), '{}') FROM single),
-        (SELECT count(*) FROM task_up)
+        ${observe ? `(SELECT coalesce(array_agg(i), '{}') FROM nid_in WHERE dups > 1)` : none},
+        ${observe ? `(SELECT coalesce(array_agg(sender), '{}') FROM nid_up WHERE NOT inserted)` : `'{}'::text[]`},
+        ${observe ? `(SELECT coalesce(array_agg(notification_id), '{}') FROM nid_up WHERE NOT inserted)` : `'{}'::text[]`},
+        ${observe ? `(SELECT coalesce(array_agg(i), '{}') FROM task_in WHERE fresh AND (terminal OR at IS NULL OR dups > 1))` : none},
+        ${observe ? `(SELECT coalesce(array_agg(i), '{}') FROM single)` : none},
+        ${observe ? '(SELECT count(*) FROM task_up)' : '0'}
       INTO v_keyids, v_nok, v_nonced, v_senders, v_claimed, v_nid_left, v_re_sender, v_re_nid,
         v_task_left, v_single, v_taken;`;
 }
@@ -200,14 +200,22 @@ function claimLeftovers(s: string): string {
  * task statuses. One executor start, one snapshot; the work per row is the same.
  */
 function claimStatement(s: string): string {
-  // Without a colocated replay cache no row has a nonce, and replay_nonces may not exist:
-  // the statement without the nonce insert (PL/pgSQL plans a statement when first run).
-  const statement = (nonces: boolean) => `
+  // Four variants, each planned when first run: without a colocated replay cache no row has
+  // a nonce (and replay_nonces may not exist); a batch without notification_ids or tasks
+  // (reports, list changes...) sets up no upsert for them.
+  const statement = (nonces: boolean, observe: boolean) => `
       WITH input AS MATERIALIZED (${CLAIM_INPUT}
-      ), ${nonces ? nonceCtes(s) : ''}${keyCtes(s, nonces)}${observeCtes(s)}${claimOutputs(nonces)}`;
+      ), ${nonces ? nonceCtes(s) : ''}${keyCtes(s, nonces)}${observe ? observeCtes(s) : ''}
+      ${claimOutputs(nonces, observe)}`;
   return `
-      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN ${statement(true)}
-      ELSE ${statement(false)}
+      v_observe := cardinality(array_remove(a_nid, NULL)) > 0
+        OR cardinality(array_remove(a_task_id, NULL)) > 0;
+      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN
+        IF v_observe THEN ${statement(true, true)}
+        ELSE ${statement(true, false)}
+        END IF;
+      ELSIF v_observe THEN ${statement(false, true)}
+      ELSE ${statement(false, false)}
       END IF;
       ${claimLeftovers(s)}`;
 }
@@ -327,7 +335,7 @@ export function acceptBatchFunction(s: string): string {
       v_not_fresh bigint[];  -- rows the set insert did not claim (usually none)
       v_task_left bigint[]; v_nid_left bigint[]; v_left bigint[];
       v_nok bigint[]; v_claimed bigint[]; v_single bigint[]; v_taken bigint;
-      v_nonced bigint;
+      v_nonced bigint; v_observe boolean;
       v_re_sender text[]; v_re_nid text[];
       v_keyids text[] := '{}'; v_senders text[];
     BEGIN
