@@ -5,15 +5,17 @@
  * observation, then the replay and per-sender counters once.
  *
  * Why it is shaped this way (issue 23, PostgreSQL CPU per event):
- * - Set-based in the common case: one statement inserting the nonces and the new keys they
- *   let through (store_003; two before), one upsert for the notification_ids, one for the
- *   task rows, one SELECT returning every fresh claim. Only what needs a row lock decision (a key already stored, a sender at
- *   its bound, a nonce near its cap, a task seen twice in the batch, a terminal or an older
- *   status) goes row by row, through `accept_one` / `task_observe`.
- * - No per-row lookups in long arrays: "did every row go in" is a count compared with the
- *   candidates (the common answer is yes); which rows did not is worked out only when the
- *   counts differ, and the later statements test a row against that (short) list. Duplicates in the batch are found with a window count, not a correlated
- *   count per row (that was quadratic in the batch).
+ * - Set-based in the common case: one statement for the batch's new deliveries (the nonces,
+ *   the new keys they let through, the claimed rows' notification_ids and task statuses;
+ *   store_003, four statements before), one SELECT returning every fresh claim. Only what
+ *   needs a row lock decision (a key already stored, a sender at its bound, a nonce near
+ *   its cap, a task seen twice in the batch, a terminal or an older status) goes row by
+ *   row, through `accept_one` / `task_observe`.
+ * - Nothing in that statement for the rare cases: PostgreSQL sets up every node of a
+ *   statement on every call, used or not (a quarter of the backend's CPU on small batches).
+ *   It returns counts; a refused nonce, a row not claimed or a status not taken is worked
+ *   out by a statement of its own only when a count says it happened. Duplicates in the
+ *   batch are found with a window count, not a correlated count per row (quadratic).
  * - Generic plans (`plan_cache_mode`, this transaction only): the statements' custom plans
  *   were re-planned on every call, which was most of a small batch's CPU.
  * - The task row's `expires_at` is set an hour past now + retention, and moves only when
@@ -28,6 +30,7 @@
  * in the common batch, so the test per row is against an empty or short array.
  */
 const FRESH = `NOT (t.i = ANY (v_not_fresh))`;
+
 /** Done-marks: one UPDATE, each answered 'completed' or 'lost' (ord < 0). */
 function doneMarks(s: string): string {
   return `
@@ -140,6 +143,27 @@ function observeCtes(s: string): string {
 }
 
 /**
+ * The counters, in the claim statement itself when no row can go row by row (no
+ * observation to make, every row claimed: the gate, read before either insert runs, waits
+ * for the key insert), so they are still taken last, in key order. Otherwise `counters`.
+ */
+function counterCtes(s: string, nonces: boolean): string {
+  const all = '(SELECT count(*) FROM kins) = cardinality(a_key)';
+  const rc = `, rc AS (
+        INSERT INTO ${s}.replay_counts AS c (keyid, shard, n)
+        SELECT keyid, p_shard, count(*) FROM nins WHERE fresh AND ${all}
+        GROUP BY keyid ORDER BY keyid
+        ON CONFLICT (keyid, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+      )`;
+  return `${nonces ? rc : ''}, sc AS (
+        INSERT INTO ${s}.sender_key_counts AS c (sender, shard, n)
+        SELECT sender, p_shard, count(*) FROM kins WHERE ${all}
+        GROUP BY sender ORDER BY sender
+        ON CONFLICT (sender, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+      )`;
+}
+
+/**
  * What the claim statement hands on, in the common batch's terms only (the executor sets up
  * every node of a statement on every call, used or not, so the rare cases are not in it):
  * the fresh nonces' keyids and the claimed keys' senders (for the counters); the rows whose
@@ -205,7 +229,7 @@ function claimStatement(s: string): string {
   // (reports, list changes...) sets up no upsert for them.
   const statement = (nonces: boolean, observe: boolean) => `
       WITH input AS MATERIALIZED (${CLAIM_INPUT}
-      ), ${nonces ? nonceCtes(s) : ''}${keyCtes(s, nonces)}${observe ? observeCtes(s) : ''}
+      ), ${nonces ? nonceCtes(s) : ''}${keyCtes(s, nonces)}${observe ? observeCtes(s) : counterCtes(s, nonces)}
       ${claimOutputs(nonces, observe)}`;
   return `
       v_observe := cardinality(array_remove(a_nid, NULL)) > 0
@@ -216,6 +240,9 @@ function claimStatement(s: string): string {
         END IF;
       ELSIF v_observe THEN ${statement(false, true)}
       ELSE ${statement(false, false)}
+      END IF;
+      IF NOT v_observe AND cardinality(v_claimed) = cardinality(a_key) THEN
+        v_keyids := '{}'; v_senders := '{}'; -- counted in the statement
       END IF;
       ${claimLeftovers(s)}`;
 }
