@@ -167,24 +167,28 @@ function counterCtes(s: string, nonces: boolean): string {
  * What the claim statement hands on, in the common batch's terms only (the executor sets up
  * every node of a statement on every call, used or not, so the rare cases are not in it):
  * the fresh nonces' keyids and the claimed keys' senders (for the counters); the rows whose
- * nonce went in (of how many offered) and the rows claimed; the observations left to task_observe (a
- * notification_id or a task seen twice, a terminal or timeless status) and the
- * re-emissions; the rows the task upsert was offered and how many it took.
+ * nonce went in (of how many offered) and the rows claimed; the observations left to
+ * task_observe (a notification_id or a task seen twice, a terminal or timeless status) and
+ * the re-emissions; the rows the task upsert was offered and how many it took.
  */
 function claimOutputs(nonces: boolean, observe: boolean): string {
-  const none = `'{}'::bigint[]`;
+  const ids = `'{}'::bigint[]`;
+  const texts = `'{}'::text[]`;
+  const n = (expr: string, none: string) => (nonces ? expr : none);
+  const o = (expr: string, none: string) => (observe ? expr : none);
+  const agg = (what: string, from: string) => `(SELECT coalesce(array_agg(${what}), '{}') ${from})`;
   return `
-      SELECT ${nonces ? `(SELECT coalesce(array_agg(keyid) FILTER (WHERE fresh), '{}') FROM nins)` : `'{}'::text[]`},
-        ${nonces ? `(SELECT coalesce(array_agg(i), '{}') FROM nok)` : none},
-        ${nonces ? `(SELECT count(*) FROM input WHERE ${NONCED})` : '0'},
-        (SELECT coalesce(array_agg(sender), '{}') FROM kins),
-        (SELECT coalesce(array_agg(i), '{}') FROM claimed),
-        ${observe ? `(SELECT coalesce(array_agg(i), '{}') FROM nid_in WHERE dups > 1)` : none},
-        ${observe ? `(SELECT coalesce(array_agg(sender), '{}') FROM nid_up WHERE NOT inserted)` : `'{}'::text[]`},
-        ${observe ? `(SELECT coalesce(array_agg(notification_id), '{}') FROM nid_up WHERE NOT inserted)` : `'{}'::text[]`},
-        ${observe ? `(SELECT coalesce(array_agg(i), '{}') FROM task_in WHERE fresh AND (terminal OR at IS NULL OR dups > 1))` : none},
-        ${observe ? `(SELECT coalesce(array_agg(i), '{}') FROM single)` : none},
-        ${observe ? '(SELECT count(*) FROM task_up)' : '0'}
+      SELECT ${n(agg('keyid', 'FROM nins WHERE fresh'), texts)},
+        ${n(agg('i', 'FROM nok'), ids)},
+        ${n(`(SELECT count(*) FROM input WHERE ${NONCED})`, '0')},
+        ${agg('sender', 'FROM kins')},
+        ${agg('i', 'FROM claimed')},
+        ${o(agg('i', 'FROM nid_in WHERE dups > 1'), ids)},
+        ${o(agg('sender', 'FROM nid_up WHERE NOT inserted'), texts)},
+        ${o(agg('notification_id', 'FROM nid_up WHERE NOT inserted'), texts)},
+        ${o(agg('i', 'FROM task_in WHERE fresh AND (terminal OR at IS NULL OR dups > 1)'), ids)},
+        ${o(agg('i', 'FROM single'), ids)},
+        ${o('(SELECT count(*) FROM task_up)', '0')}
       INTO v_keyids, v_nok, v_nonced, v_senders, v_claimed, v_nid_left, v_re_sender, v_re_nid,
         v_task_left, v_single, v_taken;`;
 }
@@ -229,7 +233,9 @@ function claimStatement(s: string): string {
   // (reports, list changes...) sets up no upsert for them.
   const statement = (nonces: boolean, observe: boolean) => `
       WITH input AS MATERIALIZED (${CLAIM_INPUT}
-      ), ${nonces ? nonceCtes(s) : ''}${keyCtes(s, nonces)}${observe ? observeCtes(s) : counterCtes(s, nonces)}
+      ), ${nonces ? nonceCtes(s) : ''}${keyCtes(s, nonces)}${
+        observe ? observeCtes(s) : counterCtes(s, nonces)
+      }
       ${claimOutputs(nonces, observe)}`;
   return `
       v_observe := cardinality(array_remove(a_nid, NULL)) > 0
