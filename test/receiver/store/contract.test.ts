@@ -188,6 +188,19 @@ t.test(
   },
 );
 
+t.test('postgres: a call that fails alone throws; its batch neighbours go through', async (t) => {
+  const store = new PgDeliveryStore({ pool, schema, protocolVersion: '3.2' });
+  const s = `alone-${process.pid}`;
+  const [good, bad] = await Promise.allSettled([
+    store.accept(delivery(s, 'fine')),
+    // PostgreSQL text cannot hold a NUL: the batch fails, then this call alone.
+    store.accept(delivery(s, 'bad\u0000key')),
+  ]);
+  t.equal(good.status === 'fulfilled' && good.value.kind, 'claimed');
+  t.equal(bad.status, 'rejected', 'an error, not "in flight"');
+  t.equal(await store.senderKeyCount(s), 1);
+});
+
 t.test('postgres: the migration counts the keys already stored', async (t) => {
   const { pool: p2, schema: s2 } = testDatabase(t, 'rstoremig');
   const before = RECEIVER_MIGRATIONS.filter((m) => !m.id.startsWith('store_'));
