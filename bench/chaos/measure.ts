@@ -6,6 +6,9 @@
 import type { Pool } from '../../shared/infra/pg.js';
 import type { ChaosOptions } from './run.js';
 
+/** The sidecar's schema, on the run's PostgreSQL beside the sender's. */
+export const RECEIVER_SCHEMA = 'chaos_receiver';
+
 export interface Hit {
   at: number;
   body: Buffer;
@@ -123,6 +126,30 @@ function pct(values: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 }
 
+/**
+ * The receiver's dedup row of each key, for a lost event: whether its claim is still open
+ * (state, owner generation, lease left or overdue), so a loss says whether the store held it.
+ */
+async function receiverClaims(
+  pool: Pool,
+  schema: string,
+  keys: string[],
+): Promise<Map<string, string>> {
+  try {
+    const { rows } = await pool.query<{ key: string; line: string }>(
+      `SELECT idempotency_key AS key,
+              state || ' gen ' || generation || ', lease ' ||
+              round(extract(epoch from lease_until - clock_timestamp()))::text || ' s from now' ||
+              ', accepted ' || round(extract(epoch from now() - accepted_at))::text || ' s ago' AS line
+         FROM ${schema}.idempotency_keys WHERE idempotency_key = ANY($1)`,
+      [keys],
+    );
+    return new Map(rows.map((r) => [r.key, r.line]));
+  } catch (err) {
+    return new Map(keys.map((k) => [k, `unread (${(err as Error).message})`]));
+  }
+}
+
 export async function measure(
   o: ChaosOptions,
   sent: Map<string, { at: number; body: string }>,
@@ -198,11 +225,29 @@ export async function measure(
        FROM ${schema}.webhook_activity GROUP BY 1 ORDER BY 2 DESC`,
   );
   const lostKeys = [...sent.keys()].filter((k) => !hits.has(k));
-  const { rows: lostRows } = await pool.query<{ state: string; attempts: number; due: string }>(
-    `SELECT state, attempts, (next_attempt_at - now())::text AS due FROM ${schema}.outbox
-      WHERE idempotency_key = ANY($1) LIMIT 5`,
+  const { rows: lostRows } = await pool.query<{
+    key: string;
+    state: string;
+    attempts: number;
+    due: string;
+    tries: { at: number; k: string }[] | null;
+  }>(
+    `SELECT o.idempotency_key AS key, o.state, o.attempts,
+            (o.next_attempt_at - now())::text AS due,
+            (SELECT json_agg(json_build_object('at', extract(epoch from a.fired_at) * 1000,
+                      'k', coalesce(a.http_status_code::text, a.error_message, a.status))
+                      ORDER BY a.attempt)
+               FROM ${schema}.webhook_activity a WHERE a.outbox_id = o.id) AS tries
+       FROM ${schema}.outbox o WHERE o.idempotency_key = ANY($1) LIMIT 5`,
     [lostKeys],
   );
+  const claims = o.sidecar
+    ? await receiverClaims(
+        pool,
+        RECEIVER_SCHEMA,
+        lostRows.map((r) => r.key),
+      )
+    : new Map<string, string>();
   // The slowest events: when enqueued, committed, first attempted, delivered (s into the run).
   const slow = [...sent.entries()]
     .map(([k, v]) => ({ k, at: v.at, lat: (hits.get(k)?.[0]?.at ?? Infinity) - v.at }))
@@ -260,7 +305,11 @@ export async function measure(
     unexpectedExits: [],
     records,
     slowest,
-    lostRows: lostRows.map((r) => `${r.state} after ${r.attempts} attempts, next in ${r.due}`),
+    lostRows: lostRows.map(
+      (r) =>
+        `${r.state} after ${r.attempts} attempts, next in ${r.due}${tries(r.tries)}` +
+        (o.sidecar ? ` (receiver's claim: ${claims.get(r.key) ?? 'none'})` : ''),
+    ),
   };
 }
 

@@ -27,7 +27,7 @@ import { KeySet, writeNewKey } from '../../sender/keys/key-set.js';
 import { newIdempotencyKey } from '../../sender/outbox/keys.js';
 import { Outbox, OutboxError } from '../../sender/outbox/outbox.js';
 import { migrateSender } from '../../sender/schema.js';
-import { checkRecords, measure, type ChaosResult, type Hit } from './measure.js';
+import { checkRecords, measure, RECEIVER_SCHEMA, type ChaosResult, type Hit } from './measure.js';
 import { freePort, startPostgres, startRedis, waitForPostgres } from './services.js';
 
 export { formatResult, type ChaosResult } from './measure.js';
@@ -245,7 +245,7 @@ async function chaos(
     const s = new Supervised(
       'sidecar',
       ['receiver', '--listen', `127.0.0.1:${port}`, '--trust', trust, '--forward', end.url],
-      { ...env, SVC_RECEIVER_SCHEMA: 'chaos_receiver' },
+      { ...env, SVC_RECEIVER_SCHEMA: RECEIVER_SCHEMA },
       /listening on/,
     );
     s.start();

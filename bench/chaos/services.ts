@@ -59,7 +59,8 @@ export interface PrivatePostgres {
   destroy(): Promise<void>;
 }
 
-export async function startPostgres(): Promise<PrivatePostgres> {
+/** `settings`: more `-c name=value` server settings (a bench's own, e.g. pg_stat_statements). */
+export async function startPostgres(settings: string[] = []): Promise<PrivatePostgres> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-chaos-pg-'));
   chmodSync(dir, 0o755);
   const data = join(dir, 'data');
@@ -77,6 +78,7 @@ export async function startPostgres(): Promise<PrivatePostgres> {
     '-c fsync=off',
     '-c full_page_writes=off',
     '-c max_connections=200',
+    ...settings.map((x) => `-c ${x}`),
   ].join(' ');
   const start = async () => {
     await pgRun('pg_ctl', ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start']);

@@ -5,15 +5,17 @@
  * observation, then the replay and per-sender counters once.
  *
  * Why it is shaped this way (issue 23, PostgreSQL CPU per event):
- * - Set-based in the common case: one INSERT for the nonces, one for the new keys, one
- *   upsert for the notification_ids, one for the task rows, one SELECT returning every
- *   fresh claim. Only what needs a row lock decision (a key already stored, a sender at
- *   its bound, a nonce near its cap, a task seen twice in the batch, a terminal or an older
- *   status) goes row by row, through `accept_one` / `task_observe`.
- * - No per-row lookups in arrays: "did every row go in" is a count compared with the
- *   candidates (the common answer is yes); which rows did not is worked out only when the
- *   counts differ. Duplicates in the batch are found with a window count, not a correlated
- *   count per row (that was quadratic in the batch).
+ * - Set-based in the common case: one statement for the batch's new deliveries (the nonces,
+ *   the new keys they let through, the claimed rows' notification_ids and task statuses;
+ *   store_003, four statements before), one SELECT returning every fresh claim. Only what
+ *   needs a row lock decision (a key already stored, a sender at its bound, a nonce near
+ *   its cap, a task seen twice in the batch, a terminal or an older status) goes row by
+ *   row, through `accept_one` / `task_observe`.
+ * - Nothing in that statement for the rare cases: PostgreSQL sets up every node of a
+ *   statement on every call, used or not (a quarter of the backend's CPU on small batches).
+ *   It returns counts; a refused nonce, a row not claimed or a status not taken is worked
+ *   out by a statement of its own only when a count says it happened. Duplicates in the
+ *   batch are found with a window count, not a correlated count per row (quadratic).
  * - Generic plans (`plan_cache_mode`, this transaction only): the statements' custom plans
  *   were re-planned on every call, which was most of a small batch's CPU.
  * - The task row's `expires_at` is set an hour past now + retention, and moves only when
@@ -22,16 +24,12 @@
  *   retention after its last observation, at most an hour longer.
  */
 
-/** The predicate of a row whose set-path nonce went in (or that carries no nonce). */
-const NONCE_OK = `(t.keyid IS NULL OR (NOT t.cap_check
-  AND (v_nonce_ok IS NULL OR t.i = ANY (v_nonce_ok))))`;
-
-/** The predicate of a row claimed by the set insert (a new key of a sender under its bound). */
-const FRESH = `(NOT t.bounded AND ${NONCE_OK} AND (v_fresh IS NULL OR t.owner = ANY (v_fresh)))`;
-
-/** The columns FRESH reads, as `unnest` arguments and their names. */
-const FRESH_ARGS = 'a_owner, a_bounded, a_keyid, a_cap_check';
-const FRESH_COLS = 'owner, bounded, keyid, cap_check';
+/**
+ * The predicate of a row claimed by the set insert. `v_not_fresh` lists the rows it did not
+ * claim (a key already stored, a sender at its bound, a nonce near its cap or refused): empty
+ * in the common batch, so the test per row is against an empty or short array.
+ */
+const FRESH = `NOT (t.i = ANY (v_not_fresh))`;
 
 /** Done-marks: one UPDATE, each answered 'completed' or 'lost' (ord < 0). */
 function doneMarks(s: string): string {
@@ -54,53 +52,39 @@ function doneMarks(s: string): string {
       END IF;`;
 }
 
-/**
- * Nonces that need no cap read: one INSERT, the first of a repeated nonce wins. When fewer
- * went in than were offered, which rows did is worked out from what the insert returned.
- */
-function nonceInserts(s: string): string {
-  const input = `SELECT DISTINCT ON (t.keyid, t.nonce) t.keyid, t.nonce, t.ttl, t.i
-          FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check)
-            WITH ORDINALITY AS t(keyid, nonce, ttl, cap_check, i)
-          WHERE t.keyid IS NOT NULL AND NOT t.cap_check
-          ORDER BY t.keyid, t.nonce, t.i`;
-  // Guarded: without a colocated replay cache no row has a nonce, and replay_nonces may not exist.
-  return `
-      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN
-      WITH input AS (${input}
-      ), ins AS (
+/** The batch's rows as the claim statement reads them (once, materialised). */
+const CLAIM_INPUT = `SELECT t.* FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key,
+          a_fp, a_owner, a_retention, a_bounded, a_nid, a_task_id, a_at, a_status, a_terminal)
+          WITH ORDINALITY AS t(keyid, nonce, ttl, cap_check, sender, key, fp, owner, retention,
+            bounded, nid, task_id, at, status, terminal, i)`;
+
+const NONCED = 'keyid IS NOT NULL AND NOT cap_check';
+
+/** The nonce insert: the first of a repeated nonce wins; `nok`, the rows whose nonce went in. */
+function nonceCtes(s: string): string {
+  return `nin AS (
+        SELECT DISTINCT ON (keyid, nonce) keyid, nonce, ttl, i FROM input
+        WHERE ${NONCED} ORDER BY keyid, nonce, i
+      ), nins AS (
         INSERT INTO ${s}.replay_nonces AS rn (keyid, nonce, expires_at, shard)
-        SELECT keyid, nonce, now() + make_interval(secs => ttl), p_shard FROM input
+        SELECT keyid, nonce, now() + make_interval(secs => ttl), p_shard FROM nin
         ORDER BY keyid, nonce
         ON CONFLICT (keyid, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at
           WHERE rn.expires_at <= now()
         RETURNING rn.keyid, rn.nonce, (rn.xmax = 0) AS fresh
-      )
-      SELECT coalesce(array_agg(ins.keyid) FILTER (WHERE ins.fresh), '{}'),
-             count(*) < (SELECT count(*) FROM unnest(a_keyid, a_cap_check) AS t(keyid, cap_check)
-                         WHERE t.keyid IS NOT NULL AND NOT t.cap_check),
-             coalesce(array_agg(ins.keyid), '{}'), coalesce(array_agg(ins.nonce), '{}')
-        INTO v_keyids, v_short, v_in_keyid, v_in_nonce
-      FROM ins;
-      IF v_short THEN
-        SELECT coalesce(array_agg(f.i), '{}') INTO v_nonce_ok
-        FROM (${input}) f
-        JOIN unnest(v_in_keyid, v_in_nonce) AS x(keyid, nonce)
-          ON x.keyid = f.keyid AND x.nonce = f.nonce;
-      END IF;
-      END IF;`;
+      ), nok AS (
+        SELECT nin.i FROM nin JOIN nins ON nins.keyid = nin.keyid AND nins.nonce = nin.nonce
+      ), `;
 }
 
-/** New keys of senders under their bound: one INSERT (owners are unique per call). */
-function newKeyInserts(s: string): string {
-  return `
-      WITH cand AS (
-        SELECT t.sender, t.key, t.fp, t.owner, t.retention
-        FROM unnest(a_sender, a_key, a_fp, a_owner, a_retention, a_bounded, a_keyid,
-                    a_cap_check) WITH ORDINALITY
-          AS t(sender, key, fp, owner, retention, bounded, keyid, cap_check, i)
-        WHERE NOT t.bounded AND ${NONCE_OK}
-      ), ins AS (
+/** The new keys of senders under their bound (owners are unique per call); `claimed`, their rows. */
+function keyCtes(s: string, nonces: boolean): string {
+  const nonceOk = nonces
+    ? 'AND (keyid IS NULL OR (NOT cap_check AND i IN (SELECT i FROM nok)))'
+    : '';
+  return `cand AS (
+        SELECT sender, key, fp, owner, retention FROM input WHERE NOT bounded ${nonceOk}
+      ), kins AS (
         INSERT INTO ${s}.idempotency_keys AS k
           (sender, idempotency_key, fingerprint, state, owner, generation, lease_until,
            expires_at)
@@ -110,65 +94,37 @@ function newKeyInserts(s: string): string {
         FROM cand ORDER BY sender, key
         ON CONFLICT (sender, idempotency_key) DO NOTHING
         RETURNING k.owner, k.sender
-      )
-      SELECT CASE WHEN count(*) = (SELECT count(*) FROM cand) THEN NULL
-                  ELSE coalesce(array_agg(ins.owner), '{}') END,
-             coalesce(array_agg(ins.sender), '{}'),
-             count(*) = cardinality(a_key)
-        INTO v_fresh, v_senders, v_all_fresh
-      FROM ins;`;
+      ), claimed AS MATERIALIZED (
+        SELECT * FROM input WHERE owner IN (SELECT owner FROM kins)
+      )`;
 }
 
 /**
- * The fresh claims' notification_ids that are unique in the batch: one upsert. Its
- * re-emissions (an id first seen under another key) are the rows it updated.
+ * The claimed rows' notification_ids unique in the batch: one upsert, whose updated rows
+ * are re-emissions (an id first seen under another key). The newer non-terminal status of
+ * a task seen once in the batch: one upsert (task_observe's own fast path). Both read the
+ * claimed rows only, so they run after the key insert; everything else goes row by row.
  */
-function notificationUpsert(s: string): string {
-  return `
-      v_nid_left := '{}'; v_re_sender := '{}'; v_re_nid := '{}';
-      IF cardinality(array_remove(a_nid, NULL)) > 0 THEN
-      WITH input AS (
-        SELECT t.sender, t.nid, t.key, t.retention, t.i,
-               count(*) OVER (PARTITION BY t.sender, t.nid) AS dups
-        FROM unnest(a_sender, a_nid, a_key, a_retention, ${FRESH_ARGS})
-          WITH ORDINALITY AS t(sender, nid, key, retention, ${FRESH_COLS}, i)
-        WHERE t.nid IS NOT NULL AND ${FRESH}
-      ), ins AS (
+function observeCtes(s: string): string {
+  return `, nid_in AS (
+        SELECT sender, nid, key, retention, i,
+               count(*) OVER (PARTITION BY sender, nid) AS dups
+        FROM claimed WHERE nid IS NOT NULL
+      ), nid_up AS (
         INSERT INTO ${s}.notification_ids AS n (sender, notification_id, first_key, expires_at)
-        SELECT sender, nid, key, now() + retention * interval '1 second' FROM input
+        SELECT sender, nid, key, now() + retention * interval '1 second' FROM nid_in
         WHERE dups = 1 ORDER BY sender, nid
         ON CONFLICT (sender, notification_id) DO UPDATE SET emissions = n.emissions + 1
           WHERE n.first_key <> EXCLUDED.first_key
         RETURNING n.sender, n.notification_id, (n.xmax = 0) AS inserted
-      )
-      SELECT coalesce((SELECT array_agg(x.i) FROM input x WHERE x.dups > 1), '{}'),
-             coalesce(array_agg(ins.sender) FILTER (WHERE NOT ins.inserted), '{}'),
-             coalesce(array_agg(ins.notification_id) FILTER (WHERE NOT ins.inserted), '{}')
-        INTO v_nid_left, v_re_sender, v_re_nid
-      FROM ins;
-      END IF;`;
-}
-
-/**
- * The newer non-terminal status of a task seen once in the batch: one upsert (task_observe's
- * own fast path). Every other fresh observation of a task, and any the upsert did not take
- * (a terminal result stored, an older status), goes through task_observe.
- */
-function taskUpsert(s: string): string {
-  const single = 'NOT c.terminal AND c.at IS NOT NULL AND c.dups = 1';
-  return `
-      v_task_left := '{}';
-      IF cardinality(array_remove(a_task_id, NULL)) > 0 THEN
-      WITH c AS (
-        SELECT t.sender, t.task_id, t.key, t.at, t.status, t.retention, t.terminal, t.i,
-               ${FRESH} AS fresh, count(*) OVER (PARTITION BY t.sender, t.task_id) AS dups
-        FROM unnest(a_sender, a_task_id, a_key, a_at, a_status, a_retention, a_terminal,
-                    ${FRESH_ARGS}) WITH ORDINALITY
-          AS t(sender, task_id, key, at, status, retention, terminal, ${FRESH_COLS}, i)
-        WHERE t.task_id IS NOT NULL
+      ), task_in AS (
+        SELECT sender, task_id, key, at, status, retention, terminal, i,
+               i IN (SELECT i FROM claimed) AS fresh,
+               count(*) OVER (PARTITION BY sender, task_id) AS dups
+        FROM input WHERE task_id IS NOT NULL
       ), single AS (
-        SELECT * FROM c WHERE c.fresh AND ${single}
-      ), up AS (
+        SELECT * FROM task_in WHERE fresh AND NOT terminal AND at IS NOT NULL AND dups = 1
+      ), task_up AS (
         INSERT INTO ${s}.task_state AS ts
           (sender, task_id, newest_at, newest_key, newest_status, expires_at)
         SELECT sender, task_id, at, key, status,
@@ -183,15 +139,118 @@ function taskUpsert(s: string): string {
           WHERE ts.terminal_fp IS NULL
             AND (ts.newest_at IS NULL OR EXCLUDED.newest_at > ts.newest_at)
         RETURNING ts.sender, ts.task_id
-      )
-      SELECT coalesce((SELECT array_agg(c.i) FROM c WHERE c.fresh AND NOT (${single})), '{}')
-          || CASE WHEN (SELECT count(*) FROM up) = (SELECT count(*) FROM single)
-                  THEN '{}'::bigint[]
-                  ELSE (SELECT coalesce(array_agg(x.i), '{}') FROM single x
-                        WHERE NOT EXISTS (SELECT 1 FROM up u
-                          WHERE u.sender = x.sender AND u.task_id = x.task_id)) END
-        INTO v_task_left;
-      END IF;`;
+      )`;
+}
+
+/**
+ * The counters, in the claim statement itself when no row can go row by row (no
+ * observation to make, every row claimed: the gate, read before either insert runs, waits
+ * for the key insert), so they are still taken last, in key order. Otherwise `counters`.
+ */
+function counterCtes(s: string, nonces: boolean): string {
+  const all = '(SELECT count(*) FROM kins) = cardinality(a_key)';
+  const rc = `, rc AS (
+        INSERT INTO ${s}.replay_counts AS c (keyid, shard, n)
+        SELECT keyid, p_shard, count(*) FROM nins WHERE fresh AND ${all}
+        GROUP BY keyid ORDER BY keyid
+        ON CONFLICT (keyid, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+      )`;
+  return `${nonces ? rc : ''}, sc AS (
+        INSERT INTO ${s}.sender_key_counts AS c (sender, shard, n)
+        SELECT sender, p_shard, count(*) FROM kins WHERE ${all}
+        GROUP BY sender ORDER BY sender
+        ON CONFLICT (sender, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+      )`;
+}
+
+/**
+ * What the claim statement hands on, in the common batch's terms only (the executor sets up
+ * every node of a statement on every call, used or not, so the rare cases are not in it):
+ * the fresh nonces' keyids and the claimed keys' senders (for the counters); the rows whose
+ * nonce went in (of how many offered) and the rows claimed; the observations left to
+ * task_observe (a notification_id or a task seen twice, a terminal or timeless status) and
+ * the re-emissions; the rows the task upsert was offered and how many it took.
+ */
+function claimOutputs(nonces: boolean, observe: boolean): string {
+  const ids = `'{}'::bigint[]`;
+  const texts = `'{}'::text[]`;
+  const n = (expr: string, none: string) => (nonces ? expr : none);
+  const o = (expr: string, none: string) => (observe ? expr : none);
+  const agg = (what: string, from: string) => `(SELECT coalesce(array_agg(${what}), '{}') ${from})`;
+  return `
+      SELECT ${n(agg('keyid', 'FROM nins WHERE fresh'), texts)},
+        ${n(agg('i', 'FROM nok'), ids)},
+        ${n(`(SELECT count(*) FROM input WHERE ${NONCED})`, '0')},
+        ${agg('sender', 'FROM kins')},
+        ${agg('i', 'FROM claimed')},
+        ${o(agg('i', 'FROM nid_in WHERE dups > 1'), ids)},
+        ${o(agg('sender', 'FROM nid_up WHERE NOT inserted'), texts)},
+        ${o(agg('notification_id', 'FROM nid_up WHERE NOT inserted'), texts)},
+        ${o(agg('i', 'FROM task_in WHERE fresh AND (terminal OR at IS NULL OR dups > 1)'), ids)},
+        ${o(agg('i', 'FROM single'), ids)},
+        ${o('(SELECT count(*) FROM task_up)', '0')}
+      INTO v_keyids, v_nok, v_nonced, v_senders, v_claimed, v_nid_left, v_re_sender, v_re_nid,
+        v_task_left, v_single, v_taken;`;
+}
+
+/**
+ * The rare cases, each only when the claim statement's counts say it happened: rows whose
+ * nonce was refused (a replay, a nonce repeated in the batch), rows not claimed (a key
+ * already stored, a sender at its bound, a nonce near its cap), task statuses the upsert did
+ * not take (a terminal stored, an older status: the task's newest key is not theirs, and
+ * the row is still locked by this transaction, so nothing changed it since).
+ */
+function claimLeftovers(s: string): string {
+  return `
+      v_replayed := '{}';
+      IF cardinality(v_nok) < v_nonced THEN
+        SELECT coalesce(array_agg(t.i), '{}') INTO v_replayed
+        FROM unnest(a_keyid, a_cap_check) WITH ORDINALITY AS t(keyid, cap_check, i)
+        WHERE t.keyid IS NOT NULL AND NOT t.cap_check AND NOT (t.i = ANY (v_nok));
+      END IF;
+      v_not_fresh := '{}';
+      IF cardinality(v_claimed) < cardinality(a_key) THEN
+        SELECT coalesce(array_agg(g), '{}') INTO v_not_fresh
+        FROM generate_series(1, cardinality(a_key)) AS g WHERE NOT (g = ANY (v_claimed));
+      END IF;
+      IF v_taken < cardinality(v_single) THEN
+        SELECT v_task_left || coalesce(array_agg(t.i), '{}') INTO v_task_left
+        FROM unnest(a_sender, a_task_id, a_key) WITH ORDINALITY AS t(sender, task_id, key, i)
+        JOIN ${s}.task_state ts ON ts.sender = t.sender AND ts.task_id = t.task_id
+        WHERE t.i = ANY (v_single) AND ts.newest_key IS DISTINCT FROM t.key;
+      END IF;
+      v_all_fresh := cardinality(v_not_fresh) = 0;`;
+}
+
+/**
+ * The batch's new deliveries in one statement (store_003; four before): the nonces that
+ * need no cap read, the new keys they let through, the claimed rows' notification_ids and
+ * task statuses. One executor start, one snapshot; the work per row is the same.
+ */
+function claimStatement(s: string): string {
+  // Four variants, each planned when first run: without a colocated replay cache no row has
+  // a nonce (and replay_nonces may not exist); a batch without notification_ids or tasks
+  // (reports, list changes...) sets up no upsert for them.
+  const statement = (nonces: boolean, observe: boolean) => `
+      WITH input AS MATERIALIZED (${CLAIM_INPUT}
+      ), ${nonces ? nonceCtes(s) : ''}${keyCtes(s, nonces)}${
+        observe ? observeCtes(s) : counterCtes(s, nonces)
+      }
+      ${claimOutputs(nonces, observe)}`;
+  return `
+      v_observe := cardinality(array_remove(a_nid, NULL)) > 0
+        OR cardinality(array_remove(a_task_id, NULL)) > 0;
+      IF cardinality(array_remove(a_keyid, NULL)) > 0 THEN
+        IF v_observe THEN ${statement(true, true)}
+        ELSE ${statement(true, false)}
+        END IF;
+      ELSIF v_observe THEN ${statement(false, true)}
+      ELSE ${statement(false, false)}
+      END IF;
+      IF NOT v_observe AND cardinality(v_claimed) = cardinality(a_key) THEN
+        v_keyids := '{}'; v_senders := '{}'; -- counted in the statement
+      END IF;
+      ${claimLeftovers(s)}`;
 }
 
 /** A fresh claim's re-emission flag as the set upsert found it. */
@@ -215,8 +274,7 @@ function freshResults(): string {
         RETURN QUERY
         SELECT t.i::integer, 'claimed'::text, 1, NULL::text, 'current'::text,
                ${SET_RE_EMISSION}
-        FROM unnest(a_sender, a_nid, ${FRESH_ARGS})
-          WITH ORDINALITY AS t(sender, nid, ${FRESH_COLS}, i)
+        FROM unnest(a_sender, a_nid) WITH ORDINALITY AS t(sender, nid, i)
         WHERE ${FRESH} AND NOT (t.i = ANY (v_left));
       END IF;`;
 }
@@ -226,7 +284,8 @@ function rowByRow(s: string): string {
   return `
       IF NOT v_all_fresh OR cardinality(v_left) > 0 THEN
       v_set := set_config('enable_seqscan', v_seqscan, true);
-      FOR r IN SELECT t.*, ${NONCE_OK} AS nonce_ok, ${FRESH} AS fresh, ${SET_RE_EMISSION} AS re
+      FOR r IN SELECT t.*, t.i = ANY (v_replayed) AS replayed, ${FRESH} AS fresh,
+          ${SET_RE_EMISSION} AS re
           FROM unnest(a_keyid, a_nonce, a_ttl, a_cap_check, a_sender, a_key, a_fp, a_owner,
             a_retention, a_bounded, a_task_id, a_at, a_status, a_terminal, a_term_fp,
             a_record, a_source, a_nid)
@@ -234,7 +293,7 @@ function rowByRow(s: string): string {
             retention, bounded, task_id, at, status, terminal, term_fp, record, source,
             nid, i)
           WHERE NOT ${FRESH} OR t.i = ANY (v_left) LOOP
-        IF r.keyid IS NOT NULL AND NOT r.cap_check AND NOT r.nonce_ok THEN
+        IF r.replayed THEN
           RETURN QUERY SELECT r.i::integer, 'replayed'::text, 0, NULL::text, NULL::text,
             NULL::boolean;
         ELSIF r.fresh THEN
@@ -305,10 +364,11 @@ export function acceptBatchFunction(s: string): string {
     LANGUAGE plpgsql AS $fn$
     DECLARE r record; a record; o record; v_seqscan text; v_all_fresh boolean; v_moved bigint;
       v_set text;
-      v_nonce_ok bigint[];   -- NULL: every set-path nonce went in
-      v_fresh text[];        -- NULL: every candidate key was new
-      v_short boolean; v_in_keyid text[]; v_in_nonce text[];
+      v_replayed bigint[];   -- rows whose set-path nonce was refused (usually none)
+      v_not_fresh bigint[];  -- rows the set insert did not claim (usually none)
       v_task_left bigint[]; v_nid_left bigint[]; v_left bigint[];
+      v_nok bigint[]; v_claimed bigint[]; v_single bigint[]; v_taken bigint;
+      v_nonced bigint; v_observe boolean;
       v_re_sender text[]; v_re_nid text[];
       v_keyids text[] := '{}'; v_senders text[];
     BEGIN
@@ -326,10 +386,7 @@ export function acceptBatchFunction(s: string): string {
       IF cardinality(a_key) = 0 THEN
         RETURN;
       END IF;
-      ${nonceInserts(s)}
-      ${newKeyInserts(s)}
-      ${notificationUpsert(s)}
-      ${taskUpsert(s)}
+      ${claimStatement(s)}
       ${freshResults()}
       ${rowByRow(s)}
       ${counters(s)}

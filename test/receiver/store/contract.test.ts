@@ -32,6 +32,7 @@ deliveryStoreContract(t, {
       );
     }
   },
+  peer: async (_store, o) => new PgDeliveryStore({ pool, schema, protocolVersion: '3.2', ...o }),
 });
 
 let offsetMs = 0;
@@ -46,6 +47,7 @@ deliveryStoreContract(t, {
   expire: async () => {
     offsetMs += 3 * 86_400_000;
   },
+  peer: async (store) => store,
 });
 
 const delivery = (sender: string, key: string): AcceptInput => ({
@@ -146,6 +148,59 @@ t.test('postgres: one batch on the set path, with every case that leaves it', as
   t.ok(rows.length === 4 && rows.every((r) => r.kept), 'task rows kept for their retention');
 });
 
+t.test(
+  "postgres: a restarted process takes a dead owner's claims over, nonces and all",
+  async (t) => {
+    // The sidecar's path in the chaos run: the replay cache in the same schema, so each retry's
+    // fresh nonce goes in the claim statement, on the cap-checked path (a new process knows no
+    // count yet) and on the set path (its count cached).
+    const restart = async (cacheMs: number) => {
+      const replay = new PgReplayStore(pool, { schema, atCapCacheMs: cacheMs });
+      await replay.migrate();
+      const store = new PgDeliveryStore({ pool, schema, protocolVersion: '3.2', leaseMs: 300 });
+      store.burnsNonces(replay);
+      if (cacheMs > 0) await replay.atCap('kid-dead');
+      return store;
+    };
+    let n = 0;
+    const d = (key: string): AcceptInput => ({
+      ...delivery(`dead-${process.pid}`, key),
+      nonce: { keyid: 'kid-dead', nonce: `nonce-${++n}`, ttlSeconds: 300 },
+    });
+    const dead = await restart(0);
+    const open = await Promise.all(['a', 'b', 'c', 'd'].map((k) => dead.accept(d(k))));
+    t.ok(open.every((o) => o.kind === 'claimed'));
+    const kinds = async (store: PgDeliveryStore, keys: string[]) =>
+      (await Promise.all(keys.map((k) => store.accept(d(k))))).map((o) =>
+        o.kind === 'claimed'
+          ? `${o.claim.takeover ? 'takeover' : 'new'} ${o.claim.generation}`
+          : o.kind,
+      );
+    const early = await restart(0);
+    t.same(await kinds(early, ['a', 'e', 'b']), ['in_flight', 'new 1', 'in_flight']);
+    await new Promise((r) => setTimeout(r, 350));
+    t.same(await kinds(await restart(0), ['a', 'f', 'b']), ['takeover 2', 'new 1', 'takeover 2']);
+    t.same(await kinds(await restart(60_000), ['c', 'g', 'd']), [
+      'takeover 2',
+      'new 1',
+      'takeover 2',
+    ]);
+  },
+);
+
+t.test('postgres: a call that fails alone throws; its batch neighbours go through', async (t) => {
+  const store = new PgDeliveryStore({ pool, schema, protocolVersion: '3.2' });
+  const s = `alone-${process.pid}`;
+  const [good, bad] = await Promise.allSettled([
+    store.accept(delivery(s, 'fine')),
+    // PostgreSQL text cannot hold a NUL: the batch fails, then this call alone.
+    store.accept(delivery(s, 'bad\u0000key')),
+  ]);
+  t.equal(good.status === 'fulfilled' && good.value.kind, 'claimed');
+  t.equal(bad.status, 'rejected', 'an error, not "in flight"');
+  t.equal(await store.senderKeyCount(s), 1);
+});
+
 t.test('postgres: the migration counts the keys already stored', async (t) => {
   const { pool: p2, schema: s2 } = testDatabase(t, 'rstoremig');
   const before = RECEIVER_MIGRATIONS.filter((m) => !m.id.startsWith('store_'));
@@ -182,6 +237,63 @@ t.test('postgres: store_002 replaces accept_batch under stored state', async (t)
   t.equal(await store.complete(open.claim, 'published'), true, 'the old claim completes');
   t.equal((await store.accept(delivery('up', 'k-new'))).kind, 'claimed');
   t.equal(await store.senderKeyCount('up'), 3);
+});
+
+t.test('postgres: store_003 from store_002: claims carry over, done-marks are HOT', async (t) => {
+  const { pool: p2, schema: s2 } = testDatabase(t, 'rstore003');
+  await migrate(
+    p2,
+    s2,
+    RECEIVER_MIGRATIONS.filter((m) => m.id !== 'store_003_claim_one_statement'),
+  );
+  const replay = new PgReplayStore(p2, { schema: s2 });
+  await replay.migrate();
+  const store = new PgDeliveryStore({ pool: p2, schema: s2, protocolVersion: '3.2' });
+  t.equal(store.burnsNonces(replay), true);
+  const nonce = (n: string) => ({ keyid: 'k3', nonce: n, ttlSeconds: 300 });
+  const done = await store.accept({ ...delivery('up3', 'k-done'), nonce: nonce('n1') });
+  const open = await store.accept({ ...delivery('up3', 'k-open'), nonce: nonce('n2') });
+  if (done.kind !== 'claimed' || open.kind !== 'claimed') throw new Error('not claimed');
+  t.equal(await store.complete(done.claim, 'published'), true);
+  await migrate(p2, s2, RECEIVER_MIGRATIONS);
+  const { rows } = await p2.query<{ opts: string[] }>(
+    `SELECT reloptions AS opts FROM pg_class WHERE oid = $1::regclass`,
+    [`${s2}.idempotency_keys`],
+  );
+  t.same(rows[0]?.opts, ['fillfactor=50'], 'room on each page for the done-marks');
+  t.same(await store.accept({ ...delivery('up3', 'k-done'), nonce: nonce('n3') }), {
+    kind: 'done',
+    outcome: 'published',
+  });
+  t.same(await store.accept({ ...delivery('up3', 'k-open'), nonce: nonce('n4') }), {
+    kind: 'in_flight',
+  });
+  t.same(await store.accept({ ...delivery('up3', 'k-new'), nonce: nonce('n4') }), {
+    kind: 'replayed',
+  });
+  t.equal(await store.complete(open.claim, 'published'), true, 'the old claim completes');
+  const fresh = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      store.accept({ ...delivery('up3', `k-${i}`), nonce: nonce(`m-${i}`) }),
+    ),
+  );
+  const claims = fresh.map((o) => (o.kind === 'claimed' ? o.claim : null));
+  t.ok(claims.every(Boolean), 'a batch on the new statement claims every new key');
+  // A done-mark changes no indexed column, so it is HOT exactly when the row's new version
+  // fits on its page: every row is still on the page it was inserted on.
+  const pages = () =>
+    p2
+      .query<{ key: string; page: string }>(
+        `SELECT idempotency_key AS key, (ctid::text::point)[0]::text AS page
+           FROM ${s2}.idempotency_keys WHERE sender = 'up3' AND idempotency_key LIKE 'k-%'
+             AND idempotency_key NOT IN ('k-done', 'k-open') ORDER BY 1`,
+      )
+      .then((r) => r.rows);
+  const before = await pages();
+  await Promise.all(claims.map((c) => store.complete(c!, 'published')));
+  t.same(await pages(), before, 'every done-mark stayed on its page (HOT)');
+  t.equal(await store.senderKeyCount('up3'), 42);
+  t.equal(await replay.liveCount('k3'), 44, 'four nonces before, forty in the batch');
 });
 
 t.test('memory: refuses a nonce (it holds no replay cache)', async (t) => {

@@ -28,6 +28,11 @@ export interface StoreFactory {
   make(o: StoreOptions): Promise<DeliveryStore>;
   /** Makes every stored key and task of `sender` past its retention. */
   expire(sender: string): Promise<void>;
+  /**
+   * Another handle on the stored state of `store`, as a second process sharing the store
+   * holds it (a store held in one process's memory: that store itself).
+   */
+  peer(store: DeliveryStore, o: StoreOptions): Promise<DeliveryStore>;
 }
 
 const NONE: TaskObservation = {
@@ -94,6 +99,54 @@ export function deliveryStoreContract(t: Test, f: StoreFactory): void {
     t.equal(await s.complete(first, 'published'), false, 'late owner cannot mark done');
     t.equal(await s.complete(second, 'published'), true);
     t.equal(await s.complete(second, 'published'), false, 'done once');
+  });
+
+  t.test(`${f.name}: a dead owner's claim: 503 within its lease, taken over after`, async (t) => {
+    // The chaos case (issue 23): a process dies while publishing; the sender's retries reach
+    // another process. Within the lease they are in flight; the first retry after it takes
+    // the key over, in a batch with other deliveries, and publishes it as its own.
+    const dead = await f.make({ leaseMs: 400 });
+    const a = senderName('dead');
+    const task = (key: string, taskId: string) =>
+      input(a, key, key, {
+        taskId,
+        status: 'completed',
+        at: '2026-01-01T00:00:00Z',
+        value: { id: key },
+        notificationId: `n-${key}`,
+      });
+    const lost = await Promise.all(['kx', 'ky'].map((k) => dead.accept(task(k, `t-${k}`))));
+    const gone = lost.map((o) => claimOf(t, o));
+    const s = await f.peer(dead, { leaseMs: 400 });
+    const early = await Promise.all([
+      s.accept(task('kx', 't-kx')),
+      s.accept(task('kz', 't-kz')),
+      s.accept(task('ky', 't-ky')),
+    ]);
+    t.same(
+      early.map((o) => o.kind),
+      ['in_flight', 'claimed', 'in_flight'],
+      'within the lease: in flight',
+    );
+    await new Promise((r) => setTimeout(r, 450));
+    const later = await Promise.all([
+      s.accept(task('kx', 't-kx')),
+      s.accept(task('kw', 't-kw')),
+      s.accept(task('ky', 't-ky')),
+      s.accept(task('kz', 't-kz')),
+    ]);
+    const view = later.map((o) =>
+      o.kind === 'claimed' ? `${o.decision} ${o.claim.takeover} ${o.claim.generation}` : o.kind,
+    );
+    t.same(
+      view,
+      ['terminal_won true 2', 'terminal_won false 1', 'terminal_won true 2', 'terminal_won true 2'],
+      'past the lease: every open claim is taken over, its own retry wins',
+    );
+    for (const [i, o] of later.entries())
+      t.equal(await s.complete(claimOf(t, o), 'ok'), true, `${i}`);
+    t.equal(await dead.complete(gone[0]!, 'ok'), false, 'the dead owner is fenced out');
+    t.same(await s.accept(task('kx', 't-kx')), { kind: 'done', outcome: 'ok' });
   });
 
   t.test(`${f.name}: release lets the retry claim at once; renew keeps it`, async (t) => {
