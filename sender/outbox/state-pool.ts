@@ -4,7 +4,7 @@
  * write costs; service spec "Delivery", at-least-once).
  */
 import pg from 'pg';
-import type { Pool } from '../../shared/infra/pg.js';
+import { keepClientErrorsQuiet, type Pool } from '../../shared/infra/pg.js';
 
 /** Claims and settles run at most this many statements at once (two batchers of 2). */
 export const STATE_STATEMENTS_IN_FLIGHT = 4;
@@ -37,7 +37,7 @@ export function createStatePool(connectionString: string, max = 8): Pool {
       '-c jit=off',
     ].join(' '),
   });
-  pool.on('error', () => {});
+  keepClientErrorsQuiet(pool);
   preparedPools.add(pool);
   return pool;
 }

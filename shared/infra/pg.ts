@@ -20,9 +20,23 @@ export function createPool(options: PoolOptions): Pool {
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'svc',
   });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
-  pool.on('error', () => {});
+  keepClientErrorsQuiet(pool);
   return pool;
+}
+
+/**
+ * A client losing its connection must not crash the process. The pool listens on its idle
+ * clients ('error' on the pool; it replaces them), but a checked-out client between two
+ * queries (a transaction awaiting other work, a migration, a replay-store session) has no
+ * listener of its own, and pg emits the loss as an 'error' event: unhandled, it ended a
+ * sidecar during a PostgreSQL restart in the chaos bench. The loss still reaches the code
+ * holding the client: its next query fails, and the broken client is not reused.
+ */
+export function keepClientErrorsQuiet(pool: pg.Pool): void {
+  pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
 }
 
 /** Runs `fn` in a transaction on a client of its own: committed if it returns, else rolled back. */

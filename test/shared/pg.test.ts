@@ -1,5 +1,11 @@
 import t from 'tap';
-import { assertSchemaName, migrate, withTransaction } from '../../shared/infra/pg.js';
+import {
+  assertSchemaName,
+  createPool,
+  LOCAL_DATABASE_URL,
+  migrate,
+  withTransaction,
+} from '../../shared/infra/pg.js';
 import { testDatabase } from '../helpers/db.js';
 
 t.test('migrations apply once, in order, and record themselves', async (t) => {
@@ -63,3 +69,28 @@ t.test('withTransaction commits what returns and rolls back what throws', async 
   t.same(rows, [{ v: 1 }], 'the failed one left nothing');
   t.equal(pool.idleCount + pool.waitingCount, pool.totalCount, 'clients released');
 });
+
+t.test(
+  'a checked-out client whose backend dies between queries does not crash the process',
+  async (t) => {
+    const pool = createPool({ connectionString: LOCAL_DATABASE_URL, max: 2 });
+    t.teardown(() => pool.end());
+    const admin = createPool({ connectionString: LOCAL_DATABASE_URL, max: 1 });
+    t.teardown(() => admin.end());
+    const uncaught: Error[] = [];
+    const onUncaught = (err: Error) => void uncaught.push(err);
+    // tap has its own handler; ours records what would otherwise have ended the process.
+    process.prependListener('uncaughtException', onUncaught);
+    t.teardown(() => void process.off('uncaughtException', onUncaught));
+    const client = await pool.connect();
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    // The client is held (as inside a transaction awaiting other work) when its backend ends.
+    await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+    await new Promise((r) => setTimeout(r, 200));
+    t.same(uncaught, [], 'no unhandled client error event');
+    await t.rejects(client.query('SELECT 1'), 'the holder learns of it on its next query');
+    client.release(true);
+    const again = await pool.query<{ one: number }>('SELECT 1 AS one');
+    t.equal(again.rows[0]!.one, 1, 'the pool goes on with a new connection');
+  },
+);
