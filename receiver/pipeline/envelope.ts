@@ -145,6 +145,28 @@ function readAgentKind(v: Obj, spec: KindSpec): Envelope {
   };
 }
 
+/** The envelope's members the store keeps as text, by the name the sender gave them. */
+const STORED: Array<[keyof WebhookEvent, string]> = [
+  ['notificationId', 'notification_id'],
+  ['taskId', 'task_id'],
+  ['operationId', 'operation_id'],
+  ['taskType', 'task_type'],
+  ['timestamp', 'timestamp'],
+];
+
+/**
+ * Refuses a U+0000 in a member the store keeps as text: valid JSON (`\u0000`), but no
+ * PostgreSQL text holds it, so the claim would fail on every retry and the sender would be
+ * answered 503 for ever instead of being told what is wrong with the event.
+ */
+function refuseNul(event: WebhookEvent): void {
+  const bad = STORED.filter(([k]) => {
+    const v = event[k];
+    return typeof v === 'string' && v.includes('\u0000');
+  }).map(([, name]) => name);
+  if (bad.length > 0) throw new EnvelopeError('invalid_envelope', bad);
+}
+
 /** The envelope of a parsed body, or the envelope error to answer with (422). */
 export function readEnvelope(
   value: unknown,
@@ -154,6 +176,7 @@ export function readEnvelope(
     const spec = isObject(value) ? agentKind(value) : null;
     if (spec) return readAgentKind(value as Obj, spec);
     const event = parseWebhookPayload(value, prefer ? { prefer } : {});
+    refuseNul(event);
     const kind: WebhookKind =
       event.format === 'a2a' && event.a2aKind === 'message' ? 'a2a_message' : 'task';
     return { ...event, kind };

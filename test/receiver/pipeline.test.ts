@@ -565,7 +565,22 @@ t.test('envelope errors: 422 with the envelope error id', async (t) => {
     'invalid_envelope_status',
   );
   t.equal((await deliver([1, 2])).json.error.code, 'invalid_envelope');
+  // Valid JSON no PostgreSQL text can hold: refused naming the member, not a 503 for ever.
+  const nul = await deliver(envelope({ task_id: 't-\u0000', operation_id: 'op\u0000' }));
+  t.equal(nul.status, 422);
+  t.equal(nul.json.error.code, 'invalid_envelope');
+  t.same([...nul.json.error.fields].sort(), ['operation_id', 'task_id']);
   t.equal(events.length, 0);
+  const inResult = await deliver(
+    envelope({ task_id: 't-nul-result', result: { note: 'a\u0000b' } }),
+  );
+  t.equal(inResult.status, 200, "a U+0000 elsewhere in the payload is the app's to read");
+  t.equal(events.length, 1);
+  const terminal = await deliver(
+    envelope({ task_id: 't-nul-done', status: 'completed', result: { note: 'a\u0000b' } }),
+  );
+  t.equal(terminal.status, 200, 'and in a terminal one, whose record the store keeps');
+  t.equal(events.length, 2);
 });
 
 t.test('3.2 duplicates: done 200 no republish, changed payload 409, in flight 503', async (t) => {
