@@ -6,19 +6,13 @@
  * principal holds is FORBIDDEN and never changed.
  */
 import type { TaskContext } from '../runtime/types.js';
+import { ACCOUNT_STATUSES } from '../sales/accounts/accounts.js';
 import type { ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 
 const ACCOUNT_ID = /^[A-Za-z0-9_.:-]{1,255}$/;
 const DOMAIN = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/i;
-const STATUSES = [
-  'active',
-  'pending_approval',
-  'rejected',
-  'payment_required',
-  'suspended',
-  'closed',
-];
+const STATUSES: readonly string[] = ACCOUNT_STATUSES;
 
 export async function seedAccount(req: ControllerRequest, ctx: TaskContext) {
   const p = req.params ?? {};

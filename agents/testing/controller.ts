@@ -11,6 +11,7 @@
  */
 import type { AgentKind } from '../auth/principal.js';
 import { CREATIVE_STATUSES } from '../creative/library.js';
+import { ACCOUNT_STATUSES } from '../sales/accounts/accounts.js';
 import { storedFormatRef } from '../sales/creatives/creatives.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
@@ -28,14 +29,6 @@ import { forceUpstreamUnavailable } from './upstream.js';
 import { seedAccount } from './account-scenarios.js';
 import { CONTROLLER_SCENARIOS } from '../sandbox/scenarios.js';
 
-const ACCOUNT_STATUSES = [
-  'active',
-  'pending_approval',
-  'rejected',
-  'payment_required',
-  'suspended',
-  'closed',
-] as const;
 const FORMAT_TYPES = ['display', 'video', 'audio', 'dooh'] as const;
 
 /**

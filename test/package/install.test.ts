@@ -372,6 +372,8 @@ t.test('the signing example', async (t) => {
 
 interface SvcProcess {
   out: () => string;
+  /** Its standard error, for a failed assertion to show. */
+  err: () => string;
   waitFor(re: RegExp, ms: number): Promise<RegExpExecArray>;
   stop(): Promise<number | null>;
 }
@@ -391,6 +393,7 @@ function svcProcess(app: ScratchApp, args: string[], env: NodeJS.ProcessEnv): Sv
   t.teardown(() => void child.kill('SIGKILL'));
   return {
     out: () => out,
+    err: () => err,
     async waitFor(re, ms) {
       const end = Date.now() + ms;
       for (;;) {
@@ -491,7 +494,10 @@ t.test('every command the README tells of answers from the tarball', async (t) =
   t.equal(list.code, 0, `svc deliveries list: ${list.stderr}`);
   const worker = svcProcess(app, ['worker'], env);
   await worker.waitFor(/delivery worker/, 60_000);
-  t.equal(await worker.stop(), 0, 'svc worker stops on SIGTERM');
+  t.equal(await worker.stop(), 0, 'svc worker stops on SIGTERM', {
+    output: worker.out().slice(-2000),
+    stderr: worker.err().slice(-2000),
+  });
   const standalone = svcProcess(app, ['console', '--listen', '127.0.0.1:0'], env);
   const consoleUrl = (await standalone.waitFor(/^console\s+(http:\/\/\S+)/m, 60_000))[1]!;
   t.equal(await getStatus(`${consoleUrl}/static/console.css`), 200, 'svc console serves its CSS');
@@ -524,7 +530,9 @@ t.test('every command the README tells of answers from the tarball', async (t) =
     /\[echo\] create_media_buy (failed|could not be called): \S/,
     `the agent's error: ${graded.stderr}`,
   );
-  t.equal(await start.stop(), 0, 'svc start stops on SIGTERM');
+  t.equal(await start.stop(), 0, 'svc start stops on SIGTERM', {
+    stderr: start.err().slice(-2000),
+  });
 
   // svc receiver without and with its console: --forward stdout, svc send to it.
   const keys = await inApp(app, npx, ['svc', 'keys', 'generate', '--out', 'sidecar-keys']);

@@ -361,7 +361,8 @@ export async function emitAccountEvent(
   }
 }
 
-const ACCOUNT_STATUSES = [
+/** An account's statuses (core/account.json `status`), for the task and the test controller. */
+export const ACCOUNT_STATUSES = [
   'active',
   'pending_approval',
   'rejected',
