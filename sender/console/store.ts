@@ -13,6 +13,7 @@ import {
   encodeCursor,
   originCandidates,
   payloadMatch,
+  payloadProbes,
   textMatch,
   type Cursor,
   type DeliveryFilter,
@@ -189,7 +190,11 @@ export function listStatement(
     const m = textMatch(field, v);
     if (m.op === 'eq') add(eq ?? ((p) => `${col} = ${p}`), m.value);
     else if (m.op === 'prefix') add((p) => `${col} LIKE ${p}`, `${likeEscape(m.value)}%`);
-    else add((p) => `strpos(${col}, ${p}) > 0`, m.value);
+    // LIKE '%v%' can use the trigram index (075) when v holds a trigram (three letters or
+    // digits in a row); without one a trigram search reads the whole index: walk instead.
+    else if (/[\p{L}\p{N}]{3}/u.test(m.value)) {
+      add((p) => `${col} LIKE ${p}`, `%${likeEscape(m.value)}%`);
+    } else add((p) => `strpos(${col}, ${p}) > 0`, m.value);
   };
   if (f.origin) {
     const col = byState ? 'd.origin' : originSql('o.target_url');
@@ -214,19 +219,21 @@ export function listStatement(
   // A task event's type is its task's (its notification type is its status).
   if (f.eventType) add((p) => `coalesce(o.task_type, o.notification_type) = ${p}`, f.eventType);
   if (f.idempotencyKey) add((p) => `o.idempotency_key = ${p}`, f.idempotencyKey);
-  // A value inside the body (always JSON: the outbox writes JSON.stringify's bytes). No
-  // index: the list's order is walked until a page is full; a byte search for the value
-  // first spares parsing the bodies that cannot hold it.
+  // A value inside the body. Containment probes (payloadProbes) read the payload index
+  // (076) when the value is rare; when it is common the planner walks the list's order
+  // instead, where a byte search for the value spares parsing the bodies that cannot hold
+  // it. Either way `#>>` then keeps exactly the bodies whose path holds the value as text.
   if (f.payload) {
     const m = payloadMatch(f.payload);
+    const json = `${schema}.console_body_json(o.body)`;
+    const probes = payloadProbes(m.path, m.value);
+    if (probes) add((p) => `${json} @> ANY(${p}::jsonb[])`, probes);
     // eslint-disable-next-line no-control-regex -- what JSON escapes: the bytes differ
     if (!/["\\\u0000-\u001f]/.test(m.value)) {
       add((p) => `position(convert_to(${p}, 'UTF8') in o.body) > 0`, m.value);
     }
     values.push(m.path, m.value);
-    where.push(
-      `convert_from(o.body, 'UTF8')::jsonb #>> $${values.length - 1}::text[] = $${values.length}`,
-    );
+    where.push(`${json} #>> $${values.length - 1}::text[] = $${values.length}`);
   }
   if (f.from) add((p) => `${lead}.created_at >= ${p}`, f.from);
   if (f.to) add((p) => `${lead}.created_at < ${p}`, f.to);
