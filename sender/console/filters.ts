@@ -134,7 +134,8 @@ export function payloadMatch(v: string): { path: string[]; value: string } {
   const value = v.slice(i + 1);
   // A lone surrogate has no UTF-8 form: the value could never be found, and its JSON probe
   // would not parse.
-  if (/\p{Surrogate}/u.test(value)) throw new ConsoleInputError('payload', 'a well-formed Unicode value');
+  if (/\p{Surrogate}/u.test(value))
+    throw new ConsoleInputError('payload', 'a well-formed Unicode value');
   return { path, value };
 }
 
@@ -159,7 +160,9 @@ export function payloadProbes(path: string[], value: string): string[] | null {
   let docs = leaves;
   for (const seg of [...path].reverse()) {
     const key = JSON.stringify(seg);
-    docs = docs.flatMap((d) => (/^\d+$/.test(seg) ? [`{${key}:${d}}`, `[${d}]`] : [`{${key}:${d}}`]));
+    docs = docs.flatMap((d) =>
+      /^\d+$/.test(seg) ? [`{${key}:${d}}`, `[${d}]`] : [`{${key}:${d}}`],
+    );
   }
   return docs;
 }

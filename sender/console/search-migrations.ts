@@ -137,4 +137,19 @@ export const consoleSearchMigrations: Migration[] = [
         USING gin (${s}.console_body_json(body) jsonb_path_ops);
     `,
   },
+  {
+    // Trends' day and week read one all-origins row per hour: the hour's done marker
+    // (origin '') now carries the sums (rollup.ts); the hours rolled up before get theirs.
+    id: '077_console_hourly_totals',
+    sql: (s) => `
+      UPDATE ${s}.console_hourly m SET attempts = t.a, succeeded = t.ok, latency = t.l
+        FROM (SELECT c.hour, sum(c.attempts)::int AS a, sum(c.succeeded)::int AS ok,
+                     ARRAY(SELECT sum(x)::int
+                             FROM ${s}.console_hourly c2, unnest(c2.latency) WITH ORDINALITY u(x, i)
+                            WHERE c2.hour = c.hour AND c2.origin <> ''
+                            GROUP BY i ORDER BY i) AS l
+                FROM ${s}.console_hourly c WHERE c.origin <> '' GROUP BY c.hour) t
+       WHERE m.origin = '' AND m.hour = t.hour;
+    `,
+  },
 ];
