@@ -84,6 +84,8 @@ t.test('seller console: what was wrong', async (t) => {
     t.equal(await count('task=task_abc*'), 2);
     t.equal(await count('task=task_abc'), 0, 'a plain value is exact');
     t.equal(await count('task=*xyz*'), 1);
+    // No three letters or digits in a row: no trigram to look up, the list is walked.
+    t.equal(await count('task=*c_*'), 2, 'a contains without a trigram');
     t.equal(await count('principal=demo*'), 2);
     t.equal(await count('principal=*two*'), 1);
     t.equal(await count('media_buy=mb_*'), 2);
