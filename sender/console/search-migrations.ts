@@ -25,6 +25,12 @@ import { originSql } from './migrations.js';
 
 const ORDER = 'created_at DESC, id DESC';
 
+/** The migrations here that add indexes to the partitioned outbox (schema.ts names them). */
+export const CONSOLE_SEARCH_INDEX_MIGRATIONS = [
+  '075_console_contains_search',
+  '076_console_payload_search',
+] as const;
+
 export const consoleSearchMigrations: Migration[] = [
   {
     id: '070_console_task_type',
