@@ -18,6 +18,7 @@
  *   says so) and a contains search walks the list as before.
  * - Payload search (076): a jsonb_path_ops GIN index over the frozen body parsed as JSON
  *   (`console_body_json`, null for a body that is not JSON), probed with containment.
+ * - Trends' hourly totals (077): each rolled-up hour's all-origins sums (rollup.ts).
  * Ids start at 070: after 060 (the partitioned outbox), which they need.
  */
 import type { Migration } from '../../shared/infra/pg.js';
