@@ -35,26 +35,3 @@ t.test('CONSOLE_INDEXES names every index the console migrations add', async (t)
     'the A/B drops them all, and nothing else',
   );
 });
-
-t.test("an upgrade to 075/076 gives the partitions' new indexes the days' names", async (t) => {
-  const { pool, schema } = testDatabase(t, 'cname');
-  await migrateSender(pool, schema);
-  // As a schema migrated before 075 and 076, with its days already there.
-  await pool.query(`DROP INDEX ${schema}.outbox_console_contains, ${schema}.outbox_console_payload;
-    DROP FUNCTION ${schema}.console_body_json(bytea);
-    DELETE FROM ${schema}.schema_migrations
-     WHERE id IN ('075_console_contains_search', '076_console_payload_search')`);
-  t.same(await migrateSender(pool, schema), [
-    '075_console_contains_search',
-    '076_console_payload_search',
-  ]);
-  const { rows } = await pool.query(
-    `SELECT c.relname AS child, p.relname AS parent
-       FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid JOIN pg_class p ON p.oid = h.inhparent
-       JOIN pg_namespace n ON n.oid = p.relnamespace
-      WHERE n.nspname = $1 AND p.relname IN ('outbox_console_contains', 'outbox_console_payload')`,
-    [schema],
-  );
-  t.ok(rows.length >= 4, 'on every partition');
-  for (const r of rows) t.match(r.child, new RegExp(`^${r.parent}_(p\\d{8}|legacy)$`));
-});
