@@ -1,8 +1,9 @@
 /**
- * `npm run bench -- console-write [blocks]`: what issue 26's search indexes (075: the
- * trigram index over task, principal, buy and destination; 076: the payload index) cost
- * the sender's hottest statement, the enqueue's INSERT. Four schemas (every index, each of
- * the two dropped, both dropped) take batches of 100 task events (a realistic body, about
+ * `npm run bench -- console-write [blocks]`: what issue 26's search indexes, off by
+ * default and enabled by an operator (sender/console/search-index.ts: the trigram index
+ * over task, principal, buy and destination; the payload index), cost the sender's
+ * hottest statement, the enqueue's INSERT. Four schemas (both enabled, each alone, neither:
+ * the default) take batches of 100 task events (a realistic body, about
  * 700 bytes of JSON) in alternating blocks, so a machine loaded by others weighs on both
  * alike. Printed: wall time per batch (p50/p99) and the PostgreSQL backend's CPU per event
  * (utime + stime of the session's backend, 10 ms ticks summed over every block). Bounded:
@@ -13,11 +14,11 @@ import { createPool, dropSchema, LOCAL_DATABASE_URL } from '../shared/infra/pg.j
 import { insertParams, insertSql } from '../sender/outbox/insert.js';
 import type { OutboundEvent } from '../sender/outbox/types.js';
 import { migrateSender } from '../sender/schema.js';
+import { SearchIndexes, type SearchIndexKind } from '../sender/console/search-index.js';
 import { backendTicks } from './sender/claim-cost.js';
 import { pct } from './sender/breakdown.js';
 
 const TICK_US = 10_000;
-const SEARCH_INDEXES = ['outbox_console_contains', 'outbox_console_payload'];
 
 let seq = 0;
 function event(): OutboundEvent {
@@ -64,15 +65,17 @@ export async function run(args: string[]): Promise<void> {
   });
   const tag = randomBytes(3).toString('hex');
   const sides = [
-    { name: 'every index', drop: [] as string[] },
-    { name: 'without the trigram index (075)', drop: ['outbox_console_contains'] },
-    { name: 'without the payload index (076)', drop: ['outbox_console_payload'] },
-    { name: 'without both (as before 075)', drop: SEARCH_INDEXES },
+    { name: 'both enabled', enable: ['contains', 'payload'] as SearchIndexKind[] },
+    { name: 'the contains (trigram) index alone', enable: ['contains'] as SearchIndexKind[] },
+    { name: 'the payload index alone', enable: ['payload'] as SearchIndexKind[] },
+    { name: 'neither (the default)', enable: [] as SearchIndexKind[] },
   ].map((x, i) => ({ ...x, schema: `bench_cw${i}_${tag}` }));
   try {
     for (const s of sides) {
       await migrateSender(pool, s.schema);
-      for (const i of s.drop) await pool.query(`DROP INDEX IF EXISTS ${s.schema}.${i}`);
+      if (s.enable.length > 0) {
+        await new SearchIndexes(pool, s.schema).enable(s.enable, { name: 'bench', via: 'cli' });
+      }
     }
     const client = await pool.connect();
     try {
@@ -97,7 +100,7 @@ export async function run(args: string[]): Promise<void> {
       }
       process.stdout.write(
         `\nenqueue INSERT, batches of 100 events, ${blocks} alternating blocks of ${perBlock} batches\n` +
-          `| indexes | batch p50 ms | batch p99 ms | backend CPU µs per event |\n|---|---|---|---|\n`,
+          `| search indexes | batch p50 ms | batch p99 ms | backend CPU µs per event |\n|---|---|---|---|\n`,
       );
       for (const [k, s] of sides.entries()) {
         const st = stats[k]!;

@@ -20,7 +20,6 @@
  * Ids start at 070: after 060 (the partitioned outbox), which they need.
  */
 import type { Migration } from '../../shared/infra/pg.js';
-import { originSql } from './migrations.js';
 
 const ORDER = 'created_at DESC, id DESC';
 
