@@ -105,6 +105,26 @@ t.test('search indexes: off by default, enable, disable', async (t) => {
   }
   t.same(await answers(), before, 'the same answers through the indexes');
 
+  // console_body_json runs in no parallel worker (its exception block is a subtransaction,
+  // which a worker cannot start): a payload search whose plan would go parallel answers.
+  const par = await pool.connect();
+  try {
+    await par.query(`SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;
+      SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;
+      SET enable_indexscan = off; SET enable_bitmapscan = off`);
+    const q = listStatement(schema, { payload: 'status=completed' }, null, 50, {
+      contains: true,
+      payload: true,
+    });
+    t.equal(
+      (await par.query(q.text, q.values)).rows.length,
+      51,
+      'a payload search, no parallel error',
+    );
+  } finally {
+    par.release();
+  }
+
   // Idempotent: nothing built the second time.
   const again = await indexes.enable(['contains', 'payload'], WHO);
   t.same(again.changed, { contains: 0, payload: 0 });
