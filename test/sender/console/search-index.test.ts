@@ -167,8 +167,32 @@ t.test('search indexes: off by default, enable, disable', async (t) => {
       const out = capture();
       await searchIndexCommand(indexes, 'status', {}, WHO, out.stream);
       t.match(out.text(), /payload\s+partial .*partly built: enable again to finish/);
+      // Two partitions as a cut-short enable leaves them: one's index built but not yet
+      // attached (attached now, not built again), one's invalid (a CONCURRENTLY build that
+      // failed: dropped and built again).
+      const days = (
+        await pool.query(
+          `SELECT c.relname FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+            WHERE h.inhparent = $1::regclass AND c.relname LIKE 'outbox\\_event\\_p%' ORDER BY 1`,
+          [`${schema}.outbox_event`],
+        )
+      ).rows.map((r) => r.relname as string);
+      const [built, broken] = days.map((d) => `outbox_console_payload_${d.slice(13)}`);
+      for (const [i, name] of [built!, broken!].entries()) {
+        await pool.query(`CREATE INDEX ${name} ON ${schema}.${days[i]}
+          USING gin (${schema}.console_body_json(body) jsonb_path_ops)`);
+      }
+      await pool.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, [
+        `${schema}.${broken}`,
+      ]);
+      const oid = async (n: string) =>
+        (await pool.query(`SELECT $1::regclass::oid AS o`, [`${schema}.${n}`])).rows[0].o;
+      const builtOid = await oid(built!);
+      const brokenOid = await oid(broken!);
       await indexes.enable(['payload'], WHO);
       t.match((await indexes.status())[1], { state: 'on' });
+      t.equal(await oid(built!), builtOid, 'the built one attached as it was');
+      t.not(await oid(broken!), brokenOid, 'the invalid one built again');
       await indexes.disable(['payload'], WHO);
     },
   );
