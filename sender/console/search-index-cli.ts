@@ -19,7 +19,7 @@ export type SearchIndexAction = (typeof SEARCH_INDEX_ACTIONS)[number];
 /** The `--help` text's costs: what each index adds to every event's insert. */
 export const SEARCH_INDEX_HELP = `
 Off by default: every event's insert writes each index (PostgreSQL backend CPU per event,
-npm run bench -- console-write 20: 43-44 µs with neither, 79-84 µs with both).
+npm run bench -- console-write 20: 43-45 µs with neither, 79-84 µs with both; three runs).
   --contains  ${SEARCH_INDEXES.contains.name}: pg_trgm GIN over task, principal, media buy and
               destination; *value* searches read it instead of walking the list.
               ${SEARCH_INDEXES.contains.cost}. Needs the pg_trgm extension (created if the

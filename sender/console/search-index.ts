@@ -25,11 +25,11 @@ export type SearchIndexKind = (typeof SEARCH_INDEX_KINDS)[number];
 
 /**
  * Each index: its name, and what it costs every event's insert in PostgreSQL backend CPU
- * (`npm run bench -- console-write 20`: 43-44 µs per event without either; README).
+ * (`npm run bench -- console-write 20`, three runs: 43-45 µs per event without either; README).
  */
 export const SEARCH_INDEXES: Record<SearchIndexKind, { name: string; cost: string }> = {
-  contains: { name: 'outbox_console_contains', cost: '+27 µs of PostgreSQL CPU per event' },
-  payload: { name: 'outbox_console_payload', cost: '+19-22 µs of PostgreSQL CPU per event' },
+  contains: { name: 'outbox_console_contains', cost: '+20-28 µs of PostgreSQL CPU per event' },
+  payload: { name: 'outbox_console_payload', cost: '+9-23 µs of PostgreSQL CPU per event' },
 };
 
 export interface SearchIndexState {

@@ -232,13 +232,12 @@ export function listStatement(
   // (payloadProbes) read it when the value is rare; when it is common, or without the
   // index, the list's order is walked, where a byte search for the value spares parsing the
   // bodies that cannot hold it. Either way `#>>` then keeps exactly the bodies whose path
-  // holds the value as text. Without the index the body is parsed inline (the function's
-  // exception block costs a subtransaction per row; the outbox writes only JSON).
+  // holds the value as text. The body is read through console_body_json either way: a
+  // body jsonb refuses (a \u0000 escape, a lone surrogate: the outbox stores them) is null
+  // to it, where a cast would fail the whole search.
   if (f.payload) {
     const m = payloadMatch(f.payload);
-    const json = built.payload
-      ? `${schema}.console_body_json(o.body)`
-      : `convert_from(o.body, 'UTF8')::jsonb`;
+    const json = `${schema}.console_body_json(o.body)`;
     const probes = built.payload ? payloadProbes(m.path, m.value) : null;
     if (probes) add((p) => `${json} @> ANY(${p}::jsonb[])`, probes);
     // eslint-disable-next-line no-control-regex -- what JSON escapes: the bytes differ
