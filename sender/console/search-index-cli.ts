@@ -18,16 +18,19 @@ export type SearchIndexAction = (typeof SEARCH_INDEX_ACTIONS)[number];
 
 /** The `--help` text's costs: what each index adds to every event's insert. */
 export const SEARCH_INDEX_HELP = `
-Off by default: every event's insert writes each index (PostgreSQL backend CPU per event,
-npm run bench -- console-write 20: 43-45 µs with neither, 79-84 µs with both; three runs).
-  --contains  ${SEARCH_INDEXES.contains.name}: pg_trgm GIN over task, principal, media buy and
-              destination; *value* searches read it instead of walking the list.
-              ${SEARCH_INDEXES.contains.cost}. Needs the pg_trgm extension (created if the
-              role may; else an error naming what to do).
+Off by default: every event's insert writes each index (PostgreSQL backend CPU per
+event, npm run bench -- console-write 20, three runs: 43-45 µs with neither, 79-84 µs
+with both).
+  --contains  ${SEARCH_INDEXES.contains.name}: pg_trgm GIN over task, principal,
+              media buy and destination; *value* searches read it instead of walking
+              the list. ${SEARCH_INDEXES.contains.cost}.
+              Needs the pg_trgm extension: created if the role may, else an error
+              naming what to do.
   --payload   ${SEARCH_INDEXES.payload.name}: jsonb_path_ops GIN over the body; a rare
               path=value search reads it. ${SEARCH_INDEXES.payload.cost}.
 Neither flag: both. Enable builds partition by partition (CREATE INDEX CONCURRENTLY:
-deliveries go on), printing each; run it again to finish one cut short. Disable drops them.`;
+deliveries go on), printing each; about 50 s for both on 1M events. Run it again to
+finish one cut short. Disable drops them.`;
 
 function statusLine(s: SearchIndexState): string {
   const how =
@@ -36,7 +39,7 @@ function statusLine(s: SearchIndexState): string {
       : s.state === 'partial'
         ? 'searches scan (partly built: enable again to finish)'
         : 'searches scan the list';
-  return `${s.kind.padEnd(9)} ${s.state.padEnd(8)} ${s.index}  ${s.partitions.indexed} of ${s.partitions.of} partitions  ${how}\n`;
+  return `${s.kind.padEnd(9)} ${s.state.padEnd(8)} ${s.index.padEnd(24)} ${s.partitions.indexed} of ${s.partitions.of} partitions  ${how}\n`;
 }
 
 export async function searchIndexCommand(
