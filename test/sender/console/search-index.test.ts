@@ -193,7 +193,9 @@ t.test('search indexes: off by default, enable, disable', async (t) => {
       t.match((await indexes.status())[1], { state: 'on' });
       t.equal(await oid(built!), builtOid, 'the built one attached as it was');
       t.not(await oid(broken!), brokenOid, 'the invalid one built again');
-      await indexes.disable(['payload'], WHO);
+      const off = capture();
+      await searchIndexCommand(indexes, 'disable', { payload: true, json: true }, WHO, off.stream);
+      t.match(JSON.parse(off.text()), { action: 'disable', changed: { payload: true } });
     },
   );
 
