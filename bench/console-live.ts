@@ -2,12 +2,16 @@
  * Part of `npm run bench -- console` (issue 26): what a bulk redeliver of 10,000 costs live
  * delivery. A worker in this process delivers batches of fresh events to a loopback
  * receiver; each batch's time from enqueue to the last one delivered is taken alone and
- * while a recover of 10,000 stopped deliveries runs (its transaction: rows re-opened, their
- * pending attempt records, the audit row; then its 10,000 jobs dispatched to Redis),
- * alternating, `rounds` times each; the medians are compared. The recovered jobs go to
- * their own queue prefix, which no worker drains: this measures the recover's own load on
- * PostgreSQL, Redis and the process, not the worker later delivering those 10,000 (they
- * would queue ahead of live jobs: see README "Bulk redeliver and live delivery").
+ * while a recover of 10,000 stopped deliveries runs (its transactions: rows re-opened,
+ * their pending attempt records, the audit row; its jobs dispatched to Redis), alternating,
+ * `rounds` times each; the medians are compared.
+ *
+ * By default (`drain`) the recovered deliveries go where the worker delivers them: their
+ * rows are pointed at a second loopback receiver (another origin, as a recovered buyer
+ * is) and their jobs join the live queue, so the same worker drains the 10,000 while the
+ * live batch runs; the drain's time (recover start to the last recovered delivery) is
+ * printed too. `drain: false` (`--live-no-drain`) sends the recovered jobs to a queue no
+ * worker reads: the recover's own load on PostgreSQL, Redis and the process, alone.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,28 +33,38 @@ export interface LiveImpact {
   duringMs: number[];
   recoverMs: number[];
   recovered: number[];
+  /** Drain mode: recover start to the last recovered delivery received, per round. */
+  drainMs: number[];
 }
 
-/** Stops `n` delivered rows of `origin` (fresh each round), for the recover to take. */
-async function stopSome(pool: Pool, schema: string, origin: string, n: number): Promise<void> {
-  await pool.query(
-    `UPDATE ${schema}.outbox_delivery SET state = 'stopped', last_status = 410
-      WHERE id IN (SELECT id FROM ${schema}.outbox_delivery
-                    WHERE origin = $1 AND state IN ('delivered', 'pending')
-                    ORDER BY id LIMIT $2)`,
-    [origin, n],
-  );
-}
-
-export async function liveImpact(
+/**
+ * Stops `n` delivered rows of `origin` (fresh each round), for the recover to take; with
+ * `to`, points them at that URL first (its origin: the recover's), so a worker can deliver
+ * them. Returns the origin the stopped rows now have.
+ */
+async function stopSome(
   pool: Pool,
   schema: string,
-  redisUrl: string,
-  o: { rounds?: number; liveEvents?: number; recover?: number } = {},
-): Promise<LiveImpact> {
-  const rounds = o.rounds ?? 3;
-  const liveEvents = o.liveEvents ?? 500;
-  const perRecover = o.recover ?? 10_000;
+  origin: string,
+  n: number,
+  to?: string,
+): Promise<string> {
+  const target = to ? new URL(to).origin : origin;
+  await pool.query(
+    `WITH picked AS (SELECT id FROM ${schema}.outbox_delivery
+                      WHERE origin = $1 AND state IN ('delivered', 'pending')
+                      ORDER BY id LIMIT $2),
+          moved AS (UPDATE ${schema}.outbox_event SET target_url = coalesce($3, target_url)
+                     WHERE id IN (SELECT id FROM picked))
+     UPDATE ${schema}.outbox_delivery SET state = 'stopped', last_status = 410, origin = $4
+      WHERE id IN (SELECT id FROM picked)`,
+    [origin, n, to ?? null, target],
+  );
+  return target;
+}
+
+/** A loopback receiver answering 200, counting what it got. */
+async function receiver(): Promise<{ url: string; got: () => number; close: () => Promise<void> }> {
   let got = 0;
   const rx = createServer((req, res) => {
     req.resume();
@@ -60,7 +74,26 @@ export async function liveImpact(
     });
   });
   await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(rx.address() as AddressInfo).port}/hook`;
+  return {
+    url: `http://127.0.0.1:${(rx.address() as AddressInfo).port}/hook`,
+    got: () => got,
+    close: () => new Promise<void>((r) => rx.close(() => r())),
+  };
+}
+
+export async function liveImpact(
+  pool: Pool,
+  schema: string,
+  redisUrl: string,
+  o: { rounds?: number; liveEvents?: number; recover?: number; drain?: boolean } = {},
+): Promise<LiveImpact> {
+  const rounds = o.rounds ?? 3;
+  const liveEvents = o.liveEvents ?? 500;
+  const perRecover = o.recover ?? 10_000;
+  const drain = o.drain ?? true;
+  const live = await receiver();
+  const recovered = await receiver();
+  const url = live.url;
   const livePrefix = `{bench-console-live-${process.pid}}`;
   const liveRedis = createRedis(redisUrl);
   const liveQueue = new DeliveryQueue({ connection: liveRedis, prefix: livePrefix });
@@ -78,13 +111,14 @@ export async function liveImpact(
   });
   await worker.start();
   const recoverRedis = createRedis(redisUrl);
+  // Draining: the recovered jobs join the queue the worker reads.
   const recoverQueue = new DeliveryQueue({
     connection: recoverRedis,
-    prefix: `{bench-console-recover-${process.pid}}`,
+    prefix: drain ? livePrefix : `{bench-console-recover-${process.pid}}`,
   });
   const actions = new ConsoleActions(pool, recoverQueue, schema);
   const batch = async (): Promise<number> => {
-    const target = got + liveEvents;
+    const target = live.got() + liveEvents;
     const t0 = performance.now();
     const events = Array.from({ length: liveEvents }, () => {
       const k = newIdempotencyKey();
@@ -96,26 +130,50 @@ export async function liveImpact(
       };
     });
     for (let i = 0; i < events.length; i += 100) await outbox.enqueue(events.slice(i, i + 100));
-    while (got < target) await new Promise((r) => setTimeout(r, 5));
+    while (live.got() < target) await new Promise((r) => setTimeout(r, 5));
     return performance.now() - t0;
   };
-  const out: LiveImpact = { liveEvents, aloneMs: [], duringMs: [], recoverMs: [], recovered: [] };
+  const out: LiveImpact = {
+    liveEvents,
+    aloneMs: [],
+    duringMs: [],
+    recoverMs: [],
+    recovered: [],
+    drainMs: [],
+  };
   try {
     await batch(); // warm: connections, prepared plans
-    const origin = 'https://buyer-3.example';
     const since = new Date(Date.now() - 40 * 86_400_000);
     for (let r = 0; r < rounds; r++) {
       out.aloneMs.push(await batch());
-      await stopSome(pool, schema, origin, perRecover);
+      const origin = await stopSome(
+        pool,
+        schema,
+        'https://buyer-3.example',
+        perRecover,
+        drain ? recovered.url : undefined,
+      );
+      const delivered = recovered.got();
       const t0 = performance.now();
       const recovering = actions
         .recover(origin, since, { name: 'bench', via: 'cli' }, perRecover)
         .then((x) => {
           out.recoverMs.push(performance.now() - t0);
           out.recovered.push(x.recovered);
+          return x.recovered;
         });
       out.duringMs.push(await batch());
-      await recovering;
+      const n = await recovering;
+      if (drain) {
+        // Bounded: a drain that stalls for a minute ends the round (and says so).
+        const until = performance.now() + 60_000;
+        while (recovered.got() - delivered < n && performance.now() < until) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        out.drainMs.push(
+          recovered.got() - delivered >= n ? performance.now() - t0 : Number.POSITIVE_INFINITY,
+        );
+      }
     }
   } finally {
     await worker.close();
@@ -125,7 +183,8 @@ export async function liveImpact(
     await recoverQueue.close();
     liveRedis.disconnect();
     recoverRedis.disconnect();
-    await new Promise<void>((r) => rx.close(() => r()));
+    await live.close();
+    await recovered.close();
   }
   return out;
 }
@@ -135,9 +194,12 @@ export function describeLiveImpact(x: LiveImpact): string {
   const during = median(x.duringMs);
   const slower = ((during - alone) / alone) * 100;
   return [
-    `live delivery beside a bulk redeliver (${x.aloneMs.length} rounds, medians):`,
+    `live delivery beside a bulk redeliver${x.drainMs.length ? ' and its drain' : ''} (${x.aloneMs.length} rounds, medians):`,
     `  ${x.liveEvents} live events enqueued -> delivered: ${alone.toFixed(0)} ms alone, ${during.toFixed(0)} ms during the recover (${slower >= 0 ? '+' : ''}${slower.toFixed(1)} %; target <= +10 %)`,
     `  the recover: ${median(x.recovered)} deliveries re-opened, recorded, audited and dispatched in ${(median(x.recoverMs) / 1000).toFixed(2)} s (target < 10 s)`,
     `  rounds alone ${x.aloneMs.map((v) => v.toFixed(0)).join(' / ')} ms; during ${x.duringMs.map((v) => v.toFixed(0)).join(' / ')} ms`,
+    x.drainMs.length
+      ? `  the same worker drained the recovered deliveries (another loopback origin) in ${x.drainMs.map((v) => (v / 1000).toFixed(2)).join(' / ')} s from the recover's start`
+      : `  the recovered jobs went to a queue no worker reads (--live-no-drain)`,
   ].join('\n');
 }

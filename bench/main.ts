@@ -21,6 +21,7 @@ const suites: Record<string, () => Promise<Suite>> = {
   startup: async () => (await import('./startup/index.js')).run,
   chaos: async () => (await import('./chaos.js')).run,
   console: async () => (await import('./console.js')).run,
+  'console-write': async () => (await import('./console-write.js')).run,
   'claim-cost': async () => (await import('./sender/claim-cost.js')).run,
   'receiver-store': async () => (await import('./receiver-store.js')).run,
   storage: async () => (await import('./storage.js')).run,

@@ -113,7 +113,8 @@ async function recoveryFigures(sizes: number[]): Promise<string[][]> {
       const schema = `bench_scale_${randomBytes(4).toString('hex')}`;
       try {
         await migrateSender(pool, schema);
-        for (const index of CONSOLE_INDEXES) await pool.query(`DROP INDEX ${schema}.${index}`);
+        for (const index of CONSOLE_INDEXES)
+          await pool.query(`DROP INDEX IF EXISTS ${schema}.${index}`);
         const t0 = Date.now();
         await seed(pool, schema, n);
         process.stdout.write(`seeded ${n} pending rows in ${Date.now() - t0} ms\n`);

@@ -214,7 +214,8 @@ async function runOnce(argv: string[], sink: OtlpSink | null): Promise<SenderFig
   try {
     await migrateSender(pool, schema);
     if (!consoleIndexes) {
-      for (const index of CONSOLE_INDEXES) await pool.query(`DROP INDEX ${schema}.${index}`);
+      for (const index of CONSOLE_INDEXES)
+        await pool.query(`DROP INDEX IF EXISTS ${schema}.${index}`);
     }
     process.stdout.write(
       `console indexes: ${consoleIndexes ? `on (${CONSOLE_INDEXES.length})` : 'off (dropped for the A/B)'}\n`,

@@ -69,6 +69,23 @@ export interface TestEventResult {
   idempotencyKey: string;
 }
 
+/** One entry of the console's audit log (every action writes one); its id. */
+export async function auditAction(
+  client: { query: Pool['query'] },
+  schema: string,
+  who: Operator,
+  action: string,
+  target: string,
+  detail: Record<string, unknown>,
+): Promise<string> {
+  const { rows } = await client.query(
+    `INSERT INTO ${schema}.console_audit (operator, via, action, target, detail)
+     VALUES ($1, $2, $3, $4, $5) RETURNING id::text AS id`,
+    [who.name, who.via, action, target, JSON.stringify(detail)],
+  );
+  return rows[0].id as string;
+}
+
 /** Rows of a resumed destination woken per query (`ConsoleActions.wake`). */
 const WAKE_PAGE = 2000;
 /** The second wake pass: after any worker's confirming read of the paused set. */
@@ -396,19 +413,14 @@ export class ConsoleActions {
     return rows[0].n;
   }
 
-  private async audit(
+  private audit(
     client: { query: Pool['query'] },
     who: Operator,
     action: string,
     target: string,
     detail: Record<string, unknown>,
   ): Promise<string> {
-    const { rows } = await client.query(
-      `INSERT INTO ${this.schema}.console_audit (operator, via, action, target, detail)
-       VALUES ($1, $2, $3, $4, $5) RETURNING id::text AS id`,
-      [who.name, who.via, action, target, JSON.stringify(detail)],
-    );
-    return rows[0].id as string;
+    return auditAction(client, this.schema, who, action, target, detail);
   }
 
   /**

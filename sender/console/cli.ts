@@ -1,11 +1,11 @@
 /**
- * `svc deliveries list|show|redeliver|recover|pause|resume|test` (the console's reads and actions, straight
+ * `svc deliveries list|show|redeliver|recover|pause|resume|test|search-index` (the console's reads and actions, straight
  * against the database) and `svc console` (the console on its own). The work is in
  * functions taking their output stream, so tests run them in-process.
  */
 import { userInfo } from 'node:os';
 import type { Writable } from 'node:stream';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Argument, CommanderError, InvalidArgumentError, Option, type Command } from 'commander';
 import { envOption, flagsToEnv } from '../../shared/cli-options.js';
 import { loadConfigOrExit } from '../../shared/config.js';
 import type { Pool } from '../../shared/infra/pg.js';
@@ -23,6 +23,13 @@ import {
 } from './filters.js';
 import { ConsoleStore, type Attempt, type DeliveryDetail } from './store.js';
 import { timingText } from './pages/attempt.js';
+import { SearchIndexes } from './search-index.js';
+import {
+  SEARCH_INDEX_ACTIONS,
+  SEARCH_INDEX_HELP,
+  searchIndexCommand,
+  type SearchIndexAction,
+} from './search-index-cli.js';
 
 export interface ListOptions {
   status?: string;
@@ -308,14 +315,52 @@ export function registerConsoleCommands(program: Command): void {
   const deliveries = program
     .command('deliveries')
     .description(
-      "The seller's deliveries, as the console shows them: list, show, redeliver, recover, pause, resume, test",
+      "The seller's deliveries, as the console shows them: list, show, redeliver, recover, pause, resume, test, search-index",
     );
   const common: Common = (c) =>
     c.option('--schema <name>', 'PostgreSQL schema of the outbox', 'sender');
   registerReadCommands(deliveries, common);
   registerRedeliverCommands(deliveries, common);
   registerDestinationCommands(deliveries, common);
+  registerSearchIndexCommand(deliveries, common);
   registerConsoleServe(program);
+}
+
+/** `svc deliveries search-index status|enable|disable [--contains] [--payload]`. */
+function registerSearchIndexCommand(deliveries: Command, common: Common): void {
+  common(
+    deliveries
+      .command('search-index')
+      .description(
+        'The contains and payload search indexes (off by default; each costs every event insert): status, enable, disable',
+      )
+      .addArgument(
+        new Argument('<action>', 'status, enable or disable').choices(SEARCH_INDEX_ACTIONS),
+      )
+      .option('--contains', 'the contains (*value*) index (pg_trgm)')
+      .option('--payload', 'the payload (path=value) index')
+      .option('--json', 'print JSON')
+      .addHelpText('after', SEARCH_INDEX_HELP)
+      // A malformed flag or action is bad input: exit 2, as the other commands' (commander
+      // says 1); its message names the option.
+      .exitOverride((err) => {
+        throw err.exitCode === 1 ? new CommanderError(2, err.code, err.message) : err;
+      }),
+  ).action(
+    (
+      action: SearchIndexAction,
+      o: { schema: string; contains?: boolean; payload?: boolean; json?: boolean },
+    ) =>
+      withWired(o, false, (w) =>
+        searchIndexCommand(
+          new SearchIndexes(w.pool, w.schema),
+          action,
+          o,
+          cliOperator(),
+          process.stdout,
+        ),
+      ),
+  );
 }
 
 /** `svc deliveries list` and `show`: reads, straight against the database. */

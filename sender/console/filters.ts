@@ -131,7 +131,40 @@ export function payloadMatch(v: string): { path: string[]; value: string } {
       'path=value, the path dot-separated keys or indexes, e.g. result.media_buy_id=mb_1',
     );
   }
-  return { path, value: v.slice(i + 1) };
+  const value = v.slice(i + 1);
+  // A lone surrogate has no UTF-8 form: the value could never be found, and its JSON probe
+  // would not parse.
+  if (/\p{Surrogate}/u.test(value))
+    throw new ConsoleInputError('payload', 'a well-formed Unicode value');
+  return { path, value };
+}
+
+/** What JSON's grammar calls a number: such a value is also looked for as that number. */
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+/** Beyond this many index-like segments (2^n probes) the payload search skips its index. */
+const MAX_INDEX_SEGMENTS = 3;
+
+/**
+ * The jsonb documents whose containment (`@>`) finds every body where `path` holds `value`
+ * compared as text (`#>>`): the value as a string, and as itself when it is a JSON number,
+ * true or false. A segment of digits is an object key or an array index, so both shapes are
+ * probed (an array in a probe matches any element; the `#>>` check that follows keeps only
+ * the exact position). Null when the path has too many such segments to probe (the search
+ * then walks). The documents are JSON text: numbers stay exact (no JavaScript double).
+ */
+export function payloadProbes(path: string[], value: string): string[] | null {
+  const indexLike = path.filter((p) => /^\d+$/.test(p)).length;
+  if (indexLike > MAX_INDEX_SEGMENTS) return null;
+  const leaves = [JSON.stringify(value)];
+  if (JSON_NUMBER.test(value) || value === 'true' || value === 'false') leaves.push(value);
+  let docs = leaves;
+  for (const seg of [...path].reverse()) {
+    const key = JSON.stringify(seg);
+    docs = docs.flatMap((d) =>
+      /^\d+$/.test(seg) ? [`{${key}:${d}}`, `[${d}]`] : [`{${key}:${d}}`],
+    );
+  }
+  return docs;
 }
 
 /** Reads the filter from query parameters; empty values are absent. */

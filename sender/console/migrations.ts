@@ -118,4 +118,6 @@ export const CONSOLE_INDEXES = [
   // Issue 26 (search-migrations.ts): the event type (the prefix searches use the task,
   // principal and buy indexes above, in text_pattern_ops since 073).
   'outbox_console_event_type',
+  // Not the contains and payload search indexes: off unless an operator enables them
+  // (search-index.ts), their cost measured by `npm run bench -- console-write`.
 ] as const;

@@ -19,6 +19,7 @@ import {
   parseTime,
 } from './filters.js';
 import { layout, type PageContext } from './pages/layout.js';
+import type { SearchIndexes } from './search-index.js';
 import type { ConsoleStore, DeliveryDetail } from './store.js';
 import type { TrendStore } from './trends.js';
 export type { OAuthClientAdmin } from './handle.js';
@@ -39,6 +40,8 @@ export interface RouteKit {
   store: ConsoleStore;
   actions: ConsoleActions;
   trends: TrendStore;
+  /** The operator's search indexes (search-index.ts). */
+  searchIndexes: SearchIndexes;
   /** Answers with a page of the console's layout. */
   page(ctx: Ctx, p: Partial<PageContext> & { title: string }, body: Html | string): void;
 }

@@ -20,6 +20,8 @@ import {
   type RouteKit,
   type State,
 } from './route-kit.js';
+import { searchIndexesBody } from './pages/search-indexes.js';
+import { searchIndexKinds } from './search-index.js';
 import { parseRange } from './trends.js';
 
 /** Deliveries: list, one, redeliver. */
@@ -83,6 +85,40 @@ export function trendsAuditLiveApi(
     ctx.respond = false;
     live.add(ctx.res);
   });
+}
+
+/**
+ * The search indexes (search-index.ts): the page with its status and forms, and the API.
+ * An enable answers once every partition's index is built (minutes on a large outbox).
+ */
+export function searchIndexRoutes(router: Router<State>, { searchIndexes, page }: RouteKit): void {
+  router.get('/search-indexes', async (ctx) => {
+    const done = ctx.query.done;
+    page(
+      ctx,
+      {
+        title: 'Search indexes',
+        nav: null,
+        flash:
+          done === 'enable' || done === 'disable'
+            ? { kind: 'ok', text: done === 'enable' ? 'Built.' : 'Dropped.' }
+            : null,
+      },
+      searchIndexesBody(await searchIndexes.status(), csrfOf(ctx)),
+    );
+  });
+  router.get('/api/search-indexes', async (ctx) => {
+    ctx.body = { items: await searchIndexes.status() };
+  });
+  for (const verb of ['enable', 'disable'] as const) {
+    router.post(`/search-indexes/${verb}`, async (ctx) => {
+      await searchIndexes[verb](searchIndexKinds(form(ctx)), ctx.state.operator);
+      ctx.redirect(`/search-indexes?done=${verb}`);
+    });
+    router.post(`/api/search-indexes/${verb}`, async (ctx) => {
+      ctx.body = await searchIndexes[verb](searchIndexKinds(await body(ctx)), ctx.state.operator);
+    });
+  }
 }
 
 /** The seller's OAuth client bindings (issue 21): the page with its forms, and the API. */
@@ -166,6 +202,22 @@ export const API_INDEX = {
     },
     { method: 'POST', path: '/api/destinations/test', body: '{"origin": "https://buyer.example"}' },
     { method: 'GET', path: '/api/trends', query: 'range (hour, day, week)' },
+    {
+      method: 'GET',
+      path: '/api/search-indexes',
+      note: 'the contains and payload search indexes: on, partial or off, and whether searches scan',
+    },
+    {
+      method: 'POST',
+      path: '/api/search-indexes/enable',
+      body: '{"contains": true, "payload": true} (none: both)',
+      note: 'builds them partition by partition; each costs every event insert (README)',
+    },
+    {
+      method: 'POST',
+      path: '/api/search-indexes/disable',
+      body: '{"contains": true, "payload": true} (none: both)',
+    },
     { method: 'GET', path: '/api/audit', query: 'limit' },
     {
       method: 'GET',

@@ -12,6 +12,11 @@
  * - `console_paused_origin`: destinations the operator paused (their deliveries wait).
  * - `webhook_activity.exchange`: an attempt in full (headers both ways, timing), bounded
  *   and masked by the worker (sender/delivery/exchange.ts).
+ * - Payload search (076): `console_body_json`, the frozen body parsed as JSON (null for a
+ *   body that is not JSON), which the payload index is built over when an operator enables
+ *   it. The contains and payload indexes are not migrations: search-index.ts (issue 26:
+ *   off by default, each costs every event's insert).
+ * - Trends' hourly totals (077): each rolled-up hour's all-origins sums (rollup.ts).
  * Ids start at 070: after 060 (the partitioned outbox), which they need.
  */
 import type { Migration } from '../../shared/infra/pg.js';
@@ -78,6 +83,44 @@ export const consoleSearchMigrations: Migration[] = [
     id: '074_activity_exchange',
     sql: (s) => `
       ALTER TABLE ${s}.webhook_activity ADD COLUMN exchange jsonb;
+    `,
+  },
+  {
+    // The payload search reads the body as JSON through this function: a body that is not
+    // JSON (or that jsonb refuses: a \u0000 escape, a lone surrogate) reads as null, so an
+    // insert never fails for the payload index's sake when an operator has built it
+    // (search-index.ts). IMMUTABLE holds: the same bytes always parse the same way.
+    // PARALLEL UNSAFE: its exception block is a subtransaction, which a parallel worker
+    // cannot start ("cannot start subtransactions during a parallel operation": a payload
+    // search planned in parallel failed on the bench's 1M set). The indexes themselves
+    // (contains: pg_trgm; payload) are not built here: each costs every event's insert, so
+    // they are the operator's choice (`svc deliveries search-index`). Its id is not the
+    // one h26e's unmerged 076 had, so a schema that ran that one gets this definition.
+    id: '076_console_body_json',
+    sql: (s) => `
+      CREATE OR REPLACE FUNCTION ${s}.console_body_json(body bytea) RETURNS jsonb
+        LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL UNSAFE AS $f$
+      BEGIN
+        RETURN convert_from(body, 'UTF8')::jsonb;
+      EXCEPTION WHEN others THEN
+        RETURN NULL;
+      END
+      $f$;
+    `,
+  },
+  {
+    // Trends' day and week read one all-origins row per hour: the hour's done marker
+    // (origin '') now carries the sums (rollup.ts); the hours rolled up before get theirs.
+    id: '077_console_hourly_totals',
+    sql: (s) => `
+      UPDATE ${s}.console_hourly m SET attempts = t.a, succeeded = t.ok, latency = t.l
+        FROM (SELECT c.hour, sum(c.attempts)::int AS a, sum(c.succeeded)::int AS ok,
+                     ARRAY(SELECT sum(x)::int
+                             FROM ${s}.console_hourly c2, unnest(c2.latency) WITH ORDINALITY u(x, i)
+                            WHERE c2.hour = c.hour AND c2.origin <> ''
+                            GROUP BY i ORDER BY i) AS l
+                FROM ${s}.console_hourly c WHERE c.origin <> '' GROUP BY c.hour) t
+       WHERE m.origin = '' AND m.hour = t.hour;
     `,
   },
 ];

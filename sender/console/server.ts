@@ -23,9 +23,11 @@ import {
   deliveryApi,
   destinationApi,
   oauthClientRoutes,
+  searchIndexRoutes,
   trendsAuditLiveApi,
 } from './routes-api.js';
 import { deliveryPages, destinationPages, trendsAndAuditPages } from './routes-pages.js';
+import { SearchIndexes } from './search-index.js';
 import type { ConsoleStore } from './store.js';
 import { TrendStore } from './trends.js';
 
@@ -75,11 +77,13 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
     store,
     actions,
     trends: new TrendStore(store.pool, store.schema),
+    searchIndexes: new SearchIndexes(store.pool, store.schema),
     page: pageAnswer(brand, !!o.oauthClients),
   };
   deliveryPages(router, kit);
   destinationPages(router, kit);
   trendsAndAuditPages(router, kit);
+  searchIndexRoutes(router, kit);
   router.post('/logout', (ctx) => {
     auth.logout(ctx.state.sessionId);
     ctx.cookies.set(SESSION_COOKIE, '', {

@@ -13,6 +13,7 @@ import {
   encodeCursor,
   originCandidates,
   payloadMatch,
+  payloadProbes,
   textMatch,
   type Cursor,
   type DeliveryFilter,
@@ -158,15 +159,24 @@ function summary(r: Record<string, unknown>): DeliverySummary {
   };
 }
 
+/** Which of the operator's search indexes are built (search-index.ts); none by default. */
+export interface SearchIndexesBuilt {
+  contains: boolean;
+  payload: boolean;
+}
+
 /**
  * The list statement for a filter: each present field one equality or range on an
- * indexed expression, newest first, after the cursor. Exported for the plan tests.
+ * indexed expression, newest first, after the cursor. A contains or payload search is
+ * written for its index when the operator has built it (`built`), else as a walk of the
+ * list's order. Exported for the plan tests.
  */
 export function listStatement(
   schema: string,
   f: DeliveryFilter,
   cursor: Cursor | null,
   limit: number,
+  built: SearchIndexesBuilt = { contains: false, payload: false },
 ): { text: string; values: unknown[] } {
   const where: string[] = [];
   const values: unknown[] = [];
@@ -189,7 +199,11 @@ export function listStatement(
     const m = textMatch(field, v);
     if (m.op === 'eq') add(eq ?? ((p) => `${col} = ${p}`), m.value);
     else if (m.op === 'prefix') add((p) => `${col} LIKE ${p}`, `${likeEscape(m.value)}%`);
-    else add((p) => `strpos(${col}, ${p}) > 0`, m.value);
+    // LIKE '%v%' can use the contains index (search-index.ts) when v holds a trigram (three
+    // letters or digits in a row); without one a trigram search reads the whole index.
+    else if (built.contains && /[\p{L}\p{N}]{3}/u.test(m.value)) {
+      add((p) => `${col} LIKE ${p}`, `%${likeEscape(m.value)}%`);
+    } else add((p) => `strpos(${col}, ${p}) > 0`, m.value);
   };
   if (f.origin) {
     const col = byState ? 'd.origin' : originSql('o.target_url');
@@ -214,19 +228,24 @@ export function listStatement(
   // A task event's type is its task's (its notification type is its status).
   if (f.eventType) add((p) => `coalesce(o.task_type, o.notification_type) = ${p}`, f.eventType);
   if (f.idempotencyKey) add((p) => `o.idempotency_key = ${p}`, f.idempotencyKey);
-  // A value inside the body (always JSON: the outbox writes JSON.stringify's bytes). No
-  // index: the list's order is walked until a page is full; a byte search for the value
-  // first spares parsing the bodies that cannot hold it.
+  // A value inside the body. With the payload index (search-index.ts), containment probes
+  // (payloadProbes) read it when the value is rare; when it is common, or without the
+  // index, the list's order is walked, where a byte search for the value spares parsing the
+  // bodies that cannot hold it. Either way `#>>` then keeps exactly the bodies whose path
+  // holds the value as text. The body is read through console_body_json either way: a
+  // body jsonb refuses (a \u0000 escape, a lone surrogate: the outbox stores them) is null
+  // to it, where a cast would fail the whole search.
   if (f.payload) {
     const m = payloadMatch(f.payload);
+    const json = `${schema}.console_body_json(o.body)`;
+    const probes = built.payload ? payloadProbes(m.path, m.value) : null;
+    if (probes) add((p) => `${json} @> ANY(${p}::jsonb[])`, probes);
     // eslint-disable-next-line no-control-regex -- what JSON escapes: the bytes differ
     if (!/["\\\u0000-\u001f]/.test(m.value)) {
       add((p) => `position(convert_to(${p}, 'UTF8') in o.body) > 0`, m.value);
     }
     values.push(m.path, m.value);
-    where.push(
-      `convert_from(o.body, 'UTF8')::jsonb #>> $${values.length - 1}::text[] = $${values.length}`,
-    );
+    where.push(`${json} #>> $${values.length - 1}::text[] = $${values.length}`);
   }
   if (f.from) add((p) => `${lead}.created_at >= ${p}`, f.from);
   if (f.to) add((p) => `${lead}.created_at < ${p}`, f.to);
@@ -276,7 +295,13 @@ export class ConsoleStore {
   }
 
   async list(filter: DeliveryFilter, cursor: Cursor | null, limit = 50): Promise<DeliveryPage> {
-    const { text, values } = listStatement(this.schema, filter, cursor, limit);
+    const { text, values } = listStatement(
+      this.schema,
+      filter,
+      cursor,
+      limit,
+      await this.searchIndexesFor(filter),
+    );
     const { rows } = await this.pool.query(text, values);
     const more = rows.length > limit;
     const page = rows.slice(0, limit);
@@ -284,6 +309,28 @@ export class ConsoleStore {
     return {
       items: page.map(summary),
       next: more && last ? encodeCursor({ createdUs: last.created_us, id: last.id }) : null,
+    };
+  }
+
+  /**
+   * Which search indexes are built, asked of the catalog only when the filter searches by
+   * contains or payload (most lists do not). An index an enable is still building counts:
+   * its partitions built so far answer through it.
+   */
+  private async searchIndexesFor(f: DeliveryFilter): Promise<SearchIndexesBuilt> {
+    const contains = [f.origin, f.mediaBuyId, f.principalId, f.taskId].some((v) =>
+      v?.startsWith('*'),
+    );
+    if (!contains && !f.payload) return { contains: false, payload: false };
+    const { rows } = await this.pool.query<{ name: string }>(
+      `SELECT relname AS name FROM pg_class WHERE relnamespace = $1::regnamespace
+          AND relname IN ('outbox_console_contains', 'outbox_console_payload')`,
+      [this.schema],
+    );
+    const names = new Set(rows.map((r) => r.name));
+    return {
+      contains: names.has('outbox_console_contains'),
+      payload: names.has('outbox_console_payload'),
     };
   }
 

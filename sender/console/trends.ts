@@ -8,7 +8,7 @@
 import { assertSchemaName, type Pool } from '../../shared/infra/pg.js';
 import { ConsoleInputError } from '../../shared/console/errors.js';
 import { originSql } from './migrations.js';
-import { BUCKETS, histogramPercentile, HourlyRollup } from './rollup.js';
+import { histogramPercentile, HourlyRollup } from './rollup.js';
 
 export const TREND_RANGES = ['hour', 'day', 'week'] as const;
 export type TrendRange = (typeof TREND_RANGES)[number];
@@ -96,37 +96,23 @@ export class TrendStore {
     };
   }
 
-  /** Per hour, from the rollup: origins summed, latency histograms merged. */
+  /** Per hour, from the rollup's all-origins rows; failing destinations from its sums. */
   private async byHour(hours: number, now: number): Promise<Trends> {
-    const rows = await this.rollup.hours(hours, now);
-    const byHour = new Map<number, { n: number; ok: number; latency: number[] }>();
-    const byOrigin = new Map<string, { n: number; ok: number }>();
-    for (const a of rows) {
-      const t = a.hour.getTime();
-      const h = byHour.get(t) ?? { n: 0, ok: 0, latency: new Array<number>(BUCKETS).fill(0) };
-      h.n += a.attempts;
-      h.ok += a.succeeded;
-      a.latency.forEach((c, i) => (h.latency[i] = h.latency[i]! + c));
-      byHour.set(t, h);
-      const o = byOrigin.get(a.origin) ?? { n: 0, ok: 0 };
-      o.n += a.attempts;
-      o.ok += a.succeeded;
-      byOrigin.set(a.origin, o);
-    }
-    const points = [...byHour.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .map(([t, h]) => ({
-        at: new Date(t).toISOString(),
-        succeeded: h.ok,
-        failed: h.n - h.ok,
+    const t = await this.rollup.totals(hours, now);
+    const points = t.hours
+      .sort((a, b) => a.hour.getTime() - b.hour.getTime())
+      .map((h) => ({
+        at: h.hour.toISOString(),
+        succeeded: h.succeeded,
+        failed: h.attempts - h.succeeded,
         p50Ms: histogramPercentile(h.latency, 0.5),
         p99Ms: histogramPercentile(h.latency, 0.99),
       }));
     const failing = topFailing(
-      [...byOrigin.entries()].map(([origin, o]) => ({
-        origin,
-        attempts: o.n,
-        failed: o.n - o.ok,
+      t.origins.map((o) => ({
+        origin: o.origin,
+        attempts: o.attempts,
+        failed: o.attempts - o.succeeded,
       })),
     );
     return { range: hours === 24 ? 'day' : 'week', step: 'hour', points, failing };

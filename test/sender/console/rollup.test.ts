@@ -3,6 +3,8 @@ import t from 'tap';
 import { BUCKET_RATIO, histogramPercentile, HourlyRollup } from '../../../sender/console/rollup.js';
 import { ConsoleStore } from '../../../sender/console/store.js';
 import { migrateSender } from '../../../sender/schema.js';
+import { consoleSearchMigrations } from '../../../sender/console/search-migrations.js';
+import { TrendStore } from '../../../sender/console/trends.js';
 import { testDatabase } from '../../helpers/db.js';
 
 t.test('histogram percentiles', async (t) => {
@@ -65,4 +67,46 @@ t.test('rollup over the last day', async (t) => {
   // Concurrent catch-ups share one run.
   const r = new HourlyRollup(pool, schema);
   await Promise.all([r.catchUp(), r.catchUp()]);
+});
+
+t.test("each hour's all-origins row: written by the roll, backfilled by 077", async (t) => {
+  const { pool, schema } = testDatabase(t, 'ctot');
+  await migrateSender(pool, schema);
+  // Two origins, 3 hours ago: 30 attempts at 100 ms (all ok) and 10 at 1000 ms (none ok).
+  await pool.query(
+    `INSERT INTO ${schema}.webhook_activity (outbox_id, idempotency_key, notification_type,
+       attempt, status, url, http_status_code, response_time_ms, payload_size_bytes, fired_at, completed_at)
+     SELECT g, 'k' || g, 'completed', 1, CASE WHEN g <= 30 THEN 'success' ELSE 'failed' END,
+            CASE WHEN g <= 30 THEN 'https://a.example/h' ELSE 'https://b.example/h' END,
+            CASE WHEN g <= 30 THEN 200 ELSE 500 END, CASE WHEN g <= 30 THEN 100 ELSE 1000 END, 10,
+            now() - interval '3 hours', now() - interval '3 hours'
+       FROM generate_series(1, 40) g`,
+  );
+  const r = new HourlyRollup(pool, schema);
+  const fresh = await r.totals(24);
+  const hour = fresh.hours.find((h) => h.attempts > 0)!;
+  t.match(hour, { attempts: 40, succeeded: 30 });
+  t.equal(
+    hour.latency.reduce((s, n) => s + n, 0),
+    40,
+    'the histograms merged',
+  );
+  t.same(
+    fresh.origins.sort((a, b) => a.origin.localeCompare(b.origin)),
+    [
+      { origin: 'https://a.example', attempts: 30, succeeded: 30 },
+      { origin: 'https://b.example', attempts: 10, succeeded: 0 },
+    ],
+  );
+  // Hours rolled up before 077 carry zeros in their marker row: the migration sums them.
+  await pool.query(
+    `UPDATE ${schema}.console_hourly SET attempts = 0, succeeded = 0, latency = '{}' WHERE origin = ''`,
+  );
+  t.same((await r.totals(24)).hours, [], 'a zero marker is no point');
+  const m = consoleSearchMigrations.find((x) => x.id === '077_console_hourly_totals')!;
+  await pool.query(m.sql(schema));
+  t.same((await r.totals(24)).hours, fresh.hours, 'backfilled: the same sums');
+  const trends = await new TrendStore(pool, schema).trends('day');
+  t.match(trends.points, [{ succeeded: 30, failed: 10 }]);
+  t.match(trends.failing, [{ origin: 'https://b.example', attempts: 10, failed: 10 }]);
 });

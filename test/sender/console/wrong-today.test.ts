@@ -11,6 +11,8 @@ import { ConsoleActions } from '../../../sender/console/actions.js';
 import { ConsoleAuth } from '../../../shared/console/auth.js';
 import { listenConsole } from '../../../sender/console/server.js';
 import { ConsoleStore } from '../../../sender/console/store.js';
+import { payloadMatch } from '../../../sender/console/filters.js';
+import { SearchIndexes } from '../../../sender/console/search-index.js';
 import { newIdempotencyKey } from '../../../sender/outbox/keys.js';
 import type { OutboundEvent } from '../../../sender/outbox/types.js';
 import { senderHarness, startReceiver } from '../harness.js';
@@ -83,6 +85,8 @@ t.test('seller console: what was wrong', async (t) => {
     t.equal(await count('task=task_abc*'), 2);
     t.equal(await count('task=task_abc'), 0, 'a plain value is exact');
     t.equal(await count('task=*xyz*'), 1);
+    // No three letters or digits in a row: no trigram to look up, the list is walked.
+    t.equal(await count('task=*c_*'), 2, 'a contains without a trigram');
     t.equal(await count('principal=demo*'), 2);
     t.equal(await count('principal=*two*'), 1);
     t.equal(await count('media_buy=mb_*'), 2);
@@ -184,6 +188,39 @@ t.test('search inside the payload: a JSON path and a value', async (t) => {
   t.same(await ids('result.note=say "hi"'), [b], 'a value JSON escapes');
   t.same(await ids('result.media_buy_id=mb_4'), [], 'the whole value, not a part');
   t.same(await ids('status=mb_42'), [], 'at that path only');
+  // These check the exact answers hold, walked and through the payload index's probes.
+  const [k, flag, big, nul, lone] = await h.outbox.enqueue([
+    withPayload({ m: { '0': 'x' }, list: ['x'] }),
+    withPayload({ flag: true, ratio: 7 }),
+    withPayload({ n: '12345678901234567890', e: 100 }),
+    // Bodies jsonb refuses (a \u0000 escape, a lone surrogate): stored all the same, indexed
+    // as null, and found by nothing inside them.
+    withPayload({ text: 'a\u0000b' }),
+    withPayload({ text: 'a\ud800b' }),
+  ]);
+  t.ok(nul && lone, 'bodies jsonb refuses are still enqueued');
+  // Without the payload index (the default: a walk), then with it (containment probes).
+  for (const indexed of [false, true]) {
+    if (indexed) {
+      await new SearchIndexes(h.pool, h.schema).enable(['payload'], { name: 't', via: 'cli' });
+    }
+    t.same(await ids('m.0=x'), [k], 'a digit segment as an object key');
+    t.same(await ids('list.0=x'), [k], 'a digit segment as an array index');
+    t.same(await ids('list.1=x'), [], 'an array probe matches any element; the position holds');
+    t.same(await ids('flag=true'), [flag], 'a boolean, as text');
+    t.same(await ids('ratio=7.0'), [], 'compared as text: 7.0 is not 7');
+    t.same(await ids('n=12345678901234567890'), [big], 'a string of digits');
+    t.same(await ids('e=100'), [big], 'a number');
+    t.same(await ids('e=1e2'), [], 'the same number spelled otherwise: not the same text');
+    t.same(await ids('text=ab'), [], 'nothing in an unparsable body');
+    t.same(await ids('a.0.1.2.3=x'), [], 'four digit segments: no probe, still answered');
+  }
+  const page = await json(await c.get('/api/deliveries?limit=200'));
+  t.ok(
+    page.items.some((d: { id: string }) => d.id === lone),
+    'an unparsable body lists like any other',
+  );
+  t.throws(() => payloadMatch('a=\ud800'), /payload: a well-formed/, 'a lone surrogate (CLI)');
   for (const bad of ['=x', 'no-equals', 'a..b=1', 'a.b c=1']) {
     const res = await c.get(`/api/deliveries?payload=${encodeURIComponent(bad)}`);
     t.equal(res.status, 400, `${bad} refused`);

@@ -1,0 +1,67 @@
+/**
+ * Search indexes (issue 26): whether the contains and payload searches read an index or
+ * walk the list, what each index costs every event's insert, and the forms that build or
+ * drop them (the same call as `svc deliveries search-index` and the JSON API's).
+ */
+import { html, type Html } from '../../../shared/console/html.js';
+import { SEARCH_INDEXES, type SearchIndexKind, type SearchIndexState } from '../search-index.js';
+
+const ABOUT: Record<SearchIndexKind, string> = {
+  contains: 'Contains searches (*value*) of task, principal, media buy and destination',
+  payload: 'Payload searches (path=value)',
+};
+
+function row(s: SearchIndexState): Html {
+  const how =
+    s.search === 'index'
+      ? 'read the index'
+      : s.state === 'partial'
+        ? 'scan (the index is partly built: enable it again to finish)'
+        : 'scan the list (slow on a large outbox)';
+  return html`<tr data-index="${s.kind}">
+    <td>${ABOUT[s.kind]}</td>
+    <td><code>${s.index}</code></td>
+    <td><span class="state ${s.state === 'on' ? 'delivered' : 'pending'}">${s.state}</span></td>
+    <td>${s.partitions.indexed} of ${s.partitions.of}</td>
+    <td>${how}</td>
+    <td>${SEARCH_INDEXES[s.kind].cost}</td>
+  </tr>`;
+}
+
+export function searchIndexesBody(status: SearchIndexState[], csrf: string): Html {
+  const boxes = status.map(
+    (s) => html`<label><input type="checkbox" name="${s.kind}" /> ${s.kind}</label> `,
+  );
+  return html`<h1>Search indexes</h1>
+    <p class="hint" id="search-index-status">
+      ${status.map((s) => `${s.kind}: ${s.state === 'on' ? 'indexed' : 'scans'}`).join('; ')}. Off
+      by default: each index is written by every event's insert (the sender's hottest statement).
+      Enable the ones your operators search with; building takes a while on a large outbox (one
+      partition after another; deliveries go on meanwhile).
+    </p>
+    <table class="list">
+      <thead>
+        <tr>
+          <th>Search</th>
+          <th>Index</th>
+          <th>State</th>
+          <th>Partitions</th>
+          <th>Searches</th>
+          <th>Cost per event</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${status.map(row)}
+      </tbody>
+    </table>
+    <form method="post" action="/search-indexes/enable" class="action">
+      <input type="hidden" name="_csrf" value="${csrf}" />
+      ${boxes}
+      <button type="submit">Enable</button> <span class="hint">(none ticked: both)</span>
+    </form>
+    <form method="post" action="/search-indexes/disable" class="action">
+      <input type="hidden" name="_csrf" value="${csrf}" />
+      ${boxes}
+      <button type="submit">Disable</button> <span class="hint">(none ticked: both)</span>
+    </form>`;
+}
