@@ -294,7 +294,32 @@ export class DeliveryQueue {
     return [`${this.prefix}:*`, `{${inner}:s*`];
   }
 
+  /**
+   * Closes every shard's queue once its connection has finished starting. Why wait: a
+   * BullMQ connection on a shared client that is closed while its start-up commands are in
+   * flight drops its listeners, and when the caller then disconnects the client those
+   * commands fail and BullMQ emits an 'error' nobody hears, which ends the process
+   * (`svc worker` exited 1 on a SIGTERM just after its start).
+   */
   async close(): Promise<void> {
-    await Promise.all(this.queues.map((q) => q.close()));
+    await Promise.all(this.queues.map((q) => closeStarted(q)));
   }
+}
+
+/**
+ * Closes a BullMQ queue or worker after its connection has started, failed to, or
+ * `waitMs` has passed (a Redis that is down must not hold a shutdown): see
+ * `DeliveryQueue.close`.
+ */
+export async function closeStarted(
+  q: { waitUntilReady(): Promise<unknown>; close(): Promise<void> },
+  waitMs = 2000,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    q.waitUntilReady().catch(() => {}),
+    new Promise<void>((r) => (timer = setTimeout(r, waitMs))),
+  ]);
+  clearTimeout(timer);
+  await q.close();
 }

@@ -28,6 +28,7 @@ import {
 import {
   batchOrigin,
   batchTrace,
+  closeStarted,
   isBatchJob,
   type BatchJobData,
   type DeliveryJobData,
@@ -602,7 +603,8 @@ export class DeliveryWorker {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    await Promise.all(this.workers.map((w) => w.close()));
+    // Each once its connection has started (DeliveryQueue.close says why).
+    await Promise.all(this.workers.map((w) => closeStarted(w)));
     await this.limiter.close();
     await this.options.activity?.flush();
     await this.transport.close();
