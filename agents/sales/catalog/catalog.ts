@@ -32,6 +32,7 @@ import type { ProductRow } from './product-row.js';
 export type { ProductRow } from './product-row.js';
 import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';
+import { honorsBriefTargeting, inferBriefTargeting } from './brief-targeting.js';
 
 export type { PricingOption };
 
@@ -428,10 +429,18 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
       ...envelope,
     };
   }
-  const terms = briefTerms(params.brief);
-  const ranked = rankProducts(products, terms);
+  // 3.2: hard targeting stated in the brief binds (products that cannot honor it are
+  // omitted) and is confirmed once; a 3.0/3.1 answer has no such member.
+  const served32 = (ctx.request.release ?? ctx.settings.protocolVersion) === '3.2';
+  const hard = served32 ? inferBriefTargeting(params.brief) : null;
+  const countries = portfolio(ctx.settings).primary_countries;
+  const eligible = hard
+    ? products.filter((p) => honorsBriefTargeting(p, hard, countries))
+    : products;
+  const ranked = rankProducts(eligible, briefTerms(params.brief));
   const body: Record<string, unknown> = {
     products: ranked.map(({ p, matched }) => wire(p, matched)),
+    ...(hard ? { targeting_resolution: { brief_targeting: hard } } : {}),
     ...envelope,
   };
   // A sandbox caller's forced-down upstream (force_upstream_unavailable): the same answer,

@@ -1,0 +1,114 @@
+/**
+ * Hard targeting inferred from a brief (published 3.2 get_products
+ * `targeting_resolution.brief_targeting`): the narrow patterns read, the ambiguous and
+ * malformed ones that yield no inference (never an error), product eligibility, and the
+ * answer served as 3.2 against the one pinned to 3.1.
+ */
+import t from 'tap';
+import {
+  honorsBriefTargeting,
+  inferBriefTargeting,
+} from '../../agents/sales/catalog/brief-targeting.js';
+import type { ProductRow } from '../../agents/sales/catalog/product-row.js';
+import { buyer, harness } from './support/core.js';
+
+const age = (min: number, max: number) => ({ age: { min, max, include_unknown: false } });
+
+t.test('explicit hard statements are read', async (t) => {
+  t.same(
+    inferBriefTargeting(
+      'Premium outdoor video. Hard requirements: deliver only in the US and only to people ages 18 through 44.',
+    ),
+    { geo_countries: ['US'], demographics: age(18, 44) },
+  );
+  t.same(inferBriefTargeting('Run only in Canada, the United Kingdom or Mexico'), {
+    geo_countries: ['CA', 'GB', 'MX'],
+  });
+  t.same(inferBriefTargeting('Only in the United States of America.'), { geo_countries: ['US'] });
+  t.same(inferBriefTargeting('Audio that must reach ages 25-34'), { demographics: age(25, 34) });
+  t.same(inferBriefTargeting('Strictly 18–24 year olds, please'), { demographics: age(18, 24) });
+  t.same(inferBriefTargeting('Only in the US. Also only in the US at night.'), {
+    geo_countries: ['US'],
+  });
+});
+
+t.test('vague, ambiguous and malformed briefs infer nothing', async (t) => {
+  for (const brief of [
+    undefined,
+    '',
+    'Premium outdoor video in the US for ages 18 through 44', // no hard statement
+    'Ideally ages 18-44. Only in spirit.', // the age is not in the hard sentence
+    'Not only in the US but worldwide',
+    'Only in Narnia',
+    'only in America', // not mapped: a continent or a country
+    'Only to ages 44 through 18', // min over max
+    'Only to ages 18 through 999', // out of range
+    'Only ages 18-24 and only ages 35-44', // two intervals
+    'Only in the US. Only in Canada.', // contradictory
+    'x'.repeat(10000),
+  ]) {
+    t.equal(inferBriefTargeting(brief), null, String(brief).slice(0, 60));
+  }
+  t.same(inferBriefTargeting('Only in the US; ideally ages 18-44'), { geo_countries: ['US'] });
+});
+
+t.test('a product honors the targeting it can deliver exactly', async (t) => {
+  const product = (extra: Partial<ProductRow>): ProductRow =>
+    ({ targeting: {}, fixture: undefined, ...extra }) as ProductRow;
+  const us = { geo_countries: ['US'] };
+  const ages = { demographics: age(18, 44) };
+  t.ok(honorsBriefTargeting(product({}), us, ['US', 'CA']), 'the seller countries');
+  t.notOk(honorsBriefTargeting(product({}), { geo_countries: ['GB'] }, ['US', 'CA']));
+  t.notOk(honorsBriefTargeting(product({ targeting: { geo_countries: ['CA'] } }), us, ['US']));
+  t.notOk(honorsBriefTargeting(product({}), ages, ['US']), 'no age support');
+  const intervals = (...spans: Array<[number, number]>) =>
+    product({
+      fixture: {
+        demographic_targeting: {
+          age: { intervals: spans.map(([min, max]) => ({ age: { min, max } })) },
+        },
+      },
+    });
+  t.ok(honorsBriefTargeting(intervals([25, 34], [18, 24], [35, 44]), ages, ['US']), 'tiled');
+  t.notOk(honorsBriefTargeting(intervals([18, 24], [35, 44]), ages, ['US']), 'a gap');
+  t.notOk(honorsBriefTargeting(intervals([18, 24], [25, 49]), ages, ['US']), 'an overrun');
+  const open = product({ fixture: { overlay_support: { demographics: { age: true } } } });
+  t.ok(honorsBriefTargeting(open, ages, ['US']), 'open age support');
+});
+
+t.test('get_products served as 3.2 confirms and binds; a 3.1 pin does neither', async (t) => {
+  const h = await harness(t);
+  const c = buyer(h);
+  const ids = (r: Record<string, unknown>) =>
+    (r.products as Array<{ product_id: string; targeting?: { geo_countries?: string[] } }>).map(
+      (p) => p.product_id,
+    );
+  const all = await h.ok('sales', 'get_products', { buying_mode: 'brief', brief: 'video' }, c);
+  t.notOk('targeting_resolution' in all, 'nothing inferred, nothing confirmed');
+  const brief = { buying_mode: 'brief', brief: 'Video, only in Canada' };
+  const ca = await h.ok('sales', 'get_products', brief, c);
+  t.same(ca.targeting_resolution, { brief_targeting: { geo_countries: ['CA'] } });
+  const usOnly = (all.products as Array<{ product_id: string; targeting: any }>)
+    .filter((p) => !p.targeting?.geo_countries?.includes('CA'))
+    .map((p) => p.product_id);
+  t.ok(usOnly.length > 0, 'the catalog has US-only products');
+  t.ok(ids(ca).length > 0, 'Canadian products remain');
+  t.notOk(
+    ids(ca).some((id) => usOnly.includes(id)),
+    'products that cannot deliver in Canada are omitted',
+  );
+  const pinned = await h.ok('sales', 'get_products', { ...brief, svc_version: '3.1' }, c);
+  t.notOk('targeting_resolution' in pinned, '3.1 has no targeting_resolution');
+  t.ok(
+    ids(pinned).some((id) => usOnly.includes(id)),
+    'a 3.1 answer is not narrowed either',
+  );
+  const aged = await h.ok(
+    'sales',
+    'get_products',
+    { buying_mode: 'brief', brief: 'Video only for ages 18-44' },
+    c,
+  );
+  t.same(aged.products, [], 'no catalog product targets age');
+  t.same(aged.targeting_resolution, { brief_targeting: { demographics: age(18, 44) } });
+});
