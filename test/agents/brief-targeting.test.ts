@@ -10,7 +10,8 @@ import {
   inferBriefTargeting,
 } from '../../agents/sales/catalog/brief-targeting.js';
 import type { ProductRow } from '../../agents/sales/catalog/product-row.js';
-import { buyer, harness } from './support/core.js';
+import { CONFIGURED_VALIDITY_MS } from '../../agents/sales/catalog/configured.js';
+import { buyer, harness, START } from './support/core.js';
 
 const age = (min: number, max: number) => ({ age: { min, max, include_unknown: false } });
 
@@ -79,29 +80,56 @@ t.test('a product honors the targeting it can deliver exactly', async (t) => {
 t.test('get_products served as 3.2 confirms and binds; a 3.1 pin does neither', async (t) => {
   const h = await harness(t);
   const c = buyer(h);
-  const ids = (r: Record<string, unknown>) =>
-    (r.products as Array<{ product_id: string; targeting?: { geo_countries?: string[] } }>).map(
-      (p) => p.product_id,
-    );
+  type Wire = { product_id: string; is_custom?: boolean; expires_at?: string; targeting?: any };
+  const products = (r: Record<string, unknown>) => r.products as Wire[];
+  const ids = (r: Record<string, unknown>) => products(r).map((p) => p.product_id);
   const all = await h.ok('sales', 'get_products', { buying_mode: 'brief', brief: 'video' }, c);
   t.notOk('targeting_resolution' in all, 'nothing inferred, nothing confirmed');
-  const brief = { buying_mode: 'brief', brief: 'Video, only in Canada' };
-  const ca = await h.ok('sales', 'get_products', brief, c);
-  t.same(ca.targeting_resolution, { brief_targeting: { geo_countries: ['CA'] } });
-  const usOnly = (all.products as Array<{ product_id: string; targeting: any }>)
+  t.notOk(
+    products(all).some((p) => p.expires_at),
+    'catalog products do not expire',
+  );
+  const usOnly = products(all)
     .filter((p) => !p.targeting?.geo_countries?.includes('CA'))
     .map((p) => p.product_id);
   t.ok(usOnly.length > 0, 'the catalog has US-only products');
+
+  const brief = { buying_mode: 'brief', brief: 'Video, only in Canada' };
+  const ca = await h.ok('sales', 'get_products', brief, c);
+  t.same(ca.targeting_resolution, { brief_targeting: { geo_countries: ['CA'] } });
   t.ok(ids(ca).length > 0, 'Canadian products remain');
+  const bases = ids(ca).map((id) => id.replace(/\.cfg\.[0-9a-f]{12}$/, ''));
   t.notOk(
-    ids(ca).some((id) => usOnly.includes(id)),
+    bases.some((id) => usOnly.includes(id)),
     'products that cannot deliver in Canada are omitted',
   );
+  const offer = products(ca)[0]!;
+  t.match(offer, {
+    is_custom: true,
+    expires_at: new Date(START + CONFIGURED_VALIDITY_MS).toISOString(),
+    targeting: { geo_countries: ['CA'] },
+  });
+  t.not(offer.product_id, bases[0], 'a configured product has its own id');
+  t.same(ids(await h.ok('sales', 'get_products', brief, c)), ids(ca), 'the same brief renews');
+  t.notOk(
+    ids(await h.ok('sales', 'get_products', {}, c)).includes(offer.product_id),
+    'ordinary listings never show a configured product',
+  );
+
   const pinned = await h.ok('sales', 'get_products', { ...brief, svc_version: '3.1' }, c);
   t.notOk('targeting_resolution' in pinned, '3.1 has no targeting_resolution');
   t.ok(
     ids(pinned).some((id) => usOnly.includes(id)),
     'a 3.1 answer is not narrowed either',
+  );
+  t.notOk(
+    products(pinned).some((p) => p.expires_at),
+    'nor configured',
+  );
+  const anonymous = await h.ok('sales', 'get_products', brief);
+  t.notOk(
+    products(anonymous).some((p) => p.is_custom),
+    'without credentials: narrowed, not configured',
   );
   const aged = await h.ok(
     'sales',
@@ -111,4 +139,29 @@ t.test('get_products served as 3.2 confirms and binds; a 3.1 pin does neither', 
   );
   t.same(aged.products, [], 'no catalog product targets age');
   t.same(aged.targeting_resolution, { brief_targeting: { demographics: age(18, 44) } });
+
+  // Buying the offer accepts its targeting; past expires_at it is PRODUCT_EXPIRED.
+  const option = (offer as unknown as { pricing_options: Array<{ pricing_option_id: string }> })
+    .pricing_options[0]!.pricing_option_id;
+  const buy = (ref: string) => ({
+    buyer_ref: ref,
+    brand_manifest: { url: 'https://acme.example' },
+    packages: [
+      {
+        buyer_ref: 'p1',
+        product_id: offer.product_id,
+        pricing_option_id: option,
+        budget: 50000,
+        bid_price: 30,
+      },
+    ],
+    start_time: { type: 'asap' },
+    end_time: new Date(START + 7 * 86400_000).toISOString(),
+  });
+  await h.ok('sales', 'create_media_buy', buy('configured-1'), c);
+  h.clock.advance(CONFIGURED_VALIDITY_MS);
+  const expired = await h.err('sales', 'create_media_buy', buy('configured-2'), c);
+  t.equal(expired.code, 'PRODUCT_EXPIRED');
+  t.equal(expired.status, 410);
+  t.equal(expired.field, 'packages[0].product_id');
 });

@@ -33,6 +33,7 @@ export type { ProductRow } from './product-row.js';
 import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';
 import { honorsBriefTargeting, inferBriefTargeting } from './brief-targeting.js';
+import { configureProducts } from './configured.js';
 
 export type { PricingOption };
 
@@ -182,7 +183,8 @@ export async function visibleProducts(ctx: TaskContext): Promise<ProductRow[]> {
   const s = ctx.schema;
   const { rows } = await ctx.db.query<ProductRow>(
     `SELECT * FROM ${s}.products
-      WHERE custom_principal IS NULL OR custom_principal = $1 ORDER BY sort_order`,
+      WHERE (custom_principal IS NULL OR custom_principal = $1) AND configured_from IS NULL
+      ORDER BY sort_order`,
     [ctx.principal?.principal_id ?? ''],
   );
   return rows.map(productRow);
@@ -311,6 +313,7 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
       ...formatOptions(formatIds, byId, agentUrl),
       targeting: p.targeting,
       is_custom: p.custom_principal !== null,
+      ...(p.expires_at ? { expires_at: p.expires_at.toISOString() } : {}),
       // The published product requires its pricing; the partial catalog (no credentials)
       // narrows which products and formats are shown, not their rate card.
       pricing_options: p.pricing_options.map(wirePricingOption),
@@ -434,9 +437,9 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
   const served32 = (ctx.request.release ?? ctx.settings.protocolVersion) === '3.2';
   const hard = served32 ? inferBriefTargeting(params.brief) : null;
   const countries = portfolio(ctx.settings).primary_countries;
-  const eligible = hard
-    ? products.filter((p) => honorsBriefTargeting(p, hard, countries))
-    : products;
+  let eligible = hard ? products.filter((p) => honorsBriefTargeting(p, hard, countries)) : products;
+  // Bound to this request's targeting: the caller's own expiring offers (configured.ts).
+  if (hard && full && ctx.principal) eligible = await configureProducts(ctx, eligible, hard);
   const ranked = rankProducts(eligible, briefTerms(params.brief));
   const body: Record<string, unknown> = {
     products: ranked.map(({ p, matched }) => wire(p, matched)),
