@@ -5,6 +5,7 @@
  * answer served as 3.2 against the one pinned to 3.1.
  */
 import t from 'tap';
+import { brandProfile } from '../../shared/brand.js';
 import {
   honorsBriefTargeting,
   inferBriefTargeting,
@@ -165,3 +166,84 @@ t.test('get_products served as 3.2 confirms and binds; a 3.1 pin does neither', 
   t.equal(expired.status, 410);
   t.equal(expired.field, 'packages[0].product_id');
 });
+
+t.test(
+  'targeting_aware_discovery.yaml:309 and its 3.1 downshift, on the seeded fixture',
+  async (t) => {
+    // The runner (6.11.0) pins adcp_major_version 3 alone (served as 3.0); the step's
+    // expectations are asserted here with the storyboard's fixture and request, pinned 3.2.
+    const h = await harness(t, {
+      profile: brandProfile('adcp'),
+      settings: { testController: true },
+    });
+    const c = buyer(h);
+    const account = {
+      brand: { domain: 'acmeoutdoor.example' },
+      operator: 'pinnacle-agency.example',
+      sandbox: true,
+    };
+    const interval = (min: number, max: number) => ({
+      interval_id: `age_${min}_${max}`,
+      age: { min, max, include_unknown: false },
+    });
+    const seed = (product_id: string, channel: string, extra: Record<string, unknown> = {}) =>
+      h.ok(
+        'sales',
+        'comply_test_controller',
+        {
+          scenario: 'seed_product',
+          account,
+          params: {
+            product_id,
+            fixture: {
+              delivery_type: 'non_guaranteed',
+              channels: [channel],
+              format_ids: [{ id: 'video_30s' }],
+              pricing_options: [
+                {
+                  pricing_option_id: `${product_id}_cpm`,
+                  pricing_model: 'cpm',
+                  currency: 'USD',
+                  floor_price: 12,
+                },
+              ],
+              ...extra,
+            },
+          },
+        },
+        c,
+      );
+    await seed('targeting_aware_video_catalog', 'olv', {
+      demographic_targeting: {
+        age: {
+          execution_modes: ['enumerated_intervals'],
+          unknown_handling: 'always_excluded',
+          intervals: [interval(18, 24), interval(25, 34), interval(35, 44)],
+        },
+      },
+    });
+    await seed('targeting_aware_fixed_placement', 'ctv');
+    const request = {
+      buying_mode: 'brief',
+      brief:
+        'Premium outdoor video. Hard requirements: deliver only in the US and only to people ages 18 through 44.',
+      account,
+      filters: { channels: ['olv'], pricing_currencies: ['USD'] },
+      adcp_major_version: 3,
+      adcp_version: '3.2',
+    };
+    const got = await h.ok('sales', 'get_products', request, c);
+    t.same(got.targeting_resolution, {
+      brief_targeting: { geo_countries: ['US'], demographics: age(18, 44) },
+    });
+    const first = (got.products as Array<Record<string, unknown>>)[0]!;
+    t.match(first, { is_custom: true, product_id: /^targeting_aware_video_catalog\.cfg\./ });
+    t.ok(typeof first.expires_at === 'string', 'time-bound');
+    t.ok(first.demographic_targeting, 'a 3.2 product member, served as 3.2');
+    const downshift = await h.ok('sales', 'get_products', { ...request, adcp_version: '3.1' }, c);
+    t.notOk('targeting_resolution' in downshift);
+    for (const p of downshift.products as Array<Record<string, unknown>>) {
+      t.notOk('demographic_targeting' in p || 'expires_at' in p, `${String(p.product_id)}: 3.1`);
+    }
+  },
+);

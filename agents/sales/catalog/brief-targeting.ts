@@ -9,8 +9,10 @@
  * safely to ISO 3166-1 codes, and an age interval in a sentence that states a hard
  * requirement ("only", "must", "exclusively", "strictly") are read. Anything ambiguous (an
  * unknown country name, "not only in", two different age intervals, min over max, an age
- * over 150) yields no inference for that dimension, never an error.
+ * over 150) yields no inference for that dimension, never an error. Also the refusal of
+ * contradictory structured geography (refuseConflictingGeo).
  */
+import { taskError } from '../../runtime/errors.js';
 import type { ProductRow } from './product-row.js';
 
 /** Country names read safely (unambiguous in English prose) and their ISO 3166-1 codes. */
@@ -136,4 +138,27 @@ export function honorsBriefTargeting(
     if (!t.geo_countries.every((c) => sold.includes(c))) return false;
   }
   return !t.demographics || honorsAge(p, t.demographics.age);
+}
+
+/**
+ * 3.2: the legacy `filters.countries` and the structured `targeting_overlay.geo_countries`
+ * naming different countries are contradictory delivery constraints: INVALID_REQUEST
+ * (the seller must not pick one). The same countries in both, or either alone, are fine.
+ */
+export function refuseConflictingGeo(params: Record<string, unknown>): void {
+  const legacy = (params.filters as { countries?: unknown } | undefined)?.countries;
+  const overlay = (params.targeting_overlay as { geo_countries?: unknown } | undefined)
+    ?.geo_countries;
+  if (!Array.isArray(legacy) || !Array.isArray(overlay)) return;
+  const key = (a: unknown[]) => JSON.stringify(a.map(String).sort());
+  if (key(legacy) !== key(overlay)) {
+    throw taskError(
+      'INVALID_REQUEST',
+      'filters.countries and targeting_overlay.geo_countries name different countries',
+      {
+        field: 'targeting_overlay.geo_countries',
+        suggestion: 'send the countries once, in targeting_overlay.geo_countries',
+      },
+    );
+  }
 }
