@@ -81,7 +81,12 @@ t.test('a product honors the targeting it can deliver exactly', async (t) => {
 t.test('get_products served as 3.2 confirms and binds; a 3.1 pin does neither', async (t) => {
   const h = await harness(t);
   const c = buyer(h);
-  type Wire = { product_id: string; is_custom?: boolean; expires_at?: string; targeting?: any };
+  type Wire = {
+    product_id: string;
+    is_custom?: boolean;
+    expires_at?: string;
+    targeting?: { geo_countries?: string[] };
+  };
   const products = (r: Record<string, unknown>) => r.products as Wire[];
   const ids = (r: Record<string, unknown>) => products(r).map((p) => p.product_id);
   const all = await h.ok('sales', 'get_products', { buying_mode: 'brief', brief: 'video' }, c);
