@@ -34,6 +34,8 @@ export const AGENT_ERROR_STATUS = {
    */
   REFERENCE_NOT_FOUND: 404,
   PRODUCT_NOT_FOUND: 404,
+  /** A configured (request-specific) product past its `expires_at` (published code, 3.2). */
+  PRODUCT_EXPIRED: 410,
   MEDIA_BUY_NOT_FOUND: 404,
   PACKAGE_NOT_FOUND: 404,
   CREATIVE_NOT_FOUND: 404,

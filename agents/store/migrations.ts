@@ -379,6 +379,16 @@ AGENT_MIGRATIONS.push({
       CHECK (commercial_relationship IN ('agent_billable', 'passthrough_only'));`,
 });
 
+// Configured products (3.2 targeting-aware discovery): a request-scoped copy of a catalog
+// product bound to the targeting a brief stated, for one principal until `expires_at`
+// (then create_media_buy answers PRODUCT_EXPIRED). Listed only in the answer that made it.
+AGENT_MIGRATIONS.push({
+  id: '014_configured_products',
+  sql: (s) => `
+    ALTER TABLE ${s}.products ADD COLUMN configured_from text;
+    ALTER TABLE ${s}.products ADD COLUMN expires_at timestamptz;`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

@@ -155,10 +155,18 @@ async function ownProduct(ctx: TaskContext, productId: string) {
  * given and answered on the product (the canonical `format_options`, the creative policy's
  * `accepted_verifiers` / `provenance_required`).
  */
+const PUBLISHED_AS_OURS: Record<string, string> = {
+  olv: 'video',
+  podcast: 'audio',
+  streaming_audio: 'audio',
+};
+
 const KEPT_FIXTURE_MEMBERS = [
   'format_options',
   'creative_policy',
   'reporting_capabilities',
+  // 3.2: the age intervals a product delivers (brief targeting eligibility, brief-targeting.ts).
+  'demographic_targeting',
 ] as const;
 
 /**
@@ -234,7 +242,10 @@ async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
   // seed_pricing_option added.
   const pricingOptions = inline.options.length > 0 ? inline.options : (own?.pricing_options ?? []);
   const channels = Array.isArray(fixture.channels) ? (fixture.channels as unknown[]) : [];
-  const channel = CHANNELS.find((c) => channels.includes(c)) ?? 'display';
+  // The published channels name ours differently (olv is our video; podcast and
+  // streaming_audio our audio): a seeded olv product is found by a channels: ['olv'] filter.
+  const ours = channels.map((c) => PUBLISHED_AS_OURS[String(c)] ?? c);
+  const channel = CHANNELS.find((c) => ours.includes(c)) ?? 'display';
   const deliveryType = fixture.delivery_type === 'non_guaranteed' ? 'non_guaranteed' : 'guaranteed';
   const formatIds = (Array.isArray(fixture.format_ids) ? (fixture.format_ids as unknown[]) : [])
     .map((f) => (typeof f === 'string' ? f : (f as { id?: unknown })?.id))

@@ -14,7 +14,6 @@ import {
 import { formatDeclaration } from '../../creative/canonical.js';
 import { paginate, PaginationRequestSchema } from '../../common/pagination.js';
 import { briefTerms, score } from '../../runtime/ranking.js';
-import { taskError } from '../../runtime/errors.js';
 import {
   sandboxFixtures,
   SESSION,
@@ -32,6 +31,12 @@ import type { ProductRow } from './product-row.js';
 export type { ProductRow } from './product-row.js';
 import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';
+import {
+  honorsBriefTargeting,
+  inferBriefTargeting,
+  refuseConflictingGeo,
+} from './brief-targeting.js';
+import { configureProducts } from './configured.js';
 
 export type { PricingOption };
 
@@ -181,7 +186,8 @@ export async function visibleProducts(ctx: TaskContext): Promise<ProductRow[]> {
   const s = ctx.schema;
   const { rows } = await ctx.db.query<ProductRow>(
     `SELECT * FROM ${s}.products
-      WHERE custom_principal IS NULL OR custom_principal = $1 ORDER BY sort_order`,
+      WHERE (custom_principal IS NULL OR custom_principal = $1) AND configured_from IS NULL
+      ORDER BY sort_order`,
     [ctx.principal?.principal_id ?? ''],
   );
   return rows.map(productRow);
@@ -235,6 +241,11 @@ function wirePricingOption(o: PricingOption): Record<string, unknown> {
 
 function formatTypeOf(formatId: string): string {
   return formatId.split('_')[0] ?? '';
+}
+
+/** Whether the answer is served as 3.2 (the buyer's pin, else this seller's release). */
+function served32(ctx: TaskContext): boolean {
+  return (ctx.request.release ?? ctx.settings.protocolVersion) === '3.2';
 }
 
 /** The catalog a get_products caller sees, filtered: the full one with credentials. */
@@ -310,6 +321,7 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
       ...formatOptions(formatIds, byId, agentUrl),
       targeting: p.targeting,
       is_custom: p.custom_principal !== null,
+      ...(p.expires_at ? { expires_at: p.expires_at.toISOString() } : {}),
       // The published product requires its pricing; the partial catalog (no credentials)
       // narrows which products and formats are shown, not their rate card.
       pricing_options: p.pricing_options.map(wirePricingOption),
@@ -328,7 +340,9 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
     // creative_policy, ...) over ours; its reporting_capabilities add to ours (the
     // published object's required members stay).
     if (p.fixture) {
-      const { reporting_capabilities: reporting, ...rest } = p.fixture;
+      // demographic_targeting is 3.2's: a 3.0/3.1 answer omits it.
+      const { reporting_capabilities: reporting, demographic_targeting: demo, ...rest } = p.fixture;
+      if (demo !== undefined && served32(ctx)) out.demographic_targeting = demo;
       Object.assign(out, rest);
       if (reporting && typeof reporting === 'object') {
         out.reporting_capabilities = {
@@ -351,29 +365,6 @@ function formatOptions(
     return row ? [formatDeclaration(row, agentUrl)] : [];
   });
   return options.length > 0 ? { format_options: options } : {};
-}
-
-/**
- * 3.2: the legacy `filters.countries` and the structured `targeting_overlay.geo_countries`
- * naming different countries are contradictory delivery constraints: INVALID_REQUEST
- * (the seller must not pick one). The same countries in both, or either alone, are fine.
- */
-function refuseConflictingGeo(params: Record<string, unknown>): void {
-  const legacy = (params.filters as { countries?: unknown } | undefined)?.countries;
-  const overlay = (params.targeting_overlay as { geo_countries?: unknown } | undefined)
-    ?.geo_countries;
-  if (!Array.isArray(legacy) || !Array.isArray(overlay)) return;
-  const key = (a: unknown[]) => JSON.stringify(a.map(String).sort());
-  if (key(legacy) !== key(overlay)) {
-    throw taskError(
-      'INVALID_REQUEST',
-      'filters.countries and targeting_overlay.geo_countries name different countries',
-      {
-        field: 'targeting_overlay.geo_countries',
-        suggestion: 'send the countries once, in targeting_overlay.geo_countries',
-      },
-    );
-  }
 }
 
 /**
@@ -428,10 +419,17 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
       ...envelope,
     };
   }
-  const terms = briefTerms(params.brief);
-  const ranked = rankProducts(products, terms);
+  // 3.2: hard targeting stated in the brief binds (products that cannot honor it are
+  // omitted) and is confirmed once; a 3.0/3.1 answer has no such member.
+  const hard = served32(ctx) ? inferBriefTargeting(params.brief) : null;
+  const countries = portfolio(ctx.settings).primary_countries;
+  let eligible = hard ? products.filter((p) => honorsBriefTargeting(p, hard, countries)) : products;
+  // Bound to this request's targeting: the caller's own expiring offers (configured.ts).
+  if (hard && full && ctx.principal) eligible = await configureProducts(ctx, eligible, hard);
+  const ranked = rankProducts(eligible, briefTerms(params.brief));
   const body: Record<string, unknown> = {
     products: ranked.map(({ p, matched }) => wire(p, matched)),
+    ...(hard ? { targeting_resolution: { brief_targeting: hard } } : {}),
     ...envelope,
   };
   // A sandbox caller's forced-down upstream (force_upstream_unavailable): the same answer,

@@ -24,4 +24,8 @@ export interface ProductRow {
   sort_order: number;
   /** A seeded product's fixture members answered as given (migration 009). */
   fixture?: Record<string, unknown>;
+  /** A configured product's catalog product (migration 014); null for a catalog product. */
+  configured_from?: string | null;
+  /** When a configured (request-specific) product lapses; null when it does not. */
+  expires_at?: Date | null;
 }

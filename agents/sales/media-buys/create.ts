@@ -225,6 +225,32 @@ function planPackages(
 }
 
 /**
+ * A configured product of the caller's past its `expires_at` (3.2 targeting-aware
+ * discovery): PRODUCT_EXPIRED, so the buyer re-runs get_products. Another principal's
+ * stays PRODUCT_NOT_FOUND (planPackages), as the published product says.
+ */
+function refuseExpired(
+  params: CreateMediaBuyRequest,
+  products: ProductRow[],
+  principalId: string,
+  now: Date,
+): void {
+  params.packages.forEach((pkg, i) => {
+    const p = products.find((x) => x.product_id === pkg.product_id);
+    if (!p?.expires_at || p.custom_principal !== principalId) return;
+    if (p.expires_at.getTime() <= now.getTime()) {
+      throw taskError(
+        'PRODUCT_EXPIRED',
+        `product ${p.product_id} expired; run get_products again`,
+        {
+          field: `packages[${i}].product_id`,
+        },
+      );
+    }
+  });
+}
+
+/**
  * The request against the catalog and the clock. Order of refusals: what the request says
  * of itself (reversed dates), then what it names (an unknown product, terms, bids), then
  * what depends on the clock (a flight already over, a past start).
@@ -241,6 +267,7 @@ async function checkRequest(params: CreateMediaBuyRequest, ctx: TaskContext, now
     s,
     params.packages.map((p) => p.product_id),
   );
+  refuseExpired(params, products, ctx.principal!.principal_id, now);
   const planned = planPackages(
     params,
     products,
