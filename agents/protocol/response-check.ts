@@ -69,11 +69,38 @@ export function validateResponse(
   // release publishes one (async-response-data: "use the status-specific schemas").
   const status = (body as { status?: unknown } | null)?.status;
   const nonTerminal =
-    typeof status === 'string' ? publishedAsyncValidator(release, agent, name, status) : null;
+    typeof status === 'string' &&
+    !(status === 'submitted' && hasSubmittedBranch(release, agent, name, fn))
+      ? publishedAsyncValidator(release, agent, name, status)
+      : null;
   if (nonTerminal) return nonTerminal(body) ? [] : issuesFromAjv(nonTerminal.errors);
   const check =
     isFailure(body) && !hasErrorBranch(release, agent, name) ? errorEnvelopeValidator(release) : fn;
   return check(body) ? [] : issuesFromAjv(check.errors);
+}
+
+const submittedBranches = new Map<string, boolean>();
+
+/**
+ * Whether the task's response schema has a `submitted` branch of its own (create_media_buy:
+ * "status 'submitted' with task_id when no media_buy_id is being returned"). Such a task's
+ * submitted answer is checked by that branch, which is stricter than the status-specific
+ * payload (that one allows any member, a media_buy_id included); a task without one
+ * (get_products) is checked by the status-specific payload.
+ */
+function hasSubmittedBranch(
+  release: Release,
+  agent: string,
+  name: string,
+  fn: (body: unknown) => boolean,
+): boolean {
+  const key = `${release} ${agent} ${name}`;
+  let has = submittedBranches.get(key);
+  if (has === undefined) {
+    has = fn({ status: 'submitted', task_id: 'probe' });
+    submittedBranches.set(key, has);
+  }
+  return has;
 }
 
 /** The issues of a request against one release's request schema (null: unpublished). */
