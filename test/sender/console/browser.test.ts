@@ -189,6 +189,21 @@ t.test(
     t.match(audit, /bob.*pause/s);
     await shot('audit');
 
+    // The search indexes (issue 26): off by default, enabled from the page, audited.
+    await page.goto(`${base}/deliveries`);
+    await page.click('a[href="/search-indexes"]');
+    await page.waitForURL(/\/search-indexes$/);
+    t.match(await page.textContent('#search-index-status'), /contains: scans; payload: scans/);
+    await page
+      .locator('form[action="/search-indexes/enable"] input[type=checkbox][name=contains]')
+      .check();
+    await page.click('form[action="/search-indexes/enable"] button[type=submit]');
+    await page.waitForSelector('.flash.ok');
+    t.match(await page.textContent('#search-index-status'), /contains: indexed; payload: scans/);
+    await shot('search-indexes');
+    await page.click('nav a[href="/audit"]');
+    t.match(await page.textContent('table.list tbody'), /bob.*search_index_enable/s);
+
     t.same(
       dialogs.map((d) => d.split(':')[0]),
       ['confirm', 'confirm', 'confirm'],
