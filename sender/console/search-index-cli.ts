@@ -7,6 +7,7 @@
 import type { Writable } from 'node:stream';
 import {
   SEARCH_INDEXES,
+  searchesHow,
   searchIndexKinds,
   type SearchIndexes,
   type SearchIndexState,
@@ -33,12 +34,7 @@ deliveries go on), printing each; about 50 s for both on 1M events. Run it again
 finish one cut short. Disable drops them.`;
 
 function statusLine(s: SearchIndexState): string {
-  const how =
-    s.search === 'index'
-      ? 'searches read the index'
-      : s.state === 'partial'
-        ? 'searches scan (partly built: enable again to finish)'
-        : 'searches scan the list';
+  const how = `searches ${searchesHow(s)}`;
   return `${s.kind.padEnd(9)} ${s.state.padEnd(8)} ${s.index.padEnd(24)} ${s.partitions.indexed} of ${s.partitions.of} partitions  ${how}\n`;
 }
 

@@ -43,6 +43,14 @@ export interface SearchIndexState {
   search: 'index' | 'scan';
 }
 
+/** How a search of this kind is served now, in words (the page and the CLI say the same). */
+export function searchesHow(s: SearchIndexState): string {
+  if (s.search === 'index') return 'read the index';
+  return s.state === 'partial'
+    ? 'scan (partly built: enable again to finish)'
+    : 'scan the list (slow on a large outbox)';
+}
+
 export interface SearchIndexProgress {
   kind: SearchIndexKind;
   partition: string;

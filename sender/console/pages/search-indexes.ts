@@ -4,7 +4,12 @@
  * drop them (the same call as `svc deliveries search-index` and the JSON API's).
  */
 import { html, type Html } from '../../../shared/console/html.js';
-import { SEARCH_INDEXES, type SearchIndexKind, type SearchIndexState } from '../search-index.js';
+import {
+  SEARCH_INDEXES,
+  searchesHow,
+  type SearchIndexKind,
+  type SearchIndexState,
+} from '../search-index.js';
 
 const ABOUT: Record<SearchIndexKind, string> = {
   contains: 'Contains searches (*value*) of task, principal, media buy and destination',
@@ -12,12 +17,7 @@ const ABOUT: Record<SearchIndexKind, string> = {
 };
 
 function row(s: SearchIndexState): Html {
-  const how =
-    s.search === 'index'
-      ? 'read the index'
-      : s.state === 'partial'
-        ? 'scan (the index is partly built: enable it again to finish)'
-        : 'scan the list (slow on a large outbox)';
+  const how = searchesHow(s);
   return html`<tr data-index="${s.kind}">
     <td>${ABOUT[s.kind]}</td>
     <td><code>${s.index}</code></td>
