@@ -272,6 +272,20 @@ t.test('search indexes: off by default, enable, disable', async (t) => {
     t.equal(ok.status, 302);
     t.match(ok.headers.get('location'), /done=enable/);
     t.match(await (await c.get('/search-indexes?done=enable')).text(), /payload: indexed/);
+    // Nobody without the operator's credentials may build or drop an index.
+    for (const headers of <Array<Record<string, string>>>[
+      { 'content-type': 'application/json' },
+      { authorization: 'Bearer not-the-operator-token-000', 'content-type': 'application/json' },
+    ]) {
+      const anon = await fetch(`${server.url}/api/search-indexes/enable`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ contains: true }),
+      });
+      t.equal(anon.status, 401, `refused: ${headers.authorization ?? 'no credentials'}`);
+      await anon.body?.cancel();
+    }
+    t.match((await indexes.status())[0], { state: 'off' }, 'nothing built for them');
     const bad = await api('/api/search-indexes/enable', { contains: 'yes' });
     t.equal(bad.status, 400);
     t.match((await json(bad)).error, { code: 'INVALID_REQUEST', message: /contains/ });
