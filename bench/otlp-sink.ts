@@ -2,7 +2,8 @@
  * A stand-in OTLP/HTTP collector for the tracing-on runs of the benches: accepts every
  * export (200), counts requests and bytes, keeps nothing. The spans really are serialised
  * and sent over loopback, so "tracing on" costs what it costs in production, minus a real
- * collector's own CPU. `tracingModes` reads `--tracing=off|on|both` (or BENCH_TRACING).
+ * collector's own CPU. `tracingModes` reads `--tracing=off|on|both` (or BENCH_TRACING),
+ * `roundsOf` how many times to alternate them.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -62,4 +63,27 @@ export function overhead(off: number, on: number, higherIsBetter: boolean): stri
   if (!(off > 0) || !Number.isFinite(on)) return '-';
   const d = higherIsBetter ? (off - on) / off : (on - off) / off;
   return `${d >= 0 ? '+' : ''}${(d * 100).toFixed(1)} %`;
+}
+
+/**
+ * `--rounds N` out of the arguments (1 to 9; default 1): with `--tracing both`, how many
+ * times off and on alternate (without --base, which takes its own --rounds).
+ */
+export function roundsOf(args: string[]): { rounds: number; rest: string[] } {
+  const i = args.findIndex((a) => a === '--rounds' || a.startsWith('--rounds='));
+  if (i < 0) return { rounds: 1, rest: args };
+  const eq = args[i]!.includes('=');
+  const value = eq ? args[i]!.slice('--rounds='.length) : args[i + 1];
+  const rounds = Number(value);
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 9) {
+    throw new Error(`--rounds must be a whole number from 1 to 9, not ${JSON.stringify(value)}`);
+  }
+  return { rounds, rest: [...args.slice(0, i), ...args.slice(i + (eq ? 1 : 2))] };
+}
+
+/** The middle value (the mean of the two middle ones for an even count); NaN when empty. */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }

@@ -19,7 +19,8 @@
  *
  * --tracing off|on|both (or BENCH_TRACING): on, the server exports its spans over OTLP/HTTP
  * to a loopback sink (bench/otlp-sink.ts) and every delivery carries a traceparent, as from
- * a traced sender; both runs each target twice, off then on, and prints the overhead.
+ * a traced sender; both runs each target twice, off then on, and prints the overhead;
+ * `--rounds N` (1 to 9) alternates them N times, flipping the order, and prints medians.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -32,7 +33,14 @@ import { generateSigningKey, publishedJwk, type SigningKey } from '../shared/sig
 import { signWebhook } from '../shared/signing/sign.js';
 import { BROKER_MODES, brokerTargets, type BrokerMode } from './broker-targets.js';
 import { CpuMeter, type CpuPerEvent } from './cpu-meter.js';
-import { overhead, startOtlpSink, tracingEnv, tracingModes } from './otlp-sink.js';
+import {
+  median,
+  overhead,
+  roundsOf,
+  startOtlpSink,
+  tracingEnv,
+  tracingModes,
+} from './otlp-sink.js';
 import { randomBytes } from 'node:crypto';
 
 const profile = brandProfile('svc');
@@ -214,11 +222,83 @@ function cpuColumns(cpu: CpuPerEvent): string[] {
   return [f(cpu.server), f(cpu.database), f(cpu.loadGenerator)];
 }
 
+interface TargetFigures {
+  perSec: number;
+  p99: number;
+  cpu: number | null;
+}
+
+const LABELS: Record<string, string> = {
+  floor: 'bare Koa 200 (floor)',
+  library: 'library (Koa, handler)',
+  sidecar: 'sidecar (forward)',
+  'sidecar-2': 'sidecar, 2 workers (forward)',
+  nats: 'sidecar (NATS JetStream)',
+  amqp: 'sidecar (RabbitMQ)',
+  'redis-stream': 'sidecar (Redis stream, AOF)',
+};
+
+interface Run {
+  o: Opts;
+  env: Record<string, string>;
+  key: SigningKey;
+  admin: ReturnType<typeof createPool>;
+  schema: string;
+  appUrl: string;
+  brokers: Awaited<ReturnType<typeof brokerTargets>>;
+  sink: Awaited<ReturnType<typeof startOtlpSink>> | null;
+}
+
+/** One target, tracing off or on, in a fresh server process: its table row and figures. */
+async function runTarget(
+  r: Run,
+  mode: string,
+  on: boolean,
+): Promise<{ cells: string[]; figures: TargetFigures }> {
+  const isBroker = (m: string): m is BrokerMode => (BROKER_MODES as readonly string[]).includes(m);
+  const server = await startServer(mode, {
+    ...r.env,
+    APP_URL: r.appUrl,
+    ...(isBroker(mode) ? { PUBLISH_URL: r.brokers.url(mode) } : {}),
+    ...(on && r.sink ? tracingEnv(r.sink) : {}),
+  });
+  const pool = new Pool(server.origin, { connections: r.o.concurrency, keepAliveTimeout: 30_000 });
+  try {
+    const warm = prepare(server.origin, r.key, 500, on);
+    await throughput(pool, warm, 16, 10);
+    const items = prepare(server.origin, r.key, r.o.count, on);
+    const meter = await CpuMeter.start(server.child.pid as number, r.admin, r.schema);
+    const tp = await throughput(pool, items, r.o.concurrency, r.o.seconds);
+    const cpu = await meter.perEvent(tp.ok);
+    const fixed = prepare(server.origin, r.key, Math.round(r.o.rate * r.o.rateSeconds), on);
+    const lat = await fixedRate(pool, fixed, r.o.rate);
+    const published = await server.stop();
+    const held = isBroker(mode) ? String(await r.brokers.count(mode)) : '-';
+    return {
+      cells: [
+        tp.perSec.toFixed(0),
+        String(tp.ok),
+        String(tp.other + lat.other),
+        lat.p50.toFixed(2),
+        lat.p99.toFixed(2),
+        mode === 'floor' ? '-' : String(published),
+        held,
+        ...cpuColumns(cpu),
+      ],
+      figures: { perSec: tp.perSec, p99: lat.p99, cpu: cpu.server },
+    };
+  } finally {
+    await pool.close();
+    server.child.kill('SIGKILL');
+  }
+}
+
 export async function run(argv: string[]): Promise<void> {
-  const { modes: tracing, rest: args } = tracingModes(argv);
+  const { modes: tracing, rest: afterTracing } = tracingModes(argv);
+  const { rounds, rest: args } = roundsOf(afterTracing);
   const o = parseArgs(args);
   const sink = tracing.includes('on') ? await startOtlpSink() : null;
-  const figures = new Map<string, { perSec: number; p99: number; cpu: number | null }>();
+  const figures = new Map<string, TargetFigures[]>();
   const databaseUrl = process.env.DATABASE_URL ?? LOCAL_DATABASE_URL;
   const admin = createPool({ connectionString: databaseUrl, max: 2 });
   const schema = `bench_receiver_${process.pid}`;
@@ -246,59 +326,23 @@ export async function run(argv: string[]): Promise<void> {
   const appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/events`;
 
   const brokers = await brokerTargets(o.modes, String(process.pid));
-  const isBroker = (m: string): m is BrokerMode => (BROKER_MODES as readonly string[]).includes(m);
+  const ctx: Run = { o, env, key, admin, schema, appUrl, brokers, sink };
   const rows: string[][] = [];
   try {
     for (const mode of o.modes)
-      for (const tr of tracing) {
-        const on = tr === 'on';
-        const server = await startServer(mode, {
-          ...env,
-          APP_URL: appUrl,
-          ...(isBroker(mode) ? { PUBLISH_URL: brokers.url(mode) } : {}),
-          ...(on && sink ? tracingEnv(sink) : {}),
-        });
-        const pool = new Pool(server.origin, {
-          connections: o.concurrency,
-          keepAliveTimeout: 30_000,
-        });
-        try {
-          const warm = prepare(server.origin, key, 500, on);
-          await throughput(pool, warm, 16, 10);
-          const items = prepare(server.origin, key, o.count, on);
-          const meter = await CpuMeter.start(server.child.pid as number, admin, schema);
-          const tp = await throughput(pool, items, o.concurrency, o.seconds);
-          const cpu = await meter.perEvent(tp.ok);
-          const fixed = prepare(server.origin, key, Math.round(o.rate * o.rateSeconds), on);
-          const lat = await fixedRate(pool, fixed, o.rate);
-          figures.set(`${mode} ${tr}`, { perSec: tp.perSec, p99: lat.p99, cpu: cpu.server });
-          const published = await server.stop();
-          const expected = mode === 'floor' ? '-' : String(published);
-          const held = isBroker(mode) ? String(await brokers.count(mode)) : '-';
-          rows.push([
-            {
-              floor: 'bare Koa 200 (floor)',
-              library: 'library (Koa, handler)',
-              sidecar: 'sidecar (forward)',
-              'sidecar-2': 'sidecar, 2 workers (forward)',
-              nats: 'sidecar (NATS JetStream)',
-              amqp: 'sidecar (RabbitMQ)',
-              'redis-stream': 'sidecar (Redis stream, AOF)',
-            }[mode]! + (tracing.length > 1 || on ? `, tracing ${tr}` : ''),
-            tp.perSec.toFixed(0),
-            String(tp.ok),
-            String(tp.other + lat.other),
-            lat.p50.toFixed(2),
-            lat.p99.toFixed(2),
-            expected,
-            held,
-            ...cpuColumns(cpu),
-          ]);
-        } finally {
-          await pool.close();
-          server.child.kill('SIGKILL');
+      // With both and --rounds N: off and on alternate, the order flipped each round, so a
+      // drift in the machine's load falls on both sides alike; the overhead is of medians.
+      for (let round = 0; round < rounds; round++)
+        for (const tr of round % 2 === 0 ? tracing : [...tracing].reverse()) {
+          const out = await runTarget(ctx, mode, tr === 'on');
+          const key = `${mode} ${tr}`;
+          figures.set(key, [...(figures.get(key) ?? []), out.figures]);
+          const label =
+            LABELS[mode]! +
+            (tracing.length > 1 || tr === 'on' ? `, tracing ${tr}` : '') +
+            (rounds > 1 ? `, round ${round + 1}` : '');
+          rows.push([label, ...out.cells]);
         }
-      }
   } finally {
     await new Promise<void>((r) => app.close(() => r()));
     app.closeAllConnections();
@@ -333,22 +377,32 @@ export async function run(argv: string[]): Promise<void> {
       '',
     ].join('\n'),
   );
-  if (tracing.length > 1) process.stdout.write(overheadTable(o.modes, figures));
+  if (tracing.length > 1) process.stdout.write(overheadTable(o.modes, figures, rounds));
 }
 
 /** Tracing on against off per target: events/s, p99 and the server's CPU per event. */
 function overheadTable(
   modes: string[],
-  figures: Map<string, { perSec: number; p99: number; cpu: number | null }>,
+  runs: Map<string, TargetFigures[]>,
+  rounds: number,
 ): string {
+  const med = median;
+  const medianOf = (xs: TargetFigures[] | undefined): TargetFigures | undefined =>
+    xs?.length
+      ? {
+          perSec: med(xs.map((x) => x.perSec)),
+          p99: med(xs.map((x) => x.p99)),
+          cpu: xs.some((x) => x.cpu === null) ? null : med(xs.map((x) => x.cpu as number)),
+        }
+      : undefined;
   const lines = [
-    'tracing overhead (on vs off; CPU per event is the figure that holds on a shared machine):',
+    `tracing overhead (on vs off${rounds > 1 ? `, medians of ${rounds} alternating rounds` : ''}; CPU per event is the figure that holds on a shared machine):`,
     '| target | events/s off → on | Δ | p99 ms off → on | server CPU µs/event off → on | Δ |',
     '|---|---|---|---|---|---|',
   ];
   for (const mode of modes) {
-    const off = figures.get(`${mode} off`);
-    const on = figures.get(`${mode} on`);
+    const off = medianOf(runs.get(`${mode} off`));
+    const on = medianOf(runs.get(`${mode} on`));
     if (!off || !on) continue;
     const cpu = (v: number | null) => (v === null ? '-' : v.toFixed(0));
     lines.push(

@@ -35,7 +35,15 @@ import { DeliveryQueue, type DispatchItem } from '../sender/delivery/queue.js';
 import { CONSOLE_INDEXES } from '../sender/console/migrations.js';
 import { migrateSender } from '../sender/schema.js';
 import { startTracing } from '../shared/telemetry/tracing.js';
-import { overhead, startOtlpSink, tracingEnv, tracingModes, type OtlpSink } from './otlp-sink.js';
+import {
+  overhead,
+  roundsOf,
+  startOtlpSink,
+  tracingEnv,
+  tracingModes,
+  type OtlpSink,
+  median,
+} from './otlp-sink.js';
 import { backendTicks } from './sender/claim-cost.js';
 import {
   breakdown,
@@ -112,22 +120,9 @@ interface SenderFigures {
 /** µs per /proc tick (USER_HZ: 100 on Linux, the value `getconf CLK_TCK` gives here). */
 const TICK_US = 10_000;
 
-/** `--rounds N` out of the arguments (1 to 9; default 1). */
-function roundsOf(args: string[]): { rounds: number; rest: string[] } {
-  const i = args.findIndex((a) => a === '--rounds' || a.startsWith('--rounds='));
-  if (i < 0) return { rounds: 1, rest: args };
-  const eq = args[i]!.includes('=');
-  const value = eq ? args[i]!.slice('--rounds='.length) : args[i + 1];
-  const rounds = Number(value);
-  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 9) {
-    throw new Error(`--rounds must be a whole number from 1 to 9, not ${JSON.stringify(value)}`);
-  }
-  return { rounds, rest: [...args.slice(0, i), ...args.slice(i + (eq ? 1 : 2))] };
-}
-
 /** Each figure's median over rounds (per worker count for the maps). */
 function medianFigures(runs: SenderFigures[]): SenderFigures {
-  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  const med = median;
   const map = (k: 'throughput' | 'workerCpu' | 'emitCpu') =>
     new Map([...runs[0]![k].keys()].map((w) => [w, med(runs.map((r) => r[k].get(w) ?? NaN))]));
   return {
