@@ -32,7 +32,8 @@ export function registerReceiverCommand(program: Command): void {
         'receiver/README.md).\n' +
         '\nTracing: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,\n' +
         "each delivery continues the sender's traceparent (spans gate, verify, claim, publish)\n" +
-        'and is exported over OTLP/HTTP; the app gets traceparent/tracestate with the event\n' +
+        'and is exported over OTLP/HTTP (OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf by default\n' +
+        'or http/json); the app gets traceparent/tracestate with the event\n' +
         '(forward request header, broker message header). Unset, nothing is traced and an\n' +
         'incoming well-formed traceparent is handed on unchanged.',
     )

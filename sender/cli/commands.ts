@@ -107,6 +107,7 @@ function registerWorkerCommand(program: Command): void {
         "each delivery's spans (dispatch, attempt, settle) are exported over OTLP/HTTP and each\n" +
         'attempt carries a W3C traceparent header (outside the signature); unset, nothing is\n' +
         'traced. The other OTEL_* variables (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS,\n' +
+        'OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf by default or http/json,\n' +
         'OTEL_TRACES_SAMPLER...) apply as the OpenTelemetry SDK defines them.',
     )
     .action(async (opts: WorkerFlags) => {

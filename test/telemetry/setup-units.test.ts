@@ -1,15 +1,14 @@
 /**
  * The set-up parts in process (the child-process test, worker-export, is left out of
  * coverage): `--metrics-listen` parsing and its server, and `startTracing`'s choice of
- * endpoint, with a real export to a loopback collector.
+ * endpoint and encoding, with a real export in each to a loopback collector.
  */
 import t from 'tap';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { InvalidArgumentError } from 'commander';
 import { parseMetricsListen, serveMetrics } from '../../sender/cli/metrics-server.js';
 import { SenderMetrics } from '../../sender/metrics.js';
 import { inSpan } from '../../shared/telemetry/trace-context.js';
+import { otlpCollector } from '../helpers/otlp-collector.js';
 import {
   BATCH_DEFAULTS,
   batchDefaults,
@@ -17,6 +16,7 @@ import {
   startTracing,
   tracesUrl,
   tracingEndpoint,
+  tracingProtocol,
   TracingConfigError,
 } from '../../shared/telemetry/tracing.js';
 
@@ -136,25 +136,102 @@ t.test(
   },
 );
 
-t.test('startTracing exports to the endpoint over loopback; shutdown flushes', async (t) => {
-  const bodies: string[] = [];
-  const server = createServer((req, res) => {
-    let b = '';
-    req.on('data', (c: Buffer) => (b += c));
-    req.on('end', () => {
-      if (req.url === '/v1/traces') bodies.push(b);
-      res.end('{}');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const tracing = startTracing('unit-test', { OTEL_EXPORTER_OTLP_ENDPOINT: url });
-  t.ok(tracing, 'started');
-  t.equal(startTracing('again', { OTEL_EXPORTER_OTLP_ENDPOINT: url }), tracing, 'once');
-  await inSpan('webhook.unit', {}, async () => {});
-  await shutdownTracing();
-  await shutdownTracing();
-  t.match(bodies.join(''), /"webhook\.unit"/, 'the span reached the collector');
-  t.match(bodies.join(''), /"unit-test"/, 'under the service name');
-});
+t.test(
+  'OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL: http/protobuf by default, http/json; else refused',
+  async (t) => {
+    t.equal(tracingProtocol({}), 'http/protobuf', 'the specification default');
+    t.equal(tracingProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), 'http/json');
+    t.equal(
+      tracingProtocol({
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+      }),
+      'http/protobuf',
+      'the traces variable wins',
+    );
+    t.equal(
+      tracingProtocol({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' ' }),
+      'http/protobuf',
+      'blank is unset',
+    );
+    t.throws(
+      () => tracingProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+      /OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: .*use http\/protobuf \(the default\) or http\/json/,
+      'grpc: what to use instead',
+    );
+    for (const bad of ['http', 'json', 'HTTP/JSON', 'http/protobuf2']) {
+      t.throws(
+        () => tracingProtocol({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: bad }),
+        new RegExp(
+          `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json, got "${bad}"`,
+        ),
+        bad,
+      );
+    }
+    t.throws(
+      () =>
+        startTracing('x', {
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        }),
+      TracingConfigError,
+      'startTracing refuses it before starting anything',
+    );
+  },
+);
+
+for (const protocol of ['http/protobuf', 'http/json'] as const) {
+  t.test(
+    `startTracing exports ${protocol} to the endpoint over loopback; shutdown flushes`,
+    async (t) => {
+      const otlp = await otlpCollector(t);
+      const env = {
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        ...(protocol === 'http/json' ? { OTEL_EXPORTER_OTLP_PROTOCOL: protocol } : {}),
+      };
+      const tracing = startTracing('unit-test', env);
+      t.ok(tracing, 'started');
+      t.equal(tracing?.protocol, protocol);
+      t.equal(startTracing('again', env), tracing, 'once');
+      let traceId = '';
+      await inSpan(
+        'webhook.unit',
+        { attributes: { 'webhook.n': 7, 'webhook.ok': true } },
+        async (span) => {
+          traceId = span.spanContext().traceId;
+        },
+      );
+      await shutdownTracing();
+      await shutdownTracing();
+      t.same(
+        [...new Set(otlp.contentTypes)],
+        [protocol === 'http/json' ? 'application/json' : 'application/x-protobuf'],
+        'in that encoding',
+      );
+      const body = JSON.parse(otlp.bodies[0]!) as {
+        resourceSpans: Array<{
+          resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
+          scopeSpans: Array<{ spans: Array<Record<string, unknown>> }>;
+        }>;
+      };
+      const rs = body.resourceSpans[0]!;
+      t.match(
+        rs.resource.attributes.find((a) => a.key === 'service.name'),
+        { value: { stringValue: 'unit-test' } },
+        'under the service name',
+      );
+      t.match(
+        rs.scopeSpans[0]!.spans[0],
+        {
+          name: 'webhook.unit',
+          traceId,
+          attributes: [
+            { key: 'webhook.n', value: { intValue: /^7$/ } },
+            { key: 'webhook.ok', value: { boolValue: true } },
+          ],
+        },
+        'the span reached the collector, its trace id and attributes intact',
+      );
+    },
+  );
+}

@@ -153,6 +153,11 @@ t.test('svc worker: OTLP export over loopback and /metrics moving with traffic',
   t.match(all, /"webhook\.attempt"/, 'attempt spans reached the collector');
   t.match(all, /"webhook\.settle_ms"/, 'the settle timed on the attempt span');
   t.match(all, /"worker-under-test"/, 'under OTEL_SERVICE_NAME');
+  t.ok(
+    otlp.contentTypes.length > 0 &&
+      otlp.contentTypes.every((ct) => ct.startsWith('application/x-protobuf')),
+    'as http/protobuf, the default encoding',
+  );
   const traceId = sent[0]!.split('-')[1]!;
   t.ok(all.includes(traceId), 'in the trace the attempts announced');
 });

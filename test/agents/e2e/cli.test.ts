@@ -75,6 +75,8 @@ t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM'
       SVC_SENDER_ALLOW_HOSTS: '127.0.0.1',
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
       OTEL_SERVICE_NAME: 'svc-start-under-test',
+      // The other encoding than svc worker's test (telemetry/worker-export) exports in.
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       LOG_LEVEL: 'silent',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -143,6 +145,7 @@ t.test('svc start: prints URLs and credentials, serves a card, stops on SIGTERM'
   const exported = otlp.bodies.join('\n');
   const traceId = traceparent.split('-')[1];
   t.match(exported, /"svc-start-under-test"/, 'under OTEL_SERVICE_NAME');
+  t.same([...new Set(otlp.contentTypes)], ['application/json'], 'as http/json, as asked');
   t.match(exported, /"webhook\.emit"/, 'the emit span reached the collector');
   t.match(exported, /"webhook\.attempt"/, 'the attempt span too');
   t.ok(traceId && exported.includes(traceId), 'in the trace the webhook announced');
