@@ -22,7 +22,10 @@ export async function startOtlpSink(): Promise<OtlpSink> {
     req.on('data', (c: Buffer) => (bytes += c.length));
     req.on('end', () => {
       requests++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      // An empty ExportTraceServiceResponse in the request's encoding.
+      if (String(req.headers['content-type']).startsWith('application/x-protobuf')) {
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      } else res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

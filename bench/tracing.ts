@@ -52,7 +52,8 @@ class NonceSet implements ReplayStore {
 
 /** A collector stand-in in its own process: answers 200 to every export. */
 async function collector(): Promise<{ url: string; stop(): void }> {
-  const code = `require('http').createServer((q,s)=>{q.resume();q.on('end',()=>s.end('{}'))})
+  // An empty ExportTraceServiceResponse in the request's encoding (protobuf: no bytes).
+  const code = `require('http').createServer((q,s)=>{q.resume();q.on('end',()=>s.end(/json/.test(q.headers['content-type'])?'{}':''))})
     .listen(0,'127.0.0.1',function(){process.stdout.write(String(this.address().port)+'\\n')})`;
   const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) =>

@@ -37,7 +37,10 @@ export async function otlpCollector(t: T): Promise<OtlpCollector> {
             : body.toString('utf8'),
         );
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      // An empty ExportTraceServiceResponse in the request's encoding, as a collector answers.
+      if (String(req.headers['content-type']).startsWith('application/x-protobuf')) {
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      } else res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
