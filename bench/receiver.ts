@@ -249,6 +249,8 @@ interface Run {
   sink: Awaited<ReturnType<typeof startOtlpSink>> | null;
 }
 
+let runs = 0;
+
 /** One target, tracing off or on, in a fresh server process: its table row and figures. */
 async function runTarget(
   r: Run,
@@ -256,8 +258,13 @@ async function runTarget(
   on: boolean,
 ): Promise<{ cells: string[]; figures: TargetFigures }> {
   const isBroker = (m: string): m is BrokerMode => (BROKER_MODES as readonly string[]).includes(m);
+  // Each run starts from an empty receiver, as a run on the base does: state left by earlier
+  // runs (their keys, the signing key's replay cache near its per-keyid cap) would skew it.
+  const schema = `${r.schema}_${++runs}`;
   const server = await startServer(mode, {
     ...r.env,
+    SCHEMA: schema,
+    PG_APPLICATION_NAME: schema,
     APP_URL: r.appUrl,
     ...(isBroker(mode) ? { PUBLISH_URL: r.brokers.url(mode) } : {}),
     ...(on && r.sink ? tracingEnv(r.sink) : {}),
@@ -267,7 +274,7 @@ async function runTarget(
     const warm = prepare(server.origin, r.key, 500, on);
     await throughput(pool, warm, 16, 10);
     const items = prepare(server.origin, r.key, r.o.count, on);
-    const meter = await CpuMeter.start(server.child.pid as number, r.admin, r.schema);
+    const meter = await CpuMeter.start(server.child.pid as number, r.admin, schema);
     const tp = await throughput(pool, items, r.o.concurrency, r.o.seconds);
     const cpu = await meter.perEvent(tp.ok);
     const fixed = prepare(server.origin, r.key, Math.round(r.o.rate * r.o.rateSeconds), on);
@@ -290,6 +297,7 @@ async function runTarget(
   } finally {
     await pool.close();
     server.child.kill('SIGKILL');
+    await dropSchema(r.admin, schema).catch(() => {});
   }
 }
 
@@ -306,10 +314,8 @@ export async function run(argv: string[]): Promise<void> {
   const jwk = publishedJwk(key, profile);
   const env = {
     DATABASE_URL: databaseUrl,
-    SCHEMA: schema,
     JWK: JSON.stringify(jwk),
     SENDER_ID: 'bench-seller',
-    PG_APPLICATION_NAME: schema,
   };
 
   // The app behind the sidecar: answers 200 to every forwarded event.
@@ -348,7 +354,6 @@ export async function run(argv: string[]): Promise<void> {
     app.closeAllConnections();
     await brokers.close();
     await sink?.close();
-    await dropSchema(admin, schema).catch(() => {});
     await admin.end();
   }
   const head = [
