@@ -44,7 +44,7 @@ import {
   type ReceiverRequest,
 } from './stages.js';
 import { parsePublicOrigins } from './public-origins.js';
-import { receiveSpan, timedStage, traceForApp } from './tracing.js';
+import { receiveSpan, timedStage, traceForApp, type StageTimes } from './tracing.js';
 import type { Context } from '@opentelemetry/api';
 
 export type { ReceiverResponse, ReceiverRequest };
@@ -204,10 +204,14 @@ export class WebhookReceiver {
    * `webhook.receive` span continuing the request's `traceparent` (./tracing.ts).
    */
   handle(req: ReceiverRequest): Promise<ReceiverResponse> {
-    return receiveSpan(req.headers, req.method, (ctx) => this.handleNow(req, ctx));
+    return receiveSpan(req.headers, req.method, (ctx, times) => this.handleNow(req, ctx, times));
   }
 
-  private async handleNow(req: ReceiverRequest, ctx: Context): Promise<ReceiverResponse> {
+  private async handleNow(
+    req: ReceiverRequest,
+    ctx: Context,
+    times: StageTimes,
+  ): Promise<ReceiverResponse> {
     let res: ReceiverResponse;
     const d: Delivery = {
       req,
@@ -217,7 +221,7 @@ export class WebhookReceiver {
       replay: new DeferredReplay(this.replay),
     };
     try {
-      res = await this.run(d, ctx);
+      res = await this.run(d, ctx, times);
     } catch (err) {
       this.parts.log.error({ event: 'webhook_internal_error', err }, 'receiver internal failure');
       res = retryLater('receiver_unavailable', 'temporarily unavailable', this.parts.retryAfter);
@@ -230,21 +234,23 @@ export class WebhookReceiver {
   }
 
   /** The stages in order, timed in four groups (gate, verify, claim, publish); the first `Halt` is the answer. */
-  private async run(d: Delivery, ctx: Context): Promise<ReceiverResponse> {
+  private async run(d: Delivery, ctx: Context, times: StageTimes): Promise<ReceiverResponse> {
     const p = this.parts;
-    const gated = await timedStage('webhook.gate', ctx, async () => gate(p, d.req));
+    const gated = await timedStage('webhook.gate', ctx, times, async () => gate(p, d.req));
     if (gated instanceof Halt) return gated.res;
-    const checked = await timedStage('webhook.verify', ctx, () => this.verified(d, gated.declared));
+    const checked = await timedStage('webhook.verify', ctx, times, () =>
+      this.verified(d, gated.declared),
+    );
     if (checked instanceof Halt) return checked.res;
     const { auth, body, value, event } = checked;
-    const claimed = await timedStage('webhook.claim', ctx, async () => {
+    const claimed = await timedStage('webhook.claim', ctx, times, async () => {
       const c = await claim(p, d, auth, event, value);
       if (c instanceof Halt) return c;
       const ordered = await order(p, c);
       return ordered instanceof Halt ? ordered : { claimed: c, stale: ordered.stale };
     });
     if (claimed instanceof Halt) return claimed.res;
-    const published = await timedStage('webhook.publish', ctx, (publishCtx) => {
+    const published = await timedStage('webhook.publish', ctx, times, (publishCtx) => {
       const e = receivedEvent(auth, event, claimed.claimed, body, claimed.stale);
       const trace = traceForApp(d.req.headers, publishCtx);
       if (trace) e.trace = trace;

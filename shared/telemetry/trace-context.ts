@@ -18,6 +18,7 @@ import {
   type Span,
   type SpanKind,
   type Tracer,
+  type TracerProvider,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
@@ -43,8 +44,21 @@ export interface TraceCarrier {
   tracestate?: string;
 }
 
+let cachedFor: TracerProvider | null = null;
+let cachedTracer: Tracer | null = null;
+
+/**
+ * This package's tracer from the API's global provider, looked up again only when that
+ * provider changes (registered, or disabled and registered anew, as tests do): the lookup
+ * builds a key string and reads a map per span otherwise.
+ */
 export function tracer(): Tracer {
-  return trace.getTracer(PACKAGE_NAME, PACKAGE_VERSION);
+  const provider = trace.getTracerProvider();
+  if (provider !== cachedFor || !cachedTracer) {
+    cachedFor = provider;
+    cachedTracer = provider.getTracer(PACKAGE_NAME, PACKAGE_VERSION);
+  }
+  return cachedTracer;
 }
 
 /**
