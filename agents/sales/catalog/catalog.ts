@@ -181,13 +181,17 @@ export function productRow(row: ProductRow): ProductRow {
   };
 }
 
-/** Products this caller may see: standard ones, and custom ones made for it. */
+/**
+ * Products this caller may see: standard ones, and custom ones made for it. Seeded products
+ * share sort_order 0, so the id breaks their ties: by row order alone, a re-seeded fixture
+ * (a new row version) moved, and the same brief ranked them differently from run to run.
+ */
 export async function visibleProducts(ctx: TaskContext): Promise<ProductRow[]> {
   const s = ctx.schema;
   const { rows } = await ctx.db.query<ProductRow>(
     `SELECT * FROM ${s}.products
       WHERE (custom_principal IS NULL OR custom_principal = $1) AND configured_from IS NULL
-      ORDER BY sort_order`,
+      ORDER BY sort_order, product_id`,
     [ctx.principal?.principal_id ?? ''],
   );
   return rows.map(productRow);
