@@ -1,47 +1,58 @@
 /**
  * Configured products (published 3.2 targeting-aware discovery, core/product.json
- * `is_custom`, `expires_at`): the request-specific offer a catalog product becomes when a
- * brief's hard targeting binds it (brief-targeting.ts). Stored as a product of the
+ * `is_custom`, `expires_at`, `forecast`): the request-specific offer a catalog product
+ * becomes when a brief's hard targeting (brief-targeting.ts) or an exact structured
+ * `targeting_overlay` (overlay.ts) binds it, with a forecast for that targeting valid as
+ * long as the offer (forecast.ts). Stored as a product of the
  * caller's only (`custom_principal`), marked `configured_from`, so create_media_buy buys it
  * like any product until `expires_at` and answers PRODUCT_EXPIRED after; ordinary listings
  * never show it. Its id is derived from the caller, the catalog product and the targeting,
- * so the same brief re-issued renews the same offer instead of piling up copies.
+ * so the same request re-issued renews the same offer instead of piling up copies.
  */
 import { createHash } from 'node:crypto';
 import type { TaskContext } from '../../runtime/types.js';
 import type { BriefTargeting } from './brief-targeting.js';
+import { spendForecast } from './forecast.js';
 import type { ProductRow } from './product-row.js';
+
+/** What binds an offer: the brief's hard targeting, the exact structured overlay, or both. */
+export interface Binding {
+  brief: BriefTargeting | null;
+  overlay: Record<string, unknown> | null;
+}
 
 /** How long a configured offer holds: its terms are this request's, not the catalog's. */
 export const CONFIGURED_VALIDITY_MS = 60 * 60_000;
 /** How long an expired offer is kept to answer PRODUCT_EXPIRED (then PRODUCT_NOT_FOUND). */
 const TOMBSTONE_MS = 24 * 3_600_000;
 
-function configuredId(principal: string, base: string, t: BriefTargeting): string {
+function configuredId(principal: string, base: string, b: Binding): string {
   const h = createHash('sha256')
-    .update(JSON.stringify([principal, base, t]))
+    .update(JSON.stringify([principal, base, b.brief, b.overlay]))
     .digest('hex');
   return `${base}.cfg.${h.slice(0, 12)}`;
 }
 
-/** The caller's configured copies of `products` bound to `t`, stored, in the same order. */
+/** The caller's configured copies of `products` bound to `b`, stored, in the same order. */
 export async function configureProducts(
   ctx: TaskContext,
   products: ProductRow[],
-  t: BriefTargeting,
+  b: Binding,
 ): Promise<ProductRow[]> {
   const principal = ctx.principal!.principal_id;
   const now = ctx.clock.nowMs();
   const expires = new Date(now + CONFIGURED_VALIDITY_MS);
+  // The offer delivers only where the request said; the catalog product's reach is wider.
+  const geo = (b.overlay?.geo_countries as string[] | undefined) ?? b.brief?.geo_countries;
   const rows = products.map((p) => ({
     ...p,
-    product_id: configuredId(principal, p.product_id, t),
+    product_id: configuredId(principal, p.product_id, b),
     is_standard: false,
     custom_principal: principal,
     configured_from: p.product_id,
     expires_at: expires,
-    // The offer delivers only where the brief said; the catalog product's own reach is wider.
-    targeting: t.geo_countries ? { ...p.targeting, geo_countries: t.geo_countries } : p.targeting,
+    targeting: geo ? { ...p.targeting, geo_countries: geo } : p.targeting,
+    fixture: { ...p.fixture, ...forecastOf(p, new Date(now), expires) },
   }));
   if (rows.length === 0) return rows;
   await ctx.db.query(
@@ -64,4 +75,10 @@ export async function configureProducts(
     [principal, expires, new Date(now - TOMBSTONE_MS), JSON.stringify(rows)],
   );
   return rows;
+}
+
+/** The offer's forecast member (answered with the product, as a fixture member is). */
+function forecastOf(p: ProductRow, now: Date, expires: Date): { forecast?: unknown } {
+  const forecast = spendForecast(p, now, expires);
+  return forecast ? { forecast } : {};
 }

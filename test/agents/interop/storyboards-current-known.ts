@@ -259,7 +259,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
     evidence:
-      '3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:365: ours, not fixed yet: products[0].is_custom is false (Expected true, got false): an exact targeting_overlay does not yet yield a configured product (is_custom, expires_at, forecast, overlay_support limits); only hard targeting inferred from a brief does (agents/sales/catalog/configured.ts)',
+      "3.2.0-beta.5/protocols/media-buy/scenarios/targeting_aware_discovery.yaml:365: runner: 6.11.0's client sends adcp_major_version 3 without adcp_version (protocols/index.js buildVersionEnvelope), which version negotiation serves as 3.0, a release with no targeting_overlay, required_overlay_support, overlay_support or configured products (the storyboard's own downshift phase requires omitting them below 3.2); the step's expectations (one configured product: is_custom, expires_at, forecast, no targeting_resolution echo, overlay_support with its limits), :491's exclusion for unsupported travel_time, :179/:215's legacy geography and every malformed member are asserted pinned 3.2 with the storyboard's fixture in test/agents/targeting-overlay.test.ts",
   },
   'sales:pagination_integrity/first_page': {
     releases: ['3.2.0-beta.5'],
