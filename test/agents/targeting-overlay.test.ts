@@ -372,7 +372,45 @@ t.test('targeting_aware_discovery.yaml discovery steps, pinned 3.2', async (t) =
     ],
     ...pin,
   });
-  t.ok((await h.ok('sales', 'create_media_buy', buy('overlay-buy-0001'), c)).media_buy_id);
+  // :1056 create_feed_package: the buyer does not repeat the targeting; the package books it.
+  const bought = await h.ok('sales', 'create_media_buy', buy('overlay-buy-0001'), c);
+  t.ok(bought.media_buy_id);
+  const booked = (bought.packages as Array<{ targeting_overlay?: unknown }>)[0]!;
+  t.same(booked.targeting_overlay, EXACT_OVERLAY, 'the bound targeting is booked (:1091-1132)');
+  const restated = buy('overlay-buy-0002');
+  const own = await h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      ...restated,
+      packages: [{ ...restated.packages[0]!, targeting_overlay: { geo_countries: ['US'] } }],
+    },
+    c,
+  );
+  t.same(
+    (own.packages as Array<{ targeting_overlay?: unknown }>)[0]!.targeting_overlay,
+    { geo_countries: ['US'] },
+    "a package's own overlay stands",
+  );
+  const plain = await h.ok(
+    'sales',
+    'create_media_buy',
+    {
+      ...buy('overlay-buy-0003'),
+      packages: [
+        {
+          product_id: 'targeting_aware_video_catalog',
+          pricing_option_id: 'targeting_aware_video_catalog_cpm',
+          budget: 5000,
+        },
+      ],
+    },
+    c,
+  );
+  t.notOk(
+    'targeting_overlay' in (plain.packages as Array<Record<string, unknown>>)[0]!,
+    'the catalog product books nothing of its own',
+  );
 
   // :491 get_unsupported_future_targeting.
   const unsupported = await h.ok(

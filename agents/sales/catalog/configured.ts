@@ -44,6 +44,9 @@ export async function configureProducts(
   const expires = new Date(now + CONFIGURED_VALIDITY_MS);
   // The offer delivers only where the request said; the catalog product's reach is wider.
   const geo = (b.overlay?.geo_countries as string[] | undefined) ?? b.brief?.geo_countries;
+  // What a package of the offer books: the brief's hard targeting (already in
+  // core/targeting.json form), the exact overlay over it.
+  const bound = { ...b.brief, ...b.overlay };
   const rows = products.map((p) => ({
     ...p,
     product_id: configuredId(principal, p.product_id, b),
@@ -53,6 +56,7 @@ export async function configureProducts(
     expires_at: expires,
     targeting: geo ? { ...p.targeting, geo_countries: geo } : p.targeting,
     fixture: { ...p.fixture, ...forecastOf(p, new Date(now), expires) },
+    bound_targeting: bound,
   }));
   if (rows.length === 0) return rows;
   await ctx.db.query(
@@ -61,17 +65,19 @@ export async function configureProducts(
      INSERT INTO ${ctx.schema}.products (product_id, name, description, channel, delivery_type,
        is_standard, custom_principal, format_ids, pricing_options, targeting, keywords,
        expected_delay_minutes, reporting_frequencies, ctr, sort_order, fixture,
-       configured_from, expires_at)
+       configured_from, expires_at, bound_targeting)
      SELECT r.product_id, r.name, r.description, r.channel, r.delivery_type, false, $1,
        r.format_ids, r.pricing_options, r.targeting, r.keywords, r.expected_delay_minutes,
-       r.reporting_frequencies, r.ctr, r.sort_order, COALESCE(r.fixture, '{}'), r.configured_from, $2
+       r.reporting_frequencies, r.ctr, r.sort_order, COALESCE(r.fixture, '{}'), r.configured_from, $2,
+       r.bound_targeting
        FROM jsonb_to_recordset($4::jsonb) AS r(product_id text, name text, description text,
          channel text, delivery_type text, format_ids jsonb, pricing_options jsonb,
          targeting jsonb, keywords text[], expected_delay_minutes integer,
          reporting_frequencies text[], ctr numeric, sort_order integer, fixture jsonb,
-         configured_from text)
+         configured_from text, bound_targeting jsonb)
      ON CONFLICT (product_id) DO UPDATE SET expires_at = EXCLUDED.expires_at,
-       pricing_options = EXCLUDED.pricing_options, fixture = EXCLUDED.fixture`,
+       pricing_options = EXCLUDED.pricing_options, fixture = EXCLUDED.fixture,
+       bound_targeting = EXCLUDED.bound_targeting`,
     [principal, expires, new Date(now - TOMBSTONE_MS), JSON.stringify(rows)],
   );
   return rows;
