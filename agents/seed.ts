@@ -297,6 +297,26 @@ export const SEED_PRODUCTS: SeedProduct[] = [
     keywords: ['sports', 'ctv', 'custom', 'bundle', 'video', 'negotiated'],
     ctr: 0.0008,
   },
+  // Display at a fixed CPM on enthusiast content: the catalog's only other fixed-price
+  // display is the 25,000 takeover, so a fixed-price display brief had nothing buyable at a
+  // small budget. Last in the list so that ties (a plain "display" brief) keep run-of-network
+  // and the takeover ahead of it.
+  {
+    product_id: 'display_outdoor_enthusiast',
+    name: 'Outdoor Enthusiast Banners',
+    description: 'Fixed-CPM IAB banners on hiking, camping and travel sites, desktop and mobile.',
+    channel: 'display',
+    delivery_type: 'guaranteed',
+    formats: ['display_300x250', 'display_728x90', 'display_300x600'],
+    pricing_options: [cpm('outdoor_banners_cpm', 9)],
+    targeting: {
+      geo_countries: US_CA,
+      device_types: ['desktop', 'mobile'],
+      audience_segments: true,
+    },
+    keywords: ['display', 'banner', 'outdoor', 'hiking', 'camping', 'travel', 'adventure'],
+    ctr: 0.0015,
+  },
 ];
 
 interface SeedSignal {

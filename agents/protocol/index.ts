@@ -6,6 +6,7 @@
 export {
   RELEASES,
   hasPublishedTask,
+  publishedDefinitionValidator,
   publishedSchema,
   resolveRef,
   type Release,

@@ -190,3 +190,22 @@ export function publishedSchema(
 }
 
 export type { ErrorObject };
+
+const definitions = new Map<string, ValidateFunction>();
+
+/**
+ * The validator of one published schema document by its path in the release
+ * (`core/targeting.json`): a request member that a task's own handler reads in the
+ * published shape (get_products' 3.2 `targeting_overlay`), checked as the release says.
+ */
+export function publishedDefinitionValidator(release: Release, path: string): ValidateFunction {
+  const id = `${envelopeBase(release)}/${path}`;
+  let fn = definitions.get(id);
+  if (!fn) {
+    fn = ajvFor(release).getSchema(id);
+    if (!fn)
+      throw new Error(`published schema ${id} is not vendored; run scripts/vendor-schemas.mjs`);
+    definitions.set(id, fn);
+  }
+  return fn;
+}

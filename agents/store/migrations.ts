@@ -389,6 +389,14 @@ AGENT_MIGRATIONS.push({
     ALTER TABLE ${s}.products ADD COLUMN expires_at timestamptz;`,
 });
 
+// The targeting a configured product was bound to at discovery (3.2: a brief's hard
+// targeting, an exact targeting_overlay), in core/targeting.json form: a package of it that
+// restates no overlay books this one ("purchasing that product accepts" the targeting).
+AGENT_MIGRATIONS.push({
+  id: '015_configured_bound_targeting',
+  sql: (s) => `ALTER TABLE ${s}.products ADD COLUMN bound_targeting jsonb;`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

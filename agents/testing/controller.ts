@@ -167,6 +167,13 @@ const KEPT_FIXTURE_MEMBERS = [
   'reporting_capabilities',
   // 3.2: the age intervals a product delivers (brief targeting eligibility, brief-targeting.ts).
   'demographic_targeting',
+  // 3.2: the dimensions selectable on packages later (targeting-aware discovery, overlay.ts),
+  // the placements a placement_selection names, and the list targeting the product allows
+  // (3.2 requires it beside list support; both releases publish all but overlay_support).
+  'overlay_support',
+  'placements',
+  'property_targeting_allowed',
+  'collection_targeting_allowed',
 ] as const;
 
 /**

@@ -527,7 +527,7 @@ t.test('get_products filters', async (t) => {
   );
   t.same(
     (g.products as Array<{ product_id: string }>).map((p) => p.product_id),
-    ['display_homepage_takeover'],
+    ['display_homepage_takeover', 'display_outdoor_enthusiast'],
   );
   const props = await h.ok('sales', 'list_authorized_properties', {});
   t.same(props.publisher_domains, [

@@ -31,12 +31,8 @@ import type { ProductRow } from './product-row.js';
 export type { ProductRow } from './product-row.js';
 import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';
-import {
-  honorsBriefTargeting,
-  inferBriefTargeting,
-  refuseConflictingGeo,
-} from './brief-targeting.js';
-import { configureProducts } from './configured.js';
+import { refuseConflictingGeo } from './brief-targeting.js';
+import { targetedProducts } from './targeting-aware.js';
 
 export type { PricingOption };
 
@@ -181,13 +177,17 @@ export function productRow(row: ProductRow): ProductRow {
   };
 }
 
-/** Products this caller may see: standard ones, and custom ones made for it. */
+/**
+ * Products this caller may see: standard ones, and custom ones made for it. Seeded products
+ * share sort_order 0, so the id breaks their ties: by row order alone, a re-seeded fixture
+ * (a new row version) moved, and the same brief ranked them differently from run to run.
+ */
 export async function visibleProducts(ctx: TaskContext): Promise<ProductRow[]> {
   const s = ctx.schema;
   const { rows } = await ctx.db.query<ProductRow>(
     `SELECT * FROM ${s}.products
       WHERE (custom_principal IS NULL OR custom_principal = $1) AND configured_from IS NULL
-      ORDER BY sort_order`,
+      ORDER BY sort_order, product_id`,
     [ctx.principal?.principal_id ?? ''],
   );
   return rows.map(productRow);
@@ -340,9 +340,19 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
     // creative_policy, ...) over ours; its reporting_capabilities add to ours (the
     // published object's required members stay).
     if (p.fixture) {
-      // demographic_targeting is 3.2's: a 3.0/3.1 answer omits it.
-      const { reporting_capabilities: reporting, demographic_targeting: demo, ...rest } = p.fixture;
+      // demographic_targeting and overlay_support are 3.2's: a 3.0/3.1 answer omits them.
+      // A seeded product's placements are kept for 3.2's placement_selection and answered
+      // with it (3.0's placement requires a name these fixtures lack).
+      const {
+        reporting_capabilities: reporting,
+        demographic_targeting: demo,
+        overlay_support: support,
+        placements,
+        ...rest
+      } = p.fixture;
       if (demo !== undefined && served32(ctx)) out.demographic_targeting = demo;
+      if (support !== undefined && served32(ctx)) out.overlay_support = support;
+      if (placements !== undefined && served32(ctx)) out.placements = placements;
       Object.assign(out, rest);
       if (reporting && typeof reporting === 'object') {
         out.reporting_capabilities = {
@@ -419,13 +429,14 @@ export async function getProducts(params: z.output<typeof GetProductsSchema>, ct
       ...envelope,
     };
   }
-  // 3.2: hard targeting stated in the brief binds (products that cannot honor it are
-  // omitted) and is confirmed once; a 3.0/3.1 answer has no such member.
-  const hard = served32(ctx) ? inferBriefTargeting(params.brief) : null;
+  // 3.2: the brief's hard targeting and the structured overlay bind, required overlay
+  // support filters (targeting-aware.ts); a 3.0/3.1 answer has none of these members.
   const countries = portfolio(ctx.settings).primary_countries;
-  let eligible = hard ? products.filter((p) => honorsBriefTargeting(p, hard, countries)) : products;
-  // Bound to this request's targeting: the caller's own expiring offers (configured.ts).
-  if (hard && full && ctx.principal) eligible = await configureProducts(ctx, eligible, hard);
+  const targeted = served32(ctx)
+    ? await targetedProducts(params, ctx, products, { full, countries })
+    : { products, brief: null };
+  const hard = targeted.brief;
+  const eligible = targeted.products;
   const ranked = rankProducts(eligible, briefTerms(params.brief));
   const body: Record<string, unknown> = {
     products: ranked.map(({ p, matched }) => wire(p, matched)),

@@ -28,4 +28,6 @@ export interface ProductRow {
   configured_from?: string | null;
   /** When a configured (request-specific) product lapses; null when it does not. */
   expires_at?: Date | null;
+  /** A configured product's targeting (core/targeting.json), booked by its packages. */
+  bound_targeting?: Record<string, unknown> | null;
 }

@@ -220,7 +220,13 @@ function planPackages(
         },
       );
     }
-    return { pkg, option, rate: clearingRate(option, pkg.bid_price), index: i };
+    // A configured product's package books the targeting bound at discovery unless the
+    // buyer restates one (3.2: selecting the product accepts its targeting).
+    const booked =
+      pkg.targeting_overlay === undefined && product.bound_targeting
+        ? { ...pkg, targeting_overlay: product.bound_targeting }
+        : pkg;
+    return { pkg: booked, option, rate: clearingRate(option, pkg.bid_price), index: i };
   });
 }
 

@@ -1,0 +1,51 @@
+/**
+ * Targeting-aware discovery (published 3.2 get_products, media-buy/get-products-request.json
+ * `targeting_overlay`, `required_overlay_support`; get-products-response.json
+ * `targeting_resolution`): which products a request served as 3.2 leaves, and the
+ * request-specific offers they become.
+ *
+ * - Hard targeting read from the brief binds and is confirmed once (brief-targeting.ts).
+ * - `required_overlay_support` keeps the products whose declared `overlay_support` covers it
+ *   (overlay.ts): a filter on later selectable capability, never a breakout per value.
+ * - An exact `targeting_overlay` keeps the products that deliver it exactly; accepted
+ *   exactly, it is not echoed (no product `targeting_resolution`).
+ * - With credentials, each remaining product bound by brief or overlay becomes a configured
+ *   product (configured.ts): is_custom, expires_at, a forecast for that targeting.
+ *
+ * A 3.0 / 3.1 answer has none of this: those releases define neither member.
+ */
+import type { TaskContext } from '../../runtime/types.js';
+import {
+  honorsBriefTargeting,
+  inferBriefTargeting,
+  type BriefTargeting,
+} from './brief-targeting.js';
+import { configureProducts } from './configured.js';
+import { honorsOverlay, meetsRequiredSupport, readDiscoveryTargeting } from './overlay.js';
+import type { ProductRow } from './product-row.js';
+
+export interface TargetedDiscovery {
+  products: ProductRow[];
+  /** The brief's hard targeting, confirmed as `targeting_resolution.brief_targeting`. */
+  brief: BriefTargeting | null;
+}
+
+/** The products a 3.2-served request leaves, configured when bound and the caller may buy. */
+export async function targetedProducts(
+  params: Record<string, unknown>,
+  ctx: TaskContext,
+  products: ProductRow[],
+  opts: { full: boolean; countries: string[] },
+): Promise<TargetedDiscovery> {
+  const { overlay, required } = readDiscoveryTargeting(params);
+  const brief = inferBriefTargeting(params.brief as string | undefined);
+  let eligible = products;
+  if (brief) eligible = eligible.filter((p) => honorsBriefTargeting(p, brief, opts.countries));
+  if (required) eligible = eligible.filter((p) => meetsRequiredSupport(p, required));
+  if (overlay) eligible = eligible.filter((p) => honorsOverlay(p, overlay, opts.countries));
+  // Bound to this request's targeting: the caller's own expiring offers.
+  if ((brief || overlay) && opts.full && ctx.principal) {
+    eligible = await configureProducts(ctx, eligible, { brief, overlay });
+  }
+  return { products: eligible, brief };
+}
