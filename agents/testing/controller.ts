@@ -174,6 +174,9 @@ const KEPT_FIXTURE_MEMBERS = [
   'placements',
   'property_targeting_allowed',
   'collection_targeting_allowed',
+  // Storyboard-only (targeting_aware_discovery.yaml:124): which browser families have
+  // inventory and the platforms each runs on; read by package-overlay.ts, never answered.
+  'browser_inventory',
 ] as const;
 
 /**
@@ -261,14 +264,21 @@ async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
   const kept = Object.fromEntries(
     KEPT_FIXTURE_MEMBERS.filter((k) => fixture[k] !== undefined).map((k) => [k, fixture[k]]),
   );
+  // A configured product's tombstone (3.2, is_custom with a past expires_at): create answers
+  // PRODUCT_EXPIRED for it, as for a configured offer that lapsed.
+  const expires = fixture.is_custom === true ? fixture.expires_at : undefined;
+  if (expires !== undefined && (typeof expires !== 'string' || Number.isNaN(Date.parse(expires)))) {
+    return refuse('INVALID_PARAMS', 'params.fixture.expires_at must be an RFC 3339 date-time');
+  }
   await ctx.db.query(
     `INSERT INTO ${ctx.schema}.products (product_id, name, description, channel, delivery_type,
-       is_standard, custom_principal, format_ids, pricing_options, targeting, keywords, fixture)
-     VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, '{}', $9, $10)
+       is_standard, custom_principal, format_ids, pricing_options, targeting, keywords, fixture,
+       expires_at)
+     VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, '{}', $9, $10, $11)
      ON CONFLICT (product_id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
        channel = EXCLUDED.channel, delivery_type = EXCLUDED.delivery_type,
        format_ids = EXCLUDED.format_ids, keywords = EXCLUDED.keywords, fixture = EXCLUDED.fixture,
-       pricing_options = EXCLUDED.pricing_options`,
+       pricing_options = EXCLUDED.pricing_options, expires_at = EXCLUDED.expires_at`,
     [
       productId,
       name,
@@ -283,6 +293,7 @@ async function seedProduct(req: ControllerRequest, ctx: TaskContext) {
         .filter(Boolean)
         .concat(channel),
       JSON.stringify(kept),
+      expires === undefined ? null : new Date(expires),
     ],
   );
   return { success: true, message: `product ${productId} seeded (visible to you only)` };

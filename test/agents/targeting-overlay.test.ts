@@ -18,93 +18,14 @@ import { CONFIGURED_VALIDITY_MS } from '../../agents/sales/catalog/configured.js
 import type { ProductRow } from '../../agents/sales/catalog/product-row.js';
 import { TaskError } from '../../shared/errors/task-errors.js';
 import { buyer, harness, START } from './support/core.js';
-
-/** targeting_aware_discovery.yaml:71-128: the seeded catalog product's published members. */
-const OVERLAY_SUPPORT = {
-  geo_countries: { max_values_per_package: 1 },
-  geo_countries_exclude: { max_values_per_package: 1 },
-  geo_proximity: { radius: true, max_values_per_package: 1 },
-  geo_metros: { systems: ['nielsen_dma'] },
-  placement_selection: { max_values_per_package: 2 },
-  property_list: true,
-  collection_list: true,
-  device_platform: true,
-  device_platform_exclude: true,
-  browser: { families: ['chrome', 'safari', 'firefox', 'unknown'] },
-  browser_exclude: { families: ['chrome', 'safari', 'firefox', 'unknown'] },
-  keyword_targets: true,
-  demographics: { age: true },
-};
-const ref = (placement_id: string) => ({
-  kind: 'publisher_ref',
-  publisher_domain: 'pinnacle-media.example',
-  placement_id,
-});
-const interval = (min: number, max: number) => ({
-  interval_id: `age_${min}_${max}`,
-  age: { min, max, include_unknown: false },
-});
-const VIDEO_CATALOG = {
-  delivery_type: 'non_guaranteed',
-  channels: ['olv'],
-  format_ids: [{ id: 'video_30s' }],
-  placements: [
-    { ...ref('feed'), mode: 'targetable' },
-    { ...ref('short_video'), mode: 'targetable' },
-  ],
-  property_targeting_allowed: true,
-  collection_targeting_allowed: true,
-  overlay_support: OVERLAY_SUPPORT,
-  demographic_targeting: {
-    age: {
-      execution_modes: ['enumerated_intervals'],
-      unknown_handling: 'always_excluded',
-      intervals: [interval(18, 24), interval(25, 34), interval(35, 44)],
-    },
-  },
-};
-const FIXED_PLACEMENT = {
-  delivery_type: 'non_guaranteed',
-  channels: ['ctv'],
-  format_ids: [{ id: 'video_30s' }],
-  placements: [
-    { ...ref('feed'), mode: 'included' },
-    { ...ref('short_video'), mode: 'included' },
-  ],
-};
-
-/** targeting_aware_discovery.yaml:383-415, the exact step's overlay and requirements. */
-const EXACT_OVERLAY = {
-  geo_countries: ['US'],
-  device_platform_exclude: ['fire_os'],
-  browser: ['chrome', 'safari', 'unknown'],
-  browser_exclude: ['safari'],
-  property_list: {
-    agent_url: 'https://governance.pinnacle-agency.example',
-    list_id: 'acme_outdoor_allowlist_v1',
-  },
-  collection_list: {
-    agent_url: 'https://governance.pinnacle-agency.example',
-    list_id: 'acme_outdoor_collections_v1',
-  },
-  placement_selection: {
-    mode: 'selected',
-    placement_refs: [{ publisher_domain: 'pinnacle-media.example', placement_id: 'feed' }],
-  },
-};
-const EXACT_REQUIRED = {
-  geo_countries: true,
-  geo_countries_exclude: true,
-  geo_proximity: { radius: true },
-  geo_metros: { systems: ['nielsen_dma'] },
-  placement_selection: true,
-  property_list: true,
-  collection_list: true,
-  device_platform_exclude: true,
-  browser: { families: ['chrome', 'firefox'] },
-  browser_exclude: { families: ['unknown'] },
-  keyword_targets: { supported_match_types: ['exact'] },
-};
+import {
+  EXACT_OVERLAY,
+  EXACT_REQUIRED,
+  FIXED_PLACEMENT,
+  OVERLAY_SUPPORT,
+  VIDEO_CATALOG,
+  seeder,
+} from './support/targeting-fixture.js';
 
 const row = (extra: Partial<ProductRow>): ProductRow =>
   ({
@@ -290,30 +211,7 @@ t.test('targeting_aware_discovery.yaml discovery steps, pinned 3.2', async (t) =
     operator: 'pinnacle-agency.example',
     sandbox: true,
   };
-  const seed = (product_id: string, fixture: Record<string, unknown>) =>
-    h.ok(
-      'sales',
-      'comply_test_controller',
-      {
-        scenario: 'seed_product',
-        account,
-        params: {
-          product_id,
-          fixture: {
-            ...fixture,
-            pricing_options: [
-              {
-                pricing_option_id: `${product_id}_cpm`,
-                pricing_model: 'cpm',
-                currency: 'USD',
-                floor_price: 12,
-              },
-            ],
-          },
-        },
-      },
-      c,
-    );
+  const seed = seeder(h, c);
   await seed('targeting_aware_video_catalog', VIDEO_CATALOG);
   await seed('targeting_aware_fixed_placement', FIXED_PLACEMENT);
   const pin = { adcp_major_version: 3, adcp_version: '3.2' };

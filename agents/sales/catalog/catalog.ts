@@ -348,6 +348,7 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
         demographic_targeting: demo,
         overlay_support: support,
         placements,
+        browser_inventory: _inventory, // the seller's own forecast input, not a product member
         ...rest
       } = p.fixture;
       if (demo !== undefined && served32(ctx)) out.demographic_targeting = demo;

@@ -23,6 +23,7 @@ import {
 } from './requests.js';
 import { checkMeasurementTerms } from './terms.js';
 import { buyResponse } from './views.js';
+import { checkPackageOverlay } from '../catalog/package-overlay.js';
 import { clearingRate, isAuction, minimumBudget, type PricingOption } from '../catalog/pricing.js';
 
 /** `reporting_webhook` accepted for the buy, or INVALID_REQUEST naming the member. */
@@ -219,6 +220,10 @@ function planPackages(
           field: `packages[${i}].budget`,
         },
       );
+    }
+    // A restated overlay applies exactly or is refused (3.2 core/targeting.json).
+    if (pkg.targeting_overlay !== undefined) {
+      checkPackageOverlay(product, pkg.targeting_overlay, `packages[${i}].targeting_overlay`);
     }
     // A configured product's package books the targeting bound at discovery unless the
     // buyer restates one (3.2: selecting the product accepts its targeting).

@@ -20,6 +20,7 @@ import {
   type BuyRow,
   type PackageRow,
 } from './records.js';
+import { checkPackageOverlay } from '../catalog/package-overlay.js';
 import { updateIntent, type UpdateIntent, type UpdateMediaBuyRequest } from './requests.js';
 import { buyResponse } from './views.js';
 
@@ -102,6 +103,7 @@ async function applyChanges(
     }
     changed.push('budget');
   }
+  await checkOverlays(ctx, packages, u);
   for (const pu of u.packages) {
     const p = packages.find((x) => x.package_id === pu.package_id);
     if (!p) {
@@ -133,6 +135,26 @@ async function applyChanges(
     changed.push('targeting');
   }
   return flightEnd === undefined ? { changed, affected } : { changed, affected, flightEnd };
+}
+
+/**
+ * Each package's new targeting_overlay against its product, before anything is written: a
+ * package overlay applies exactly or the whole update is refused (3.2 core/targeting.json;
+ * targeting_aware_discovery.yaml:1220-:1529, each refusal read back unchanged).
+ */
+async function checkOverlays(ctx: TaskContext, packages: PackageRow[], u: UpdateIntent) {
+  const changing = u.packages.filter((pu) => pu.targeting_overlay !== undefined);
+  const productOf = new Map(packages.map((p) => [p.package_id, p.product_id]));
+  const ids = changing.map((pu) => productOf.get(pu.package_id)).filter((x) => !!x) as string[];
+  if (ids.length === 0) return;
+  const products = new Map(
+    (await productsById(ctx.db, ctx.schema, ids)).map((p) => [p.product_id, p]),
+  );
+  for (const pu of changing) {
+    const product = products.get(productOf.get(pu.package_id) ?? '');
+    const field = `${pu.field.replace(/^updates\./, '')}.targeting_overlay`;
+    if (product) checkPackageOverlay(product, pu.targeting_overlay!, field);
+  }
 }
 
 /**
