@@ -178,7 +178,7 @@ t.test('targeting_aware_discovery.yaml lifecycle steps, pinned 3.2', async (t) =
   t.match(modified.product_id, /^targeting_aware_video_catalog\.cfg\./);
   const mods = (modified.targeting_resolution as { modifications?: Obj[] } | undefined)
     ?.modifications;
-  t.same(mods?.[0], {
+  t.match(mods?.[0], {
     operation: 'replace',
     path: '/demographics/age',
     applied: { min: 25, max: 34, include_unknown: false },

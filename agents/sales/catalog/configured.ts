@@ -19,6 +19,8 @@ import type { ProductRow } from './product-row.js';
 export interface Binding {
   brief: BriefTargeting | null;
   overlay: Record<string, unknown> | null;
+  /** How `overlay` differs from the request's (modified-offer.ts); answered on the product. */
+  modifications?: Record<string, unknown>[];
 }
 
 /** How long a configured offer holds: its terms are this request's, not the catalog's. */
@@ -55,7 +57,13 @@ export async function configureProducts(
     configured_from: p.product_id,
     expires_at: expires,
     targeting: geo ? { ...p.targeting, geo_countries: geo } : p.targeting,
-    fixture: { ...p.fixture, ...forecastOf(p, new Date(now), expires) },
+    fixture: {
+      ...p.fixture,
+      ...forecastOf(p, new Date(now), expires),
+      ...(b.modifications?.length
+        ? { targeting_resolution: { modifications: b.modifications } }
+        : {}),
+    },
     bound_targeting: bound,
   }));
   if (rows.length === 0) return rows;

@@ -7,8 +7,9 @@
  * - Hard targeting read from the brief binds and is confirmed once (brief-targeting.ts).
  * - `required_overlay_support` keeps the products whose declared `overlay_support` covers it
  *   (overlay.ts): a filter on later selectable capability, never a breakout per value.
- * - An exact `targeting_overlay` keeps the products that deliver it exactly; accepted
- *   exactly, it is not echoed (no product `targeting_resolution`).
+ * - A `targeting_overlay` keeps the products that deliver it exactly (accepted exactly, it
+ *   is not echoed: no product `targeting_resolution`) or with sparse modifications
+ *   (modified-offer.ts), which only a configured product can carry.
  * - With credentials, each remaining product bound by brief or overlay becomes a configured
  *   product (configured.ts): is_custom, expires_at, a forecast for that targeting.
  *
@@ -21,7 +22,8 @@ import {
   type BriefTargeting,
 } from './brief-targeting.js';
 import { configureProducts } from './configured.js';
-import { honorsOverlay, meetsRequiredSupport, readDiscoveryTargeting } from './overlay.js';
+import { resolveOverlay, type OverlayResolution } from './modified-offer.js';
+import { meetsRequiredSupport, readDiscoveryTargeting } from './overlay.js';
 import type { ProductRow } from './product-row.js';
 
 export interface TargetedDiscovery {
@@ -42,10 +44,46 @@ export async function targetedProducts(
   let eligible = products;
   if (brief) eligible = eligible.filter((p) => honorsBriefTargeting(p, brief, opts.countries));
   if (required) eligible = eligible.filter((p) => meetsRequiredSupport(p, required));
-  if (overlay) eligible = eligible.filter((p) => honorsOverlay(p, overlay, opts.countries));
-  // Bound to this request's targeting: the caller's own expiring offers.
-  if ((brief || overlay) && opts.full && ctx.principal) {
-    eligible = await configureProducts(ctx, eligible, { brief, overlay });
+  const configures = (brief !== null || overlay !== null) && opts.full && !!ctx.principal;
+  const resolved = new Map<ProductRow, OverlayResolution>();
+  if (overlay) {
+    eligible = eligible.filter((p) => {
+      const r = resolveOverlay(p, overlay, opts.countries);
+      // A modified offer exists only as a configured product (its own id and terms).
+      if (!r || (r.modifications.length > 0 && !configures)) return false;
+      resolved.set(p, r);
+      return true;
+    });
   }
+  // Bound to this request's targeting: the caller's own expiring offers.
+  if (configures) eligible = await configureAll(ctx, eligible, brief, overlay, resolved);
   return { products: eligible, brief };
+}
+
+/**
+ * Exact products configured together (one statement); each modified one on its own, bound
+ * to its effective overlay and carrying its modifications. Ranking order kept.
+ */
+async function configureAll(
+  ctx: TaskContext,
+  products: ProductRow[],
+  brief: BriefTargeting | null,
+  overlay: Record<string, unknown> | null,
+  resolved: Map<ProductRow, OverlayResolution>,
+): Promise<ProductRow[]> {
+  const modified = products.filter((p) => (resolved.get(p)?.modifications.length ?? 0) > 0);
+  const exact = products.filter((p) => !modified.includes(p));
+  const made = new Map<ProductRow, ProductRow>();
+  const exactRows = await configureProducts(ctx, exact, { brief, overlay });
+  exact.forEach((p, i) => made.set(p, exactRows[i]!));
+  for (const p of modified) {
+    const r = resolved.get(p)!;
+    const [row] = await configureProducts(ctx, [p], {
+      brief,
+      overlay: r.overlay,
+      modifications: r.modifications,
+    });
+    made.set(p, row!);
+  }
+  return products.map((p) => made.get(p)!);
 }
