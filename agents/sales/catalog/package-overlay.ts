@@ -10,13 +10,14 @@
  *   publishers and its placements (INVALID_REQUEST naming the reference); a fixed
  *   `included` set restated whole or refused (UNSUPPORTED_FEATURE, partial selection needs
  *   a selectable product); targetable placements only under declared support and limit.
+ * - an age range only as the product's intervals tile it (UNSUPPORTED_FEATURE).
  * - every other dimension within its declared `max_values_per_package` and families
  *   (UNSUPPORTED_FEATURE naming the field).
  * - a browser family with no platform the package allows (the product's
  *   `browser_inventory.platform_compatibility`: Safari on Android) is unenforceable.
  */
 import { taskError } from '../../runtime/errors.js';
-import { overlaySupportOf } from './overlay.js';
+import { honorsOverlay, overlaySupportOf } from './overlay.js';
 import type { ProductRow } from './product-row.js';
 
 type Obj = Record<string, unknown>;
@@ -41,6 +42,19 @@ export function checkPackageOverlay(p: ProductRow, overlay: Obj, field: string):
   for (const [k, value] of Object.entries(overlay)) {
     if (k === 'placement_selection' && isObj(value)) {
       checkPlacements(value, placements, support, `${field}.placement_selection`);
+    } else if (
+      k === 'demographics' &&
+      isObj(value) &&
+      !honorsOverlay(p, { demographics: value }, [])
+    ) {
+      // Ages are booked only as the product's intervals tile them (no silent narrowing).
+      throw taskError(
+        'UNSUPPORTED_FEATURE',
+        `${field}.demographics: not an age range this product delivers exactly`,
+        {
+          field: `${field}.demographics`,
+        },
+      );
     } else if (Object.keys(support).length > 0) {
       checkDimension(value, support[k], `${field}.${k}`);
     }

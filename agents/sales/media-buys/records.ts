@@ -86,6 +86,8 @@ export interface PackageRow {
   measurement_terms: Record<string, unknown> | null;
   /** The buyer's context of a seeded package (fixtures), echoed on reads. */
   context: Record<string, unknown> | null;
+  /** The product's enumerated age intervals (3.2 demographic_targeting), if it has any. */
+  age_intervals?: unknown;
 }
 
 export function newMediaBuyId(): string {
@@ -145,8 +147,10 @@ export async function loadPackages(
   const { rows } = await db.query<PackageRow>(
     `SELECT package_id, media_buy_id, buyer_ref, product_id, pricing_option_id, pricing_model,
             rate::float8 AS rate, budget::float8 AS budget, bid_price::float8 AS bid_price,
-            targeting_overlay, paused, position, measurement_terms, context
-       FROM ${schema}.packages WHERE media_buy_id = ANY($1) ORDER BY media_buy_id, position`,
+            targeting_overlay, paused, position, measurement_terms, context,
+            (SELECT pr.fixture->'demographic_targeting'->'age'->'intervals'
+               FROM ${schema}.products pr WHERE pr.product_id = pk.product_id) AS age_intervals
+       FROM ${schema}.packages pk WHERE media_buy_id = ANY($1) ORDER BY media_buy_id, position`,
     [mediaBuyIds],
   );
   return rows;
@@ -201,9 +205,44 @@ export function packageView(p: PackageRow, creativeIds: string[] = []): Record<s
   if (p.buyer_ref !== null) out.buyer_ref = p.buyer_ref;
   if (p.bid_price !== null) out.bid_price = p.bid_price;
   if (p.targeting_overlay) out.targeting_overlay = p.targeting_overlay;
+  const resolution = demographicResolution(p);
+  if (resolution) out.targeting_resolution = resolution;
   if (p.measurement_terms) out.measurement_terms = p.measurement_terms;
   if (p.context) out.context = p.context;
   return out;
+}
+
+/**
+ * 3.2 package `targeting_resolution.demographics` (core/demographic-targeting-resolution.json),
+ * "whenever demographic targeting was requested or applied": a stored age predicate is
+ * booked only exactly (create / update refuse the rest), so requested and applied are the
+ * same set; executed by the product's intervals that tile it, or as continuous bounds.
+ */
+function demographicResolution(p: PackageRow): Record<string, unknown> | null {
+  const demographics = p.targeting_overlay?.demographics as
+    { age?: { min?: number; max?: number; include_unknown?: boolean } } | undefined;
+  const age = demographics?.age;
+  if (!age || typeof age !== 'object') return null;
+  const lo = age.min ?? 0;
+  const hi = age.max ?? Infinity;
+  const ids = (Array.isArray(p.age_intervals) ? p.age_intervals : [])
+    .filter((i: { age?: { min?: number; max?: number } }) => {
+      const a = i?.age;
+      return typeof a?.min === 'number' && typeof a.max === 'number' && a.min >= lo && a.max <= hi;
+    })
+    .map((i: { interval_id?: unknown }) => i.interval_id)
+    .filter((id): id is string => typeof id === 'string');
+  return {
+    demographics: {
+      requested: demographics,
+      applied: { age: { ...age, include_unknown: age.include_unknown ?? false } },
+      equivalent: true,
+      execution:
+        ids.length > 0
+          ? { type: 'enumerated_intervals', interval_ids: ids }
+          : { type: 'continuous_bounds' },
+    },
+  };
 }
 
 /** A stored channel config without its write-only secret. */
