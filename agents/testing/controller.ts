@@ -177,6 +177,8 @@ const KEPT_FIXTURE_MEMBERS = [
   // Storyboard-only (targeting_aware_discovery.yaml:124): which browser families have
   // inventory and the platforms each runs on; read by package-overlay.ts, never answered.
   'browser_inventory',
+  // The actions buys of the product allow (the buy's available_actions, views.ts).
+  'allowed_actions',
 ] as const;
 
 /**

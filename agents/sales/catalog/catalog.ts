@@ -349,8 +349,12 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
         overlay_support: support,
         placements,
         browser_inventory: _inventory, // the seller's own forecast input, not a product member
+        allowed_actions: allowed,
         ...rest
       } = p.fixture;
+      // Published in 3.1 and 3.2; answered to 3.2 buyers, beside the rest of targeting-aware
+      // discovery's fixture members (the buys' available_actions follow it, views.ts).
+      if (allowed !== undefined && served32(ctx)) out.allowed_actions = allowed;
       if (demo !== undefined && served32(ctx)) out.demographic_targeting = demo;
       if (support !== undefined && served32(ctx)) out.overlay_support = support;
       if (placements !== undefined && served32(ctx)) out.placements = placements;

@@ -88,6 +88,8 @@ export interface PackageRow {
   context: Record<string, unknown> | null;
   /** The product's enumerated age intervals (3.2 demographic_targeting), if it has any. */
   age_intervals?: unknown;
+  /** The product's `allowed_actions` (a seeded product's), if it declares any. */
+  allowed_actions?: unknown;
 }
 
 export function newMediaBuyId(): string {
@@ -149,7 +151,9 @@ export async function loadPackages(
             rate::float8 AS rate, budget::float8 AS budget, bid_price::float8 AS bid_price,
             targeting_overlay, paused, position, measurement_terms, context,
             (SELECT pr.fixture->'demographic_targeting'->'age'->'intervals'
-               FROM ${schema}.products pr WHERE pr.product_id = pk.product_id) AS age_intervals
+               FROM ${schema}.products pr WHERE pr.product_id = pk.product_id) AS age_intervals,
+            (SELECT pr.fixture->'allowed_actions'
+               FROM ${schema}.products pr WHERE pr.product_id = pk.product_id) AS allowed_actions
        FROM ${schema}.packages pk WHERE media_buy_id = ANY($1) ORDER BY media_buy_id, position`,
     [mediaBuyIds],
   );

@@ -39,8 +39,37 @@ function buyCore(
     currency: buy.currency,
     total_budget: round2(packages.reduce((a, p) => a + p.budget, 0)),
     packages: packages.map((p) => packageView(p, assigned.get(p.package_id))),
+    ...availableActions(buy, packages),
     _status: wireBuyStatus(buy, hasCreatives, now),
   };
+}
+
+const ACTION_MODES = ['self_serve', 'conditional_self_serve', 'requires_approval'];
+
+/**
+ * `available_actions` (core/media-buy-available-action.json, 3.1 and 3.2): the actions every
+ * package's product declares in `allowed_actions`, each in its first listed mode, while the
+ * buy is not over. Only products that declare them (seeded fixtures) contribute; a buy with
+ * any other package answers none (targeting_aware_discovery.yaml:1131).
+ */
+function availableActions(buy: BuyRow, packages: PackageRow[]): Record<string, unknown> {
+  if (packages.length === 0 || TERMINAL_BUY.has(buy.status)) return {};
+  const per = packages.map((p) => {
+    const list = Array.isArray(p.allowed_actions) ? p.allowed_actions : [];
+    const modes = new Map<string, string>();
+    for (const a of list as Array<{ action?: unknown; modes?: unknown }>) {
+      const mode = Array.isArray(a?.modes)
+        ? a.modes.find((m) => ACTION_MODES.includes(m))
+        : undefined;
+      if (typeof a?.action === 'string' && typeof mode === 'string' && !modes.has(a.action)) {
+        modes.set(a.action, mode);
+      }
+    }
+    return modes;
+  });
+  const actions = [...per[0]!].filter(([action]) => per.every((m) => m.has(action)));
+  if (actions.length === 0) return {};
+  return { available_actions: actions.map(([action, mode]) => ({ action, mode })) };
 }
 
 /**

@@ -40,6 +40,7 @@ export const VIDEO_CATALOG = {
   ],
   property_targeting_allowed: true,
   collection_targeting_allowed: true,
+  allowed_actions: [{ action: 'update_targeting', modes: ['self_serve'] }],
   overlay_support: OVERLAY_SUPPORT,
   demographic_targeting: {
     age: {
@@ -64,6 +65,7 @@ export const FIXED_PLACEMENT = {
     { ...ref('feed'), mode: 'included' },
     { ...ref('short_video'), mode: 'included' },
   ],
+  allowed_actions: [{ action: 'update_targeting', modes: ['self_serve'] }],
 };
 
 /** targeting_aware_discovery.yaml:383-415, the exact step's overlay and requirements. */
