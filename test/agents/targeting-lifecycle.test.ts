@@ -8,6 +8,10 @@
  */
 import t from 'tap';
 import { brandProfile } from '../../shared/brand.js';
+import { resolveOverlay } from '../../agents/sales/catalog/modified-offer.js';
+import { checkPackageOverlay } from '../../agents/sales/catalog/package-overlay.js';
+import type { ProductRow } from '../../agents/sales/catalog/product-row.js';
+import { TaskError } from '../../shared/errors/task-errors.js';
 import { buyer, harness, START } from './support/core.js';
 import {
   ACCOUNT,
@@ -33,6 +37,129 @@ const LISTS = {
 const idsOf = (refs: unknown) =>
   ((refs ?? []) as Array<{ placement_id: string }>).map((r) => r.placement_id).sort();
 
+const row = (fixture?: Obj): ProductRow =>
+  ({
+    product_id: 'p',
+    targeting: {},
+    pricing_options: [],
+    ctr: 0,
+    fixture,
+  }) as unknown as ProductRow;
+const video = row(VIDEO_CATALOG);
+
+t.test('a package overlay applies exactly or is refused, naming the field', async (t) => {
+  const refusal = (p: ProductRow, overlay: Obj) => {
+    try {
+      checkPackageOverlay(p, overlay, 'packages[0].targeting_overlay');
+    } catch (e) {
+      if (e instanceof TaskError) return { code: e.code, field: e.field };
+      throw e;
+    }
+    return null;
+  };
+  t.equal(refusal(video, EXACT_OVERLAY), null, 'the exact step overlay');
+  t.equal(
+    refusal(row(), { browser: ['netscape-ish'], geo_countries: ['US', 'CA', 'MX'] }),
+    null,
+    'a catalog product declares nothing and stores what it is given, as before',
+  );
+  const at = (f: string) => `packages[0].targeting_overlay.${f}`;
+  for (const [overlay, code, field] of [
+    [{ browser: ['edge'] }, 'UNSUPPORTED_FEATURE', at('browser')],
+    [{ geo_countries: ['US', 'CA'] }, 'UNSUPPORTED_FEATURE', at('geo_countries')],
+    [{ daypart_targets: [] }, 'UNSUPPORTED_FEATURE', at('daypart_targets')],
+    [
+      { demographics: { age: { min: 21, max: 35, include_unknown: false } } },
+      'UNSUPPORTED_FEATURE',
+      at('demographics'),
+    ],
+    [
+      { placement_selection: selected(pref('stories')) },
+      'INVALID_REQUEST',
+      at('placement_selection.placement_refs[0]'),
+    ],
+    [
+      { placement_selection: selected(pref('feed'), pref('short_video'), pref('feed')) },
+      'INVALID_REQUEST',
+      at('placement_selection.placement_refs[2]'),
+    ],
+    [
+      {
+        device_platform: ['android', 'ios'],
+        device_platform_exclude: ['ios'],
+        browser: ['safari'],
+      },
+      'UNSUPPORTED_FEATURE',
+      at('browser'),
+    ],
+  ] as const) {
+    t.same(refusal(video, overlay), { code, field }, JSON.stringify(overlay));
+  }
+  t.equal(
+    refusal(video, { device_platform: ['ios'], browser: ['safari', 'chrome'] }),
+    null,
+    'Safari on iOS',
+  );
+  t.equal(
+    refusal(video, {
+      device_platform: ['android'],
+      browser: ['chrome', 'safari'],
+      browser_exclude: ['safari'],
+    }),
+    null,
+    'an excluded Safari asks nothing of the platforms',
+  );
+  const fixed = row(FIXED_PLACEMENT);
+  t.equal(
+    refusal(fixed, { placement_selection: selected(pref('short_video'), pref('feed')) }),
+    null,
+  );
+  t.same(refusal(fixed, { placement_selection: selected(pref('feed')) }), {
+    code: 'UNSUPPORTED_FEATURE',
+    field: at('placement_selection'),
+  });
+  t.equal(refusal(fixed, { placement_selection: { mode: 'default' } }), null, 'the default set');
+});
+
+t.test('a modified offer only narrows, and only age and unavailable browsers', async (t) => {
+  const exact = resolveOverlay(video, EXACT_OVERLAY, ['US']);
+  t.same(exact, { overlay: EXACT_OVERLAY, modifications: [] }, 'exact: nothing to disclose');
+  t.equal(
+    resolveOverlay(video, { browser: ['safari'] }, ['US']),
+    null,
+    'removing every family is no offer',
+  );
+  t.equal(
+    resolveOverlay(video, { demographics: { age: { min: 50, max: 60, include_unknown: false } } }, [
+      'US',
+    ]),
+    null,
+    'no interval inside the range',
+  );
+  t.equal(
+    resolveOverlay(row(), { demographics: { age: { min: 21, max: 35, include_unknown: false } } }, [
+      'US',
+    ]),
+    null,
+    'a product without intervals',
+  );
+  const wide = resolveOverlay(
+    video,
+    { demographics: { age: { min: 18, max: 40, include_unknown: false } }, geo_countries: ['US'] },
+    ['US'],
+  );
+  t.same(wide?.overlay, {
+    demographics: { age: { min: 18, max: 34, include_unknown: false } },
+    geo_countries: ['US'],
+  });
+  t.equal(wide?.modifications.length, 1, 'the country stands unmodified');
+  t.equal(
+    resolveOverlay(video, { browser: ['chrome', 'safari'], geo_countries: ['GB'] }, ['US']),
+    null,
+    'anything else inexact leaves the product out',
+  );
+});
+
 t.test('targeting_aware_discovery.yaml lifecycle steps, pinned 3.2', async (t) => {
   const h = await harness(t, { profile: brandProfile('adcp'), settings: { testController: true } });
   const c = buyer(h);
@@ -51,6 +178,18 @@ t.test('targeting_aware_discovery.yaml lifecycle steps, pinned 3.2', async (t) =
     },
     'targeting_aware_expired_cpm',
   );
+  // A tombstone's expires_at must be a date-time.
+  const bad = await h.call(
+    'sales',
+    'comply_test_controller',
+    {
+      scenario: 'seed_product',
+      account: ACCOUNT,
+      params: { product_id: 'tad_bad', fixture: { is_custom: true, expires_at: 'yesterday' } },
+    },
+    c,
+  );
+  t.match(bad, { success: false, error: 'INVALID_PARAMS' }, 'a malformed expires_at');
   const products = async (params: Obj) =>
     (await h.ok('sales', 'get_products', { account: ACCOUNT, ...params, ...PIN }, c))
       .products as Obj[];
