@@ -147,14 +147,16 @@ export async function loadPackages(
   mediaBuyIds: string[],
 ): Promise<PackageRow[]> {
   const { rows } = await db.query<PackageRow>(
-    `SELECT package_id, media_buy_id, buyer_ref, product_id, pricing_option_id, pricing_model,
-            rate::float8 AS rate, budget::float8 AS budget, bid_price::float8 AS bid_price,
-            targeting_overlay, paused, position, measurement_terms, context,
-            (SELECT pr.fixture->'demographic_targeting'->'age'->'intervals'
-               FROM ${schema}.products pr WHERE pr.product_id = pk.product_id) AS age_intervals,
-            (SELECT pr.fixture->'allowed_actions'
-               FROM ${schema}.products pr WHERE pr.product_id = pk.product_id) AS allowed_actions
-       FROM ${schema}.packages pk WHERE media_buy_id = ANY($1) ORDER BY media_buy_id, position`,
+    // The product's age intervals and allowed actions ride along (one join, not a query per
+    // package): packageView and available_actions read them.
+    `SELECT pk.package_id, pk.media_buy_id, pk.buyer_ref, pk.product_id, pk.pricing_option_id,
+            pk.pricing_model, pk.rate::float8 AS rate, pk.budget::float8 AS budget,
+            pk.bid_price::float8 AS bid_price, pk.targeting_overlay, pk.paused, pk.position,
+            pk.measurement_terms, pk.context,
+            pr.fixture->'demographic_targeting'->'age'->'intervals' AS age_intervals,
+            pr.fixture->'allowed_actions' AS allowed_actions
+       FROM ${schema}.packages pk LEFT JOIN ${schema}.products pr ON pr.product_id = pk.product_id
+      WHERE pk.media_buy_id = ANY($1) ORDER BY pk.media_buy_id, pk.position`,
     [mediaBuyIds],
   );
   return rows;
