@@ -25,7 +25,14 @@ import type { AgentSettings } from '../../runtime/settings.js';
 import type { HandlerOutcome, TaskContext } from '../../runtime/types.js';
 import { BrandManifestSchema, FormatIdSchema } from '../../runtime/validation.js';
 import { takeStaleResponse } from '../../sandbox/stale-response.js';
-import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
+import {
+  isContingent,
+  minimumBudget,
+  normalizePricingOption,
+  PRICING_STRUCTURES,
+  withPricingStructures,
+  type PricingOption,
+} from './pricing.js';
 import type { ProductRow } from './product-row.js';
 
 export type { ProductRow } from './product-row.js';
@@ -53,8 +60,13 @@ function requestedChannels(channel: string): string[] {
   return [channel];
 }
 
-/** The published channels of a product: audio is a podcast or streaming audio. */
-export function productChannels(p: Pick<ProductRow, 'channel' | 'keywords'>): string[] {
+/**
+ * The published channels of a product: audio is a podcast or streaming audio; a seeded
+ * product keeps its fixture's published channels (affiliate, ...) as given.
+ */
+export function productChannels(p: Pick<ProductRow, 'channel' | 'keywords' | 'fixture'>): string[] {
+  const seeded = p.fixture?.channels;
+  if (Array.isArray(seeded) && seeded.length > 0) return seeded as string[];
   if (p.channel === 'video') return ['olv'];
   if (p.channel === 'audio')
     return [p.keywords.includes('podcast') ? 'podcast' : 'streaming_audio'];
@@ -89,6 +101,12 @@ export const GetProductsSchema = z
         format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
         /** Published: fixed-price (true) or auction (false) options only. */
         is_fixed_price: z.boolean().optional(),
+        /** Published 3.2: options of these structures only (contingent: revenue share). */
+        pricing_structures: z
+          .array(z.enum(PRICING_STRUCTURES))
+          .min(1)
+          .refine((l) => new Set(l).size === l.length, 'pricing_structures must not repeat')
+          .optional(),
         /** Published 3.1+: products reporting every one of these vendor metrics. */
         required_vendor_metrics: z
           .array(
@@ -137,14 +155,7 @@ export const GetProductsSchema = z
  * Contingent options (revenue share) match neither, as the published filter says.
  */
 function byPriceStructure(products: ProductRow[], fixed: boolean): ProductRow[] {
-  const matches = (o: PricingOption) =>
-    fixed
-      ? o.fixed_price !== undefined
-      : o.fixed_price === undefined && o.pricing_model !== 'revenue_share';
-  return products.flatMap((p) => {
-    const options = p.pricing_options.filter(matches);
-    return options.length > 0 ? [{ ...p, pricing_options: options }] : [];
-  });
+  return withPricingStructures(products, [fixed ? 'fixed' : 'auction']);
 }
 
 /**
@@ -233,6 +244,13 @@ function wirePricingOption(o: PricingOption): Record<string, unknown> {
     pricing_model: o.pricing_model,
     currency: o.currency,
   };
+  if (isContingent(o)) {
+    const { event_type, custom_event_name, event_source_id, commission_rate } = o;
+    const basis = o.commission_basis_description;
+    Object.assign(opt, { event_type, event_source_id, commission_rate });
+    if (custom_event_name !== undefined) opt.custom_event_name = custom_event_name;
+    opt.commission_basis_description = basis;
+  }
   if (o.fixed_price !== undefined) opt.fixed_price = o.fixed_price;
   if (o.floor_price !== undefined) opt.floor_price = o.floor_price;
   if (o.min_spend_per_package !== undefined) opt.min_spend_per_package = o.min_spend_per_package;
@@ -260,6 +278,11 @@ async function filteredProducts(
   // listed (the published product requires at least one).
   let products = (await visibleProducts(ctx)).filter((p) => p.pricing_options.length > 0);
   if (!full) products = products.filter((p) => p.is_standard && !p.custom_principal);
+  // Revenue share is 3.2's (absent from 3.1.19's pricing-option union): only a request
+  // pinned to 3.2 is shown it, as any other answer must be valid in every release.
+  if (ctx.request.release !== '3.2') {
+    products = withPricingStructures(products, ['fixed', 'auction']);
+  }
   const f = params.filters ?? {};
   if (f.channels) {
     const wanted = new Set(f.channels.flatMap(requestedChannels));
@@ -267,6 +290,7 @@ async function filteredProducts(
   }
   if (f.delivery_type) products = products.filter((p) => p.delivery_type === f.delivery_type);
   if (f.is_fixed_price !== undefined) products = byPriceStructure(products, f.is_fixed_price);
+  if (f.pricing_structures) products = withPricingStructures(products, f.pricing_structures);
   if (f.format_types) {
     products = products.filter((p) =>
       p.format_ids.some((id) => f.format_types!.includes(formatTypeOf(id) as never)),

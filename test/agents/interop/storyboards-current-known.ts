@@ -248,13 +248,6 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.2.0-beta.5/protocols/media-buy/scenarios/read_filter_behavior.yaml:212: runner: the step expects 3.2's half-open range (end_date exclusive, get-media-buy-delivery-request.json); 6.11.0's client is pinned to 3.0 and sends adcp_major_version 3 without adcp_version (protocols/index.js buildVersionEnvelope), which version negotiation serves as 3.0, whose end_date is an inclusive day; the 3.2 range (unpinned or pinned 3.2: the April 15 row only, reporting_period.end the exclusive boundary, equal bounds VALIDATION_ERROR at start_date) is asserted in test/agents/sales-published.test.ts",
   },
-  'sales:media_buy_seller/revenue_share_pricing/seed_pricing_option.affiliate_content_commerce.affiliate_purchase_4pct':
-    {
-      releases: ['3.2.0-beta.5'],
-      modes: ['seeded'],
-      evidence:
-        "3.2.0-beta.5/protocols/media-buy/scenarios/revenue_share_pricing.yaml:70: ours, not fixed yet: seed_pricing_option refuses a revenue_share option (no fixed_price, rate or floor_price; commission_rate is not modelled) with INVALID_PARAMS; revenue-share pricing (3.2 only, absent from 3.1.19's pricing-option union) is not implemented",
-    },
   'sales:media_buy_seller/targeting_aware_discovery/exclude_partial_fixed_placement_set': {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
