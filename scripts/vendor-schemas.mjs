@@ -34,6 +34,8 @@ const TASKS = {
   'sales:list_creatives': 'creative/list-creatives',
   'sales:list_accounts': 'account/list-accounts',
   'sales:sync_accounts': 'account/sync-accounts',
+  'sales:report_usage': 'account/report-usage',
+  'sales:sync_event_sources': 'media-buy/sync-event-sources',
   'creative:list_creative_formats': 'creative/list-creative-formats',
   'creative:build_creative': 'creative/build-creative',
   'creative:preview_creative': 'creative/preview-creative',

@@ -102,6 +102,37 @@ type Wire = Array<{ product_id: string; channels: string[]; pricing_options: unk
 
 t.test('revenue_share_pricing.yaml end to end, pinned to 3.2', async (t) => {
   const { h, c, control } = await seeded(t);
+  // :84-134: the account and its attribution source.
+  const synced = await h.ok(
+    'sales',
+    'sync_accounts',
+    {
+      accounts: [{ brand: account.brand, operator: account.operator, billing: 'operator' }],
+      idempotency_key: 'rs-accounts-0000000000000000',
+      ...pin,
+    },
+    c,
+  );
+  t.ok((synced.accounts as Array<{ account_id?: string }>)[0]!.account_id);
+  const sources = await h.ok(
+    'sales',
+    'sync_event_sources',
+    {
+      account,
+      event_sources: [
+        {
+          event_source_id: 'affiliate_attribution',
+          name: 'Affiliate attribution',
+          event_types: ['purchase'],
+          allowed_domains: ['acmeoutdoor.example'],
+        },
+      ],
+      idempotency_key: 'rs-sources-00000000000000000',
+      ...pin,
+    },
+    c,
+  );
+  t.match(sources.event_sources, [{ event_source_id: 'affiliate_attribution', action: 'created' }]);
   // :139-182: the affiliate product and only its revenue_share option.
   const found = await h.ok('sales', 'get_products', { ...discovery, ...pin }, c);
   const products = found.products as Wire;
@@ -173,6 +204,63 @@ t.test('revenue_share_pricing.yaml end to end, pinned to 3.2', async (t) => {
     is_final: true,
     measurement_window: 'commission_locked_60d',
   });
+
+  // :302-342: the formula-checked usage, accepted once; the budget caps what follows.
+  const usage = (extra: Record<string, unknown> = {}) => ({
+    account,
+    idempotency_key: `usage-${Math.random().toString(36).slice(2)}-0000000000`,
+    reporting_period: { start: '2099-07-01T00:00:00Z', end: '2099-08-31T23:59:59Z' },
+    usage: [
+      {
+        account,
+        media_buy_id: mediaBuyId,
+        pricing_option_id: 'affiliate_purchase_4pct',
+        conversions: 320,
+        conversion_value: 125000,
+        commissionable_value: 112500,
+        vendor_cost: 4500,
+        currency: 'USD',
+        final: true,
+        finalized_at: '2099-10-08T18:00:00Z',
+        measurement_window: 'commission_locked_60d',
+        ...extra,
+      },
+    ],
+  });
+  t.same(await h.ok('sales', 'report_usage', { ...usage(), ...pin }, c), {
+    status: 'completed',
+    accepted: 1,
+    adcp_version: '3.2',
+  });
+  const refused = async (extra: Record<string, unknown>, code: string, field: string) => {
+    const r = await h.ok('sales', 'report_usage', usage(extra), c);
+    t.equal(r.accepted, 0, `${field}: not accepted`);
+    t.match(r.errors, [{ code, field: `usage[0].${field}` }], `${code} at ${field}`);
+  };
+  await refused({ vendor_cost: 4600 }, 'INVALID_USAGE_DATA', 'vendor_cost');
+  await refused({ commissionable_value: undefined }, 'INVALID_USAGE_DATA', 'commissionable_value');
+  await refused({ currency: 'EUR' }, 'INVALID_USAGE_DATA', 'currency');
+  await refused({ pricing_option_id: 'other' }, 'INVALID_PRICING_OPTION', 'pricing_option_id');
+  await refused({ media_buy_id: 'mb_nope' }, 'MEDIA_BUY_NOT_FOUND', 'media_buy_id');
+  await refused(
+    { account: { brand: { domain: 'else.example' }, operator: 'x.example' } },
+    'ACCOUNT_NOT_FOUND',
+    'account',
+  );
+  // 4,500 of the 10,000 budget is billed: 137,500 more at 4% (5,500) reaches it exactly,
+  // anything beyond exceeds it.
+  await refused(
+    { commissionable_value: 137525, vendor_cost: 5501 },
+    'BUDGET_EXCEEDED',
+    'vendor_cost',
+  );
+  const full = await h.ok(
+    'sales',
+    'report_usage',
+    usage({ commissionable_value: 137500, vendor_cost: 5500 }),
+    c,
+  );
+  t.equal(full.accepted, 1, 'up to the budget');
 
   // Unpinned (every release must accept the answer) and 3.1: never named revenue_share.
   for (const version of [{}, { adcp_major_version: 3 }, { adcp_version: '3.1' }]) {

@@ -97,7 +97,7 @@ const REVENUE_SHARE_TEXT = [
 ] as const;
 
 /** The published event types (enums/event-type.json), which a revenue share is paid on. */
-const EVENT_TYPES = new Set(
+export const EVENT_TYPES: ReadonlySet<string> = new Set(
   (
     'page_view view_content select_content select_item search share add_to_cart ' +
     'remove_from_cart viewed_cart add_to_wishlist initiate_checkout add_payment_info purchase ' +
