@@ -45,6 +45,7 @@ const TASKS = {
   'signals:activate_signal': 'signals/activate-signal',
   '*:get_adcp_capabilities': 'protocol/get-adcp-capabilities',
   '*:get_task_status': 'protocol/get-task-status',
+  '*:list_tasks': 'protocol/list-tasks',
   '*:sync_agent_notification_configs': 'protocol/sync-agent-notification-configs',
 };
 
