@@ -393,3 +393,35 @@ t.test('a revenue-share package: no bid, the product window, outcomes checked', 
   t.notOk('commissionable_value' in p, 'nothing stated, nothing reported');
   t.equal(p.spend, 0, 'no spend before a settlement');
 });
+
+t.test(
+  'a seeded product answers published channels only (affiliate kept, ours mapped)',
+  async (t) => {
+    const { h, c, control } = await seeded(t);
+    await control('seed_product', {
+      product_id: 'mixed_channels',
+      fixture: {
+        ...PRODUCT,
+        // commissionable_value is a 3.2 metric: a product every release may list has none.
+        reporting_capabilities: undefined,
+        channels: ['video', 'affiliate', 'hologram', 'olv'],
+        pricing_options: [
+          { pricing_option_id: 'mixed_cpm', pricing_model: 'cpm', currency: 'USD', fixed_price: 9 },
+        ],
+      },
+    });
+    const all = await h.ok('sales', 'get_products', { buying_mode: 'wholesale', account }, c);
+    const mixed = (all.products as Wire).find((p) => p.product_id === 'mixed_channels')!;
+    t.same(mixed.channels, ['olv', 'affiliate'], 'video is olv; an unknown word is dropped');
+    const byChannel = await h.ok(
+      'sales',
+      'get_products',
+      { buying_mode: 'wholesale', account, filters: { channels: ['olv'] } },
+      c,
+    );
+    t.ok(
+      (byChannel.products as Wire).some((p) => p.product_id === 'mixed_channels'),
+      'found by its published channel',
+    );
+  },
+);

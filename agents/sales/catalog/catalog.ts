@@ -44,6 +44,7 @@ import {
   refuseConflictingGeo,
 } from './brief-targeting.js';
 import { configureProducts } from './configured.js';
+import { publishedFixtureChannels } from './channels.js';
 
 export type { PricingOption };
 
@@ -65,8 +66,8 @@ function requestedChannels(channel: string): string[] {
  * product keeps its fixture's published channels (affiliate, ...) as given.
  */
 export function productChannels(p: Pick<ProductRow, 'channel' | 'keywords' | 'fixture'>): string[] {
-  const seeded = p.fixture?.channels;
-  if (Array.isArray(seeded) && seeded.length > 0) return seeded as string[];
+  const seeded = publishedFixtureChannels(p.fixture?.channels);
+  if (seeded.length > 0) return seeded;
   if (p.channel === 'video') return ['olv'];
   if (p.channel === 'audio')
     return [p.keywords.includes('podcast') ? 'podcast' : 'streaming_audio'];
@@ -365,7 +366,9 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
     // published object's required members stay).
     if (p.fixture) {
       // demographic_targeting is 3.2's: a 3.0/3.1 answer omits it.
+      // channels: answered as productChannels reads them (published values only).
       const { reporting_capabilities: reporting, demographic_targeting: demo, ...rest } = p.fixture;
+      delete rest.channels;
       if (demo !== undefined && served32(ctx)) out.demographic_targeting = demo;
       Object.assign(out, rest);
       if (reporting && typeof reporting === 'object') {
