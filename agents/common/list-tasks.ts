@@ -3,7 +3,8 @@
  * for reconciliation after a lost answer or webhook (a buyer recovers a submitted task's id
  * and state; create_media_buy_async_lifecycle.yaml reads it beside get_task_status).
  * Filters (status(es), task type(s), protocol(s), task ids, created/updated bounds,
- * context text, webhook), a sort, cursor pagination (pagination.ts) and the query summary.
+ * context text, webhook), a sort, cursor pagination (pagination.ts) and the query summary;
+ * a named `account` scopes the list to the tasks whose requests named that account.
  * Only task types of the published enum are listed (3.2's own ones only to a 3.2 pin), so
  * every answer is valid in the releases its request may be read in.
  */
@@ -107,6 +108,8 @@ export const ListTasksSchema = z.looseObject({
 type Params = z.output<typeof ListTasksSchema>;
 
 interface Row {
+  /** The account the task's request named (null: none). */
+  account: Record<string, unknown> | null;
   task_id: string;
   task_type: string;
   status: string;
@@ -114,6 +117,24 @@ interface Row {
   updated_at: Date;
   has_webhook: boolean;
   text: string;
+}
+
+/**
+ * Tasks of the named account only (reconciliation is scoped to the authenticated account +
+ * principal pair): the task's request named the same `account_id`, or the same brand domain
+ * and operator. A task whose request named no account belongs to no account.
+ */
+function sameAccount(ref: Record<string, unknown>) {
+  const key = (a: Record<string, unknown> | null): string | null => {
+    if (!a || typeof a !== 'object') return null;
+    if (typeof a.account_id === 'string') return `id:${a.account_id}`;
+    const domain = (a.brand as { domain?: unknown } | undefined)?.domain;
+    if (typeof domain !== 'string') return null;
+    const operator = typeof a.operator === 'string' ? a.operator : domain;
+    return `key:${domain.toLowerCase()}|${operator.toLowerCase()}`;
+  };
+  const wanted = key(ref);
+  return (a: Record<string, unknown> | null) => wanted !== null && key(a) === wanted;
 }
 
 const TERMINAL = new Set(['completed', 'failed', 'canceled', 'rejected']);
@@ -156,7 +177,7 @@ async function listTasks(params: Params, ctx: TaskContext, domain: string) {
   const listable: readonly string[] = ctx.request.release === '3.2' ? TASK_TYPES_32 : TASK_TYPES_31;
   // The text context_contains searches: the buyer's context and the ids the task names.
   const { rows } = await ctx.db.query<Row>(
-    `SELECT task_id, task_type, status, created_at, updated_at,
+    `SELECT task_id, task_type, status, created_at, updated_at, params->'account' AS account,
             (push_notification_config IS NOT NULL OR a2a_push IS NOT NULL) AS has_webhook,
             concat_ws(' ', task_id, resource_id, context::text, result->>'media_buy_id') AS text
        FROM ${ctx.schema}.tasks
@@ -164,7 +185,10 @@ async function listTasks(params: Params, ctx: TaskContext, domain: string) {
     [ctx.agent, ctx.principal!.principal_id, listable],
   );
   const applied: string[] = [];
-  const matching = rows.filter(matcher(params.filters ?? {}, domain, applied));
+  const inAccount = params.account ? sameAccount(params.account) : () => true;
+  const matching = rows
+    .filter((r) => inAccount(r.account))
+    .filter(matcher(params.filters ?? {}, domain, applied));
   const field = params.sort?.field ?? 'created_at';
   const direction = params.sort?.direction ?? 'desc';
   const key = (r: Row): string | number =>

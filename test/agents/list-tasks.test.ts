@@ -71,6 +71,25 @@ t.test('list_tasks finds the caller tasks as get_task_status sees them', async (
     [],
     'context_contains narrows',
   );
+  // Scoped to the named account (get_signals_async.yaml list_signals_task_wrong_account).
+  const ref = { brand: { domain: 'acme.example' }, operator: 'acme.example' };
+  const scoped = await h.ok(
+    'sales',
+    'create_media_buy',
+    { ...olderFormBuy('lt-3', end), account: ref, brand: { domain: 'acme.example' } },
+    c,
+  );
+  const mine = await list({ account: ref, filters: { task_type: 'create_media_buy' } });
+  t.same(
+    mine.tasks.map((x) => x.task_id),
+    [scoped.task_id],
+    'only the account named',
+  );
+  const otherAccount = await list({
+    account: { brand: { domain: 'otherbrand.example' }, operator: 'other-operator.example' },
+    filters: { task_ids: [scoped.task_id] },
+  });
+  t.same(otherAccount.tasks, [], 'another account sees none of them');
   const signals = (await h.ok(
     'signals',
     'list_tasks',
