@@ -23,7 +23,7 @@ import {
   simulateBudgetSpend,
 } from './media-buy-lifecycle.js';
 import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
-import { forceGetProductsArm, forceTaskCompletion } from './discovery-arms.js';
+import { forceGetProductsArm, forceGetSignalsArm, forceTaskCompletion } from './discovery-arms.js';
 import { ControllerSchema, type ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 import { forceUpstreamUnavailable } from './upstream.js';
@@ -520,6 +520,8 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return forceCreateMediaBuyArm(req, ctx);
     case 'force_get_products_arm':
       return forceGetProductsArm(req, ctx);
+    case 'force_get_signals_arm':
+      return forceGetSignalsArm(req, ctx);
     case 'force_task_completion':
       return forceTaskCompletion(req, ctx);
     case 'simulate_budget_spend':

@@ -350,7 +350,7 @@ t.test('malformed revenue-share options are refused and nothing is stored', asyn
 });
 
 t.test('a revenue-share package: no bid, the product window, outcomes checked', async (t) => {
-  const { h, c, control } = await seeded(t);
+  const { h, c } = await seeded(t);
   const bid = await h.err('sales', 'create_media_buy', { ...buy({ bid_price: 5 }), ...pin }, c);
   t.equal(bid.code, 'VALIDATION_ERROR');
   t.equal(bid.field, 'packages[0].bid_price');
