@@ -99,10 +99,13 @@ export async function liveImpact(
   const liveQueue = new DeliveryQueue({ connection: liveRedis, prefix: livePrefix });
   const outbox = new Outbox({ pool, queue: liveQueue, schema });
   const { key } = await generateSigningKey('ed25519');
+  // Its own client, disconnected at the end: BullMQ leaves a client it was given open, and
+  // an open one kept the bench's process from exiting once it had printed.
+  const workerRedis = createRedis(redisUrl);
   const worker = new DeliveryWorker({
     outbox,
     signer: { key, profile: brandProfile('svc') },
-    connection: createRedis(redisUrl),
+    connection: workerRedis,
     prefix: livePrefix,
     allowHosts: ['127.0.0.1'],
     concurrency: 64,
@@ -183,6 +186,7 @@ export async function liveImpact(
     await recoverQueue.close();
     liveRedis.disconnect();
     recoverRedis.disconnect();
+    workerRedis.disconnect();
     await live.close();
     await recovered.close();
   }
