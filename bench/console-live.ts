@@ -35,6 +35,10 @@ export interface LiveImpact {
   recovered: number[];
   /** Drain mode: recover start to the last recovered delivery received, per round. */
   drainMs: number[];
+  /** Drain mode: recovered deliveries received while the live batch ran, per round. */
+  recoveredDuringLive: number[];
+  /** The most recovered rows the worker let in at once beside live rows (lanes.ts). */
+  peakWhileLive: number;
 }
 
 /**
@@ -143,6 +147,8 @@ export async function liveImpact(
     recoverMs: [],
     recovered: [],
     drainMs: [],
+    recoveredDuringLive: [],
+    peakWhileLive: 0,
   };
   try {
     await batch(); // warm: connections, prepared plans
@@ -166,6 +172,7 @@ export async function liveImpact(
           return x.recovered;
         });
       out.duringMs.push(await batch());
+      out.recoveredDuringLive.push(recovered.got() - delivered);
       const n = await recovering;
       if (drain) {
         // Bounded: a drain that stalls for a minute ends the round (and says so).
@@ -178,6 +185,7 @@ export async function liveImpact(
         );
       }
     }
+    out.peakWhileLive = worker.lanes.peakWhileLive;
   } finally {
     await worker.close();
     await liveQueue.obliterate().catch(() => {});
@@ -203,7 +211,7 @@ export function describeLiveImpact(x: LiveImpact): string {
     `  the recover: ${median(x.recovered)} deliveries re-opened, recorded, audited and dispatched in ${(median(x.recoverMs) / 1000).toFixed(2)} s (target < 10 s)`,
     `  rounds alone ${x.aloneMs.map((v) => v.toFixed(0)).join(' / ')} ms; during ${x.duringMs.map((v) => v.toFixed(0)).join(' / ')} ms`,
     x.drainMs.length
-      ? `  the same worker drained the recovered deliveries (another loopback origin) in ${x.drainMs.map((v) => (v / 1000).toFixed(2)).join(' / ')} s from the recover's start`
+      ? `  the same worker drained the recovered deliveries (another loopback origin) in ${x.drainMs.map((v) => (v / 1000).toFixed(2)).join(' / ')} s from the recover's start; ${x.recoveredDuringLive.join(' / ')} of them while the live batch ran (recovered rows let in at once beside live ones: at most ${x.peakWhileLive})`
       : `  the recovered jobs went to a queue no worker reads (--live-no-drain)`,
   ].join('\n');
 }
