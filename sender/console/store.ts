@@ -235,22 +235,7 @@ export function listStatement(
   // holds the value as text. The body is read through console_body_json either way: a
   // body jsonb refuses (a \u0000 escape, a lone surrogate: the outbox stores them) is null
   // to it, where a cast would fail the whole search.
-  if (f.payload) {
-    const m = payloadMatch(f.payload);
-    const json = `${schema}.console_body_json(o.body)`;
-    const probes = built.payload ? payloadProbes(m.path, m.value) : null;
-    if (probes) add((p) => `${json} @> ANY(${p}::jsonb[])`, probes);
-    // eslint-disable-next-line no-control-regex -- what JSON escapes: the bytes differ
-    if (!/["\\\u0000-\u001f]/.test(m.value)) {
-      add((p) => `position(convert_to(${p}, 'UTF8') in o.body) > 0`, m.value);
-    }
-    values.push(m.path, m.value);
-    // In coalesce, so the planner does not take it for a rare equality (0.5 % of rows, its
-    // default for an expression it has no statistics on): a common value beside a
-    // principal then walks the principal's index in the list's order and stops at the
-    // page, where it used to read and sort all of that principal's bodies.
-    where.push(`coalesce(${json} #>> $${values.length - 1}::text[] = $${values.length}, false)`);
-  }
+  if (f.payload) payloadConditions(schema, f.payload, built.payload, values, where);
   if (f.from) add((p) => `${lead}.created_at >= ${p}`, f.from);
   if (f.to) add((p) => `${lead}.created_at < ${p}`, f.to);
   if (cursor) {
@@ -273,6 +258,34 @@ export function listStatement(
     JOIN ${schema}.outbox_delivery d ON d.id = k.id
    ORDER BY k.created_at DESC, k.id DESC`;
   return { text, values };
+}
+
+/**
+ * A payload search's conditions (`path=value`), pushed onto listStatement's `where` with
+ * their parameters on `values`; see listStatement's comment on the payload.
+ */
+function payloadConditions(
+  schema: string,
+  payload: string,
+  indexed: boolean,
+  values: unknown[],
+  where: string[],
+): void {
+  const m = payloadMatch(payload);
+  const json = `${schema}.console_body_json(o.body)`;
+  const param = (v: unknown) => (values.push(v), `$${values.length}`);
+  const probes = indexed ? payloadProbes(m.path, m.value) : null;
+  if (probes) where.push(`${json} @> ANY(${param(probes)}::jsonb[])`);
+  // eslint-disable-next-line no-control-regex -- what JSON escapes: the bytes differ
+  if (!/["\\\u0000-\u001f]/.test(m.value)) {
+    where.push(`position(convert_to(${param(m.value)}, 'UTF8') in o.body) > 0`);
+  }
+  // In coalesce, so the planner does not take it for a rare equality (0.5 % of rows, its
+  // default for an expression it has no statistics on): a common value beside a principal
+  // then walks the principal's index in the list's order and stops at the page, where it
+  // used to read and sort all of that principal's bodies.
+  const path = param(m.path);
+  where.push(`coalesce(${json} #>> ${path}::text[] = ${param(m.value)}, false)`);
 }
 
 /**
