@@ -13,58 +13,31 @@ import type { AgentKind } from '../auth/principal.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { DateTimeSchema } from '../runtime/validation.js';
+import { resolveRef, type Release } from '../protocol/index.js';
 import { paginate, PaginationRequestSchema } from './pagination.js';
 
-/** The published task-type enum: 3.1.19's, and what 3.2.0-beta.5 added. */
-const TASK_TYPES_31 = [
-  'create_media_buy',
-  'update_media_buy',
-  'media_buy_delivery',
-  'sync_creatives',
-  'build_creative',
-  'activate_signal',
-  'get_products',
-  'get_signals',
-  'create_property_list',
-  'update_property_list',
-  'get_property_list',
-  'list_property_lists',
-  'delete_property_list',
-  'sync_accounts',
-  'get_account_financials',
-  'get_creative_delivery',
-  'sync_event_sources',
-  'sync_audiences',
-  'sync_catalogs',
-  'log_event',
-  'get_brand_identity',
-  'search_brands',
-  'get_rights',
-  'acquire_rights',
-] as const;
-const TASK_TYPES_32 = [
-  ...TASK_TYPES_31,
-  'decline_proposals',
-  'update_rights',
-  'request_proposals',
-  'control_media_buy',
-  'buy_products',
-  'accept_proposal',
-  'preview_creative',
-  'sync_agent_notification_configs',
-  'refine_proposals',
-] as const;
-const STATUSES = [
-  'submitted',
-  'working',
-  'input-required',
-  'completed',
-  'canceled',
-  'failed',
-  'rejected',
-  'auth-required',
-  'unknown',
-] as const;
+/**
+ * A published enum, read from the release's vendored schema (enums/<name>.json), so the list
+ * is the protocol's own and changes with the vendored release, not a copy kept here.
+ */
+function publishedEnum(release: Release, name: string): [string, ...string[]] {
+  const values = (
+    resolveRef(release, `/schemas/${release}/enums/${name}.json`) as { enum?: unknown }
+  )?.enum;
+  if (
+    !Array.isArray(values) ||
+    values.length === 0 ||
+    !values.every((v) => typeof v === 'string')
+  ) {
+    throw new Error(`the vendored ${release} enums/${name}.json holds no enum of strings`);
+  }
+  return values as [string, ...string[]];
+}
+
+/** The task types of 3.1.19, and of 3.2.0-beta.5 (a superset: what 3.2 added). */
+const TASK_TYPES_31 = publishedEnum('3.1.19', 'task-type');
+const TASK_TYPES_32 = publishedEnum('3.2.0-beta.5', 'task-type');
+const STATUSES = publishedEnum('3.2.0-beta.5', 'task-status');
 const PROTOCOLS = [
   'media-buy',
   'signals',
