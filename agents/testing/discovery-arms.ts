@@ -67,6 +67,21 @@ async function submittedArm(
   };
 }
 
+/** Keeps a forced arm for the caller's next request to `agent` (one per principal). */
+function keepArm(
+  ctx: TaskContext,
+  agent: 'sales' | 'signals',
+  kind: string,
+  directive: Record<string, unknown>,
+): Promise<void> {
+  return putFixture(
+    ctx.db,
+    ctx.schema,
+    { agent, principalId: ctx.principal!.principal_id, account: SESSION, kind, id: 'next' },
+    directive,
+  );
+}
+
 /**
  * force_get_products_arm: one directive per principal (a new one replaces it), taken by
  * the next brief-mode get_products of a sandbox account that can be answered with it
@@ -81,18 +96,7 @@ export async function forceGetProductsArm(req: ControllerRequest, ctx: TaskConte
         ? await submittedArm(p, ctx)
         : 'params.arm must be submitted or rejected';
   if (typeof directive === 'string') return refuse('INVALID_PARAMS', directive);
-  await putFixture(
-    ctx.db,
-    ctx.schema,
-    {
-      agent: 'sales',
-      principalId: ctx.principal!.principal_id,
-      account: SESSION,
-      kind: GET_PRODUCTS_ARM_KIND,
-      id: 'next',
-    },
-    directive,
-  );
+  await keepArm(ctx, 'sales', GET_PRODUCTS_ARM_KIND, directive);
   const { arm } = directive;
   return {
     success: true,
@@ -114,18 +118,7 @@ export async function forceGetSignalsArm(req: ControllerRequest, ctx: TaskContex
   const directive =
     p.arm === 'submitted' ? await submittedArm(p, ctx) : 'params.arm must be submitted';
   if (typeof directive === 'string') return refuse('INVALID_PARAMS', directive);
-  await putFixture(
-    ctx.db,
-    ctx.schema,
-    {
-      agent: 'signals',
-      principalId: ctx.principal!.principal_id,
-      account: SESSION,
-      kind: GET_SIGNALS_ARM_KIND,
-      id: 'next',
-    },
-    directive,
-  );
+  await keepArm(ctx, 'signals', GET_SIGNALS_ARM_KIND, directive);
   const taskId = directive.arm === 'submitted' ? directive.task_id : '';
   return {
     success: true,
