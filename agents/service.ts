@@ -36,6 +36,8 @@ import { defaultSettings, type AgentSettings } from './runtime/settings.js';
 import type { AgentNotifications } from './runtime/types.js';
 import { registerAccountTasks } from './sales/accounts/accounts.js';
 import { registerCatalogTasks } from './sales/catalog/catalog.js';
+import { registerEventSourceTasks } from './sales/settlement/event-sources.js';
+import { registerUsageTasks } from './sales/settlement/usage.js';
 import { registerCreativeTasks } from './sales/creatives/creatives.js';
 import { registerDeliveryTasks, SimulatedDeliverySource } from './sales/delivery/delivery.js';
 import { DeliverySimulator } from './sales/delivery/simulator.js';
@@ -177,6 +179,8 @@ async function registerAllTasks(
   registerCreativeTasks(registry);
   registerDeliveryTasks(registry);
   registerAccountTasks(registry);
+  registerEventSourceTasks(registry);
+  registerUsageTasks(registry);
   registerCreativeAgentTasks(registry);
   registerSignalTasks(registry);
   if (settings.testController) {

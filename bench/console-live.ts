@@ -35,6 +35,10 @@ export interface LiveImpact {
   recovered: number[];
   /** Drain mode: recover start to the last recovered delivery received, per round. */
   drainMs: number[];
+  /** Drain mode: recovered deliveries received while the live batch ran, per round. */
+  recoveredDuringLive: number[];
+  /** The most recovered rows the worker let in at once beside live rows (lanes.ts). */
+  peakWhileLive: number;
 }
 
 /**
@@ -99,10 +103,13 @@ export async function liveImpact(
   const liveQueue = new DeliveryQueue({ connection: liveRedis, prefix: livePrefix });
   const outbox = new Outbox({ pool, queue: liveQueue, schema });
   const { key } = await generateSigningKey('ed25519');
+  // Its own client, disconnected at the end: BullMQ leaves a client it was given open, and
+  // an open one kept the bench's process from exiting once it had printed.
+  const workerRedis = createRedis(redisUrl);
   const worker = new DeliveryWorker({
     outbox,
     signer: { key, profile: brandProfile('svc') },
-    connection: createRedis(redisUrl),
+    connection: workerRedis,
     prefix: livePrefix,
     allowHosts: ['127.0.0.1'],
     concurrency: 64,
@@ -140,6 +147,8 @@ export async function liveImpact(
     recoverMs: [],
     recovered: [],
     drainMs: [],
+    recoveredDuringLive: [],
+    peakWhileLive: 0,
   };
   try {
     await batch(); // warm: connections, prepared plans
@@ -163,6 +172,7 @@ export async function liveImpact(
           return x.recovered;
         });
       out.duringMs.push(await batch());
+      out.recoveredDuringLive.push(recovered.got() - delivered);
       const n = await recovering;
       if (drain) {
         // Bounded: a drain that stalls for a minute ends the round (and says so).
@@ -175,6 +185,7 @@ export async function liveImpact(
         );
       }
     }
+    out.peakWhileLive = worker.lanes.peakWhileLive;
   } finally {
     await worker.close();
     await liveQueue.obliterate().catch(() => {});
@@ -183,6 +194,7 @@ export async function liveImpact(
     await recoverQueue.close();
     liveRedis.disconnect();
     recoverRedis.disconnect();
+    workerRedis.disconnect();
     await live.close();
     await recovered.close();
   }
@@ -199,7 +211,7 @@ export function describeLiveImpact(x: LiveImpact): string {
     `  the recover: ${median(x.recovered)} deliveries re-opened, recorded, audited and dispatched in ${(median(x.recoverMs) / 1000).toFixed(2)} s (target < 10 s)`,
     `  rounds alone ${x.aloneMs.map((v) => v.toFixed(0)).join(' / ')} ms; during ${x.duringMs.map((v) => v.toFixed(0)).join(' / ')} ms`,
     x.drainMs.length
-      ? `  the same worker drained the recovered deliveries (another loopback origin) in ${x.drainMs.map((v) => (v / 1000).toFixed(2)).join(' / ')} s from the recover's start`
+      ? `  the same worker drained the recovered deliveries (another loopback origin) in ${x.drainMs.map((v) => (v / 1000).toFixed(2)).join(' / ')} s from the recover's start; ${x.recoveredDuringLive.join(' / ')} of them while the live batch ran (recovered rows let in at once beside live ones: at most ${x.peakWhileLive})`
       : `  the recovered jobs went to a queue no worker reads (--live-no-drain)`,
   ].join('\n');
 }

@@ -34,6 +34,8 @@ const TASKS = {
   'sales:list_creatives': 'creative/list-creatives',
   'sales:list_accounts': 'account/list-accounts',
   'sales:sync_accounts': 'account/sync-accounts',
+  'sales:report_usage': 'account/report-usage',
+  'sales:sync_event_sources': 'media-buy/sync-event-sources',
   'creative:list_creative_formats': 'creative/list-creative-formats',
   'creative:build_creative': 'creative/build-creative',
   'creative:preview_creative': 'creative/preview-creative',
@@ -43,6 +45,7 @@ const TASKS = {
   'signals:activate_signal': 'signals/activate-signal',
   '*:get_adcp_capabilities': 'protocol/get-adcp-capabilities',
   '*:get_task_status': 'protocol/get-task-status',
+  '*:list_tasks': 'protocol/list-tasks',
   '*:sync_agent_notification_configs': 'protocol/sync-agent-notification-configs',
 };
 

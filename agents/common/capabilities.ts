@@ -5,6 +5,7 @@
  * by the caller) and `get_task_status` (polling). Also the operator's "capabilities
  * changed" publication, which bumps the version before firing.
  */
+import { addListTasksTask } from './list-tasks.js';
 import { z } from 'zod';
 import type { Pool } from '../../shared/infra/pg.js';
 import type { Logger } from '../../shared/infra/logger.js';
@@ -256,6 +257,7 @@ export function registerCommonTasks(
     addAgentCapabilitiesTask(registry, agent);
     addSyncAgentConfigsTask(registry, agent);
     addTaskStatusTask(registry, tasks, agent);
+    addListTasksTask(registry, agent, TASK_PROTOCOLS[agent], quickTask(agent));
   }
 }
 

@@ -110,6 +110,8 @@ export async function takeForcedCreateArm(
 
 /** The fixture kind of force_get_products_arm's directive (one per principal). */
 export const GET_PRODUCTS_ARM_KIND = 'get_products_arm';
+/** force_get_signals_arm's (the signal agent's; submitted only, as published). */
+export const GET_SIGNALS_ARM_KIND = 'get_signals_arm';
 
 /**
  * A forced get_products answer: submitted under the harness's task id, or the 3.2
@@ -129,22 +131,24 @@ export async function takeForcedGetProductsArm(
   schema: string,
   principalId: string,
   canServe: (arm: ForcedGetProductsArm) => boolean,
+  agent: 'sales' | 'signals' = 'sales',
 ): Promise<ForcedGetProductsArm | null> {
+  const kind = agent === 'sales' ? GET_PRODUCTS_ARM_KIND : GET_SIGNALS_ARM_KIND;
   const { rows } = await db.query<{ data: ForcedGetProductsArm }>(
     `SELECT f.data FROM ${schema}.sandbox_fixtures f
        JOIN ${schema}.principals p ON p.agent = f.agent AND p.principal_id = f.principal_id
-      WHERE f.agent = 'sales' AND f.principal_id = $1 AND f.account_key = $2 AND f.kind = $3
+      WHERE f.agent = $4 AND f.principal_id = $1 AND f.account_key = $2 AND f.kind = $3
         AND p.sandbox`,
-    [principalId, SESSION, GET_PRODUCTS_ARM_KIND],
+    [principalId, SESSION, kind, agent],
   );
   const waiting = rows[0]?.data;
   if (!waiting || !canServe(waiting)) return null;
   // Taken by one request only: a concurrent one that lost the DELETE answers normally.
   const { rowCount } = await db.query(
     `DELETE FROM ${schema}.sandbox_fixtures
-      WHERE agent = 'sales' AND principal_id = $1 AND account_key = $2 AND kind = $3
+      WHERE agent = $5 AND principal_id = $1 AND account_key = $2 AND kind = $3
         AND data = $4::jsonb`,
-    [principalId, SESSION, GET_PRODUCTS_ARM_KIND, JSON.stringify(waiting)],
+    [principalId, SESSION, kind, JSON.stringify(waiting), agent],
   );
   return rowCount ? waiting : null;
 }

@@ -26,5 +26,12 @@ export const CONTROLLER_SCENARIOS: Record<AgentKind, readonly string[]> = {
   // seed_product / seed_pricing_option: the universal storyboards seed their shared
   // fixtures on every agent; a creative agent sells nothing, so it acknowledges them.
   creative: ['seed_creative', 'seed_creative_format', 'seed_product', 'seed_pricing_option'],
-  signals: [],
+  // The async discovery arm and its completion (get_signals_async.yaml); the universal
+  // storyboards' shared product fixtures acknowledged, as at the creative agent.
+  signals: [
+    'force_get_signals_arm',
+    'force_task_completion',
+    'seed_product',
+    'seed_pricing_option',
+  ],
 };

@@ -16,7 +16,8 @@ import { paginate, PaginationRequestSchema } from '../common/pagination.js';
 import { briefTerms, score } from '../runtime/ranking.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { AgentSettings } from '../runtime/settings.js';
-import type { Advance, StoredTask, TaskContext } from '../runtime/types.js';
+import type { Advance, HandlerOutcome, StoredTask, TaskContext } from '../runtime/types.js';
+import { takeForcedGetProductsArm } from '../sandbox/fixtures.js';
 import { requireIdempotencyKey } from '../runtime/validation.js';
 
 const TargetSchema = z.discriminatedUnion(
@@ -532,6 +533,35 @@ async function advanceActivation(task: StoredTask, ctx: TaskContext): Promise<Ad
   };
 }
 
+/**
+ * The test controller's forced arm (force_get_signals_arm) for this request, answered: a
+ * semantic (brief-mode) discovery naming an account of a sandbox principal, controller on,
+ * takes it once and answers submitted under the harness's task id (its push registration
+ * kept, completed by force_task_completion). A wholesale feed request never takes it.
+ */
+async function forcedSubmitted(
+  params: z.output<typeof GetSignalsSchema>,
+  ctx: TaskContext,
+): Promise<HandlerOutcome | null> {
+  const p = params as { discovery_mode?: unknown; account?: unknown };
+  if (!ctx.settings.testController || !ctx.principal || p.account === undefined) return null;
+  if (p.discovery_mode === 'wholesale' || params.signal_spec === undefined) return null;
+  const arm = await takeForcedGetProductsArm(
+    ctx.db,
+    ctx.schema,
+    ctx.principal.principal_id,
+    (a) => a.arm === 'submitted',
+    'signals',
+  );
+  if (!arm || arm.arm !== 'submitted') return null;
+  const message = arm.message ?? 'signal discovery received; the result follows';
+  return {
+    status: 'submitted',
+    body: { message },
+    async: { runAfterMs: null, taskId: arm.task_id, message },
+  };
+}
+
 export function registerSignalTasks(registry: TaskRegistry): void {
   registry.add({
     name: 'get_signals',
@@ -545,7 +575,11 @@ export function registerSignalTasks(registry: TaskRegistry): void {
     readOnly: true,
     webhookTaskType: 'get_signals',
     errorShape: 'signal',
-    handle: async (params, ctx) => ({ status: 'completed', body: await getSignals(params, ctx) }),
+    handle: async (params, ctx) =>
+      (await forcedSubmitted(params, ctx)) ?? {
+        status: 'completed',
+        body: await getSignals(params, ctx),
+      },
   });
   registry.add({
     name: 'activate_signal',

@@ -397,6 +397,34 @@ AGENT_MIGRATIONS.push({
   sql: (s) => `ALTER TABLE ${s}.products ADD COLUMN bound_targeting jsonb;`,
 });
 
+// Settlement inputs (3.1+ conversion tracking and billing reconciliation): the event sources
+// a buyer registered per account (sync_event_sources; a revenue share names the one whose
+// attribution bills), and the usage records report_usage accepted (a revenue share's
+// commission, checked against its rate and its package's budget).
+AGENT_MIGRATIONS.push({
+  id: '016_settlement',
+  sql: (s) => `
+    CREATE TABLE ${s}.event_sources (
+      principal_id text NOT NULL,
+      account_id text NOT NULL,
+      event_source_id text NOT NULL,
+      source jsonb NOT NULL,
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (principal_id, account_id, event_source_id));
+    CREATE TABLE ${s}.usage_records (
+      id bigserial PRIMARY KEY,
+      principal_id text NOT NULL,
+      account_id text NOT NULL,
+      media_buy_id text,
+      package_id text,
+      pricing_option_id text,
+      vendor_cost numeric NOT NULL,
+      currency text NOT NULL,
+      record jsonb NOT NULL,
+      reported_at timestamptz NOT NULL DEFAULT now());
+    CREATE INDEX ON ${s}.usage_records (package_id);`,
+});
+
 export function migrateAgents(pool: Pool, schema = DEFAULT_AGENTS_SCHEMA): Promise<string[]> {
   return migrate(pool, schema, AGENT_MIGRATIONS);
 }

@@ -13,6 +13,7 @@ import type { AgentKind } from '../auth/principal.js';
 import { CREATIVE_STATUSES } from '../creative/library.js';
 import { ACCOUNT_STATUSES } from '../sales/accounts/accounts.js';
 import { storedFormatRef } from '../sales/creatives/creatives.js';
+import { revenueShareOption } from '../sales/catalog/pricing.js';
 import type { TaskRegistry } from '../runtime/registry.js';
 import type { TaskContext } from '../runtime/types.js';
 import { isSandboxPrincipal, putFixture, SESSION } from '../sandbox/fixtures.js';
@@ -22,7 +23,7 @@ import {
   simulateBudgetSpend,
 } from './media-buy-lifecycle.js';
 import { seedMediaBuy, simulateDelivery } from './media-buy-scenarios.js';
-import { forceGetProductsArm, forceTaskCompletion } from './discovery-arms.js';
+import { forceGetProductsArm, forceGetSignalsArm, forceTaskCompletion } from './discovery-arms.js';
 import { ControllerSchema, type ControllerRequest } from './request.js';
 import { refuse, str } from './replies.js';
 import { forceUpstreamUnavailable } from './upstream.js';
@@ -162,6 +163,8 @@ const PUBLISHED_AS_OURS: Record<string, string> = {
 };
 
 const KEPT_FIXTURE_MEMBERS = [
+  // The published channels as given (affiliate, ...: ours are five; productChannels).
+  'channels',
   'format_options',
   'creative_policy',
   'reporting_capabilities',
@@ -192,6 +195,11 @@ function fixturePricingOption(
 ): { option: Record<string, unknown> } | { error: string } {
   if (typeof optionId !== 'string' || !ID.test(optionId)) {
     return { error: 'pricing_option_id (letters, digits, _ . : -) is required' };
+  }
+  // 3.2's contingent option carries a commission rate instead of any price.
+  if (raw.pricing_model === 'revenue_share') {
+    const r = revenueShareOption(optionId, raw);
+    return 'error' in r ? r : { option: { ...r.option } };
   }
   const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
   const fixed = num(raw.fixed_price) ?? num(raw.rate) ?? num(raw.price);
@@ -532,6 +540,8 @@ async function control(req: ControllerRequest, ctx: TaskContext) {
       return forceCreateMediaBuyArm(req, ctx);
     case 'force_get_products_arm':
       return forceGetProductsArm(req, ctx);
+    case 'force_get_signals_arm':
+      return forceGetSignalsArm(req, ctx);
     case 'force_task_completion':
       return forceTaskCompletion(req, ctx);
     case 'simulate_budget_spend':

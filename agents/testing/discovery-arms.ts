@@ -12,6 +12,7 @@ import { TaskStore } from '../runtime/task-store.js';
 import type { TaskContext } from '../runtime/types.js';
 import {
   GET_PRODUCTS_ARM_KIND,
+  GET_SIGNALS_ARM_KIND,
   putFixture,
   SESSION,
   type ForcedGetProductsArm,
@@ -66,6 +67,21 @@ async function submittedArm(
   };
 }
 
+/** Keeps a forced arm for the caller's next request to `agent` (one per principal). */
+function keepArm(
+  ctx: TaskContext,
+  agent: 'sales' | 'signals',
+  kind: string,
+  directive: Record<string, unknown>,
+): Promise<void> {
+  return putFixture(
+    ctx.db,
+    ctx.schema,
+    { agent, principalId: ctx.principal!.principal_id, account: SESSION, kind, id: 'next' },
+    directive,
+  );
+}
+
 /**
  * force_get_products_arm: one directive per principal (a new one replaces it), taken by
  * the next brief-mode get_products of a sandbox account that can be answered with it
@@ -80,18 +96,7 @@ export async function forceGetProductsArm(req: ControllerRequest, ctx: TaskConte
         ? await submittedArm(p, ctx)
         : 'params.arm must be submitted or rejected';
   if (typeof directive === 'string') return refuse('INVALID_PARAMS', directive);
-  await putFixture(
-    ctx.db,
-    ctx.schema,
-    {
-      agent: 'sales',
-      principalId: ctx.principal!.principal_id,
-      account: SESSION,
-      kind: GET_PRODUCTS_ARM_KIND,
-      id: 'next',
-    },
-    directive,
-  );
+  await keepArm(ctx, 'sales', GET_PRODUCTS_ARM_KIND, directive);
   const { arm } = directive;
   return {
     success: true,
@@ -103,11 +108,33 @@ export async function forceGetProductsArm(req: ControllerRequest, ctx: TaskConte
   };
 }
 
+/**
+ * force_get_signals_arm (the signal agent's; published arm: submitted only): one
+ * directive per principal, taken by the next brief-mode get_signals naming an account (a
+ * wholesale feed request never takes it), answered submitted under the harness's task id.
+ */
+export async function forceGetSignalsArm(req: ControllerRequest, ctx: TaskContext) {
+  const p = req.params ?? {};
+  const directive =
+    p.arm === 'submitted' ? await submittedArm(p, ctx) : 'params.arm must be submitted';
+  if (typeof directive === 'string') return refuse('INVALID_PARAMS', directive);
+  await keepArm(ctx, 'signals', GET_SIGNALS_ARM_KIND, directive);
+  const taskId = directive.arm === 'submitted' ? directive.task_id : '';
+  return {
+    success: true,
+    forced: { arm: 'submitted', task_id: taskId },
+    message: `the next brief-mode get_signals of this sandbox account answers submitted as ${taskId}`,
+  };
+}
+
+/** The discovery tasks force_task_completion completes (one per agent). */
+const COMPLETABLE: Record<string, string> = { sales: 'get_products', signals: 'get_signals' };
+
 const MAX_RESULT_BYTES = 256 * 1024;
 
-/** The first issue of the payload against every release's get_products answer, or null. */
-function resultIssue(result: Record<string, unknown>): string | null {
-  const issues = RELEASES.map((r) => validateResponse('sales', 'get_products', result, r) ?? []);
+/** The first issue of the payload against every release's answer of the task, or null. */
+function resultIssue(result: Record<string, unknown>, agent: string, task: string): string | null {
+  const issues = RELEASES.map((r) => validateResponse(agent as never, task, result, r) ?? []);
   if (issues.some((list) => list.length === 0)) return null;
   const first = issues[0]![0]!;
   return `${first.pointer || '/'} ${first.message}`;
@@ -141,27 +168,30 @@ export async function forceTaskCompletion(req: ControllerRequest, ctx: TaskConte
   if (!task || task.agent !== ctx.agent || task.principal_id !== ctx.principal!.principal_id) {
     return refuse('NOT_FOUND', `no task ${taskId} of this sandbox account`, null);
   }
-  if (task.task_type !== 'get_products') {
+  const completable = COMPLETABLE[ctx.agent];
+  if (task.task_type !== completable) {
     return refuse(
       'INVALID_PARAMS',
-      `task ${taskId} is a ${task.task_type} task; only a submitted get_products task completes this way`,
+      `task ${taskId} is a ${task.task_type} task; only a submitted ${completable} task completes this way`,
     );
   }
   if (isTerminalStatus(task.status)) {
     return refuse('INVALID_TRANSITION', `task ${taskId} is already ${task.status}`, task.status);
   }
   const payload = { ...(result as Record<string, unknown>), status: 'completed' };
-  const issue = resultIssue(payload);
+  const issue = resultIssue(payload, ctx.agent, completable);
   if (issue) {
     return refuse(
       'INVALID_PARAMS',
-      `params.result is not a completed get_products answer: ${issue}`,
+      `params.result is not a completed ${completable} answer: ${issue}`,
     );
   }
+  const done =
+    completable === 'get_products' ? 'product discovery completed' : 'signal discovery completed';
   await store.transition(
     ctx.db,
     task,
-    { status: 'completed', result: payload, message: 'product discovery completed' },
+    { status: 'completed', result: payload, message: done },
     ctx.notifications,
   );
   return { success: true, previous_state: task.status, current_state: 'completed' };

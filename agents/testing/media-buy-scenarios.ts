@@ -350,11 +350,25 @@ function vendorMetricValue(v: unknown, i: number): Record<string, unknown> | str
  * `vendor_metric_values` (at most 20), as a measurement vendor reports them for the
  * package delivery is booked to. Null when neither is given; a string when malformed.
  */
+const OUTCOMES = ['conversions', 'conversion_value', 'commissionable_value'] as const;
+
 export function measurementParams(
   p: Record<string, unknown>,
 ): Omit<DeliveryMeasurement, 'package_id'> | null | string {
-  if (p.viewability === undefined && p.vendor_metric_values === undefined) return null;
+  const named = OUTCOMES.filter((k) => p[k] !== undefined);
+  if (p.viewability === undefined && p.vendor_metric_values === undefined && named.length === 0) {
+    return null;
+  }
   const out: Omit<DeliveryMeasurement, 'package_id'> = {};
+  // Attributed outcomes (delivery-metrics.json), as of this report: conversions a count,
+  // the values amounts in the buy's currency.
+  for (const k of named) {
+    const v = p[k];
+    if (k === 'conversions' ? count(v) === null : !amount(v)) {
+      return `params.${k} must be ${k === 'conversions' ? 'an integer' : 'a number'} >= 0`;
+    }
+    out.outcomes = { ...out.outcomes, [k]: v as number };
+  }
   if (p.viewability !== undefined) {
     const v = viewabilityParam(p.viewability);
     if (typeof v === 'string') return v;

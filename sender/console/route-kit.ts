@@ -20,6 +20,7 @@ import {
 } from './filters.js';
 import { layout, type PageContext } from './pages/layout.js';
 import type { SearchIndexes } from './search-index.js';
+import type { SearchIndexBuilds } from './search-index-build.js';
 import type { ConsoleStore, DeliveryDetail } from './store.js';
 import type { TrendStore } from './trends.js';
 export type { OAuthClientAdmin } from './handle.js';
@@ -42,6 +43,8 @@ export interface RouteKit {
   trends: TrendStore;
   /** The operator's search indexes (search-index.ts). */
   searchIndexes: SearchIndexes;
+  /** Their enable as the console runs it: one at a time, its progress kept (search-index-build.ts). */
+  searchIndexBuilds: SearchIndexBuilds;
   /** Answers with a page of the console's layout. */
   page(ctx: Ctx, p: Partial<PageContext> & { title: string }, body: Html | string): void;
 }

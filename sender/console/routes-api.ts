@@ -22,6 +22,7 @@ import {
 } from './route-kit.js';
 import { searchIndexesBody } from './pages/search-indexes.js';
 import { searchIndexKinds } from './search-index.js';
+import type { SearchIndexBuild } from './search-index-build.js';
 import { parseRange } from './trends.js';
 
 /** Deliveries: list, one, redeliver. */
@@ -89,36 +90,55 @@ export function trendsAuditLiveApi(
 
 /**
  * The search indexes (search-index.ts): the page with its status and forms, and the API.
- * An enable answers once every partition's index is built (minutes on a large outbox).
+ * The page's enable runs in the background (minutes on a large outbox) and the page,
+ * reloading itself meanwhile, shows its progress (search-index-build.ts); the API's
+ * answers once every partition's index is built, and its GET reports a build under way.
  */
-export function searchIndexRoutes(router: Router<State>, { searchIndexes, page }: RouteKit): void {
+export function searchIndexRoutes(
+  router: Router<State>,
+  { searchIndexes, searchIndexBuilds: builds, page }: RouteKit,
+): void {
   router.get('/search-indexes', async (ctx) => {
-    const done = ctx.query.done;
+    const [status, build] = await Promise.all([searchIndexes.status(), builds.state()]);
     page(
       ctx,
       {
         title: 'Search indexes',
         nav: null,
-        flash:
-          done === 'enable' || done === 'disable'
-            ? { kind: 'ok', text: done === 'enable' ? 'Built.' : 'Dropped.' }
-            : null,
+        flash: ctx.query.done === 'disable' ? { kind: 'ok', text: 'Dropped.' } : buildFlash(build),
+        ...(build?.running ? { refreshSeconds: 2 } : {}),
       },
-      searchIndexesBody(await searchIndexes.status(), csrfOf(ctx)),
+      searchIndexesBody(status, csrfOf(ctx), build),
     );
   });
   router.get('/api/search-indexes', async (ctx) => {
-    ctx.body = { items: await searchIndexes.status() };
+    const [items, build] = await Promise.all([searchIndexes.status(), builds.state()]);
+    ctx.body = { items, build };
   });
-  for (const verb of ['enable', 'disable'] as const) {
-    router.post(`/search-indexes/${verb}`, async (ctx) => {
-      await searchIndexes[verb](searchIndexKinds(form(ctx)), ctx.state.operator);
-      ctx.redirect(`/search-indexes?done=${verb}`);
-    });
-    router.post(`/api/search-indexes/${verb}`, async (ctx) => {
-      ctx.body = await searchIndexes[verb](searchIndexKinds(await body(ctx)), ctx.state.operator);
-    });
-  }
+  router.post('/search-indexes/enable', (ctx) => {
+    builds.start(searchIndexKinds(form(ctx)), ctx.state.operator);
+    ctx.redirect('/search-indexes');
+  });
+  router.post('/api/search-indexes/enable', async (ctx) => {
+    ctx.body = await builds.run(searchIndexKinds(await body(ctx)), ctx.state.operator);
+  });
+  router.post('/search-indexes/disable', async (ctx) => {
+    await searchIndexes.disable(searchIndexKinds(form(ctx)), ctx.state.operator);
+    ctx.redirect('/search-indexes?done=disable');
+  });
+  router.post('/api/search-indexes/disable', async (ctx) => {
+    ctx.body = await searchIndexes.disable(searchIndexKinds(await body(ctx)), ctx.state.operator);
+  });
+}
+
+/** The last build's outcome, once finished: built, or why not. */
+function buildFlash(b: SearchIndexBuild | null): { kind: 'ok' | 'error'; text: string } | null {
+  if (!b || b.running) return null;
+  const what = `Last enable (${b.kinds.join(', ')}, by ${b.by})`;
+  if (b.error)
+    return { kind: 'error', text: `${what}: not built (${b.error.code}): ${b.error.message}` };
+  const n = Object.values(b.built ?? {}).reduce<number>((a, v) => a + Number(v), 0);
+  return { kind: 'ok', text: `${what}: built, ${n} partition indexes new.` };
 }
 
 /** The seller's OAuth client bindings (issue 21): the page with its forms, and the API. */
@@ -205,13 +225,13 @@ export const API_INDEX = {
     {
       method: 'GET',
       path: '/api/search-indexes',
-      note: 'the contains and payload search indexes: on, partial or off, and whether searches scan',
+      note: 'the contains and payload search indexes: on, partial or off, and whether searches scan; build: the enable under way (its partition, n of N, PostgreSQL phase) or the last one',
     },
     {
       method: 'POST',
       path: '/api/search-indexes/enable',
       body: '{"contains": true, "payload": true} (none: both)',
-      note: 'builds them partition by partition; each costs every event insert (README)',
+      note: 'builds them partition by partition (answers when done; 409 SEARCH_INDEX_BUILDING while another enable runs); each costs every event insert (README)',
     },
     {
       method: 'POST',

@@ -57,8 +57,8 @@ export interface SearchIndexProgress {
   /** 1-based position among the partitions this enable visits. */
   done: number;
   of: number;
-  /** built now, or already there. */
-  step: 'built' | 'already';
+  /** being built (reported before its build starts), built now, or already there. */
+  step: 'building' | 'built' | 'already';
   /** The partition's rows as PostgreSQL estimates them. */
   rows: number;
 }
@@ -245,6 +245,8 @@ export class SearchIndexes {
         progress({ ...step, step: 'already' });
         continue;
       }
+      // Before the build too: one partition may take minutes, and the console shows which.
+      progress({ ...step, step: 'building' });
       if (await this.buildPartition(client, name, definition, p.table, p.suffix)) {
         built++;
         progress({ ...step, step: 'built' });

@@ -28,6 +28,7 @@ import {
 } from './routes-api.js';
 import { deliveryPages, destinationPages, trendsAndAuditPages } from './routes-pages.js';
 import { SearchIndexes } from './search-index.js';
+import { SearchIndexBuilds } from './search-index-build.js';
 import type { ConsoleStore } from './store.js';
 import { TrendStore } from './trends.js';
 
@@ -73,11 +74,13 @@ export function createConsoleApp(o: ConsoleAppOptions): { app: Koa<State>; live:
   app.use(publicPart(gate));
   app.use(sessionGate(gate));
 
+  const searchIndexes = new SearchIndexes(store.pool, store.schema);
   const kit: RouteKit = {
     store,
     actions,
     trends: new TrendStore(store.pool, store.schema),
-    searchIndexes: new SearchIndexes(store.pool, store.schema),
+    searchIndexes,
+    searchIndexBuilds: new SearchIndexBuilds(searchIndexes, store.pool, store.schema),
     page: pageAnswer(brand, !!o.oauthClients),
   };
   deliveryPages(router, kit);

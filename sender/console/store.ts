@@ -235,18 +235,7 @@ export function listStatement(
   // holds the value as text. The body is read through console_body_json either way: a
   // body jsonb refuses (a \u0000 escape, a lone surrogate: the outbox stores them) is null
   // to it, where a cast would fail the whole search.
-  if (f.payload) {
-    const m = payloadMatch(f.payload);
-    const json = `${schema}.console_body_json(o.body)`;
-    const probes = built.payload ? payloadProbes(m.path, m.value) : null;
-    if (probes) add((p) => `${json} @> ANY(${p}::jsonb[])`, probes);
-    // eslint-disable-next-line no-control-regex -- what JSON escapes: the bytes differ
-    if (!/["\\\u0000-\u001f]/.test(m.value)) {
-      add((p) => `position(convert_to(${p}, 'UTF8') in o.body) > 0`, m.value);
-    }
-    values.push(m.path, m.value);
-    where.push(`${json} #>> $${values.length - 1}::text[] = $${values.length}`);
-  }
+  if (f.payload) payloadConditions(schema, f.payload, built.payload, values, where);
   if (f.from) add((p) => `${lead}.created_at >= ${p}`, f.from);
   if (f.to) add((p) => `${lead}.created_at < ${p}`, f.to);
   if (cursor) {
@@ -257,12 +246,75 @@ export function listStatement(
       `(${lead}.created_at, ${lead}.id) < (timestamptz 'epoch' + ${t}::bigint * interval '1 microsecond', ${id}::bigint)`,
     );
   }
-  values.push(limit + 1);
+  // A literal, not a parameter: a generic plan then knows the page is a few rows and
+  // fetches them by id, where a guessed 10 % of the table would scan it.
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`bad page size ${limit}`);
   const text = `SELECT ${SUMMARY_COLUMNS}
-    FROM ${schema}.outbox_event o JOIN ${schema}.outbox_delivery d ON d.id = o.id
-    ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY ${lead}.created_at DESC, ${lead}.id DESC LIMIT $${values.length}`;
+    FROM (SELECT ${lead}.id, ${lead}.created_at
+            FROM ${keysFrom(schema, lead, f, byState)}
+            ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+           ORDER BY ${lead}.created_at DESC, ${lead}.id DESC LIMIT ${limit + 1}) k
+    JOIN ${schema}.outbox_event o ON o.id = k.id
+    JOIN ${schema}.outbox_delivery d ON d.id = k.id
+   ORDER BY k.created_at DESC, k.id DESC`;
   return { text, values };
+}
+
+/**
+ * A payload search's conditions (`path=value`), pushed onto listStatement's `where` with
+ * their parameters on `values`; see listStatement's comment on the payload.
+ */
+function payloadConditions(
+  schema: string,
+  payload: string,
+  indexed: boolean,
+  values: unknown[],
+  where: string[],
+): void {
+  const m = payloadMatch(payload);
+  const json = `${schema}.console_body_json(o.body)`;
+  const param = (v: unknown) => (values.push(v), `$${values.length}`);
+  const probes = indexed ? payloadProbes(m.path, m.value) : null;
+  if (probes) where.push(`${json} @> ANY(${param(probes)}::jsonb[])`);
+  // eslint-disable-next-line no-control-regex -- what JSON escapes: the bytes differ
+  if (!/["\\\u0000-\u001f]/.test(m.value)) {
+    where.push(`position(convert_to(${param(m.value)}, 'UTF8') in o.body) > 0`);
+  }
+  // In coalesce, so the planner does not take it for a rare equality (0.5 % of rows, its
+  // default for an expression it has no statistics on): a common value beside a principal
+  // then walks the principal's index in the list's order and stops at the page, where it
+  // used to read and sort all of that principal's bodies.
+  const path = param(m.path);
+  where.push(`coalesce(${json} #>> ${path}::text[] = ${param(m.value)}, false)`);
+}
+
+/**
+ * The tables a list's page of keys is found in (the inner query of listStatement): only
+ * the side(s) its filter reads, so a filter on the event alone reads its index alone
+ * (index-only: a principal's or a prefix's rows are sorted from the index, and only the
+ * page's rows are read from the table, where all of them used to be). Joined, the two
+ * sides are equal on created_at too (the delivery row's is a copy of its event's:
+ * storage-migration.ts), so the planner may take either side's order: a principal's rows
+ * or the stopped ones, whichever are fewer, where it used to walk every stopped row.
+ */
+function keysFrom(schema: string, lead: 'o' | 'd', f: DeliveryFilter, byState: boolean): string {
+  const o = `${schema}.outbox_event o`;
+  const d = `${schema}.outbox_delivery d`;
+  // The same tests as listStatement's: a field present and not empty is a condition.
+  const onEvent =
+    (Boolean(f.origin) && !byState) ||
+    [f.mediaBuyId, f.principalId, f.taskId, f.eventType, f.idempotencyKey, f.payload].some(Boolean);
+  const onDelivery = Boolean(f.status);
+  if (lead === 'd' && !onEvent) return d;
+  if (lead === 'o' && !onDelivery) return o;
+  // Equal on created_at too when a state other than delivered (a few rows, read along the
+  // delivery's partial index) meets a filter on the event: the planner may then take
+  // either side's order, and joins the stopped rows and a principal's by hash, reading
+  // each set once from its index, where it walked every stopped row and fetched its event.
+  // Not otherwise: PostgreSQL multiplies the two clauses' selectivities as if unrelated,
+  // and so would think a common state or a time range rare and scan the delivery table.
+  if (byState) return `${o} JOIN ${d} ON d.id = o.id AND d.created_at = o.created_at`;
+  return `${o} JOIN ${d} ON d.id = o.id`;
 }
 
 /**

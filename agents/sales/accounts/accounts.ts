@@ -371,18 +371,42 @@ export const ACCOUNT_STATUSES = [
   'closed',
 ] as const;
 
+/** A published AccountRef: `account_id`, or the natural key (brand, operator). */
+export const AccountRefSchema = z.union([
+  z.looseObject({ account_id: z.string().min(1).max(128) }),
+  z.looseObject({
+    brand: z.looseObject({ domain: z.string().min(1).max(253) }),
+    operator: z.string().min(1).max(253).optional(),
+  }),
+]);
+
+/**
+ * The caller's sales account an AccountRef names (its id, or the one sync_accounts derived
+ * from the natural key), or null when the caller has no such account.
+ */
+export async function ownAccountId(
+  ctx: TaskContext,
+  ref: z.output<typeof AccountRefSchema>,
+): Promise<string | null> {
+  const principalId = ctx.principal!.principal_id;
+  const id =
+    'account_id' in ref && typeof ref.account_id === 'string'
+      ? ref.account_id
+      : derivedAccountId(
+          principalId,
+          `${(ref as { brand: { domain: string } }).brand.domain}|${(ref as { operator?: string }).operator ?? (ref as { brand: { domain: string } }).brand.domain}`,
+        );
+  const { rowCount } = await ctx.db.query(
+    `SELECT 1 FROM ${ctx.schema}.accounts WHERE agent = 'sales' AND account_id = $1 AND principal_id = $2`,
+    [id, principalId],
+  );
+  return rowCount ? id : null;
+}
+
 const ListAccountsSchema = z.looseObject({
   account_ids: z.array(z.string().min(1).max(128)).max(100).optional(),
   /** Published 3.1+: one account, by `account_id` or by its natural key. */
-  account: z
-    .union([
-      z.looseObject({ account_id: z.string().min(1).max(128) }),
-      z.looseObject({
-        brand: z.looseObject({ domain: z.string().min(1).max(253) }),
-        operator: z.string().min(1).max(253).optional(),
-      }),
-    ])
-    .optional(),
+  account: AccountRefSchema.optional(),
   status: z.enum(ACCOUNT_STATUSES).optional(),
   pagination: PaginationRequestSchema.optional(),
 });

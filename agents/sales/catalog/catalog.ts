@@ -25,7 +25,14 @@ import type { AgentSettings } from '../../runtime/settings.js';
 import type { HandlerOutcome, TaskContext } from '../../runtime/types.js';
 import { BrandManifestSchema, FormatIdSchema } from '../../runtime/validation.js';
 import { takeStaleResponse } from '../../sandbox/stale-response.js';
-import { minimumBudget, normalizePricingOption, type PricingOption } from './pricing.js';
+import {
+  isContingent,
+  minimumBudget,
+  normalizePricingOption,
+  PRICING_STRUCTURES,
+  withPricingStructures,
+  type PricingOption,
+} from './pricing.js';
 import type { ProductRow } from './product-row.js';
 
 export type { ProductRow } from './product-row.js';
@@ -33,6 +40,7 @@ import { planProposals, saveDrafts, wireProposal } from './proposals.js';
 import { RefineSchema, refineProducts } from './refine.js';
 import { refuseConflictingGeo } from './brief-targeting.js';
 import { targetedProducts } from './targeting-aware.js';
+import { publishedFixtureChannels } from './channels.js';
 
 export type { PricingOption };
 
@@ -49,8 +57,13 @@ function requestedChannels(channel: string): string[] {
   return [channel];
 }
 
-/** The published channels of a product: audio is a podcast or streaming audio. */
-export function productChannels(p: Pick<ProductRow, 'channel' | 'keywords'>): string[] {
+/**
+ * The published channels of a product: audio is a podcast or streaming audio; a seeded
+ * product keeps its fixture's published channels (affiliate, ...) as given.
+ */
+export function productChannels(p: Pick<ProductRow, 'channel' | 'keywords' | 'fixture'>): string[] {
+  const seeded = publishedFixtureChannels(p.fixture?.channels);
+  if (seeded.length > 0) return seeded;
   if (p.channel === 'video') return ['olv'];
   if (p.channel === 'audio')
     return [p.keywords.includes('podcast') ? 'podcast' : 'streaming_audio'];
@@ -85,6 +98,12 @@ export const GetProductsSchema = z
         format_types: z.array(z.enum(FORMAT_TYPES)).optional(),
         /** Published: fixed-price (true) or auction (false) options only. */
         is_fixed_price: z.boolean().optional(),
+        /** Published 3.2: options of these structures only (contingent: revenue share). */
+        pricing_structures: z
+          .array(z.enum(PRICING_STRUCTURES))
+          .min(1)
+          .refine((l) => new Set(l).size === l.length, 'pricing_structures must not repeat')
+          .optional(),
         /** Published 3.1+: products reporting every one of these vendor metrics. */
         required_vendor_metrics: z
           .array(
@@ -133,14 +152,7 @@ export const GetProductsSchema = z
  * Contingent options (revenue share) match neither, as the published filter says.
  */
 function byPriceStructure(products: ProductRow[], fixed: boolean): ProductRow[] {
-  const matches = (o: PricingOption) =>
-    fixed
-      ? o.fixed_price !== undefined
-      : o.fixed_price === undefined && o.pricing_model !== 'revenue_share';
-  return products.flatMap((p) => {
-    const options = p.pricing_options.filter(matches);
-    return options.length > 0 ? [{ ...p, pricing_options: options }] : [];
-  });
+  return withPricingStructures(products, [fixed ? 'fixed' : 'auction']);
 }
 
 /**
@@ -233,6 +245,13 @@ function wirePricingOption(o: PricingOption): Record<string, unknown> {
     pricing_model: o.pricing_model,
     currency: o.currency,
   };
+  if (isContingent(o)) {
+    const { event_type, custom_event_name, event_source_id, commission_rate } = o;
+    const basis = o.commission_basis_description;
+    Object.assign(opt, { event_type, event_source_id, commission_rate });
+    if (custom_event_name !== undefined) opt.custom_event_name = custom_event_name;
+    opt.commission_basis_description = basis;
+  }
   if (o.fixed_price !== undefined) opt.fixed_price = o.fixed_price;
   if (o.floor_price !== undefined) opt.floor_price = o.floor_price;
   if (o.min_spend_per_package !== undefined) opt.min_spend_per_package = o.min_spend_per_package;
@@ -260,6 +279,11 @@ async function filteredProducts(
   // listed (the published product requires at least one).
   let products = (await visibleProducts(ctx)).filter((p) => p.pricing_options.length > 0);
   if (!full) products = products.filter((p) => p.is_standard && !p.custom_principal);
+  // Revenue share is 3.2's (absent from 3.1.19's pricing-option union): only a request
+  // pinned to 3.2 is shown it, as any other answer must be valid in every release.
+  if (ctx.request.release !== '3.2') {
+    products = withPricingStructures(products, ['fixed', 'auction']);
+  }
   const f = params.filters ?? {};
   if (f.channels) {
     const wanted = new Set(f.channels.flatMap(requestedChannels));
@@ -267,6 +291,7 @@ async function filteredProducts(
   }
   if (f.delivery_type) products = products.filter((p) => p.delivery_type === f.delivery_type);
   if (f.is_fixed_price !== undefined) products = byPriceStructure(products, f.is_fixed_price);
+  if (f.pricing_structures) products = withPricingStructures(products, f.pricing_structures);
   if (f.format_types) {
     products = products.filter((p) =>
       p.format_ids.some((id) => f.format_types!.includes(formatTypeOf(id) as never)),
@@ -355,6 +380,8 @@ function productWriter(ctx: TaskContext, full: boolean, formats: FormatRow[]) {
       // Published in 3.1 and 3.2; answered to 3.2 buyers, beside the rest of targeting-aware
       // discovery's fixture members (the buys' available_actions follow it, views.ts).
       if (allowed !== undefined && served32(ctx)) out.allowed_actions = allowed;
+      // channels: answered as productChannels reads them (published values only).
+      delete rest.channels;
       if (demo !== undefined && served32(ctx)) out.demographic_targeting = demo;
       if (support !== undefined && served32(ctx)) out.overlay_support = support;
       if (placements !== undefined && served32(ctx)) out.placements = placements;

@@ -19,7 +19,7 @@ import {
   type BuyRow,
   type PackageRow,
 } from '../media-buys/records.js';
-import { publishedPricingModel } from '../catalog/pricing.js';
+import { isContingent, publishedPricingModel } from '../catalog/pricing.js';
 
 const GRANULARITIES = ['hourly', 'daily', 'weekly', 'monthly'] as const;
 
@@ -249,9 +249,12 @@ function buyDelivery(
   packages: PackageRow[],
   rows: SumRow[],
   status: string | undefined,
+  pinned32: boolean,
 ): { delivery: Record<string, unknown>; sums: Sums } {
+  // A revenue-share package (3.2) has no pricing model another release can name, and
+  // by_package requires one: below a 3.2 pin the row lists it not (its spend stays in totals).
   const byPackage = packages
-    .filter((p) => p.media_buy_id === b.media_buy_id)
+    .filter((p) => p.media_buy_id === b.media_buy_id && (pinned32 || !isContingent(p)))
     .map((p: PackageRow) => {
       const r = rows.find((x) => x.package_id === p.package_id) ?? {
         impressions: 0,
@@ -261,12 +264,10 @@ function buyDelivery(
       return {
         package_id: p.package_id,
         ...(p.buyer_ref !== null ? { buyer_ref: p.buyer_ref } : {}),
-        pricing_model: publishedPricingModel(p.pricing_model),
-        // The rate the package pays (CPM, or the flat fee) and its currency.
-        rate: round2(p.rate),
+        ...pricingMembers(p),
         currency: b.currency,
         ...metrics(r),
-        ...measurementMembers(b, p.package_id),
+        ...measurementMembers(b, p.package_id, pinned32),
         ...finalityMembers(b, true),
       };
     });
@@ -289,7 +290,7 @@ function buyDelivery(
     ...(b.buyer_ref !== null ? { buyer_ref: b.buyer_ref } : {}),
     // The delivery enum keeps `reporting_delayed`; a buy awaiting approval is pending_start.
     status: deliveryStatus(status ?? b.status),
-    totals: { ...metrics(t), ...measurementMembers(b, null) },
+    totals: { ...metrics(t), ...measurementMembers(b, null, pinned32) },
     by_package: byPackage,
     ...finalityMembers(b, false),
   };
@@ -347,10 +348,13 @@ async function getDelivery(params: DeliveryParams, ctx: TaskContext) {
   );
   const statusOf = new Map(statuses.map((r) => [r.media_buy_id, r.status]));
   const unit = timeUnit(params);
+  // 3.2-only members (revenue share) go only to a request pinned to 3.2 (catalog.ts).
+  const pinned32 = ctx.request.release === '3.2';
   const deliveries: Array<Record<string, unknown>> = [];
   const total: Sums = { impressions: 0, clicks: 0, spend: 0 };
   for (const b of buys) {
-    const { delivery: d, sums: t } = buyDelivery(b, packages, rows, statusOf.get(b.media_buy_id));
+    const status = statusOf.get(b.media_buy_id);
+    const { delivery: d, sums: t } = buyDelivery(b, packages, rows, status, pinned32);
     total.impressions += t.impressions;
     total.clicks += t.clicks;
     total.spend += t.spend;
@@ -361,18 +365,32 @@ async function getDelivery(params: DeliveryParams, ctx: TaskContext) {
 }
 
 /**
+ * A package's pricing on its row: the published model and the rate it pays (CPM, the flat
+ * fee; a revenue share's commission proportion, unrounded).
+ */
+function pricingMembers(p: PackageRow): Record<string, unknown> {
+  if (isContingent(p)) return { pricing_model: p.pricing_model, rate: p.rate };
+  return { pricing_model: publishedPricingModel(p.pricing_model), rate: round2(p.rate) };
+}
+
+/**
  * The measurement stated of a buy's delivery (delivery-metrics.json): on its totals the
  * viewability block (`pkg` null), on the package it was measured on the viewability block
- * and the vendor_metric_values. Nothing when none was stated.
+ * and the vendor_metric_values; on both the attributed outcomes (conversions,
+ * conversion_value, and 3.2's commissionable_value only to a 3.2 pin). Nothing when none
+ * was stated.
  */
-function measurementMembers(b: BuyRow, pkg: string | null): Record<string, unknown> {
+function measurementMembers(b: BuyRow, pkg: string | null, pinned32: boolean) {
   const m = b.delivery_measurement;
   if (!m || (pkg !== null && pkg !== m.package_id)) return {};
+  const { commissionable_value: commissionable, ...outcomes } = m.outcomes ?? {};
   return {
     ...(m.viewability ? { viewability: m.viewability } : {}),
     ...(pkg !== null && m.vendor_metric_values
       ? { vendor_metric_values: m.vendor_metric_values }
       : {}),
+    ...outcomes,
+    ...(commissionable !== undefined && pinned32 ? { commissionable_value: commissionable } : {}),
   };
 }
 
@@ -520,13 +538,22 @@ export class SimulatedDeliverySource {
         }),
         { spend: 0, impressions: 0, clicks: 0 },
       );
-      const models = [...new Set(packages.map((p) => publishedPricingModel(p.pricing_model)))];
+      // A revenue share (3.2 only) is not named in a report every release must accept.
+      const models = [
+        ...new Set(
+          packages
+            .filter((p) => !isContingent(p))
+            .map((p) => publishedPricingModel(p.pricing_model)),
+        ),
+      ];
       return {
         totals,
         by_package: byPackage,
         status: deliveryStatus(st[0]?.status ?? buy.status),
         currency: buy.currency,
-        ...(models.length === 1 ? { pricing_model: models[0]! } : {}),
+        ...(models.length === 1 && !packages.some(isContingent)
+          ? { pricing_model: models[0]! }
+          : {}),
       };
     } catch (err) {
       await db.query('ROLLBACK').catch(() => {});

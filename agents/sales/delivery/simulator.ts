@@ -8,7 +8,7 @@ import { withTransaction, type Pool, type PoolClient } from '../../../shared/inf
 import type { AgentClock } from '../../runtime/clock.js';
 import type { AgentNotifications } from '../../runtime/types.js';
 import { loadPackages, type BuyRow, type PackageRow } from '../media-buys/records.js';
-import { isFlatRate } from '../catalog/pricing.js';
+import { isContingent, isFlatRate } from '../catalog/pricing.js';
 
 const HOUR = 3600_000;
 /** Flat-fee inventory is counted at this notional CPM. */
@@ -53,7 +53,9 @@ export async function accrueBuy(
     const clicks: number[] = [];
     const spends: number[] = [];
     for (const p of packages) {
-      if (p.paused) continue;
+      // A revenue share accrues nothing with time: its spend is the commission on the
+      // settled value the seller reports (simulate_delivery), not a pace through the budget.
+      if (p.paused || isContingent(p)) continue;
       const perMs = p.budget / flight;
       let t = from;
       while (t < to) {

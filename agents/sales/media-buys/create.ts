@@ -24,7 +24,13 @@ import {
 import { checkMeasurementTerms } from './terms.js';
 import { buyResponse } from './views.js';
 import { checkPackageOverlay } from '../catalog/package-overlay.js';
-import { clearingRate, isAuction, minimumBudget, type PricingOption } from '../catalog/pricing.js';
+import {
+  clearingRate,
+  isAuction,
+  isContingent,
+  minimumBudget,
+  type PricingOption,
+} from '../catalog/pricing.js';
 
 /** `reporting_webhook` accepted for the buy, or INVALID_REQUEST naming the member. */
 export function checkReportingWebhook(
@@ -151,17 +157,28 @@ interface PlannedPackage {
   index: number;
 }
 
+/** The measurement windows a (seeded) product declares in its reporting capabilities. */
+function productWindows(product: ProductRow): string[] {
+  const reporting = product.fixture?.reporting_capabilities as
+    { measurement_windows?: unknown } | undefined;
+  const windows = Array.isArray(reporting?.measurement_windows)
+    ? (reporting.measurement_windows as Array<{ window_id?: unknown }>)
+    : [];
+  return windows.flatMap((w) => (typeof w?.window_id === 'string' ? [w.window_id] : []));
+}
+
 /**
  * Each package against its product and pricing option: the rate it will pay. `bidRequired`:
  * the spec's digest requires a bid on an auction package (SVC_BRAND=svc); the published
  * protocol makes `bid_price` optional (3.1.19) and deprecated (3.2), a package without one
  * bidding automatically (clearing at the floor), so under adcp its absence is no refusal.
+ * `pinned32`: the request is pinned to 3.2, the only release with revenue-share pricing.
  */
 function planPackages(
   params: CreateMediaBuyRequest,
   products: ProductRow[],
   principalId: string,
-  bidRequired: boolean,
+  { bidRequired, pinned32 }: { bidRequired: boolean; pinned32: boolean },
 ): PlannedPackage[] {
   const byId = new Map(products.map((p) => [p.product_id, p]));
   const refs = new Set<string>();
@@ -183,8 +200,9 @@ function planPackages(
         field: `packages[${i}].product_id`,
       });
     }
+    // A revenue share is offered only to a 3.2 pin, as discovery shows it (catalog.ts).
     const option = product.pricing_options.find(
-      (o) => o.pricing_option_id === pkg.pricing_option_id,
+      (o) => o.pricing_option_id === pkg.pricing_option_id && (pinned32 || !isContingent(o)),
     );
     if (!option) {
       throw taskError(
@@ -194,7 +212,17 @@ function planPackages(
       );
     }
     // The terms are the product's: refused before the package's own bid and budget.
-    if (pkg.measurement_terms) checkMeasurementTerms(pkg.measurement_terms, i);
+    if (pkg.measurement_terms) {
+      checkMeasurementTerms(pkg.measurement_terms, i, productWindows(product));
+    }
+    // Revenue share is paid on measured outcomes: there is nothing to bid (3.2 pricing-option).
+    if (isContingent(option) && pkg.bid_price !== undefined) {
+      throw taskError(
+        'VALIDATION_ERROR',
+        'bid_price does not apply to revenue_share pricing (spend is the commission on settled value)',
+        { field: `packages[${i}].bid_price` },
+      );
+    }
     if (isAuction(option)) {
       if (pkg.bid_price === undefined && bidRequired) {
         throw taskError('VALIDATION_ERROR', 'bid_price is required for auction pricing', {
@@ -279,12 +307,10 @@ async function checkRequest(params: CreateMediaBuyRequest, ctx: TaskContext, now
     params.packages.map((p) => p.product_id),
   );
   refuseExpired(params, products, ctx.principal!.principal_id, now);
-  const planned = planPackages(
-    params,
-    products,
-    ctx.principal!.principal_id,
-    ctx.settings.profile.brand !== 'adcp',
-  );
+  const planned = planPackages(params, products, ctx.principal!.principal_id, {
+    bidRequired: ctx.settings.profile.brand !== 'adcp',
+    pinned32: ctx.request.release === '3.2',
+  });
   if (endAt.getTime() <= now.getTime()) {
     throw taskError('VALIDATION_ERROR', 'end_time must be in the future', { field: 'end_time' });
   }

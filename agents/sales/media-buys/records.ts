@@ -35,6 +35,8 @@ export interface DeliveryMeasurement {
   package_id: string;
   viewability?: Record<string, unknown>;
   vendor_metric_values?: Array<Record<string, unknown>>;
+  /** Attributed outcomes as last stated (commissionable_value: a revenue share's basis). */
+  outcomes?: { conversions?: number; conversion_value?: number; commissionable_value?: number };
 }
 
 export interface BuyRow {

@@ -48,8 +48,16 @@ export type MeasurementTerms = z.output<typeof MeasurementTermsSchema>;
 export const MIN_VARIANCE_PERCENT = 5;
 export const MEASUREMENT_WINDOWS = ['live', 'c3', 'c7', 'final', 'post_ivt', 'post_sivt'] as const;
 
-/** TERMS_REJECTED for the first term of package `index` this seller cannot honor. */
-export function checkMeasurementTerms(terms: MeasurementTerms, index: number): void {
+/**
+ * TERMS_REJECTED for the first term of package `index` this seller cannot honor. A window
+ * is one of ours or one the product itself declares (`productWindows`: its
+ * reporting_capabilities.measurement_windows, e.g. a revenue share's commission lock).
+ */
+export function checkMeasurementTerms(
+  terms: MeasurementTerms,
+  index: number,
+  productWindows: readonly string[] = [],
+): void {
   const billing = terms.billing_measurement;
   const at = `packages[${index}].measurement_terms.billing_measurement`;
   if (billing?.max_variance_percent !== undefined) {
@@ -69,16 +77,17 @@ export function checkMeasurementTerms(terms: MeasurementTerms, index: number): v
     }
   }
   const window = billing?.measurement_window;
-  if (window !== undefined && !(MEASUREMENT_WINDOWS as readonly string[]).includes(window)) {
+  const known = [...MEASUREMENT_WINDOWS, ...productWindows];
+  if (window !== undefined && !known.includes(window)) {
     throw taskError(
       TERMS_REJECTED,
-      `measurement_window ${window.slice(0, 64)} is not one this seller reports; it reports ${MEASUREMENT_WINDOWS.join(', ')}`,
+      `measurement_window ${window.slice(0, 64)} is not one this seller reports; it reports ${known.join(', ')}`,
       {
         status: 400,
         field: `${at}.measurement_window`,
         details: {
           rejected_term: 'measurement_window',
-          acceptable: { measurement_windows: [...MEASUREMENT_WINDOWS] },
+          acceptable: { measurement_windows: known },
         },
       },
     );

@@ -15,6 +15,8 @@ export interface PageContext {
   live?: string;
   flash?: { kind: 'ok' | 'error'; text: string } | null;
   brand: string;
+  /** Reload the page every this many seconds (a build in progress: no script needed). */
+  refreshSeconds?: number;
 }
 
 const NAV: Array<[PageContext['nav'], string, string]> = [
@@ -32,6 +34,7 @@ export function layout(p: PageContext, body: Renderable): Html {
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="csrf-token" content="${p.csrf}" />
+        ${p.refreshSeconds ? html`<meta http-equiv="refresh" content="${String(p.refreshSeconds)}" />` : ''}
         <title>${p.title} · ${p.brand} webhooks console</title>
         <link rel="stylesheet" href="/static/console.css" />
         ${

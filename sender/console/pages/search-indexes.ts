@@ -4,6 +4,7 @@
  * drop them (the same call as `svc deliveries search-index` and the JSON API's).
  */
 import { html, type Html } from '../../../shared/console/html.js';
+import type { SearchIndexBuild } from '../search-index-build.js';
 import {
   SEARCH_INDEXES,
   searchesHow,
@@ -28,7 +29,43 @@ function row(s: SearchIndexState): Html {
   </tr>`;
 }
 
-export function searchIndexesBody(status: SearchIndexState[], csrf: string): Html {
+/**
+ * A build under way: the partition being built (n of N) and PostgreSQL's progress of it, as
+ * a <progress> bar and in words; the page reloads itself every 2 s meanwhile.
+ */
+function buildSection(b: SearchIndexBuild): Html {
+  const step = b.step;
+  const where = step
+    ? `${step.kind}: ${step.partition} ${step.step}, partition ${step.done} of ${step.of} (about ${step.rows.toLocaleString('en')} rows)`
+    : 'starting';
+  const p = b.partition;
+  const pct = p && p.blocksTotal > 0 ? Math.floor((100 * p.blocksDone) / p.blocksTotal) : null;
+  return html`<section id="search-index-build" aria-live="polite">
+    <h2>Building (${b.kinds.join(', ')}), started by ${b.by} at ${b.startedAt}</h2>
+    <p>
+      ${where}${p ? `; PostgreSQL: ${p.phase}${pct === null ? '' : `, ${pct} % of the table's blocks`}` : ''}
+    </p>
+    ${
+      step
+        ? html`<progress
+            max="${String(step.of)}"
+            value="${String(step.step === 'building' ? step.done - 1 : step.done)}"
+          >
+            ${String(step.done)} of ${String(step.of)}
+          </progress>`
+        : ''
+    }
+    <p class="hint">
+      Deliveries go on meanwhile. This page reloads itself until the build is done.
+    </p>
+  </section>`;
+}
+
+export function searchIndexesBody(
+  status: SearchIndexState[],
+  csrf: string,
+  build: SearchIndexBuild | null = null,
+): Html {
   const boxes = status.map(
     (s) => html`<label><input type="checkbox" name="${s.kind}" /> ${s.kind}</label> `,
   );
@@ -39,6 +76,7 @@ export function searchIndexesBody(status: SearchIndexState[], csrf: string): Htm
       Enable the ones your operators search with; building takes a while on a large outbox (one
       partition after another; deliveries go on meanwhile).
     </p>
+    ${build?.running ? buildSection(build) : ''}
     <table class="list">
       <thead>
         <tr>

@@ -76,7 +76,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      "3.2.0-beta.5/protocols/creative/scenarios/native_localization.yaml:44: spec conflict: materialized localization is an optional capability (get-adcp-capabilities-response.json creative.localization: 'Omit this object when localization is unsupported'), and this agent does not implement it (no locale variants in its library), so it omits the block; the storyboard has no requires_capability gate on creative.localization (it names localization only in agent.capabilities, :26) and checks locale_matching at :67, so it grades every creative library as if it claimed it. That no localization is claimed is asserted in test/agents/canonical-formats.test.ts",
+      "3.2.0-beta.5/protocols/creative/scenarios/native_localization.yaml:44: spec conflict (the storyboard's own missing gate, re-read in the audit of issue #20): the published capability decides localization is optional and a whole contract (get-adcp-capabilities-response.json creative.localization, agents/protocol/schemas/3.2.0-beta.5 :2609: 'Presence opts the agent into exact locale-variant round-trip, strict RFC 4647 Lookup, ... transactional replacement, seller product-format locale-policy enforcement, and delivery attribution ... Omit this object when localization is unsupported'; 3.1.19 has no such block). This agent implements none of it, so it omits the block. The storyboard names localization only in agent.capabilities (:26), which its own schema calls 'legacy descriptive capability labels; bundle selection is driven by get_adcp_capabilities.supported_protocols and specialisms' (universal/storyboard-schema.yaml:420), and it has no requires_capability gate on creative.localization (the mechanism at storyboard-schema.yaml:296), so it grades every creative library as if it claimed the contract (locale_matching at :67). Nothing the published protocol decides is left to put on the wire; that no localization is claimed is asserted in test/agents/canonical-formats.test.ts",
   },
   'creative:creative/native_localization/sync_localized_image': {
     releases: ['3.2.0-beta.5'],
@@ -236,13 +236,12 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     evidence:
       "3.2.0-beta.5/protocols/media-buy/scenarios/read_filter_behavior.yaml:212: runner: the step expects 3.2's half-open range (end_date exclusive, get-media-buy-delivery-request.json); 6.11.0's client is pinned to 3.0 and sends adcp_major_version 3 without adcp_version (protocols/index.js buildVersionEnvelope), which version negotiation serves as 3.0, whose end_date is an inclusive day; the 3.2 range (unpinned or pinned 3.2: the April 15 row only, reporting_period.end the exclusive boundary, equal bounds VALIDATION_ERROR at start_date) is asserted in test/agents/sales-published.test.ts",
   },
-  'sales:media_buy_seller/revenue_share_pricing/seed_pricing_option.affiliate_content_commerce.affiliate_purchase_4pct':
-    {
-      releases: ['3.2.0-beta.5'],
-      modes: ['seeded'],
-      evidence:
-        "3.2.0-beta.5/protocols/media-buy/scenarios/revenue_share_pricing.yaml:70: ours, not fixed yet: seed_pricing_option refuses a revenue_share option (no fixed_price, rate or floor_price; commission_rate is not modelled) with INVALID_PARAMS; revenue-share pricing (3.2 only, absent from 3.1.19's pricing-option union) is not implemented",
-    },
+  'sales:media_buy_seller/revenue_share_pricing/get_revenue_share_products': {
+    releases: ['3.2.0-beta.5'],
+    modes: ['seeded'],
+    evidence:
+      "3.2.0-beta.5/protocols/media-buy/scenarios/revenue_share_pricing.yaml:139: runner: 6.11.0's request builder starts every get_products from {buying_mode: 'brief', brief: 'Show me all available...'} and merges the step's buying_mode: wholesale over it, so the request carries a brief that wholesale forbids (issue #20 'What is not ours'), answered VALIDATION_ERROR; and its client pins adcp_major_version 3 alone (served as 3.0), while revenue_share is 3.2's (absent from 3.1.19's pricing-option union), offered only to a 3.2 pin. The runner then skips the buy, the settlement and report_usage steps (prerequisite_failed). Every step (sync_event_sources, the contingent filter, the buy without a bid, simulate_delivery, delivery with commissionable_value, the formula-checked report_usage) is asserted with the storyboard's fixture and requests pinned 3.2 in test/agents/revenue-share.test.ts",
+  },
   'sales:media_buy_seller/targeting_aware_discovery/exclude_partial_fixed_placement_set': {
     releases: ['3.2.0-beta.5'],
     modes: ['seeded'],
@@ -313,7 +312,7 @@ export const KNOWN_FAILURES: Record<string, KnownFailure> = {
     releases: ['3.1.19', '3.2.0-beta.5'],
     modes: ['seeded', 'unseeded'],
     evidence:
-      "3.1.19/protocols/signals/scenarios/get_signals_async.yaml:12: runner: the storyboard's required_tools name comply_test_controller, which the signal agent does not expose (it has no controller scenarios); 6.11.0 skips the forcing step (missing tool) and goes on to the step that depends on it (issue #20 'What is not ours': it goes on after a forcing step it skipped), which then meets an ordinary synchronous answer",
+      "3.1.19/protocols/signals/scenarios/get_signals_async.yaml:108 (3.2.0-beta.5 the same): runner, seeded: the answer is the forced submitted envelope (status submitted, the controller's task_id, no signals; valid against both releases' get-signals-async-response-submitted.json, the response hook), but 6.11.0 grades response_schema against its own 3.0.6 get-signals-response.json, which requires signals (as get_products_async's step); the arm (force_get_signals_arm, once, never taken by wholesale), list_tasks by id, type, webhook and account, and force_task_completion with its webhook and get_task_status are asserted in test/agents/interop/test-controller-discovery.test.ts. Runner, unseeded: the storyboard's required_tools name comply_test_controller, which a production deployment does not expose; 6.11.0 skips the forcing step (missing tool) and goes on to the step that depends on it (issue #20 'What is not ours'), which then meets an ordinary synchronous answer",
   },
   'signals:webhook_emission/assert_synchronous_completion_handled': {
     releases: ['3.1.19', '3.2.0-beta.5'],

@@ -228,3 +228,133 @@ t.test(
     });
   },
 );
+
+t.test(
+  'force_get_signals_arm: a brief-mode get_signals answers submitted, completed by the harness (get_signals_async.yaml)',
+  async (t) => {
+    const h = await coreHarness(t, {
+      profile: brandProfile('adcp'),
+      settings: { testController: true },
+    });
+    await markDemoPrincipalsSandbox(h.pool, h.schema);
+    const c = buyer(h, 'signals');
+    const nova = { brand: { domain: 'novamotors.example' }, operator: 'pinnacle-agency.example' };
+    const control = (scenario: string, params: Record<string, unknown>) =>
+      h.ok(
+        'signals',
+        'comply_test_controller',
+        { scenario, account: { ...nova, sandbox: true }, params },
+        c,
+      );
+    for (const [name, params] of [
+      ['no arm', { task_id: 'task_s' }],
+      ['rejected is not a signals arm', { arm: 'rejected', reason: 'no' }],
+      ['no task_id', { arm: 'submitted' }],
+      ['a bad task_id', { arm: 'submitted', task_id: 'a b' }],
+    ] as const) {
+      t.match(
+        await control('force_get_signals_arm', params),
+        { success: false, error: 'INVALID_PARAMS' },
+        name,
+      );
+    }
+    t.match(
+      await control('force_get_signals_arm', {
+        arm: 'submitted',
+        task_id: 'task_async_signals_nova_ev',
+        message: 'Signal discovery queued; typical turnaround 10 minutes',
+      }),
+      { success: true, forced: { arm: 'submitted', task_id: 'task_async_signals_nova_ev' } },
+    );
+    const request = {
+      discovery_mode: 'brief',
+      account: { ...nova, sandbox: true },
+      signal_spec: 'In-market EV buyers near dealerships with high purchase intent',
+      pagination: { max_results: 5 },
+      push_notification_config: { url: 'https://buyer.example/hooks', operation_id: 'op_s' },
+    };
+    const wholesale = await h.ok(
+      'signals',
+      'get_signals',
+      { ...request, discovery_mode: 'wholesale', signal_spec: undefined },
+      c,
+    );
+    t.equal(wholesale.status, 'completed', 'a wholesale feed request does not take it');
+    const submitted = await h.ok('signals', 'get_signals', request, c);
+    t.match(submitted, { status: 'submitted', task_id: 'task_async_signals_nova_ev' });
+    t.notOk('signals' in submitted, 'no signals on the envelope');
+    const again = await h.ok('signals', 'get_signals', request, c);
+    t.equal(again.status, 'completed', 'once');
+    const listed = await h.ok(
+      'signals',
+      'list_tasks',
+      {
+        account: { ...nova, sandbox: true },
+        filters: {
+          task_ids: ['task_async_signals_nova_ev'],
+          task_type: 'get_signals',
+          has_webhook: true,
+        },
+      },
+      c,
+    );
+    t.match(listed.tasks, [
+      {
+        task_id: 'task_async_signals_nova_ev',
+        domain: 'signals',
+        status: 'submitted',
+        has_webhook: true,
+      },
+    ]);
+    const elsewhere = await h.ok(
+      'signals',
+      'list_tasks',
+      {
+        account: { brand: { domain: 'otherbrand.example' }, operator: 'other-operator.example' },
+        filters: { task_ids: ['task_async_signals_nova_ev'] },
+      },
+      c,
+    );
+    t.same(elsewhere.tasks, [], 'not listed under another account');
+    t.match(
+      await control('force_task_completion', {
+        task_id: 'task_async_signals_nova_ev',
+        result: { signals: 'none' },
+      }),
+      { success: false, error: 'INVALID_PARAMS' },
+      'not a get_signals answer',
+    );
+    h.notifications.calls.length = 0;
+    const result = {
+      signals: [],
+      cache_scope: 'public',
+      context: { correlation_id: 'get_signals_async--terminal' },
+    };
+    t.match(
+      await control('force_task_completion', { task_id: 'task_async_signals_nova_ev', result }),
+      {
+        success: true,
+        current_state: 'completed',
+      },
+    );
+    const polled = await h.ok(
+      'signals',
+      'get_task_status',
+      { task_id: 'task_async_signals_nova_ev', include_result: true },
+      c,
+    );
+    t.match(polled, {
+      status: 'completed',
+      task_type: 'get_signals',
+      protocol: 'signals',
+      result: { signals: [] },
+    });
+    const [fired] = h.notifications.calls.filter((x) => x.method === 'taskStatusChanged');
+    t.match(fired?.input, {
+      taskId: 'task_async_signals_nova_ev',
+      taskType: 'get_signals',
+      status: 'completed',
+      pushNotificationConfig: { url: 'https://buyer.example/hooks' },
+    });
+  },
+);

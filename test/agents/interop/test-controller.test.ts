@@ -57,17 +57,23 @@ t.test('sandbox principals only; production data never changes', async (t) => {
       scenarios: ['seed_creative', 'seed_creative_format', 'seed_product', 'seed_pricing_option'],
     },
   );
-  t.equal(
-    (
-      await h.err(
-        'signals',
-        'comply_test_controller',
-        { scenario: 'list_scenarios' },
-        buyer(h, 'signals'),
-      )
-    ).code,
-    'UNSUPPORTED_FEATURE',
-    'an agent with no scenarios has no controller',
+  t.match(
+    await h.ok(
+      'signals',
+      'comply_test_controller',
+      { scenario: 'list_scenarios' },
+      buyer(h, 'signals'),
+    ),
+    {
+      success: true,
+      scenarios: [
+        'force_get_signals_arm',
+        'force_task_completion',
+        'seed_product',
+        'seed_pricing_option',
+      ],
+    },
+    'the signal agent: its async discovery arm and completion (get_signals_async.yaml)',
   );
 
   // A production principal with an account and a creative of its own.

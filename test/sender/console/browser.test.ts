@@ -189,16 +189,37 @@ t.test(
     t.match(audit, /bob.*pause/s);
     await shot('audit');
 
-    // The search indexes (issue 26): off by default, enabled from the page, audited.
+    // The search indexes (issue 26): off by default, enabled from the page, its progress
+    // shown while it builds, audited. A test transaction's lock holds the build at its first
+    // partition (CREATE INDEX CONCURRENTLY waits for it): "while it builds" is a state.
     await page.goto(`${base}/deliveries`);
     await page.click('a[href="/search-indexes"]');
     await page.waitForURL(/\/search-indexes$/);
     t.match(await page.textContent('#search-index-status'), /contains: scans; payload: scans/);
+    const holder = await h.pool.connect();
+    t.teardown(() => holder.release());
+    await holder.query('BEGIN');
+    await holder.query(`LOCK TABLE ${h.schema}.outbox_event_legacy IN SHARE UPDATE EXCLUSIVE MODE`);
     await page
       .locator('form[action="/search-indexes/enable"] input[type=checkbox][name=contains]')
       .check();
     await page.click('form[action="/search-indexes/enable"] button[type=submit]');
-    await page.waitForSelector('.flash.ok');
+    // The page reloads itself every 2 s until the build reaches the held partition.
+    await page.waitForSelector('#search-index-build progress', { timeout: 20_000 });
+    await page
+      .locator('#search-index-build', { hasText: /building, partition 1 of/ })
+      .waitFor({ timeout: 20_000 });
+    t.match(
+      await page.textContent('#search-index-build'),
+      /Building \(contains\), started by bob[\s\S]*contains: outbox_event_legacy building, partition 1 of \d+/,
+    );
+    t.equal(await page.getAttribute('#search-index-build progress', 'value'), '0');
+    await shot('search-indexes-building');
+    await holder.query('ROLLBACK');
+    // Reloading on its own, the page shows the outcome once built.
+    await page.waitForSelector('.flash.ok', { timeout: 30_000 });
+    t.match(await page.textContent('.flash.ok'), /Last enable \(contains, by bob\): built/);
+    t.equal(await page.locator('#search-index-build').count(), 0, 'no progress once built');
     t.match(await page.textContent('#search-index-status'), /contains: indexed; payload: scans/);
     await shot('search-indexes');
     await page.click('nav a[href="/audit"]');
