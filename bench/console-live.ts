@@ -37,8 +37,6 @@ export interface LiveImpact {
   drainMs: number[];
   /** Drain mode: recovered deliveries received while the live batch ran, per round. */
   recoveredDuringLive: number[];
-  /** The most recovered rows the worker let in at once beside live rows (lanes.ts). */
-  peakWhileLive: number;
 }
 
 /**
@@ -148,7 +146,6 @@ export async function liveImpact(
     recovered: [],
     drainMs: [],
     recoveredDuringLive: [],
-    peakWhileLive: 0,
   };
   try {
     await batch(); // warm: connections, prepared plans
@@ -185,7 +182,6 @@ export async function liveImpact(
         );
       }
     }
-    out.peakWhileLive = worker.lanes.peakWhileLive;
   } finally {
     await worker.close();
     await liveQueue.obliterate().catch(() => {});
@@ -211,7 +207,7 @@ export function describeLiveImpact(x: LiveImpact): string {
     `  the recover: ${median(x.recovered)} deliveries re-opened, recorded, audited and dispatched in ${(median(x.recoverMs) / 1000).toFixed(2)} s (target < 10 s)`,
     `  rounds alone ${x.aloneMs.map((v) => v.toFixed(0)).join(' / ')} ms; during ${x.duringMs.map((v) => v.toFixed(0)).join(' / ')} ms`,
     x.drainMs.length
-      ? `  the same worker drained the recovered deliveries (another loopback origin) in ${x.drainMs.map((v) => (v / 1000).toFixed(2)).join(' / ')} s from the recover's start; ${x.recoveredDuringLive.join(' / ')} of them while the live batch ran (recovered rows let in at once beside live ones: at most ${x.peakWhileLive})`
+      ? `  the same worker drained the recovered deliveries (another loopback origin) in ${x.drainMs.map((v) => (v / 1000).toFixed(2)).join(' / ')} s from the recover's start; ${x.recoveredDuringLive.join(' / ')} of them while the live batch ran`
       : `  the recovered jobs went to a queue no worker reads (--live-no-drain)`,
   ].join('\n');
 }

@@ -426,16 +426,13 @@ export class ConsoleActions {
   /**
    * Reopened finished rows, 50 to a batch job: a finished row has no job left in Redis
    * (finished jobs are removed), so there is nothing to promote, and one job per 50 rows
-   * spares Redis 10,000 round trips per recover. They go in the recovery lane, which the
-   * worker runs behind live rows (delivery/lanes.ts): a bulk redeliver must not slow live
-   * delivery. A dispatch Redis loses is the reconciler's, as for any row.
+   * spares Redis 10,000 round trips per recover. A dispatch Redis loses is the
+   * reconciler's, as for any row.
    */
   private async dispatchMany(rows: Array<{ id: string; target_url: string }>): Promise<void> {
     try {
       await this.queue.dispatchBatch(
         rows.map((r) => ({ id: r.id, origin: new URL(r.target_url).origin })),
-        50,
-        'recovery',
       );
     } catch (err) {
       this.logger.warn(

@@ -2,13 +2,11 @@
  * One attempt's outcome, decided and described (service spec "Delivery": retries with
  * back-off until the retry horizon): the state the row is left in and when it is tried
  * again, the activity record's status and message, and the one log line per attempt.
- * and the attempt's record as the settle writes it. Pure: the worker (worker.ts) applies it.
+ * Pure: the worker (worker.ts) applies it.
  */
-import { recordedUrl, type ActivityStatus } from '../activity/activity-log.js';
+import type { ActivityStatus } from '../activity/activity-log.js';
 import { keyPrefix } from '../outbox/keys.js';
-import type { ClaimedEvent, SettledAttempt } from '../outbox/outbox.js';
-import { attemptExchange } from './exchange.js';
-import { responseSnippet } from './snippet.js';
+import type { ClaimedEvent } from '../outbox/outbox.js';
 import { nextDelay, type BackoffOptions } from './backoff.js';
 import type { AttemptResult, Verdict } from './classify.js';
 import type { AttemptReport } from './worker-options.js';
@@ -97,37 +95,4 @@ export function attemptLogLine(
       : (verdict as { reason: string }).reason
   }${nextAt !== null ? `, next at ${new Date(nextAt).toISOString()}` : ''}`;
   return { fields, message };
-}
-
-/** The attempt's webhook_activity record as the settle writes it: never a credential. */
-export function attemptRecord(
-  c: ClaimedEvent,
-  a: {
-    result: AttemptResult;
-    elapsed: number;
-    firedAt: Date;
-    sent: Record<string, string>;
-    outcome: Omit<SettledAttempt, 'attempt' | 'url' | 'firedAt'>;
-  },
-  /** The signing key's id (RFC 9421 deliveries). */
-  kid: string,
-): SettledAttempt {
-  const { result, elapsed } = a;
-  return {
-    ...a.outcome,
-    attempt: c.attempt,
-    url: recordedUrl(c.url),
-    firedAt: a.firedAt,
-    // What the console shows per attempt (#14).
-    responseSnippet:
-      result.kind === 'response' ? responseSnippet(result.head, authSecrets(c.auth)) : null,
-    keyId: c.auth.mode === 'rfc9421' ? kid : null,
-    // The attempt in full (#26): headers both ways and timing, bounded and masked.
-    exchange: attemptExchange(
-      a.sent,
-      result.kind === 'response' ? (result.headers ?? {}) : null,
-      result.timing ?? { totalMs: Math.round(elapsed * 10) / 10 },
-      authSecrets(c.auth),
-    ),
-  };
 }

@@ -5,11 +5,6 @@
  * so adding the same row twice (a reconciler pass after a Redis flush, a retry of a failed
  * dispatch) never makes a second job; one origin always lands in one shard, so its jobs
  * keep their order and its limiter its single key.
- *
- * Each shard has two queues, one per lane (issue #26): `live` (fresh events, retries, a
- * resumed destination's rows) and `recovery` (a console recover, a Redis-loss recovery),
- * beside it under the same hash tag. The worker consumes both, recovered rows behind live
- * ones (lanes.ts), so a bulk redeliver never takes the job slots live delivery needs.
  */
 import { Queue, type ConnectionOptions, type Job, type JobsOptions, type JobType } from 'bullmq';
 import { hashTaggedPrefix } from '../../shared/infra/redis.js';
@@ -17,11 +12,6 @@ import type { TraceCarrier } from '../../shared/telemetry/trace-context.js';
 import { DEFAULT_DISPATCH_SHARDS, shardOf, shardPrefixes } from './shards.js';
 
 export const DELIVERY_QUEUE_NAME = 'webhook-delivery';
-/** The recovery lane's queue name is the live one's with this suffix. */
-export const RECOVERY_QUEUE_SUFFIX = '-recovery';
-
-/** Which of a shard's two queues a job goes to (see the header). */
-export type Lane = 'live' | 'recovery';
 export const DEFAULT_QUEUE_PREFIX = hashTaggedPrefix('svc');
 
 /** A job for one outbox row (retries, reconciler): its id is fixed by the row's. */
@@ -126,12 +116,9 @@ function depthOf(c: Record<string, number>): QueueDepth {
 type BulkJob = Parameters<Queue<DeliveryJobData>['addBulk']>[0][number];
 
 export class DeliveryQueue {
-  /** One BullMQ queue per shard, index = shard: the live lane. */
+  /** One BullMQ queue per shard, index = shard. */
   readonly queues: Array<Queue<DeliveryJobData>>;
-  /** The recovery lane's queue of each shard (same prefix, `name` + RECOVERY_QUEUE_SUFFIX). */
-  readonly recoveryQueues: Array<Queue<DeliveryJobData>>;
   readonly name: string;
-  readonly recoveryName: string;
   /** The deployment's base prefix (shard prefixes derive from it). */
   readonly prefix: string;
   readonly shards: number;
@@ -141,28 +128,14 @@ export class DeliveryQueue {
     this.name = options.name ?? DELIVERY_QUEUE_NAME;
     this.prefix = options.prefix ?? DEFAULT_QUEUE_PREFIX;
     this.shards = options.shards ?? DEFAULT_DISPATCH_SHARDS;
-    this.recoveryName = this.name + RECOVERY_QUEUE_SUFFIX;
-    const make = (name: string) =>
-      shardPrefixes(this.prefix, this.shards).map(
-        (prefix) =>
-          new Queue<DeliveryJobData>(name, {
-            connection: options.connection,
-            prefix,
-            defaultJobOptions: DELIVERY_JOB_OPTIONS,
-          }),
-      );
-    this.queues = make(this.name);
-    this.recoveryQueues = make(this.recoveryName);
-  }
-
-  /** The queues of a lane, index = shard. */
-  lane(lane: Lane): Array<Queue<DeliveryJobData>> {
-    return lane === 'live' ? this.queues : this.recoveryQueues;
-  }
-
-  /** Every queue of both lanes. */
-  private all(): Array<Queue<DeliveryJobData>> {
-    return [...this.queues, ...this.recoveryQueues];
+    this.queues = shardPrefixes(this.prefix, this.shards).map(
+      (prefix) =>
+        new Queue<DeliveryJobData>(this.name, {
+          connection: options.connection,
+          prefix,
+          defaultJobOptions: DELIVERY_JOB_OPTIONS,
+        }),
+    );
   }
 
   /** The key prefix of shard `i` (its own hash tag). */
@@ -193,17 +166,13 @@ export class DeliveryQueue {
     return out;
   }
 
-  /** Adds each shard's jobs to its queue in `lane`, the shards in parallel. */
-  private async addPerShard(jobs: Map<number, BulkJob[]>, lane: Lane = 'live'): Promise<void> {
-    const queues = this.lane(lane);
-    await Promise.all([...jobs].map(([s, list]) => queues[s]!.addBulk(list)));
+  /** Adds each shard's jobs to its queue, the shards in parallel. */
+  private async addPerShard(jobs: Map<number, BulkJob[]>): Promise<void> {
+    await Promise.all([...jobs].map(([s, list]) => this.queues[s]!.addBulk(list)));
   }
 
-  /**
-   * First attempts of fresh rows (or, in the `recovery` lane, of reopened ones: a console
-   * recover), grouped `batchSize` to a job within each shard.
-   */
-  async dispatchBatch(items: DispatchItem[], batchSize = 50, lane: Lane = 'live'): Promise<void> {
+  /** First attempts of fresh rows, grouped `batchSize` to a job within each shard. */
+  async dispatchBatch(items: DispatchItem[], batchSize = 50): Promise<void> {
     if (items.length === 0) return;
     const jobs = new Map<number, BulkJob[]>();
     for (const [s, shardItems] of this.byShard(items)) {
@@ -223,14 +192,11 @@ export class DeliveryQueue {
       }
       jobs.set(s, list);
     }
-    await this.addPerShard(jobs, lane);
+    await this.addPerShard(jobs);
   }
 
-  /**
-   * One row job per item (retries, reconciler; in the `recovery` lane, a recovered row's
-   * later attempt); an existing job of the row in that lane is kept.
-   */
-  async dispatch(items: DispatchItem[], lane: Lane = 'live'): Promise<void> {
+  /** One row job per item (retries, reconciler); an existing job of the row is kept. */
+  async dispatch(items: DispatchItem[]): Promise<void> {
     if (items.length === 0) return;
     const now = Date.now();
     const jobs = new Map<number, BulkJob[]>();
@@ -249,12 +215,11 @@ export class DeliveryQueue {
         })),
       );
     }
-    await this.addPerShard(jobs, lane);
+    await this.addPerShard(jobs);
   }
 
   /**
-   * What a recovery puts back (rows whose jobs Redis lost), only into `shards` and in the
-   * recovery lane (behind live rows, which a lost Redis leaves to come): one light
+   * What a recovery puts back (rows whose jobs Redis lost), only into `shards`: one light
    * batch job per origin and due second, up to RECOVERY_BATCH_ROWS ids each, so a million
    * pending rows cost thousands of jobs, not a million. A row that also still has a job
    * is claimed by one of them only (the outbox claim), so an overlap is never a second
@@ -286,57 +251,41 @@ export class DeliveryQueue {
         });
       }
     }
-    await this.addPerShard(jobs, 'recovery');
+    await this.addPerShard(jobs);
     return added;
   }
 
-  /** The job of a row (row job id), looked up in its origin's shard, live lane first. */
-  async getJob(outboxId: string, origin: string): Promise<Job<DeliveryJobData> | undefined> {
-    const s = this.shardOf(origin);
-    return (
-      (await this.queues[s]!.getJob(jobIdFor(outboxId))) ??
-      (await this.recoveryQueues[s]!.getJob(jobIdFor(outboxId)))
-    );
+  /** The job of a row (row job id), looked up in its origin's shard. */
+  getJob(outboxId: string, origin: string): Promise<Job<DeliveryJobData> | undefined> {
+    return this.queues[this.shardOf(origin)]!.getJob(jobIdFor(outboxId));
   }
 
-  /** Job counts summed over the shards and both lanes (BullMQ states). */
+  /** Job counts summed over the shards (BullMQ states). */
   async jobCounts(...states: JobType[]): Promise<Record<string, number>> {
-    const all = await Promise.all(this.all().map((q) => q.getJobCounts(...states)));
+    const all = await Promise.all(this.queues.map((q) => q.getJobCounts(...states)));
     const out: Record<string, number> = {};
     for (const c of all) for (const [k, v] of Object.entries(c)) out[k] = (out[k] ?? 0) + v;
     return out;
   }
 
-  /** Jobs waiting, delayed or running, summed over the shards and both lanes. */
+  /** Jobs waiting, delayed or running, summed over the shards. */
   async depth(): Promise<QueueDepth> {
     const c = await this.jobCounts('waiting', 'delayed', 'active', 'prioritized');
     return depthOf(c);
   }
 
-  /**
-   * Jobs waiting, delayed or running in each shard (index = shard), both lanes summed: the
-   * depth metric.
-   */
+  /** Jobs waiting, delayed or running in each shard (index = shard): the depth metric. */
   async depthByShard(): Promise<QueueDepth[]> {
-    const states: JobType[] = ['waiting', 'delayed', 'active', 'prioritized'];
     return Promise.all(
-      this.queues.map(async (q, s) => {
-        const [live, recovery] = await Promise.all([
-          q.getJobCounts(...states),
-          this.recoveryQueues[s]!.getJobCounts(...states),
-        ]);
-        const sum: Record<string, number> = {};
-        for (const c of [live, recovery]) {
-          for (const [k, v] of Object.entries(c)) sum[k] = (sum[k] ?? 0) + v;
-        }
-        return depthOf(sum);
-      }),
+      this.queues.map(async (q) =>
+        depthOf(await q.getJobCounts('waiting', 'delayed', 'active', 'prioritized')),
+      ),
     );
   }
 
   /** Removes every shard queue's keys (tests, `svc send`'s private queue). */
   async obliterate(): Promise<void> {
-    await Promise.all(this.all().map((q) => q.obliterate({ force: true })));
+    await Promise.all(this.queues.map((q) => q.obliterate({ force: true })));
   }
 
   /** SCAN patterns covering every key of this deployment's queues (tests, tools). */
@@ -353,7 +302,7 @@ export class DeliveryQueue {
    * (`svc worker` exited 1 on a SIGTERM just after its start).
    */
   async close(): Promise<void> {
-    await Promise.all(this.all().map((q) => closeStarted(q)));
+    await Promise.all(this.queues.map((q) => closeStarted(q)));
   }
 }
 

@@ -45,12 +45,6 @@ export interface DeliveryWorkerOptions extends TransportOptions {
   concurrency?: number;
   /** Attempts of batch jobs in flight per process; default 256. */
   maxInFlight?: number;
-  /**
-   * Recovered rows' attempts (a console recover, a Redis-loss recovery) that may run while
-   * any live row is in the process; default 1, at least 1 so a recovery always moves. With
-   * no live row in, they may take `concurrency` (lanes.ts).
-   */
-  recoveryWhileLive?: number;
   /** Attempts in flight per origin across all worker processes; default 16 (per process at most concurrency / 2). */
   perOriginConcurrency?: number;
   backoff?: BackoffOptions;

@@ -4,13 +4,12 @@
  * attempt. The schedule lives in PostgreSQL (next_attempt_at); the job, pushed back to
  * BullMQ's delayed set under its fixed id, is only the dispatch. A job that stalls (its
  * worker died) runs again on the same row: same key, same bytes, next attempt number.
- * Each shard is consumed in two lanes (queue.ts): recovered rows run behind live ones
- * (lanes.ts), so a bulk redeliver leaves live delivery its pace (issue #26).
  */
-import { DelayedError, type Job, type Worker } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Logger } from '../../shared/infra/logger.js';
 import { silentLogger } from '../../shared/infra/logger.js';
-import type { ClaimedEvent, Outbox, SettleInput } from '../outbox/outbox.js';
+import { recordedUrl } from '../activity/activity-log.js';
+import type { ClaimedEvent, Outbox, SettleInput, SettledAttempt } from '../outbox/outbox.js';
 import { ClusterAnswerError } from '../../shared/infra/redis.js';
 import { DispatchRecovery } from './dispatch-recovery.js';
 import { parseShardSelection } from './shards.js';
@@ -35,17 +34,15 @@ import {
   type DeliveryJobData,
   type DispatchItem,
 } from './queue.js';
-import { LiveFirst } from './lanes.js';
-import { laneWorkers } from './lane-workers.js';
-import { settleRetrying } from './settle-retry.js';
-import type { Lane } from './queue.js';
 import { Semaphore } from './semaphore.js';
+import { responseSnippet } from './snippet.js';
+import { attemptExchange } from './exchange.js';
 import { Transport } from './transport.js';
 import type { AttemptReport, DeliveryWorkerOptions } from './worker-options.js';
 import {
   activityStatus,
   attemptLogLine,
-  attemptRecord,
+  authSecrets,
   decideOutcome,
   errorMessage,
   httpStatus,
@@ -57,10 +54,8 @@ type Step = { kind: 'done' } | { kind: 'later'; at: number };
 const DONE: Step = { kind: 'done' };
 
 export class DeliveryWorker {
-  /** One BullMQ worker per consumed shard: the live lane. */
+  /** One BullMQ worker per consumed shard. */
   readonly workers: Array<Worker<DeliveryJobData>>;
-  /** One per consumed shard for its recovery lane, behind live rows (`lanes`). */
-  readonly recoveryWorkers: Array<Worker<DeliveryJobData>>;
   /** The shards this process consumes. */
   readonly shards: readonly number[];
   private readonly outbox: Outbox;
@@ -73,10 +68,6 @@ export class DeliveryWorker {
   private readonly slots: Semaphore;
   /** Jobs running in this process over all shards (each shard's worker may take up to all). */
   private readonly jobGate: Semaphore;
-  /** The same for the recovery lane's jobs, apart: they never hold a live job's slot. */
-  private readonly recoveryJobGate: Semaphore;
-  /** Live rows first: recovered rows' attempts wait here (lanes.ts). */
-  readonly lanes: LiveFirst;
   private readonly leaseMs: number;
   /** Attempts in flight per origin in this process. */
   private readonly perOrigin: number;
@@ -128,23 +119,28 @@ export class DeliveryWorker {
     });
     this.slots = new Semaphore(options.maxInFlight ?? 256);
     this.jobGate = new Semaphore(jobSlots);
-    this.recoveryJobGate = new Semaphore(jobSlots);
-    // Recovered rows may take every job slot's worth of attempts while no live row is in.
-    this.lanes = new LiveFirst(jobSlots, options.recoveryWhileLive ?? 1);
     // Short, and renewed while the attempt runs: a dead worker's rows come back quickly.
     this.leaseMs = options.rowLeaseMs ?? 4500;
-    // With several shards, a process-wide gate per lane bounds the jobs that run at once.
     const gated = this.shards.length > 1;
-    const consume = (lane: Lane, gate: Semaphore) =>
-      laneWorkers(queue, lane, this.shards, {
-        ...options,
-        concurrency: jobSlots,
-        process: (job, token) =>
-          gated ? this.gatedProcess(gate, job, lane, token) : this.process(job, lane, token),
-        onError: (err, shard) => this.onError(err, shard),
-      });
-    this.workers = consume('live', this.jobGate);
-    this.recoveryWorkers = consume('recovery', this.recoveryJobGate);
+    this.workers = this.shards.map((shard) => {
+      const w = new Worker<DeliveryJobData>(
+        queue.name,
+        (job, token) => (gated ? this.gatedProcess(job, token) : this.process(job, token)),
+        {
+          connection: options.connection,
+          prefix: queue.shardPrefix(shard),
+          concurrency: jobSlots,
+          lockDuration: options.lockDurationMs ?? 4000,
+          stalledInterval: options.stalledIntervalMs ?? 2000,
+          // Running a stalled job again is safe (same row, same key, same bytes).
+          maxStalledCount: 1000,
+          // Jobs are taken only once `start()` has warmed the connections up.
+          autorun: false,
+        },
+      );
+      w.on('error', (err) => this.onError(err, shard));
+      return w;
+    });
     this.recovery = new DispatchRecovery({
       redis: () => this.workers[0]!.client,
       queue,
@@ -177,7 +173,7 @@ export class DeliveryWorker {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.all([
-          ...this.allWorkers().map((w) => w.waitUntilReady()),
+          ...this.workers.map((w) => w.waitUntilReady()),
           this.outbox.warmUp(),
           Promise.resolve().then(() => {
             for (let i = 0; i < 20; i++) {
@@ -201,19 +197,13 @@ export class DeliveryWorker {
           .then(() => this.reconcile())
           .catch((err: unknown) => this.logger.warn({ err }, 'start-up reconcile failed'));
       }
-      for (const [i, w] of this.allWorkers().entries()) {
+      for (const [i, w] of this.workers.entries()) {
         w.run().catch((err: unknown) => {
-          const shard = this.shards[i % this.shards.length];
-          this.logger.error({ err, shard }, 'delivery worker stopped taking jobs');
+          this.logger.error({ err, shard: this.shards[i] }, 'delivery worker stopped taking jobs');
         });
       }
     })();
     return this.started;
-  }
-
-  /** Both lanes' BullMQ workers, live first (index modulo the shard count: the shard). */
-  private allWorkers(): Array<Worker<DeliveryJobData>> {
-    return [...this.workers, ...this.recoveryWorkers];
   }
 
   private onError(err: Error, shard: number): void {
@@ -266,45 +256,34 @@ export class DeliveryWorker {
   }
 
   /** With several shards, jobs beyond `concurrency` wait here (locked, not yet begun). */
-  private async gatedProcess(
-    gate: Semaphore,
-    job: Job<DeliveryJobData>,
-    lane: Lane,
-    token?: string,
-  ): Promise<void> {
-    await gate.acquire();
+  private async gatedProcess(job: Job<DeliveryJobData>, token?: string): Promise<void> {
+    await this.jobGate.acquire();
     try {
-      await this.process(job, lane, token);
+      await this.process(job, token);
     } finally {
-      gate.release();
+      this.jobGate.release();
     }
   }
 
-  private async process(job: Job<DeliveryJobData>, lane: Lane, token?: string): Promise<void> {
+  private async process(job: Job<DeliveryJobData>, token?: string): Promise<void> {
     const data = job.data;
-    if (isBatchJob(data)) return this.processBatch(data, job.timestamp, lane);
-    const step = await this.lanes.run(lane, () =>
-      this.step(data.id, data.origin, job.timestamp, data.trace),
-    );
+    if (isBatchJob(data)) return this.processBatch(data, job.timestamp);
+    const step = await this.step(data.id, data.origin, job.timestamp, data.trace);
     if (step.kind === 'later') await this.later(job, token, step.at);
   }
 
   /**
-   * First attempts of a group; rows needing a later attempt continue as row jobs, in the
-   * job's lane. A one-origin group (a recovery batch holds up to 250 rows) runs at most the
-   * origin's limit of rows at a time, in id order: its rows queue here rather than in the
-   * origin's line. A live job's rows count as live from its start until each is done.
+   * First attempts of a group; rows needing a later attempt continue as row jobs. A
+   * one-origin group (a recovery batch holds up to 250 rows) runs at most the origin's
+   * limit of rows at a time, in id order: its rows queue here rather than in the origin's
+   * line.
    */
-  private async processBatch(data: BatchJobData, jobTimestamp: number, lane: Lane): Promise<void> {
+  private async processBatch(data: BatchJobData, jobTimestamp: number): Promise<void> {
     const handoff: DispatchItem[] = [];
-    const live = lane === 'live';
-    let liveLeft = live ? data.ids.length : 0;
-    if (live) this.lanes.liveBegin(liveLeft);
     const one = async (i: number) => {
       const id = data.ids[i]!;
       const origin = batchOrigin(data, i);
       const trace = batchTrace(data, i);
-      if (!live) await this.lanes.acquireRecovery();
       await this.slots.acquire();
       try {
         const step = await this.step(id, origin, jobTimestamp, trace);
@@ -315,26 +294,17 @@ export class DeliveryWorker {
         }
       } finally {
         this.slots.release();
-        if (live) {
-          liveLeft--;
-          this.lanes.liveEnd(1);
-        } else this.lanes.releaseRecovery();
       }
     };
     const oneOrigin = data.origins.every((o) => o === data.origins[0]);
     const runners = oneOrigin ? Math.min(this.perOrigin, data.ids.length) : data.ids.length;
     let next = 0;
-    // Settled, not all: every runner ends before the rows left unstarted (each runner
-    // failed) stop counting as live work here.
-    const ran = await Promise.allSettled(
+    await Promise.all(
       Array.from({ length: runners }, async () => {
         while (next < data.ids.length) await one(next++);
       }),
     );
-    if (liveLeft > 0) this.lanes.liveEnd(liveLeft);
-    const failed = ran.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
-    await this.outbox.queue.dispatch(handoff, lane);
+    await this.outbox.queue.dispatch(handoff);
   }
 
   /**
@@ -484,24 +454,13 @@ export class DeliveryWorker {
       error,
       ...(delayMs !== undefined ? { delayMs } : {}),
       ...(activity
-        ? {
-            record: attemptRecord(
-              c,
-              { result, elapsed, firedAt, sent, outcome },
-              this.signer.key.kid,
-            ),
-          }
+        ? { record: this.attemptRecord(c, { result, elapsed, firedAt, sent, outcome }) }
         : {}),
     };
     const settled = await timedOnSpan(
       'webhook.settle',
       ctx,
-      () =>
-        settleRetrying(this.outbox, c.id, input, {
-          retryMs: this.options.settleRetryMs ?? 30_000,
-          logger: this.logger,
-          closed: () => this.closed,
-        }),
+      () => this.settleRetrying(c.id, input),
       () => ({ 'webhook.state': state }),
     );
     if (settled) {
@@ -546,6 +505,37 @@ export class DeliveryWorker {
     if (state !== 'pending') metrics?.deliveries.inc({ outcome: state });
   }
 
+  /** The attempt's webhook_activity record as the settle writes it: never a credential. */
+  private attemptRecord(
+    c: ClaimedEvent,
+    a: {
+      result: AttemptResult;
+      elapsed: number;
+      firedAt: Date;
+      sent: Record<string, string>;
+      outcome: Omit<SettledAttempt, 'attempt' | 'url' | 'firedAt'>;
+    },
+  ): SettledAttempt {
+    const { result, elapsed } = a;
+    return {
+      ...a.outcome,
+      attempt: c.attempt,
+      url: recordedUrl(c.url),
+      firedAt: a.firedAt,
+      // What the console shows per attempt (#14).
+      responseSnippet:
+        result.kind === 'response' ? responseSnippet(result.head, authSecrets(c.auth)) : null,
+      keyId: c.auth.mode === 'rfc9421' ? this.signer.key.kid : null,
+      // The attempt in full (#26): headers both ways and timing, bounded and masked.
+      exchange: attemptExchange(
+        a.sent,
+        result.kind === 'response' ? (result.headers ?? {}) : null,
+        result.timing ?? { totalMs: Math.round(elapsed * 10) / 10 },
+        authSecrets(c.auth),
+      ),
+    };
+  }
+
   /**
    * The HTTP attempt: the attempt span's W3C `traceparent` (and `tracestate`) go with the
    * request beside the signature headers, never among the signed components
@@ -580,13 +570,41 @@ export class DeliveryWorker {
     return { result, elapsed, verdict, sent };
   }
 
+  /**
+   * Settles, retrying with back-off (100 ms doubling to 1 s) for up to `settleRetryMs`
+   * while the database is away: the row's lease is renewed meanwhile (the heartbeat keeps
+   * it in `claimed`), so no other job sends it again. False when it never went through.
+   */
+  private async settleRetrying(id: string, outcome: Omit<SettleInput, 'id'>): Promise<boolean> {
+    const deadline = Date.now() + (this.options.settleRetryMs ?? 30_000);
+    let wait = 100;
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.outbox.settle(id, outcome);
+        if (tries > 1) this.logger.info({ outboxId: id, tries }, 'settle went through on retry');
+        return true;
+      } catch (err) {
+        if (this.closed || Date.now() + wait > deadline) {
+          this.logger.error(
+            { err, outboxId: id, tries },
+            'settle failed; the row will be sent again',
+          );
+          return false;
+        }
+        if (tries === 1) this.logger.warn({ err, outboxId: id }, 'settle failed; retrying');
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(wait * 2, 1000);
+      }
+    }
+  }
+
   /** Graceful: stop taking jobs, let the running ones finish, flush the activity log. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     // Each once its connection has started (DeliveryQueue.close says why).
-    await Promise.all(this.allWorkers().map((w) => closeStarted(w)));
+    await Promise.all(this.workers.map((w) => closeStarted(w)));
     await this.limiter.close();
     await this.options.activity?.flush();
     await this.transport.close();

@@ -17,13 +17,11 @@ import { senderHarness, startReceiver, type SenderHarness } from './harness.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const allShards = (h: SenderHarness) => Array.from({ length: h.queue.shards }, (_, i) => i);
 
-/**
- * Rows the queued jobs carry, over every shard and both lanes (a recovery batch job carries
- * many; a Redis-loss recovery's jobs go in the recovery lane).
- */
+/** Rows the queued jobs carry, over every shard (a recovery batch job carries many). */
 async function queuedRows(h: SenderHarness): Promise<{ rows: number; jobs: number }> {
-  const queues = [...h.queue.queues, ...h.queue.recoveryQueues];
-  const jobs = (await Promise.all(queues.map((q) => q.getJobs(['waiting', 'delayed'])))).flat();
+  const jobs = (
+    await Promise.all(h.queue.queues.map((q) => q.getJobs(['waiting', 'delayed'])))
+  ).flat();
   const rows = jobs.reduce((n, j) => n + ('ids' in j.data ? j.data.ids.length : 1), 0);
   return { rows, jobs: jobs.length };
 }
