@@ -38,15 +38,7 @@ function publishedEnum(release: Release, name: string): [string, ...string[]] {
 const TASK_TYPES_31 = publishedEnum('3.1.19', 'task-type');
 const TASK_TYPES_32 = publishedEnum('3.2.0-beta.5', 'task-type');
 const STATUSES = publishedEnum('3.2.0-beta.5', 'task-status');
-const PROTOCOLS = [
-  'media-buy',
-  'signals',
-  'governance',
-  'creative',
-  'brand',
-  'sponsored-intelligence',
-  'measurement',
-] as const;
+const PROTOCOLS = publishedEnum('3.2.0-beta.5', 'adcp-protocol');
 const SORT_FIELDS = ['created_at', 'updated_at', 'status', 'task_type', 'protocol'] as const;
 
 export const ListTasksSchema = z.looseObject({
